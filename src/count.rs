@@ -1,0 +1,266 @@
+//! Word counting: stream a corpus, pre-tokenize it in parallel, and count each
+//! distinct pre-token as a byte string.
+//!
+//! Memory grows with the number of distinct words, not with corpus size: files
+//! are read in blocks of `chunk_size` bytes and each block is cut at a *safe
+//! boundary*, a position where every preset pattern must end a pre-token, so the
+//! counts are identical for any chunk size and any number of threads (per-thread
+//! maps are summed, and addition commutes).
+//!
+//! The safe boundary is right after a `\n` that sits between two non-whitespace
+//! characters (`x\ny`). None of the preset patterns can match across it (no branch
+//! matches a newline followed by a non-space), and the chunk that ends in `x\n`
+//! pre-tokenizes its tail exactly as the whole text would: the lone `\n` matches
+//! `\s+(?!\S)` at the end of the chunk and `\s+` in the whole text, the same
+//! one-character pre-token. A custom pattern that can match across `x\ny` would
+//! see different counts; that is documented for users. A text with no such
+//! position (one giant line) becomes a single chunk.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+use crate::pretokenize::PreTokenizer;
+
+/// Word (pre-token bytes) -> number of occurrences.
+pub type WordCounts = FxHashMap<Vec<u8>, u64>;
+
+/// Shared between the workers and the thread reporting progress.
+#[derive(Default)]
+pub struct Progress {
+    pub done: AtomicU64,
+    pub cancelled: AtomicBool,
+}
+
+impl Progress {
+    pub fn add(&self, n: u64) {
+        self.done.fetch_add(n, Ordering::Relaxed);
+    }
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+}
+
+/// Why counting stopped.
+#[derive(Debug)]
+pub enum CountError {
+    Cancelled,
+    /// Corpus bytes that are not UTF-8: file and byte offset of the first bad byte.
+    InvalidUtf8 { path: String, offset: u64 },
+    Io { path: String, message: String },
+    Regex(String),
+}
+
+/// Add the pre-tokens of `text` (a whole document) to `counts`.
+pub fn count_text(pre: &PreTokenizer, text: &str, counts: &mut WordCounts) -> Result<(), String> {
+    pre.for_each_word(text, |w| add_word(counts, w.as_bytes(), 1))
+}
+
+/// `counts[word] += n`, allocating only for a word not seen before.
+#[inline]
+pub fn add_word(counts: &mut WordCounts, word: &[u8], n: u64) {
+    match counts.get_mut(word) {
+        Some(c) => *c += n,
+        None => {
+            counts.insert(word.to_vec(), n);
+        }
+    }
+}
+
+/// Sum `b` into `a`, keeping the larger map as the destination.
+pub fn merge_counts(mut a: WordCounts, mut b: WordCounts) -> WordCounts {
+    if a.len() < b.len() {
+        std::mem::swap(&mut a, &mut b);
+    }
+    for (w, n) in b {
+        *a.entry(w).or_insert(0) += n;
+    }
+    a
+}
+
+/// Count a batch of independent documents in parallel.
+pub fn count_texts(pre: &PreTokenizer, texts: &[String], progress: &Progress) -> Result<WordCounts, CountError> {
+    texts
+        .par_iter()
+        .try_fold(WordCounts::default, |mut counts, text| {
+            if progress.is_cancelled() {
+                return Err(CountError::Cancelled);
+            }
+            count_text(pre, text, &mut counts).map_err(CountError::Regex)?;
+            progress.add(text.len() as u64);
+            Ok(counts)
+        })
+        .try_reduce(WordCounts::default, |a, b| Ok(merge_counts(a, b)))
+}
+
+/// Count every file (each one a document) in parallel, streaming `chunk_size` blocks.
+pub fn count_files(
+    pre: &PreTokenizer,
+    paths: &[String],
+    chunk_size: usize,
+    progress: &Progress,
+) -> Result<WordCounts, CountError> {
+    let mut total = WordCounts::default();
+    for path in paths {
+        let chunks = ChunkReader::open(path, chunk_size)?;
+        let counts = chunks
+            .par_bridge()
+            .try_fold(WordCounts::default, |mut counts, chunk| {
+                if progress.is_cancelled() {
+                    return Err(CountError::Cancelled);
+                }
+                let chunk = chunk?;
+                let text = std::str::from_utf8(&chunk.bytes).map_err(|e| CountError::InvalidUtf8 {
+                    path: path.clone(),
+                    offset: chunk.offset + e.valid_up_to() as u64,
+                })?;
+                count_text(pre, text, &mut counts).map_err(CountError::Regex)?;
+                progress.add(chunk.bytes.len() as u64);
+                Ok(counts)
+            })
+            .try_reduce(WordCounts::default, |a, b| Ok(merge_counts(a, b)))?;
+        total = merge_counts(total, counts);
+    }
+    Ok(total)
+}
+
+/// A block of a file that starts and ends at safe boundaries.
+pub struct Chunk {
+    /// Byte offset of the block in its file (for error messages).
+    pub offset: u64,
+    pub bytes: Vec<u8>,
+}
+
+/// Reads a file as a sequence of chunks cut at safe boundaries.
+pub struct ChunkReader {
+    file: File,
+    path: String,
+    chunk_size: usize,
+    /// Bytes read but not yet handed out (the tail after the last safe boundary).
+    carry: Vec<u8>,
+    offset: u64,
+    eof: bool,
+}
+
+impl ChunkReader {
+    pub fn open(path: &str, chunk_size: usize) -> Result<Self, CountError> {
+        if Path::new(path).is_dir() {
+            return Err(CountError::Io { path: path.into(), message: "is a directory".into() });
+        }
+        let file = File::open(path).map_err(|e| CountError::Io { path: path.into(), message: e.to_string() })?;
+        Ok(ChunkReader { file, path: path.into(), chunk_size: chunk_size.max(1), carry: vec![], offset: 0, eof: false })
+    }
+
+    fn fill(&mut self, want: usize) -> Result<(), CountError> {
+        let start = self.carry.len();
+        self.carry.resize(start + want, 0);
+        let mut filled = start;
+        while filled < self.carry.len() {
+            match self.file.read(&mut self.carry[filled..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
+                }
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(CountError::Io { path: self.path.clone(), message: e.to_string() }),
+            }
+        }
+        self.carry.truncate(filled);
+        Ok(())
+    }
+}
+
+impl Iterator for ChunkReader {
+    type Item = Result<Chunk, CountError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if !self.eof && self.carry.len() < self.chunk_size {
+                if let Err(e) = self.fill(self.chunk_size) {
+                    self.eof = true;
+                    return Some(Err(e));
+                }
+            }
+            if self.carry.is_empty() {
+                return None;
+            }
+            let cut = if self.eof { Some(self.carry.len()) } else { last_safe_boundary(&self.carry) };
+            match cut {
+                Some(cut) => {
+                    let rest = self.carry.split_off(cut);
+                    let bytes = std::mem::replace(&mut self.carry, rest);
+                    let chunk = Chunk { offset: self.offset, bytes };
+                    self.offset += cut as u64;
+                    return Some(Ok(chunk));
+                }
+                // No safe boundary yet: read more (the chunk grows past chunk_size).
+                None => {
+                    let more = self.chunk_size.max(self.carry.len());
+                    if let Err(e) = self.fill(more) {
+                        self.eof = true;
+                        return Some(Err(e));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// ASCII whitespace as the regex `\s` sees it; a non-ASCII byte counts as
+/// "maybe whitespace" (U+0085, U+00A0, U+2000.. are whitespace), so we never
+/// cut next to one.
+fn is_safe_neighbor(b: u8) -> bool {
+    b.is_ascii() && !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | 0x1c..=0x1f)
+}
+
+/// Position just after the last `\n` with a safe non-whitespace byte on each side.
+pub fn last_safe_boundary(buf: &[u8]) -> Option<usize> {
+    let mut i = buf.len().checked_sub(1)?;
+    while i >= 1 {
+        if buf[i] == b'\n' && i + 1 < buf.len() && is_safe_neighbor(buf[i - 1]) && is_safe_neighbor(buf[i + 1]) {
+            return Some(i + 1);
+        }
+        i -= 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn counts_of(pre: &PreTokenizer, text: &str) -> WordCounts {
+        let mut c = WordCounts::default();
+        count_text(pre, text, &mut c).unwrap();
+        c
+    }
+
+    #[test]
+    fn chunk_size_does_not_change_counts() {
+        let text = "Hello world.\nIt's  here\n\n  and\tthere \nx\ny\n\u{a0}\nz end  \n";
+        let dir = std::env::temp_dir().join(format!("bytepair-count-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.txt");
+        std::fs::File::create(&path).unwrap().write_all(text.as_bytes()).unwrap();
+        let pre = PreTokenizer::new("gpt2", &[]).unwrap();
+        let want = counts_of(&pre, text);
+        for chunk_size in [1, 2, 3, 5, 8, 13, 1000] {
+            let got = count_files(&pre, &[path.to_string_lossy().into()], chunk_size, &Progress::default()).unwrap();
+            assert_eq!(got, want, "chunk size {chunk_size}");
+        }
+    }
+
+    #[test]
+    fn safe_boundary_needs_non_space_on_both_sides() {
+        assert_eq!(last_safe_boundary(b"a\nb"), Some(2));
+        assert_eq!(last_safe_boundary(b"a\n b"), None);
+        assert_eq!(last_safe_boundary(b"a \nb"), None);
+        assert_eq!(last_safe_boundary(b"a\nb\nc"), Some(4));
+    }
+}

@@ -1,0 +1,304 @@
+//! Python bindings (`bytepair._core`). This file only converts arguments and
+//! errors and releases the GIL around heavy work; each stage lives in its own
+//! module: pretokenize -> count -> train, and encode.
+//!
+//! Long calls (counting, the merge loop) run on a worker thread while the calling
+//! thread wakes every 100 ms to report progress to Python and to check for
+//! Ctrl-C, so KeyboardInterrupt stops them promptly.
+
+pub mod count;
+pub mod encode;
+pub mod pretokenize;
+pub mod train;
+
+use std::sync::mpsc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use rayon::prelude::*;
+
+use count::{CountError, Progress, WordCounts};
+use encode::{EncodeError, Encoder};
+use pretokenize::PreTokenizer;
+
+fn pool(num_threads: Option<usize>) -> PyResult<rayon::ThreadPool> {
+    let mut b = rayon::ThreadPoolBuilder::new();
+    if let Some(n) = num_threads {
+        if n == 0 {
+            return Err(PyValueError::new_err("num_threads must be at least 1"));
+        }
+        b = b.num_threads(n);
+    }
+    b.build().map_err(|e| PyRuntimeError::new_err(format!("cannot start thread pool: {e}")))
+}
+
+/// Run `work` without the GIL on its own thread pool; every 100 ms call
+/// `callback(progress.done)` and check signals. A Python error (Ctrl-C, or one
+/// raised by the callback) cancels the work and is returned.
+fn run_with_progress<R: Send>(
+    py: Python<'_>,
+    num_threads: Option<usize>,
+    callback: Option<Py<PyAny>>,
+    work: impl FnOnce(&Progress) -> R + Send,
+) -> PyResult<R> {
+    let pool = pool(num_threads)?;
+    let progress = Progress::default();
+    let report = |done: u64| -> PyResult<()> {
+        Python::attach(|py| {
+            py.check_signals()?;
+            if let Some(cb) = &callback {
+                cb.call1(py, (done,))?;
+            }
+            Ok(())
+        })
+    };
+    let (result, error) = py.detach(|| {
+        std::thread::scope(|s| {
+            let (tx, rx) = mpsc::channel();
+            let progress = &progress;
+            let pool = &pool;
+            s.spawn(move || {
+                let _ = tx.send(pool.install(|| work(progress)));
+            });
+            let mut error = None;
+            loop {
+                match rx.recv_timeout(Duration::from_millis(100)) {
+                    Ok(r) => return (Some(r), error),
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        if error.is_none() {
+                            if let Err(e) = report(progress.done.load(Ordering::Relaxed)) {
+                                progress.cancelled.store(true, Ordering::Relaxed);
+                                error = Some(e);
+                            }
+                        }
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return (None, error),
+                }
+            }
+        })
+    });
+    if let Some(e) = error {
+        return Err(e);
+    }
+    let result = result.ok_or_else(|| PyRuntimeError::new_err("worker thread panicked"))?;
+    report(progress.done.load(Ordering::Relaxed))?;
+    Ok(result)
+}
+
+fn count_error(e: CountError) -> PyErr {
+    match e {
+        CountError::Cancelled => PyRuntimeError::new_err("cancelled"),
+        CountError::InvalidUtf8 { path, offset } => PyValueError::new_err(format!(
+            "{path}: invalid UTF-8 at byte offset {offset} (pass errors=\"replace\" to replace bad bytes)"
+        )),
+        CountError::Io { path, message } => PyOSError::new_err(format!("{path}: {message}")),
+        CountError::Regex(m) => PyValueError::new_err(m),
+    }
+}
+
+/// Resolve a preset name (`gpt2`, `cl100k`, `o200k`) to its regex; other strings pass through.
+#[pyfunction]
+fn resolve_pattern(name_or_pattern: &str) -> String {
+    pretokenize::resolve_pattern(name_or_pattern).to_string()
+}
+
+/// Word counts accumulated from texts or files, then trained on.
+#[pyclass(module = "bytepair._core")]
+struct WordCounter {
+    pre: PreTokenizer,
+    counts: WordCounts,
+}
+
+#[pymethods]
+impl WordCounter {
+    #[new]
+    fn new(pattern: &str, special_tokens: Vec<String>) -> PyResult<Self> {
+        let pre = PreTokenizer::new(pattern, &special_tokens).map_err(PyValueError::new_err)?;
+        Ok(WordCounter { pre, counts: WordCounts::default() })
+    }
+
+    /// Count UTF-8 files, each one document; progress reports bytes read.
+    #[pyo3(signature = (paths, num_threads=None, chunk_size=8 << 20, progress=None))]
+    fn count_files(
+        &mut self,
+        py: Python<'_>,
+        paths: Vec<String>,
+        num_threads: Option<usize>,
+        chunk_size: usize,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let pre = &self.pre;
+        let counts = run_with_progress(py, num_threads, progress, |p| count::count_files(pre, &paths, chunk_size, p))?
+            .map_err(count_error)?;
+        self.counts = count::merge_counts(std::mem::take(&mut self.counts), counts);
+        Ok(())
+    }
+
+    /// Count a batch of texts, each one document; progress reports UTF-8 bytes.
+    #[pyo3(signature = (texts, num_threads=None, progress=None))]
+    fn count_texts(
+        &mut self,
+        py: Python<'_>,
+        texts: Vec<String>,
+        num_threads: Option<usize>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let pre = &self.pre;
+        let counts =
+            run_with_progress(py, num_threads, progress, |p| count::count_texts(pre, &texts, p))?.map_err(count_error)?;
+        self.counts = count::merge_counts(std::mem::take(&mut self.counts), counts);
+        Ok(())
+    }
+
+    /// Add (word bytes, count) pairs as given, without pre-tokenizing them.
+    fn add_counts(&mut self, items: Vec<(Vec<u8>, u64)>) {
+        for (w, n) in items {
+            count::add_word(&mut self.counts, &w, n);
+        }
+    }
+
+    fn __len__(&self) -> usize {
+        self.counts.len()
+    }
+
+    /// Total number of pre-tokens counted.
+    fn total(&self) -> u64 {
+        self.counts.values().sum()
+    }
+
+    /// All (word bytes, count), sorted by count descending then bytes.
+    fn items<'py>(&self, py: Python<'py>) -> Vec<(Bound<'py, PyBytes>, u64)> {
+        let mut v: Vec<(&Vec<u8>, &u64)> = self.counts.iter().collect();
+        v.sort_unstable_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        v.into_iter().map(|(w, &n)| (PyBytes::new(py, w), n)).collect()
+    }
+
+    /// Learn up to `num_merges` merges from the counts (which are consumed).
+    /// Returns ([(left id, right id, count)], stopped_early); progress reports merges.
+    #[pyo3(signature = (num_merges, num_threads=None, progress=None))]
+    fn train(
+        &mut self,
+        py: Python<'_>,
+        num_merges: usize,
+        num_threads: Option<usize>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<(Vec<(u32, u32, u64)>, bool)> {
+        let mut words: Vec<(Vec<u8>, u64)> = std::mem::take(&mut self.counts).into_iter().collect();
+        // Word order only affects internal indices, never the result; sort anyway
+        // so runs are reproducible byte for byte.
+        words.par_sort_unstable();
+        let trained = run_with_progress(py, num_threads, progress, |p| train::train(words, num_merges, p))?
+            .ok_or_else(|| PyRuntimeError::new_err("cancelled"))?;
+        let merges = trained.merges.into_iter().map(|m| (m.left, m.right, m.count)).collect();
+        Ok((merges, trained.stopped_early))
+    }
+}
+
+fn encode_error(e: EncodeError, text: &str) -> PyErr {
+    match e {
+        EncodeError::Disallowed(d) => {
+            let chars = text[..d.offset].chars().count();
+            PyValueError::new_err(format!(
+                "Encountered text corresponding to disallowed special token {:?} at character offset {chars}.\n\
+                 If you want this text to be encoded as a special token, pass it to `allowed_special`, \
+                 e.g. `allowed_special={{{:?}, ...}}`.\n\
+                 If you want this text to be encoded as normal text, disable the check for this token \
+                 by passing `disallowed_special=(enc.special_tokens_set - {{{:?}}})`.\n\
+                 To disable this check for all special tokens, pass `disallowed_special=()`.",
+                d.token, d.token, d.token
+            ))
+        }
+        EncodeError::Other(m) => PyValueError::new_err(m),
+    }
+}
+
+/// The encoder: vocabulary, merge ranks, special tokens and pattern.
+#[pyclass(module = "bytepair._core", frozen)]
+struct CoreBPE {
+    enc: Encoder,
+}
+
+#[pymethods]
+impl CoreBPE {
+    #[new]
+    fn new(
+        tokens: Vec<(Vec<u8>, u32)>,
+        merged: Vec<Vec<u8>>,
+        specials: Vec<(String, u32)>,
+        pattern: &str,
+    ) -> PyResult<Self> {
+        Ok(CoreBPE { enc: Encoder::new(tokens, merged, specials, pattern).map_err(PyValueError::new_err)? })
+    }
+
+    fn encode_ordinary(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
+        py.detach(|| {
+            let mut out = Vec::with_capacity(text.len() / 4);
+            self.enc.encode_ordinary_into(text, &mut out).map(|_| out)
+        })
+        .map_err(PyValueError::new_err)
+    }
+
+    fn encode(&self, py: Python<'_>, text: &str, allowed: Vec<String>, disallowed: Vec<String>) -> PyResult<Vec<u32>> {
+        py.detach(|| self.enc.encode(text, &allowed, &disallowed)).map_err(|e| encode_error(e, text))
+    }
+
+    /// Like `encode`, but the ids come back as little-endian uint32 bytes.
+    fn encode_to_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        text: &str,
+        allowed: Vec<String>,
+        disallowed: Vec<String>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let ids = py.detach(|| self.enc.encode(text, &allowed, &disallowed)).map_err(|e| encode_error(e, text))?;
+        let bytes: Vec<u8> = ids.iter().flat_map(|id| id.to_le_bytes()).collect();
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    #[pyo3(signature = (texts, allowed, disallowed, num_threads=None))]
+    fn encode_batch(
+        &self,
+        py: Python<'_>,
+        texts: Vec<String>,
+        allowed: Vec<String>,
+        disallowed: Vec<String>,
+        num_threads: Option<usize>,
+    ) -> PyResult<Vec<Vec<u32>>> {
+        let pool = pool(num_threads)?;
+        let results: Vec<Result<Vec<u32>, (EncodeError, usize)>> = py.detach(|| {
+            pool.install(|| {
+                texts
+                    .par_iter()
+                    .enumerate()
+                    .map(|(i, t)| self.enc.encode(t, &allowed, &disallowed).map_err(|e| (e, i)))
+                    .collect()
+            })
+        });
+        results.into_iter().map(|r| r.map_err(|(e, i)| encode_error(e, &texts[i]))).collect()
+    }
+
+    fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = py
+            .detach(|| self.enc.decode_bytes(&ids))
+            .map_err(|id| PyValueError::new_err(format!("token id {id} is not in the vocabulary")))?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// The pre-tokens of `text` (special tokens not treated), for tests and inspection.
+    fn pretokenize(&self, text: &str) -> PyResult<Vec<String>> {
+        let mut out = vec![];
+        self.enc.pre_tokenizer().for_each_piece(text, |w| out.push(w.to_string())).map_err(PyValueError::new_err)?;
+        Ok(out)
+    }
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(resolve_pattern, m)?)?;
+    m.add_class::<WordCounter>()?;
+    m.add_class::<CoreBPE>()?;
+    Ok(())
+}

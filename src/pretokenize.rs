@@ -1,0 +1,203 @@
+//! Pre-tokenization: split text into pre-tokens ("words") with a regex, after
+//! cutting it at special-token strings.
+//!
+//! Two engines, one contract: every split must equal Python's `regex` module
+//! (`regex.findall(pattern, text)`) on the same pattern.
+//!
+//! * The presets (`gpt2`, `cl100k`, `o200k`) run on `regex-automata`'s DFA-based
+//!   meta engine, which is several times faster than a backtracking engine but has
+//!   no look-around. Their only look-around is the `\s+(?!\S)` branch, which we
+//!   emulate exactly with a multi-pattern, leftmost-first, anchored search:
+//!     pattern 0: every branch before `\s+(?!\S)`, plus `\s+\z` (a whitespace run
+//!                that reaches the end of the text satisfies the look-ahead whole);
+//!     pattern 1: `\s+\s`, and we give the last character back: a run followed by
+//!                a non-space keeps all but its last character, which is exactly
+//!                what the backtracking engine ends up matching;
+//!     pattern 2: `\s+` (the final fallback branch).
+//!   Possessive quantifiers in cl100k (`?+`, `++`) are written as plain ones: in
+//!   those positions backtracking can never produce a different match, because the
+//!   character classes on either side are disjoint.
+//! * Custom patterns run on `fancy-regex`, the backtracking engine tiktoken uses.
+//!
+//! Special tokens are found with Aho-Corasick, leftmost-longest: when two special
+//! tokens overlap, the longest wins.
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use fancy_regex::Regex as FancyRegex;
+use regex_automata::meta::Regex as MetaRegex;
+use regex_automata::{Anchored, Input};
+
+/// GPT-2's pattern (tiktoken `gpt2`, HF ByteLevel).
+pub const GPT2_PATTERN: &str =
+    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+/// tiktoken `cl100k_base`.
+pub const CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+";
+/// tiktoken `o200k_base`.
+pub const O200K_PATTERN: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+);
+
+/// The look-ahead-free rewrite of a preset: the branches before `\s+(?!\S)`.
+fn preset_head(pattern: &str) -> Option<&'static str> {
+    match pattern {
+        GPT2_PATTERN => Some(r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+"),
+        CL100K_PATTERN => Some(
+            r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]",
+        ),
+        O200K_PATTERN => Some(concat!(
+            r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+            r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+            r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+"
+        )),
+        _ => None,
+    }
+}
+
+/// Resolve a preset name to its regex; any other string is taken as a pattern.
+pub fn resolve_pattern(name_or_pattern: &str) -> &str {
+    match name_or_pattern {
+        "gpt2" | "r50k_base" | "p50k_base" => GPT2_PATTERN,
+        "cl100k" | "cl100k_base" => CL100K_PATTERN,
+        "o200k" | "o200k_base" => O200K_PATTERN,
+        other => other,
+    }
+}
+
+enum Engine {
+    /// Preset: pattern ids 0 (take), 1 (give back the last char), 2 (take).
+    Emulated(MetaRegex),
+    Fancy(FancyRegex),
+}
+
+/// A compiled pre-tokenizer: regex plus special-token splitter.
+pub struct PreTokenizer {
+    engine: Engine,
+    specials: Option<AhoCorasick>,
+}
+
+impl PreTokenizer {
+    /// Compile `pattern` (a preset name or a regex) with the given special tokens.
+    pub fn new(pattern: &str, special_tokens: &[String]) -> Result<Self, String> {
+        let pattern = resolve_pattern(pattern);
+        let engine = match preset_head(pattern) {
+            Some(head) => {
+                let head = format!(r"(?:{head})|\s+\z");
+                let re = MetaRegex::new_many(&[head.as_str(), r"\s+\s", r"\s+"])
+                    .map_err(|e| format!("internal preset regex failed to compile: {e}"))?;
+                Engine::Emulated(re)
+            }
+            None => Engine::Fancy(
+                FancyRegex::new(pattern).map_err(|e| format!("invalid pattern {pattern:?}: {e}"))?,
+            ),
+        };
+        Ok(PreTokenizer { engine, specials: special_matcher(special_tokens)? })
+    }
+
+    /// Call `f` on every pre-token of `text`, which holds no special tokens.
+    /// Errors only when the backtracking engine gives up (catastrophic pattern).
+    pub fn for_each_piece<'t>(
+        &self,
+        text: &'t str,
+        mut f: impl FnMut(&'t str),
+    ) -> Result<(), String> {
+        match &self.engine {
+            Engine::Emulated(re) => {
+                let mut pos = 0;
+                while pos < text.len() {
+                    let input = Input::new(text).range(pos..).anchored(Anchored::Yes);
+                    let Some(m) = re.search(&input) else {
+                        // Every preset covers every character; skip one if not.
+                        pos += text[pos..].chars().next().map_or(1, char::len_utf8);
+                        continue;
+                    };
+                    let mut end = m.end();
+                    if m.pattern().as_usize() == 1 {
+                        end -= text[..end].chars().next_back().map_or(0, char::len_utf8);
+                    }
+                    f(&text[pos..end]);
+                    pos = end;
+                }
+            }
+            Engine::Fancy(re) => {
+                for m in re.find_iter(text) {
+                    let m = m.map_err(|e| format!("regex engine error: {e}"))?;
+                    if !m.as_str().is_empty() {
+                        f(m.as_str());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Call `f` on every pre-token of `text`, cutting first at special tokens,
+    /// which are dropped (they are hard boundaries and never counted as text).
+    pub fn for_each_word<'t>(&self, text: &'t str, mut f: impl FnMut(&'t str)) -> Result<(), String> {
+        match &self.specials {
+            None => self.for_each_piece(text, f),
+            Some(ac) => {
+                let mut start = 0;
+                for m in ac.find_iter(text) {
+                    self.for_each_piece(&text[start..m.start()], &mut f)?;
+                    start = m.end();
+                }
+                self.for_each_piece(&text[start..], f)
+            }
+        }
+    }
+}
+
+/// Leftmost-longest matcher over the special-token strings, or None if there are none.
+pub fn special_matcher(special_tokens: &[String]) -> Result<Option<AhoCorasick>, String> {
+    if special_tokens.is_empty() {
+        return Ok(None);
+    }
+    if let Some(t) = special_tokens.iter().find(|t| t.is_empty()) {
+        return Err(format!("special token {t:?} is empty"));
+    }
+    AhoCorasick::builder()
+        .match_kind(MatchKind::LeftmostLongest)
+        .build(special_tokens)
+        .map(Some)
+        .map_err(|e| format!("cannot build special-token matcher: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(pattern: &str, text: &str) -> Vec<String> {
+        let p = PreTokenizer::new(pattern, &[]).unwrap();
+        let mut out = vec![];
+        p.for_each_piece(text, |w| out.push(w.to_string())).unwrap();
+        out
+    }
+
+    #[test]
+    fn gpt2_emulation_equals_backtracking() {
+        let texts = [
+            "Hello world", "a  b", "a \n\n b", "  lead", "trail  ", "x\n", "it's 12 o'clock!!",
+            " \t\n x", "\n\n\n", "", "héllo wörld 123 ...", "a\u{a0}\u{a0}b",
+        ];
+        for pat in ["gpt2", "cl100k", "o200k"] {
+            let full = resolve_pattern(pat);
+            for t in texts {
+                let fancy = {
+                    let re = FancyRegex::new(full).unwrap();
+                    re.find_iter(t).map(|m| m.unwrap().as_str().to_string()).collect::<Vec<_>>()
+                };
+                assert_eq!(split(pat, t), fancy, "pattern {pat} text {t:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn specials_are_dropped_longest_first() {
+        let p = PreTokenizer::new("gpt2", &["<|a|>".into(), "<|a|><|b|>".into()]).unwrap();
+        let mut out = vec![];
+        p.for_each_word("x<|a|><|b|>y<|a|>z", |w| out.push(w)).unwrap();
+        assert_eq!(out, ["x", "y", "z"]);
+    }
+}
