@@ -98,10 +98,13 @@ pub fn count_texts(pre: &PreTokenizer, texts: &[String], progress: &Progress) ->
 }
 
 /// Count every file (each one a document) in parallel, streaming `chunk_size` blocks.
+/// Bytes that are not UTF-8 are an error, or U+FFFD when `replace_errors`; chunks
+/// are cut at ASCII newlines, so replacing per chunk equals replacing the whole file.
 pub fn count_files(
     pre: &PreTokenizer,
     paths: &[String],
     chunk_size: usize,
+    replace_errors: bool,
     progress: &Progress,
 ) -> Result<WordCounts, CountError> {
     let mut total = WordCounts::default();
@@ -114,11 +117,15 @@ pub fn count_files(
                     return Err(CountError::Cancelled);
                 }
                 let chunk = chunk?;
-                let text = std::str::from_utf8(&chunk.bytes).map_err(|e| CountError::InvalidUtf8 {
-                    path: path.clone(),
-                    offset: chunk.offset + e.valid_up_to() as u64,
-                })?;
-                count_text(pre, text, &mut counts).map_err(CountError::Regex)?;
+                let text = match std::str::from_utf8(&chunk.bytes) {
+                    Ok(t) => std::borrow::Cow::Borrowed(t),
+                    Err(_) if replace_errors => String::from_utf8_lossy(&chunk.bytes),
+                    Err(e) => {
+                        let offset = chunk.offset + e.valid_up_to() as u64;
+                        return Err(CountError::InvalidUtf8 { path: path.clone(), offset });
+                    }
+                };
+                count_text(pre, &text, &mut counts).map_err(CountError::Regex)?;
                 progress.add(chunk.bytes.len() as u64);
                 Ok(counts)
             })
@@ -251,7 +258,7 @@ mod tests {
         let pre = PreTokenizer::new("gpt2", &[]).unwrap();
         let want = counts_of(&pre, text);
         for chunk_size in [1, 2, 3, 5, 8, 13, 1000] {
-            let got = count_files(&pre, &[path.to_string_lossy().into()], chunk_size, &Progress::default()).unwrap();
+            let got = count_files(&pre, &[path.to_string_lossy().into()], chunk_size, false, &Progress::default()).unwrap();
             assert_eq!(got, want, "chunk size {chunk_size}");
         }
     }

@@ -121,17 +121,20 @@ impl WordCounter {
     }
 
     /// Count UTF-8 files, each one document; progress reports bytes read.
-    #[pyo3(signature = (paths, num_threads=None, chunk_size=8 << 20, progress=None))]
+    #[pyo3(signature = (paths, num_threads=None, chunk_size=8 << 20, replace_errors=false, progress=None))]
     fn count_files(
         &mut self,
         py: Python<'_>,
         paths: Vec<String>,
         num_threads: Option<usize>,
         chunk_size: usize,
+        replace_errors: bool,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<()> {
         let pre = &self.pre;
-        let counts = run_with_progress(py, num_threads, progress, |p| count::count_files(pre, &paths, chunk_size, p))?
+        let counts = run_with_progress(py, num_threads, progress, |p| {
+            count::count_files(pre, &paths, chunk_size, replace_errors, p)
+        })?
             .map_err(count_error)?;
         self.counts = count::merge_counts(std::mem::take(&mut self.counts), counts);
         Ok(())

@@ -1,0 +1,17 @@
+"""bytepair: byte-level BPE tokenizers (the GPT-2 / tiktoken kind).
+
+Train a merge table on a corpus, encode and decode with it (ids identical to
+tiktoken's for the same ranks), and save it as a HuggingFace tokenizer.json.
+
+>>> import bytepair
+>>> tok = bytepair.train_from_iterator(["hello world"] * 10, 260, progress=False)
+>>> tok.decode(tok.encode("hello world"))
+'hello world'
+"""
+
+from ._core import resolve_pattern
+from .tokenizer import Tokenizer
+from .train import TrainingStats, train, train_from_counts, train_from_iterator
+
+__all__ = ["Tokenizer", "TrainingStats", "resolve_pattern", "train", "train_from_counts", "train_from_iterator"]
+__version__ = "0.1.0"

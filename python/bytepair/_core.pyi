@@ -1,0 +1,48 @@
+"""Type stubs for the Rust extension module (src/lib.rs)."""
+
+from collections.abc import Callable
+
+def resolve_pattern(name_or_pattern: str) -> str:
+    """Preset name (gpt2, cl100k, o200k) -> its regex; other strings unchanged."""
+
+class WordCounter:
+    """Word counts (pre-token bytes -> count) accumulated from files or texts."""
+
+    def __init__(self, pattern: str, special_tokens: list[str]) -> None: ...
+    def count_files(
+        self,
+        paths: list[str],
+        num_threads: int | None = None,
+        chunk_size: int = ...,
+        replace_errors: bool = False,
+        progress: Callable[[int], object] | None = None,
+    ) -> None:
+        """Count UTF-8 files (each a document); progress(bytes done) ~10x a second."""
+    def count_texts(
+        self, texts: list[str], num_threads: int | None = None, progress: Callable[[int], object] | None = None
+    ) -> None: ...
+    def add_counts(self, items: list[tuple[bytes, int]]) -> None: ...
+    def __len__(self) -> int: ...
+    def total(self) -> int: ...
+    def items(self) -> list[tuple[bytes, int]]:
+        """(word, count) sorted by count descending, then bytes."""
+    def train(
+        self, num_merges: int, num_threads: int | None = None, progress: Callable[[int], object] | None = None
+    ) -> tuple[list[tuple[int, int, int]], bool]:
+        """Consume the counts; return ([(left id, right id, pair count)], stopped_early)."""
+
+class CoreBPE:
+    """Encoder over (bytes, id) tokens, merge results in rank order, special tokens, pattern."""
+
+    def __init__(
+        self, tokens: list[tuple[bytes, int]], merged: list[bytes], specials: list[tuple[str, int]], pattern: str
+    ) -> None: ...
+    def encode_ordinary(self, text: str) -> list[int]: ...
+    def encode(self, text: str, allowed: list[str], disallowed: list[str]) -> list[int]: ...
+    def encode_to_bytes(self, text: str, allowed: list[str], disallowed: list[str]) -> bytes:
+        """Ids as little-endian uint32 bytes."""
+    def encode_batch(
+        self, texts: list[str], allowed: list[str], disallowed: list[str], num_threads: int | None = None
+    ) -> list[list[int]]: ...
+    def decode_bytes(self, ids: list[int]) -> bytes: ...
+    def pretokenize(self, text: str) -> list[str]: ...

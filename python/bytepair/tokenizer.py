@@ -1,0 +1,350 @@
+"""The `Tokenizer`: a merge table, a vocabulary, special tokens and a pattern,
+with tiktoken-exact encoding and decoding.
+
+Encoding follows tiktoken (openai/tiktoken): special tokens first (text holding a
+special-token string raises unless that token is allowed), then pre-tokenization
+with the pattern, then rank-ordered merges inside each pre-token. The heavy work
+runs in the Rust core (`bytepair._core`) with the GIL released.
+
+Not here: training (`bytepair.train`), file formats (`bytepair.formats`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from typing import AbstractSet, Literal
+
+from . import _core
+from .atomic import atomic_write
+
+AllowedSpecial = Literal["all"] | AbstractSet[str]
+DisallowedSpecial = Literal["all"] | Collection[str]
+
+# encode_iterable buffers at least this many characters before cutting at a safe boundary.
+_STREAM_BLOCK_CHARS = 1 << 16
+# A newline between these characters always ends a pre-token for the presets.
+_SAFE_NEIGHBOURS = frozenset(chr(c) for c in range(0x21, 0x7F))
+
+
+class Tokenizer:
+    """A byte-level BPE tokenizer.
+
+    Args:
+        vocab: token id -> the bytes it stands for. Ids need not be contiguous.
+        merges: the merge table, ``(left bytes, right bytes)`` in rank order: the
+            merge at position r has rank r, and lower ranks merge first.
+        special_tokens: control tokens such as ``"<|endoftext|>"``, either a
+            sequence of strings or a mapping string -> id. From a sequence, a
+            special token takes the id the vocab already gives its UTF-8 bytes,
+            else the next free id (in the order given).
+        pattern: the pre-tokenization regex, or a preset name (``"gpt2"``,
+            ``"cl100k"``, ``"o200k"``).
+
+    Raises:
+        ValueError: a merge whose parts or result are not in the vocab, a
+            duplicate id, an empty special token, or a pattern that does not compile.
+
+    >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"hi"}, [(b"h", b"i")])
+    >>> tok.encode("hi hi")
+    [256, 32, 256]
+    >>> tok.decode([256, 32, 256])
+    'hi hi'
+    """
+
+    def __init__(
+        self,
+        vocab: Mapping[int, bytes],
+        merges: Sequence[tuple[bytes, bytes]],
+        special_tokens: Sequence[str] | Mapping[str, int] | None = None,
+        pattern: str = "gpt2",
+    ) -> None:
+        self.vocab: dict[int, bytes] = {int(i): bytes(b) for i, b in vocab.items()}
+        self.merges: list[tuple[bytes, bytes]] = [(bytes(a), bytes(b)) for a, b in merges]
+        self.pattern: str = pattern
+        self.special_tokens: dict[str, int] = self._assign_special_ids(special_tokens or ())
+        self._check_merges()
+        special_ids = set(self.special_tokens.values())
+        tokens = [(b, i) for i, b in self.vocab.items() if i not in special_ids]
+        self._core = _core.CoreBPE(
+            tokens,
+            [a + b for a, b in self.merges],
+            list(self.special_tokens.items()),
+            pattern,
+        )
+
+    def _assign_special_ids(self, special_tokens: Sequence[str] | Mapping[str, int]) -> dict[str, int]:
+        if isinstance(special_tokens, str):
+            raise TypeError("special_tokens must be a sequence of strings, not a single string")
+        if isinstance(special_tokens, Mapping):
+            pairs = [(str(t), int(i)) for t, i in special_tokens.items()]
+        else:
+            by_bytes = {b: i for i, b in self.vocab.items()}
+            next_id = max(self.vocab, default=-1) + 1
+            pairs = []
+            for t in special_tokens:
+                if not isinstance(t, str):
+                    raise TypeError(f"special token {t!r} is not a str")
+                if t.encode() in by_bytes:
+                    pairs.append((t, by_bytes[t.encode()]))
+                else:
+                    pairs.append((t, next_id))
+                    next_id += 1
+        out: dict[str, int] = {}
+        for t, i in pairs:
+            if not t:
+                raise ValueError("special tokens must not be empty")
+            if t in out:
+                raise ValueError(f"special token {t!r} is given twice")
+            if i in self.vocab and self.vocab[i] != t.encode():
+                raise ValueError(f"special token {t!r} has id {i}, which the vocab gives to {self.vocab[i]!r}")
+            out[t] = i
+        return out
+
+    def _check_merges(self) -> None:
+        known = set(self.vocab.values())
+        for r, (a, b) in enumerate(self.merges):
+            for part in (a, b, a + b):
+                if part not in known:
+                    raise ValueError(f"merge {r} ({a!r}, {b!r}): {part!r} is not in the vocab")
+
+    # ---- sizes and views -------------------------------------------------
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of ids: vocabulary entries plus special tokens not among them."""
+        return len(self.vocab.keys() | set(self.special_tokens.values()))
+
+    @property
+    def n_vocab(self) -> int:
+        """One more than the largest id (tiktoken's `n_vocab`)."""
+        return max(self.vocab.keys() | set(self.special_tokens.values()), default=-1) + 1
+
+    @property
+    def special_tokens_set(self) -> set[str]:
+        return set(self.special_tokens)
+
+    @property
+    def pattern_regex(self) -> str:
+        """The pre-tokenization regex (presets resolved to their full pattern)."""
+        return _core.resolve_pattern(self.pattern)
+
+    def __repr__(self) -> str:
+        return (
+            f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}, "
+            f"special_tokens={list(self.special_tokens)}, pattern={self.pattern!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Tokenizer):
+            return NotImplemented
+        return (self.vocab, self.merges, self.special_tokens, self.pattern_regex) == (
+            other.vocab, other.merges, other.special_tokens, other.pattern_regex
+        )
+
+    def __reduce__(self):
+        return (Tokenizer, (self.vocab, self.merges, self.special_tokens, self.pattern))
+
+    # ---- encoding --------------------------------------------------------
+
+    def _special_policy(
+        self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial
+    ) -> tuple[list[str], list[str]]:
+        """Resolve tiktoken-style arguments to (allowed, disallowed) token lists."""
+        allowed = self.special_tokens_set if allowed_special == "all" else set(allowed_special)
+        disallowed = (
+            self.special_tokens_set - allowed if disallowed_special == "all" else set(disallowed_special)
+        )
+        unknown = (allowed | disallowed) - self.special_tokens_set
+        if unknown:
+            raise ValueError(f"not special tokens of this tokenizer: {sorted(unknown)!r}")
+        return sorted(allowed), sorted(disallowed - allowed)
+
+    def encode(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> list[int]:
+        """Encode a string into token ids, with tiktoken's special-token rules.
+
+        Args:
+            text: any str; lone surrogates are replaced by U+FFFD, as tiktoken does.
+            allowed_special: special tokens to emit as their ids when their string
+                occurs in `text` (``"all"`` for every one).
+            disallowed_special: special tokens whose string in `text` is an error
+                (``"all"``: every one not allowed; ``()`` to encode them as text).
+
+        Returns:
+            list[int] of token ids. When special tokens overlap, the longest wins.
+
+        Raises:
+            ValueError: `text` contains a disallowed special-token string (the
+                message says how to allow it), or a token named in the arguments
+                is not a special token of this tokenizer.
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|eot|>"])
+        >>> tok.encode("a<|eot|>", allowed_special="all")
+        [97, 256]
+        """
+        allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
+        try:
+            return self._core.encode(text, allowed, disallowed)
+        except UnicodeEncodeError:
+            return self._core.encode(_replace_surrogates(text), allowed, disallowed)
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Encode `text` ignoring special tokens (their strings are plain text).
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).encode_ordinary("hi")
+        [104, 105]
+        """
+        try:
+            return self._core.encode_ordinary(text)
+        except UnicodeEncodeError:
+            return self._core.encode_ordinary(_replace_surrogates(text))
+
+    def encode_batch(
+        self,
+        texts: Sequence[str],
+        *,
+        num_threads: int | None = None,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> list[list[int]]:
+        """Encode many texts in parallel (Rust threads, GIL released).
+
+        Args:
+            texts: the documents; each is encoded independently, like `encode`.
+            num_threads: worker threads (default: one per core).
+
+        Returns:
+            list of id lists, one per text, in order.
+        """
+        allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
+        texts = [_replace_surrogates(t) if _has_surrogates(t) else t for t in texts]
+        return self._core.encode_batch(texts, allowed, disallowed, num_threads)
+
+    def encode_iterable(
+        self,
+        texts: Iterable[str],
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> Iterator[int]:
+        """Lazily encode a stream of strings (e.g. a file object, line by line)
+        as if it were their concatenation, in bounded memory.
+
+        The stream is cut only after a newline that has a printable ASCII character
+        on both sides, where every preset pattern ends a pre-token, so the ids equal
+        ``encode("".join(texts))``. A custom pattern that matches across such a
+        newline, or a special token containing one, may see different splits.
+
+        Yields:
+            token ids (int), in order.
+        """
+        allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
+
+        def encode_block(block: str) -> list[int]:
+            try:
+                return self._core.encode(block, allowed, disallowed)
+            except UnicodeEncodeError:
+                return self._core.encode(_replace_surrogates(block), allowed, disallowed)
+
+        pending: list[str] = []
+        size = 0
+        for text in texts:
+            pending.append(text)
+            size += len(text)
+            if size < _STREAM_BLOCK_CHARS:
+                continue
+            buffer = "".join(pending)
+            cut = _last_safe_cut(buffer)
+            if cut is None:
+                pending, size = [buffer], len(buffer)
+                continue
+            yield from encode_block(buffer[:cut])
+            pending, size = [buffer[cut:]], len(buffer) - cut
+        if pending:
+            yield from encode_block("".join(pending))
+
+    def pretokenize(self, text: str) -> list[str]:
+        """The pre-tokens of `text` under this tokenizer's pattern (special tokens
+        not treated): the strings the merges run inside."""
+        return self._core.pretokenize(text)
+
+    # ---- decoding --------------------------------------------------------
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        """Join the bytes of `ids` (special tokens give their UTF-8 string).
+
+        Raises:
+            ValueError: an id that is not in the vocabulary (the message names it).
+        """
+        return self._core.decode_bytes(list(ids))
+
+    def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
+        """Decode ids to text; bytes that are not UTF-8 follow `errors` (default
+        ``"replace"``, as tiktoken).
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [])
+        >>> tok.decode([104, 105, 255])
+        'hi\\ufffd'
+        """
+        return self.decode_bytes(ids).decode("utf-8", errors=errors)
+
+    def decode_single_token_bytes(self, token_id: int) -> bytes:
+        """The bytes of one token id."""
+        return self.decode_bytes([token_id])
+
+    # ---- files -----------------------------------------------------------
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write a HuggingFace ``tokenizer.json`` (byte-level BPE model, the
+        pattern as a Split pre-tokenizer, special tokens as added tokens) that
+        ``tokenizers.Tokenizer.from_file`` loads with the same ids. The file is
+        written to a temporary name and renamed, so a crash leaves no partial file.
+        """
+        from .formats import to_hf_json
+
+        atomic_write(path, to_hf_json(self).encode("utf-8"))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Tokenizer":
+        """Read a ``tokenizer.json`` written by `save` (or a byte-level BPE one
+        written by HuggingFace tokenizers).
+
+        Raises:
+            FileNotFoundError: no such file.
+            ValueError: the file is not valid JSON or not a byte-level BPE
+                tokenizer; the message names the file and the part at fault.
+        """
+        from .formats import from_hf_json
+
+        with open(path, "rb") as f:
+            data = f.read()
+        return from_hf_json(data, source=str(path))
+
+
+def _has_surrogates(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
+def _replace_surrogates(text: str) -> str:
+    """Lone surrogates become U+FFFD (what tiktoken does)."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _last_safe_cut(buffer: str) -> int | None:
+    """Index just after the last newline that has printable ASCII on both sides."""
+    i = buffer.rfind("\n", 0, len(buffer) - 1)
+    while i > 0:
+        if buffer[i - 1] in _SAFE_NEIGHBOURS and buffer[i + 1] in _SAFE_NEIGHBOURS:
+            return i + 1
+        i = buffer.rfind("\n", 0, i)
+    return None

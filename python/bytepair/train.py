@@ -1,0 +1,265 @@
+"""Training: count pre-tokens, then learn the merge table.
+
+The two stages are separate entry points so counts made elsewhere can be
+trained on (`train_from_counts`):
+
+1. counting (`bytepair._core.WordCounter`): split the text at special-token
+   strings (hard boundaries, never counted), pre-tokenize with the pattern, and
+   count each distinct pre-token as bytes, in parallel, streaming files;
+2. the merge loop (``WordCounter.train``): BPE (Sennrich et al., 2016) with
+   incremental pair counts, a reverse index and a lazy max-heap; ties go to the
+   lexicographically greatest ``(bytes(A), bytes(B))``.
+
+Id layout of the result (DESIGN.md): ids 0..255 are the bytes, id 256 + r is the
+merge of rank r, special tokens follow the last merge in the order given.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from . import _core
+from .progress import ProgressBar
+from .tokenizer import Tokenizer
+
+# train_from_iterator hands texts to Rust in batches of about this many characters.
+_BATCH_CHARS = 16 << 20
+
+
+@dataclass
+class TrainingStats:
+    """What a training run did; attached to the result as ``tokenizer.training_stats``."""
+
+    input_bytes: int = 0
+    pre_tokens: int = 0
+    distinct_words: int = 0
+    merges: int = 0
+    stopped_early: bool = False
+    count_seconds: float = 0.0
+    merge_seconds: float = 0.0
+    merge_counts: list[int] = field(default_factory=list, repr=False)
+
+
+def _check_arguments(vocab_size: int, special_tokens: Sequence[str]) -> int:
+    """Validate and return the number of merges to learn."""
+    if isinstance(special_tokens, str):
+        raise TypeError("special_tokens must be a sequence of strings, not a single string")
+    for t in special_tokens:
+        if not isinstance(t, str) or not t:
+            raise ValueError(f"special token {t!r} must be a non-empty str")
+    if len(set(special_tokens)) != len(special_tokens):
+        dup = next(t for t in special_tokens if list(special_tokens).count(t) > 1)
+        raise ValueError(f"special token {dup!r} is given twice")
+    if not isinstance(vocab_size, int) or vocab_size < 256 + len(special_tokens):
+        raise ValueError(
+            f"vocab_size={vocab_size!r} is too small: it must be at least 256 (the bytes) "
+            f"+ {len(special_tokens)} (special tokens) = {256 + len(special_tokens)}"
+        )
+    return vocab_size - 256 - len(special_tokens)
+
+
+def _check_files(files: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:
+    if isinstance(files, (str, os.PathLike)):
+        files = [files]
+    paths = [os.fspath(f) for f in files]
+    if not paths:
+        raise ValueError("no input files given")
+    for p in paths:
+        if os.path.isdir(p):
+            raise IsADirectoryError(f"{p}: is a directory, expected a text file")
+        if not os.path.exists(p):
+            raise FileNotFoundError(f"{p}: no such file")
+    return paths
+
+
+def _show_progress(progress: bool | None) -> bool:
+    return sys.stderr.isatty() if progress is None else bool(progress)
+
+
+def _learn(
+    counter: _core.WordCounter,
+    num_merges: int,
+    special_tokens: Sequence[str],
+    pattern: str,
+    stats: TrainingStats,
+    *,
+    num_threads: int | None,
+    progress: bool,
+) -> Tokenizer:
+    """Run the merge loop on `counter` and build the Tokenizer."""
+    stats.distinct_words = len(counter)
+    stats.pre_tokens = counter.total()
+    start = time.perf_counter()
+    with ProgressBar(num_merges, "merges", unit="merge", enabled=progress) as bar:
+        learned, stopped_early = counter.train(num_merges, num_threads, bar.update_to)
+    stats.merge_seconds = time.perf_counter() - start
+    stats.merges = len(learned)
+    stats.stopped_early = stopped_early
+    stats.merge_counts = [c for _, _, c in learned]
+    if stopped_early:
+        warnings.warn(
+            f"no pair left to merge after {len(learned)} merges: the vocabulary has "
+            f"{256 + len(learned) + len(special_tokens)} ids, fewer than the {num_merges + 256 + len(special_tokens)} asked for",
+            stacklevel=3,
+        )
+    vocab = {i: bytes([i]) for i in range(256)}
+    merges = []
+    for rank, (a, b, _) in enumerate(learned):
+        merges.append((vocab[a], vocab[b]))
+        vocab[256 + rank] = vocab[a] + vocab[b]
+    first_special = 256 + len(learned)
+    specials = {t: first_special + k for k, t in enumerate(special_tokens)}
+    tok = Tokenizer(vocab, merges, special_tokens=specials, pattern=pattern)
+    tok.training_stats = stats
+    return tok
+
+
+def train(
+    files: str | os.PathLike | Sequence[str | os.PathLike],
+    vocab_size: int,
+    *,
+    special_tokens: Sequence[str] = (),
+    pattern: str = "gpt2",
+    num_threads: int | None = None,
+    progress: bool | None = None,
+    errors: str = "strict",
+    chunk_size: int = 8 << 20,
+) -> Tokenizer:
+    """Train a byte-level BPE tokenizer on text files.
+
+    Each file is one document, read as a UTF-8 stream in blocks of `chunk_size`
+    bytes (never whole into memory) and cut only where every preset pattern ends a
+    pre-token, so the result is the same for any chunk size and thread count.
+
+    Args:
+        files: one path or a list of paths.
+        vocab_size: total ids wanted: 256 bytes + merges + special tokens.
+        special_tokens: strings such as ``"<|endoftext|>"``; they split the text,
+            are never counted, and get the ids after the last merge, in order.
+        pattern: pre-tokenization regex or preset (``gpt2``, ``cl100k``, ``o200k``).
+        num_threads: worker threads for counting (default: one per core).
+        progress: show progress bars on stderr (default: when it is a terminal).
+        errors: ``"strict"`` (bytes that are not UTF-8 raise) or ``"replace"``.
+        chunk_size: bytes read per block (memory per worker thread).
+
+    Returns:
+        Tokenizer, with ``training_stats`` (a `TrainingStats`).
+
+    Raises:
+        FileNotFoundError / IsADirectoryError: a path is missing or a directory.
+        ValueError: vocab_size too small, bad special tokens, an invalid pattern,
+            or invalid UTF-8 (message names the file and byte offset).
+        KeyboardInterrupt: Ctrl-C, within about 0.1 s.
+
+    Warns:
+        UserWarning: no pair was left before `vocab_size` was reached.
+
+    >>> import bytepair, pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.txt"; _ = p.write_text("hug " * 10 + "pug " * 5)
+    >>> bytepair.train(p, 258, progress=False).merges
+    [(b'u', b'g'), (b' ', b'h')]
+    """
+    num_merges = _check_arguments(vocab_size, special_tokens)
+    if errors not in ("strict", "replace"):
+        raise ValueError(f"errors={errors!r}: expected 'strict' or 'replace'")
+    paths = _check_files(files)
+    if any("\n" in t for t in special_tokens):
+        # A special token with a newline could straddle a block boundary: read whole files.
+        chunk_size = 1 << 62
+    show = _show_progress(progress)
+    stats = TrainingStats(input_bytes=sum(os.path.getsize(p) for p in paths))
+    counter = _core.WordCounter(pattern, list(special_tokens))
+    start = time.perf_counter()
+    with ProgressBar(stats.input_bytes, "counting", unit="B", scale=True, enabled=show) as bar:
+        counter.count_files(paths, num_threads, chunk_size, errors == "replace", bar.update_to)
+    stats.count_seconds = time.perf_counter() - start
+    return _learn(counter, num_merges, special_tokens, pattern, stats, num_threads=num_threads, progress=show)
+
+
+def train_from_iterator(
+    texts: Iterable[str],
+    vocab_size: int,
+    *,
+    special_tokens: Sequence[str] = (),
+    pattern: str = "gpt2",
+    num_threads: int | None = None,
+    progress: bool | None = None,
+) -> Tokenizer:
+    """Train on an iterable of strings, each an independent document (pre-tokens
+    never span two texts). Texts are consumed in batches, so a generator over a
+    huge dataset is fine. Arguments and errors as `train`.
+
+    >>> import bytepair
+    >>> bytepair.train_from_iterator(["low lower", "newest widest"], 257, progress=False).merges
+    [(b'w', b'e')]
+    """
+    num_merges = _check_arguments(vocab_size, special_tokens)
+    show = _show_progress(progress)
+    stats = TrainingStats()
+    counter = _core.WordCounter(pattern, list(special_tokens))
+    start = time.perf_counter()
+    with ProgressBar(None, "counting", unit="B", scale=True, enabled=show) as bar:
+        done_before = 0
+        batch: list[str] = []
+        size = 0
+
+        def flush() -> None:
+            nonlocal done_before, batch, size
+            counter.count_texts(batch, num_threads, lambda done: bar.update_to(done_before + done))
+            done_before = bar.n
+            batch, size = [], 0
+
+        for text in texts:
+            if not isinstance(text, str):
+                raise TypeError(f"texts must yield str, got {type(text).__name__}")
+            batch.append(text)
+            size += len(text)
+            if size >= _BATCH_CHARS:
+                flush()
+        if batch:
+            flush()
+        stats.input_bytes = done_before
+    stats.count_seconds = time.perf_counter() - start
+    return _learn(counter, num_merges, special_tokens, pattern, stats, num_threads=num_threads, progress=show)
+
+
+def train_from_counts(
+    word_counts: Mapping[str | bytes, int],
+    vocab_size: int,
+    *,
+    special_tokens: Sequence[str] = (),
+    pattern: str = "gpt2",
+    num_threads: int | None = None,
+    progress: bool | None = None,
+) -> Tokenizer:
+    """Train from word counts made elsewhere: keys are pre-tokens, taken as given
+    (str keys are UTF-8 encoded; they are not pre-tokenized again). `pattern` is
+    stored in the tokenizer for encoding. Counts may exceed 2**32 (u64).
+
+    Raises:
+        ValueError: a count that is negative or not an integer (names the word),
+            or vocab_size too small.
+
+    >>> import bytepair
+    >>> counts = {"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}
+    >>> [a + b for a, b in bytepair.train_from_counts(counts, 260).merges]
+    [b'ug', b'un', b'hug', b'pun']
+    """
+    num_merges = _check_arguments(vocab_size, special_tokens)
+    items = []
+    for word, count in word_counts.items():
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0 or count >= 1 << 64:
+            raise ValueError(f"count of word {word!r} must be an integer in [0, 2**64), got {count!r}")
+        items.append((word.encode("utf-8") if isinstance(word, str) else bytes(word), count))
+    counter = _core.WordCounter(pattern, list(special_tokens))
+    counter.add_counts(items)
+    stats = TrainingStats()
+    return _learn(
+        counter, num_merges, special_tokens, pattern, stats,
+        num_threads=num_threads, progress=_show_progress(progress),
+    )
