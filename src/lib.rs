@@ -121,7 +121,7 @@ impl WordCounter {
     }
 
     /// Count UTF-8 files, each one document; progress reports bytes read.
-    #[pyo3(signature = (paths, num_threads=None, chunk_size=8 << 20, replace_errors=false, progress=None))]
+    #[pyo3(signature = (paths, num_threads=None, chunk_size=1 << 20, replace_errors=false, progress=None))]
     fn count_files(
         &mut self,
         py: Python<'_>,
@@ -180,7 +180,8 @@ impl WordCounter {
     }
 
     /// Learn up to `num_merges` merges from the counts (which are consumed).
-    /// Returns ([(left id, right id, count)], stopped_early); progress reports merges.
+    /// Returns ([(left id, right id, count)], stopped_early, tokens after merging);
+    /// progress reports merges.
     #[pyo3(signature = (num_merges, num_threads=None, progress=None))]
     fn train(
         &mut self,
@@ -188,7 +189,7 @@ impl WordCounter {
         num_merges: usize,
         num_threads: Option<usize>,
         progress: Option<Py<PyAny>>,
-    ) -> PyResult<(Vec<(u32, u32, u64)>, bool)> {
+    ) -> PyResult<(Vec<(u32, u32, u64)>, bool, u64)> {
         let mut words: Vec<(Vec<u8>, u64)> = std::mem::take(&mut self.counts).into_iter().collect();
         // Word order only affects internal indices, never the result; sort anyway
         // so runs are reproducible byte for byte.
@@ -196,7 +197,7 @@ impl WordCounter {
         let trained = run_with_progress(py, num_threads, progress, |p| train::train(words, num_merges, p))?
             .ok_or_else(|| PyRuntimeError::new_err("cancelled"))?;
         let merges = trained.merges.into_iter().map(|m| (m.left, m.right, m.count)).collect();
-        Ok((merges, trained.stopped_early))
+        Ok((merges, trained.stopped_early, trained.tokens))
     }
 }
 

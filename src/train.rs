@@ -42,6 +42,8 @@ pub struct Trained {
     pub merges: Vec<Merge>,
     /// True when the loop ran out of pairs before reaching the requested number.
     pub stopped_early: bool,
+    /// Tokens the counted text holds after all merges (sum of count x word length).
+    pub tokens: u64,
 }
 
 /// Heap entry ordered by (count, bytes of left, bytes of right).
@@ -101,6 +103,11 @@ impl Trainer {
             right_bytes: self.token_bytes[pair.1 as usize].clone(),
             pair,
         }
+    }
+
+    /// Tokens in the counted text as the words stand now.
+    fn token_total(&self) -> u64 {
+        self.words.iter().zip(&self.freqs).map(|(w, f)| w.len() as u64 * f).sum()
     }
 
     /// Compaction: rebuild the heap from the live counts, dropping stale entries.
@@ -236,6 +243,7 @@ fn initial_pair_index(words: &[Vec<u32>], freqs: &[u64]) -> (FxHashMap<Pair, u64
 /// Words of one byte carry no pair and are skipped. `progress.done` counts merges.
 /// Returns None if cancelled through `progress`.
 pub fn train(word_counts: Vec<(Vec<u8>, u64)>, num_merges: usize, progress: &Progress) -> Option<Trained> {
+    let single_byte_tokens: u64 = word_counts.iter().filter(|(w, _)| w.len() == 1).map(|(_, c)| c).sum();
     let (words, freqs): (Vec<Vec<u32>>, Vec<u64>) = word_counts
         .into_iter()
         .filter(|(w, c)| w.len() >= 2 && *c > 0)
@@ -248,7 +256,8 @@ pub fn train(word_counts: Vec<(Vec<u8>, u64)>, num_merges: usize, progress: &Pro
             return None;
         }
         let Some((pair, count)) = t.pop_best() else {
-            return Some(Trained { merges, stopped_early: true });
+            let tokens = single_byte_tokens + t.token_total();
+            return Some(Trained { merges, stopped_early: true, tokens });
         };
         let new_id = 256 + merges.len() as u32;
         let bytes: Vec<u8> = [&t.token_bytes[pair.0 as usize][..], &t.token_bytes[pair.1 as usize][..]].concat();
@@ -261,7 +270,8 @@ pub fn train(word_counts: Vec<(Vec<u8>, u64)>, num_merges: usize, progress: &Pro
             t.rebuild_heap();
         }
     }
-    Some(Trained { merges, stopped_early: false })
+    let tokens = single_byte_tokens + t.token_total();
+    Some(Trained { merges, stopped_early: false, tokens })
 }
 
 #[cfg(test)]

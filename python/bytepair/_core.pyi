@@ -28,8 +28,9 @@ class WordCounter:
         """(word, count) sorted by count descending, then bytes."""
     def train(
         self, num_merges: int, num_threads: int | None = None, progress: Callable[[int], object] | None = None
-    ) -> tuple[list[tuple[int, int, int]], bool]:
-        """Consume the counts; return ([(left id, right id, pair count)], stopped_early)."""
+    ) -> tuple[list[tuple[int, int, int]], bool, int]:
+        """Consume the counts; return ([(left id, right id, pair count)], stopped_early,
+        tokens in the counted text after all merges)."""
 
 class CoreBPE:
     """Encoder over (bytes, id) tokens, merge results in rank order, special tokens, pattern."""

@@ -189,10 +189,7 @@ class Tokenizer:
         [97, 256]
         """
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
-        try:
-            return self._core.encode(text, allowed, disallowed)
-        except UnicodeEncodeError:
-            return self._core.encode(_replace_surrogates(text), allowed, disallowed)
+        return self._encode_checked(text, allowed, disallowed)
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode `text` ignoring special tokens (their strings are plain text).
@@ -245,29 +242,34 @@ class Tokenizer:
             token ids (int), in order.
         """
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
+        for block in _safe_blocks(texts):
+            yield from self._encode_checked(block, allowed, disallowed)
 
-        def encode_block(block: str) -> list[int]:
+    def encode_blocks(
+        self,
+        texts: Iterable[str],
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> Iterator["numpy.ndarray"]:
+        """Like `encode_iterable`, but yields one ``numpy.uint32`` array per block
+        of about 64K characters or more: no Python object per token, for encoding
+        files of any size in bounded memory."""
+        import numpy as np
+
+        allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
+        for block in _safe_blocks(texts):
             try:
-                return self._core.encode(block, allowed, disallowed)
+                raw = self._core.encode_to_bytes(block, allowed, disallowed)
             except UnicodeEncodeError:
-                return self._core.encode(_replace_surrogates(block), allowed, disallowed)
+                raw = self._core.encode_to_bytes(_replace_surrogates(block), allowed, disallowed)
+            yield np.frombuffer(raw, dtype="<u4")
 
-        pending: list[str] = []
-        size = 0
-        for text in texts:
-            pending.append(text)
-            size += len(text)
-            if size < _STREAM_BLOCK_CHARS:
-                continue
-            buffer = "".join(pending)
-            cut = _last_safe_cut(buffer)
-            if cut is None:
-                pending, size = [buffer], len(buffer)
-                continue
-            yield from encode_block(buffer[:cut])
-            pending, size = [buffer[cut:]], len(buffer) - cut
-        if pending:
-            yield from encode_block("".join(pending))
+    def _encode_checked(self, text: str, allowed: list[str], disallowed: list[str]) -> list[int]:
+        try:
+            return self._core.encode(text, allowed, disallowed)
+        except UnicodeEncodeError:
+            return self._core.encode(_replace_surrogates(text), allowed, disallowed)
 
     def pretokenize(self, text: str) -> list[str]:
         """The pre-tokens of `text` under this tokenizer's pattern (special tokens
@@ -338,6 +340,31 @@ def _has_surrogates(text: str) -> bool:
 def _replace_surrogates(text: str) -> str:
     """Lone surrogates become U+FFFD (what tiktoken does)."""
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _safe_blocks(texts: Iterable[str]) -> Iterator[str]:
+    """Concatenate `texts` and re-cut them into blocks of at least
+    `_STREAM_BLOCK_CHARS` characters at safe newlines (the last block may be shorter)."""
+    pending: list[str] = []
+    size = 0
+    threshold = _STREAM_BLOCK_CHARS
+    for text in texts:
+        if not isinstance(text, str):
+            raise TypeError(f"expected str, got {type(text).__name__}")
+        pending.append(text)
+        size += len(text)
+        if size < threshold:
+            continue
+        buffer = "".join(pending)
+        cut = _last_safe_cut(buffer)
+        if cut is None:
+            # No safe cut yet: wait for twice as much text (linear time overall).
+            pending, threshold = [buffer], 2 * size
+            continue
+        yield buffer[:cut]
+        pending, size, threshold = [buffer[cut:]], len(buffer) - cut, _STREAM_BLOCK_CHARS
+    if pending:
+        yield "".join(pending)
 
 
 def _last_safe_cut(buffer: str) -> int | None:

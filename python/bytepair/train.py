@@ -33,10 +33,15 @@ _BATCH_CHARS = 16 << 20
 
 @dataclass
 class TrainingStats:
-    """What a training run did; attached to the result as ``tokenizer.training_stats``."""
+    """What a training run did; attached to the result as ``tokenizer.training_stats``.
+
+    ``tokens`` is the length of the counted text (special tokens excluded) in
+    tokens after all merges, so ``input_bytes / tokens`` is bytes per token.
+    """
 
     input_bytes: int = 0
     pre_tokens: int = 0
+    tokens: int = 0
     distinct_words: int = 0
     merges: int = 0
     stopped_early: bool = False
@@ -96,7 +101,7 @@ def _learn(
     stats.pre_tokens = counter.total()
     start = time.perf_counter()
     with ProgressBar(num_merges, "merges", unit="merge", enabled=progress) as bar:
-        learned, stopped_early = counter.train(num_merges, num_threads, bar.update_to)
+        learned, stopped_early, stats.tokens = counter.train(num_merges, num_threads, bar.update_to)
     stats.merge_seconds = time.perf_counter() - start
     stats.merges = len(learned)
     stats.stopped_early = stopped_early
@@ -128,7 +133,7 @@ def train(
     num_threads: int | None = None,
     progress: bool | None = None,
     errors: str = "strict",
-    chunk_size: int = 8 << 20,
+    chunk_size: int = 1 << 20,
 ) -> Tokenizer:
     """Train a byte-level BPE tokenizer on text files.
 

@@ -1,0 +1,320 @@
+"""Training benchmark: bytepair vs HuggingFace tokenizers vs rustbpe.
+
+Each tool trains a byte-level BPE tokenizer on the same corpus file with the same
+vocabulary size and the special token ``<|endoftext|>``, in its own fresh
+subprocess, so peak RSS (``ru_maxrss`` of the child) is per tool. Runs of the
+tools are interleaved (round r runs every tool once, in rotated order), so drift
+in machine load hits all of them alike; the table shows medians.
+
+What each tool is given (the same file every time):
+  - bytepair: ``bytepair.train(path, vocab_size, special_tokens=[EOT])``; the whole
+    file is one document, streamed and counted in parallel. Pattern: GPT-2.
+  - HF tokenizers: ``models.BPE`` + ``pre_tokenizers.ByteLevel(add_prefix_space=False)``
+    (its built-in GPT-2 pattern) + ``trainers.BpeTrainer(vocab_size,
+    special_tokens=[EOT], initial_alphabet=ByteLevel.alphabet())``, trained with
+    ``Tokenizer.train(files=[path])``, which reads the file line by line.
+  - rustbpe: ``Tokenizer.train_from_iterator(open(path), vocab_size - 1,
+    pattern=<GPT-2 pattern>)``: the file object yields lines (like HF). rustbpe
+    has no special tokens and counts 256 + merges, so it is asked for one id less:
+    all three learn the same number of merges.
+
+Timed: the training call only (plus building HF's model and trainer objects),
+including reading the file; not interpreter start-up or imports.
+
+Also checked, on the first round: whether bytepair's merges equal HF's (HF's
+byte-level strings converted back to bytes with ``bytepair.formats.str_to_token``)
+and whether bytepair's merged tokens, rank by rank, equal rustbpe's. Both peers
+see lines rather than one document (a blank line cannot form ``"\\n\\n"``), and
+they break count ties differently (HF and rustbpe: smallest pair of ids; bytepair:
+greatest pair of bytes), so the report says how many leading merges agree.
+
+Usage::
+
+    python bench/bench_train.py                       # tinystories head + enwiki, vocab 32000
+    python bench/bench_train.py --corpus code multilingual --vocab-size 10000 32000 --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import common
+
+TOOLS = ("bytepair", "hf", "rustbpe")
+TOOL_NAMES = {"bytepair": "bytepair", "hf": "HF", "rustbpe": "rustbpe"}
+DEFAULT_CORPORA = ("tinystories_v1_train_head", "enwiki")
+DEFAULT_VOCAB = (32000,)
+
+
+# ---- child side: one training run --------------------------------------------
+
+
+def train_bytepair(path: str, vocab_size: int, threads: int | None) -> tuple[float, dict]:
+    """Train with bytepair; returns (seconds, dump of merges and their counts)."""
+    import warnings
+
+    import bytepair
+
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "stopped early" on small corpora; reported below
+        tok = bytepair.train(path, vocab_size, special_tokens=[common.EOT], progress=False, num_threads=threads)
+    seconds = time.perf_counter() - start
+    dump = {
+        "pairs": [[a.hex(), b.hex()] for a, b in tok.merges],
+        "counts": tok.training_stats.merge_counts,
+    }
+    return seconds, dump
+
+
+def train_hf(path: str, vocab_size: int, threads: int | None) -> tuple[float, dict]:
+    """Train with HuggingFace tokenizers (threads via RAYON_NUM_THREADS, set by the parent)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    start = time.perf_counter()
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=[common.EOT],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train([path], trainer)
+    seconds = time.perf_counter() - start
+    merges = json.loads(tok.to_str())["model"]["merges"]
+    # Newer versions store [left, right]; older ones "left right".
+    pairs = [m if isinstance(m, list) else m.split(" ") for m in merges]
+    return seconds, {"pairs_str": pairs}
+
+
+def train_rustbpe(path: str, vocab_size: int, threads: int | None) -> tuple[float, dict]:
+    """Train with rustbpe on the file's lines, GPT-2 pattern, one id less (no special token)."""
+    import rustbpe
+
+    from bytepair import resolve_pattern
+
+    pattern = resolve_pattern("gpt2")
+    start = time.perf_counter()
+    tok = rustbpe.Tokenizer()
+    with open(path, encoding="utf-8") as f:
+        tok.train_from_iterator(f, vocab_size - 1, pattern=pattern)
+    seconds = time.perf_counter() - start
+    ranks = sorted(tok.get_mergeable_ranks(), key=lambda kv: kv[1])
+    return seconds, {"tokens": [bytes(b).hex() for b, i in ranks if i >= 256], "pattern": tok.get_pattern()}
+
+
+TRAINERS = {"bytepair": train_bytepair, "hf": train_hf, "rustbpe": train_rustbpe}
+
+
+def child_main(args: argparse.Namespace) -> None:
+    """Run one training, print {seconds, rss_mib, base_rss_mib, merges}; dump merges if asked."""
+    base = common.peak_rss_mib()
+    seconds, dump = TRAINERS[args.tool](args.path, args.vocab_size[0], args.threads)
+    rss = common.peak_rss_mib()
+    n_merges = len(next(iter(dump.values())))
+    if args.dump:
+        Path(args.dump).write_text(json.dumps(dump))
+    common.emit({"seconds": seconds, "rss_mib": rss, "base_rss_mib": base, "merges": n_merges})
+
+
+# ---- parent side: orchestration and reporting ---------------------------------
+
+
+def run_one_config(path: Path, vocab_size: int, tools: list[str], repeat: int, threads: int | None, tmp: Path) -> dict:
+    """All rounds for one (corpus, vocab size): {tool: [child results]} plus merge dumps."""
+    runs: dict[str, list[dict]] = {t: [] for t in tools}
+    dumps = {t: tmp / f"{t}.json" for t in tools}
+    for r in range(repeat):
+        order = tools[r % len(tools):] + tools[: r % len(tools)]
+        for tool in order:
+            args = ["--tool", tool, "--path", str(path), "--vocab-size", str(vocab_size)]
+            if threads is not None:
+                args += ["--threads", str(threads)]
+            if r == 0:
+                args += ["--dump", str(dumps[tool])]
+            res = common.run_child(Path(__file__), args, common.thread_env(threads))
+            runs[tool].append(res)
+            common.log(
+                f"  {common.corpus_label(path)} vocab={vocab_size} round {r + 1}/{repeat} {tool:8s} "
+                f"{res['seconds']:7.2f} s  peak RSS {res['rss_mib']:7.1f} MiB  merges {res['merges']}"
+            )
+    loaded = {t: json.loads(dumps[t].read_text()) for t in tools}
+    return {"runs": runs, "merges": compare_merges(loaded)}
+
+
+def leading_agreement(a: list, b: list) -> int:
+    """Number of leading positions where the two lists agree."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def compare_merges(dumps: dict[str, dict]) -> dict:
+    """Compare bytepair's merge table with HF's (pairs) and rustbpe's (merged tokens)."""
+    if "bytepair" not in dumps:
+        return {}
+    from bytepair.formats import str_to_token
+
+    ours = [(bytes.fromhex(a), bytes.fromhex(b)) for a, b in dumps["bytepair"]["pairs"]]
+    counts = dumps["bytepair"]["counts"]
+    out: dict = {"ours": len(ours)}
+    if "hf" in dumps:
+        hf = [(str_to_token(a), str_to_token(b)) for a, b in dumps["hf"]["pairs_str"]]
+        out["hf"] = describe_difference(ours, hf, counts)
+    if "rustbpe" in dumps:
+        ours_tokens = [a + b for a, b in ours]
+        theirs = [bytes.fromhex(t) for t in dumps["rustbpe"]["tokens"]]
+        out["rustbpe"] = describe_difference(ours_tokens, theirs, counts)
+    return out
+
+
+def same_set_prefix(a: list, b: list) -> int:
+    """Largest k such that the first k items of `a` and of `b` are the same set:
+    agreement up to the order of merges within a prefix (e.g. tie-breaks)."""
+    pending: set = set()
+    best = 0
+    for k, (x, y) in enumerate(zip(a, b), start=1):
+        pending ^= {x}
+        pending ^= {y}
+        if not pending:
+            best = k
+    return best
+
+
+def describe_difference(ours: list, theirs: list, counts: list[int]) -> dict:
+    """Leading agreement, agreement up to order, overlap of the two sets, and the
+    first differing ranks (in order, and as sets)."""
+    n = min(len(ours), len(theirs))
+    info: dict = {
+        "n": len(theirs),
+        "equal": ours == theirs,
+        "leading": leading_agreement(ours, theirs),
+        "same_set_prefix": same_set_prefix(ours, theirs),
+        "overlap": len(set(ours[:n]) & set(theirs[:n])) / n if n else 1.0,
+    }
+    where = {m: r for r, m in enumerate(ours)}
+    for key, rank in (("first_diff", info["leading"]), ("first_set_diff", info["same_set_prefix"])):
+        if rank < n:
+            info[key] = {
+                "rank": rank,
+                "ours": repr(ours[rank]),
+                "theirs": repr(theirs[rank]),
+                "ours_count": counts[rank],
+                "ours_next_count": counts[rank + 1] if rank + 1 < len(counts) else None,
+                "theirs_rank_in_ours": where.get(theirs[rank]),
+            }
+    return info
+
+
+def summarize(label: str, megabytes: float, vocab_size: int, result: dict, tools: list[str]) -> list[str]:
+    """One row of the timing table."""
+    med = {t: common.median([r["seconds"] for r in result["runs"][t]]) if t in tools else None for t in TOOLS}
+    rss = {t: max(r["rss_mib"] for r in result["runs"][t]) if t in tools else None for t in TOOLS}
+    return [
+        label,
+        f"{megabytes:.1f}",
+        str(vocab_size),
+        common.fmt(med["bytepair"]),
+        common.fmt(med["hf"]),
+        common.fmt(med["rustbpe"]),
+        common.fmt(common.ratio(med["hf"], med["bytepair"])),
+        common.fmt(common.ratio(med["rustbpe"], med["bytepair"])),
+        common.fmt(rss["bytepair"], 0),
+        common.fmt(rss["hf"], 0),
+        common.fmt(rss["rustbpe"], 0),
+    ]
+
+
+def merge_row(label: str, vocab_size: int, result: dict) -> list[str]:
+    """One row of the merge-agreement table."""
+    m = result["merges"]
+    counts = "/".join(str(result["runs"][t][0]["merges"]) if t in result["runs"] else "–" for t in TOOLS)
+
+    def cell(peer: str) -> str:
+        info = m.get(peer)
+        if not info:
+            return "–"
+        if info["equal"]:
+            return "all equal"
+        return f"{info['leading']} leading, {100 * info['overlap']:.1f}% same set"
+
+    def first(peer: str) -> str:
+        d = (m.get(peer) or {}).get("first_diff")
+        if not d:
+            return "–"
+        tie = " (tie)" if d["ours_count"] == d["ours_next_count"] else ""
+        elsewhere = d["theirs_rank_in_ours"]
+        return f"rank {d['rank']}: ours {d['ours']} ×{d['ours_count']}{tie}, theirs {d['theirs']} (our rank {elsewhere})"
+
+    return [label, str(vocab_size), counts, cell("hf"), first("hf"), cell("rustbpe"), first("rustbpe")]
+
+
+TIME_HEADER = [
+    "corpus", "MB", "vocab", "bytepair s", "HF s", "rustbpe s", "HF/ours", "rustbpe/ours",
+    "bytepair RSS MiB", "HF RSS MiB", "rustbpe RSS MiB",
+]
+MERGE_HEADER = [
+    "corpus", "vocab", "merges bytepair/HF/rustbpe", "= HF (pairs)", "first difference vs HF",
+    "= rustbpe (tokens)", "first difference vs rustbpe",
+]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--corpus", nargs="+", default=list(DEFAULT_CORPORA),
+                   help="corpus names in the corpora folder (or paths); default: %(default)s")
+    p.add_argument("--vocab-size", nargs="+", type=int, default=list(DEFAULT_VOCAB), help="default: %(default)s")
+    p.add_argument("--repeat", type=int, default=3, help="runs per tool; the median is reported (default 3)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads for every tool (bytepair num_threads, RAYON_NUM_THREADS); default all cores")
+    p.add_argument("--tools", nargs="+", choices=TOOLS, default=list(TOOLS))
+    p.add_argument("--corpora-dir", type=Path, default=common.DEFAULT_CORPORA)
+    p.add_argument("--json", default="train.json", help="raw results file name in bench/out/ (default %(default)s)")
+    # child mode (internal)
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--tool", choices=TOOLS, help=argparse.SUPPRESS)
+    p.add_argument("--path", help=argparse.SUPPRESS)
+    p.add_argument("--dump", help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> str:
+    """Run the benchmark; print and return the markdown report."""
+    args = parse_args(argv)
+    if args.child:
+        child_main(args)
+        return ""
+    tools = [t for t in TOOLS if t in args.tools]
+    time_rows, merge_rows, raw = [], [], []
+    with tempfile.TemporaryDirectory(prefix="bytepair-bench-") as tmp:
+        for name in args.corpus:
+            path = common.corpus_path(name, args.corpora_dir)
+            label, megabytes = common.corpus_label(path), path.stat().st_size / common.MB
+            for vocab_size in args.vocab_size:
+                result = run_one_config(path, vocab_size, tools, args.repeat, args.threads, Path(tmp))
+                time_rows.append(summarize(label, megabytes, vocab_size, result, tools))
+                merge_rows.append(merge_row(label, vocab_size, result))
+                raw.append({"corpus": label, "bytes": path.stat().st_size, "vocab_size": vocab_size, **result})
+    common.save_json(args.json, {"threads": args.threads, "repeat": args.repeat, "results": raw})
+    report = "\n\n".join([
+        f"### Training: median of {args.repeat} runs, threads = {args.threads or 'all cores'}",
+        common.markdown_table(TIME_HEADER, time_rows),
+        "Ratios > 1: bytepair is faster. RSS: peak of the child process (ru_maxrss), max over runs.",
+        "### Merge tables compared (first run)",
+        common.markdown_table(MERGE_HEADER, merge_rows),
+    ])
+    print(report)
+    return report
+
+
+if __name__ == "__main__":
+    main()

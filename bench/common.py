@@ -1,0 +1,113 @@
+"""Helpers shared by the benchmarks: corpus lookup, child processes, statistics,
+peak memory and markdown tables.
+
+Every measurement runs in a fresh child process (the benchmark script itself,
+started with ``--child``) so that peak RSS is per tool and no tool inherits
+another's caches or allocator state. The child prints one JSON object on its
+last line of stdout; the parent collects them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+# The corpora live next to the repository (../shared/corpora), as for the tests.
+DEFAULT_CORPORA = Path(os.environ.get("BYTEPAIR_CORPORA", BENCH_DIR.parents[1] / "shared" / "corpora"))
+# Raw results (JSON) go here; the folder is git-ignored.
+OUT_DIR = BENCH_DIR / "out"
+EOT = "<|endoftext|>"
+MB = 1e6  # throughput and corpus sizes are in 10^6 bytes; RSS is in MiB
+
+
+def corpus_path(name: str, corpora_dir: Path = DEFAULT_CORPORA) -> Path:
+    """Resolve a corpus name (``enwiki``, ``enwiki.txt``) or a path to an existing file."""
+    for candidate in (Path(name), corpora_dir / name, corpora_dir / f"{name}.txt"):
+        if candidate.is_file():
+            return candidate
+    raise SystemExit(f"corpus {name!r}: not a file, and not found in {corpora_dir}")
+
+
+def corpus_label(path: Path) -> str:
+    """Short name shown in tables (file name without ``.txt``)."""
+    return path.name.removesuffix(".txt")
+
+
+def peak_rss_mib() -> float:
+    """Peak resident set size of this process so far, in MiB (Linux: ru_maxrss is KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def thread_env(threads: int | None) -> dict[str, str]:
+    """Environment for a child: pin rayon pools (bytepair, HF, rustbpe) to `threads`."""
+    env = dict(os.environ)
+    if threads is not None:
+        env["RAYON_NUM_THREADS"] = str(threads)
+    return env
+
+
+def run_child(script: Path, args: Sequence[str], env: Mapping[str, str] | None = None) -> dict:
+    """Run ``python script --child ...args`` and return the JSON on its last stdout line.
+
+    Raises RuntimeError with the child's stderr if it fails.
+    """
+    cmd = [sys.executable, str(script), "--child", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(env) if env else None)
+    if proc.returncode != 0:
+        raise RuntimeError(f"child failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-4000:]}")
+    lines = proc.stdout.strip().splitlines()
+    if not lines:
+        raise RuntimeError(f"child printed nothing: {' '.join(cmd)}\n{proc.stderr[-4000:]}")
+    return json.loads(lines[-1])
+
+
+def emit(result: dict) -> None:
+    """Child side of `run_child`: print the result as one JSON line."""
+    print(json.dumps(result), flush=True)
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    """Format a number for a table; None (tool not run / not applicable) is a dash."""
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or denominator is None or denominator == 0:
+        return None
+    return numerator / denominator
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A GitHub markdown table; numeric-looking columns are right-aligned."""
+    def numeric(col: int) -> bool:
+        cells = [r[col] for r in rows if r[col] not in ("–", "")]
+        return bool(cells) and all(c.replace(".", "", 1).replace("x", "").replace("×", "").strip().isdigit() for c in cells)
+
+    align = ["---:" if numeric(i) else "---" for i in range(len(header))]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def save_json(name: str, data: object) -> Path:
+    """Write raw results to bench/out/<name> and return the path."""
+    OUT_DIR.mkdir(exist_ok=True)
+    path = OUT_DIR / name
+    path.write_text(json.dumps(data, indent=1))
+    return path
+
+
+def log(message: str) -> None:
+    """Progress lines go to stderr, tables to stdout."""
+    print(message, file=sys.stderr, flush=True)

@@ -1,0 +1,198 @@
+"""The `bytepair` command line: train, encode, decode.
+
+    bytepair train [FILE...] --vocab-size N [--special-token T]... [-o tokenizer.json]
+    bytepair encode -t tokenizer.json FILE -o ids.npy
+    bytepair decode -t tokenizer.json ids.npy [-o out.txt]
+
+With no FILE, `train` uses the running Python's standard library sources (found
+with `sysconfig`), a real corpus present on every machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import resource
+import sys
+import sysconfig
+import time
+
+import numpy as np
+
+from . import __version__
+from .atomic import atomic_open
+from .progress import ProgressBar
+from .tokenizer import Tokenizer
+from .train import train
+
+# `encode` reads and encodes the input in blocks of about this many characters.
+_ENCODE_BLOCK_CHARS = 4 << 20
+_DECODE_BLOCK_IDS = 1 << 20
+
+
+def default_corpus() -> list[str]:
+    """The .py files of this Python's standard library, sorted."""
+    stdlib = sysconfig.get_paths()["stdlib"]
+    files = sorted(glob.glob(os.path.join(stdlib, "**", "*.py"), recursive=True))
+    return [f for f in files if "site-packages" not in f and os.path.isfile(f)]
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process in MiB (Linux reports KiB)."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / (1 << 20) if sys.platform == "darwin" else rss / 1024
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    files, errors = args.files, args.errors
+    if not files:
+        files, errors = default_corpus(), "replace"
+        print(
+            f"no FILE given: training on this Python's standard library sources "
+            f"({len(files)} .py files under {sysconfig.get_paths()['stdlib']}; "
+            "the few test files that are not UTF-8 are read with errors=replace)",
+            file=sys.stderr,
+        )
+    start = time.perf_counter()
+    tok = train(
+        files,
+        args.vocab_size,
+        special_tokens=args.special_token,
+        pattern=args.pattern,
+        num_threads=args.threads,
+        progress=not args.quiet,
+        errors=errors,
+    )
+    tok.save(args.output)
+    total = time.perf_counter() - start
+    s = tok.training_stats
+    bpt = s.input_bytes / s.tokens if s.tokens else float("nan")
+    print(
+        f"wrote {args.output}\n"
+        f"  input          {_fmt_bytes(s.input_bytes)} in {len(files)} file(s)\n"
+        f"  pre-tokens     {s.pre_tokens:,} ({s.distinct_words:,} distinct words)\n"
+        f"  merges         {s.merges:,} learned{' (stopped early: no pair left)' if s.stopped_early else ''}\n"
+        f"  vocab size     {tok.vocab_size:,} (256 bytes + {s.merges:,} merges + {len(tok.special_tokens)} special)\n"
+        f"  time           {total:.2f} s (counting {s.count_seconds:.2f} s, merging {s.merge_seconds:.2f} s)\n"
+        f"  peak memory    {peak_rss_mb():.0f} MiB\n"
+        f"  bytes/token    {bpt:.3f} on the training text ({s.tokens:,} tokens)",
+        file=sys.stderr if args.quiet else sys.stdout,
+    )
+    return 0
+
+
+def _special_policy(choice: str) -> dict:
+    return {
+        "allow": {"allowed_special": "all"},
+        "raise": {},
+        "text": {"disallowed_special": ()},
+    }[choice]
+
+
+def cmd_encode(args: argparse.Namespace) -> int:
+    tok = Tokenizer.load(args.tokenizer)
+    dtype = np.uint16 if tok.n_vocab <= 1 << 16 else np.uint32
+    size = os.path.getsize(args.file)
+    policy = _special_policy(args.special)
+    count = 0
+    raw_path = args.output + ".ids.tmp"
+    try:
+        with open(args.file, encoding="utf-8", errors=args.errors, newline="") as src, open(raw_path, "wb") as raw:
+            with ProgressBar(size, "encoding", unit="B", scale=True, enabled=not args.quiet) as bar:
+                for ids in tok.encode_blocks(_read_blocks(src), **policy):
+                    raw.write(ids.astype(dtype).tobytes())
+                    count += len(ids)
+                    bar.update_to(min(size, src.buffer.tell()))
+        with atomic_open(args.output) as out:
+            ids = np.memmap(raw_path, dtype=dtype, mode="r", shape=(count,)) if count else np.zeros(0, dtype)
+            np.save(out, ids)
+            del ids
+    finally:
+        if os.path.exists(raw_path):
+            os.unlink(raw_path)
+    print(f"wrote {args.output}: {count:,} tokens ({np.dtype(dtype).name}), {size / max(count, 1):.3f} bytes/token",
+          file=sys.stderr)
+    return 0
+
+
+def _read_blocks(src) -> "iter[str]":
+    while block := src.read(_ENCODE_BLOCK_CHARS):
+        yield block
+
+
+def cmd_decode(args: argparse.Namespace) -> int:
+    tok = Tokenizer.load(args.tokenizer)
+    ids = np.load(args.ids, mmap_mode="r")
+    if ids.ndim != 1 or ids.dtype.kind not in "iu":
+        raise ValueError(f"{args.ids}: expected a 1-D integer array, got shape {ids.shape} dtype {ids.dtype}")
+
+    def write(out) -> None:
+        for start in range(0, len(ids), _DECODE_BLOCK_IDS):
+            out.write(tok.decode_bytes(ids[start:start + _DECODE_BLOCK_IDS].tolist()))
+
+    if args.output in (None, "-"):
+        write(sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+    else:
+        with atomic_open(args.output) as out:
+            write(out)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bytepair", description="Train and use byte-level BPE tokenizers.")
+    p.add_argument("--version", action="version", version=f"bytepair {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("train", help="train a tokenizer on text files")
+    t.add_argument("files", nargs="*", metavar="FILE", help="UTF-8 text files (default: Python's stdlib sources)")
+    t.add_argument("--vocab-size", type=int, required=True, help="256 bytes + merges + special tokens")
+    t.add_argument("--special-token", action="append", default=[], metavar="T", help="repeatable, e.g. '<|endoftext|>'")
+    t.add_argument("--pattern", default="gpt2", help="gpt2 (default), cl100k, o200k, or a regex")
+    t.add_argument("--threads", type=int, default=None, help="counting threads (default: all cores)")
+    t.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
+    t.add_argument("-o", "--output", default="tokenizer.json", help="tokenizer.json to write")
+    t.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    t.set_defaults(run=cmd_train)
+
+    e = sub.add_parser("encode", help="encode a text file to a .npy array of ids")
+    e.add_argument("file", metavar="FILE")
+    e.add_argument("-t", "--tokenizer", required=True)
+    e.add_argument("-o", "--output", required=True, help=".npy file (uint16 if the vocabulary fits, else uint32)")
+    e.add_argument("--special", choices=("allow", "raise", "text"), default="allow",
+                   help="special-token strings in the text: emit their ids (default), fail, or encode as text")
+    e.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
+    e.add_argument("-q", "--quiet", action="store_true")
+    e.set_defaults(run=cmd_encode)
+
+    d = sub.add_parser("decode", help="decode a .npy array of ids back to text")
+    d.add_argument("ids", metavar="IDS.npy")
+    d.add_argument("-t", "--tokenizer", required=True)
+    d.add_argument("-o", "--output", default=None, help="output file (default: stdout)")
+    d.set_defaults(run=cmd_decode)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except KeyboardInterrupt:
+        print("bytepair: interrupted", file=sys.stderr)
+        return 130
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        print(f"bytepair {args.command}: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,236 @@
+"""Helpers shared by test_encode.py and test_formats.py.
+
+- the real corpora (``../shared/corpora``): tests that need them skip, with the
+  reason, when the directory is absent;
+- the GPT-2 tokenizer built from ``cs336/gpt2_vocab.json`` + ``gpt2_merges.txt``
+  (the files OpenAI released; vocab.json is byte-identical to tiktoken's
+  ``encoder.json``), as a bytepair.Tokenizer and as an offline tiktoken.Encoding;
+- tiktoken references for any bytepair tokenizer, and tiktoken's own preset
+  patterns as the installed tiktoken defines them;
+- small tokenizers trained on a few hundred KB of the corpora (cached);
+- hypothesis strategies for adversarial text;
+- `assert_same_ids`, which on a mismatch reports the first differing position
+  with the surrounding text instead of a 10-million-element list diff.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import strategies as st
+
+import bytepair
+from bytepair.formats import str_to_token
+
+CORPORA = Path(__file__).parents[1].parent / "shared" / "corpora"
+EOT = "<|endoftext|>"
+PRESETS = ("gpt2", "cl100k", "o200k")
+
+
+# ---- corpora ---------------------------------------------------------------
+
+
+def corpora_dir() -> Path:
+    if not CORPORA.is_dir():
+        pytest.skip(f"real corpora not available: directory {CORPORA} is absent")
+    return CORPORA
+
+
+def corpus_path(rel: str) -> Path:
+    p = corpora_dir() / rel
+    if not p.is_file():
+        pytest.skip(f"corpus file {p} is absent")
+    return p
+
+
+def corpus_files() -> list[str]:
+    """Every file under the corpora directory (relative paths, sorted); [] if absent."""
+    if not CORPORA.is_dir():
+        return []
+    return sorted(str(p.relative_to(CORPORA)) for p in CORPORA.rglob("*") if p.is_file())
+
+
+def read_text(rel: str) -> str:
+    return corpus_path(rel).read_text(encoding="utf-8")
+
+
+def read_slice(rel: str, start: int, size: int) -> str:
+    """About `size` bytes of a corpus file from byte `start`, as text (a UTF-8
+    sequence cut at either edge is dropped; the files are valid UTF-8)."""
+    with open(corpus_path(rel), "rb") as f:
+        f.seek(start)
+        data = f.read(size)
+    text = data.decode("utf-8", errors="ignore")
+    assert len(text) > size // 8, f"{rel}: slice at {start} is nearly empty"
+    return text
+
+
+# ---- GPT-2 -----------------------------------------------------------------
+
+
+@functools.cache
+def gpt2_files() -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], dict[str, int]]:
+    """(vocab without special tokens, merges, special tokens) of GPT-2."""
+    root = corpora_dir() / "cs336"
+    raw = json.loads((root / "gpt2_vocab.json").read_text(encoding="utf-8"))
+    specials = {s: i for s, i in raw.items() if s == EOT}
+    vocab = {i: str_to_token(s, where="gpt2_vocab.json") for s, i in raw.items() if s not in specials}
+    merges = []
+    for line in (root / "gpt2_merges.txt").read_text(encoding="utf-8").split("\n"):
+        if not line or line.startswith("#version"):
+            continue
+        left, right = line.split(" ")
+        merges.append((str_to_token(left, where="gpt2_merges.txt"), str_to_token(right, where="gpt2_merges.txt")))
+    assert len(vocab) == 50256 and len(merges) == 50000 and specials == {EOT: 50256}
+    return vocab, merges, specials
+
+
+@functools.cache
+def gpt2_tokenizer() -> bytepair.Tokenizer:
+    vocab, merges, _ = gpt2_files()
+    return bytepair.Tokenizer(vocab, merges, special_tokens=[EOT], pattern="gpt2")
+
+
+@functools.cache
+def tiktoken_gpt2(pat_str: str | None = None):
+    """GPT-2 as a tiktoken.Encoding built offline from the same files."""
+    import tiktoken
+
+    vocab, _, specials = gpt2_files()
+    return tiktoken.Encoding(
+        name="gpt2_test",
+        pat_str=pat_str or bytepair.resolve_pattern("gpt2"),
+        mergeable_ranks={b: i for i, b in vocab.items()},
+        special_tokens=specials,
+    )
+
+
+# ---- tiktoken references ----------------------------------------------------
+
+
+def tiktoken_for(tok: bytepair.Tokenizer, pat_str: str | None = None):
+    """A tiktoken.Encoding with the same ranks, pattern and special tokens as `tok`
+    (our id layout: rank == id, DESIGN.md)."""
+    import tiktoken
+
+    special_ids = set(tok.special_tokens.values())
+    ranks = {b: i for i, b in tok.vocab.items() if i not in special_ids}
+    assert len(ranks) == len(tok.vocab) - len(special_ids & tok.vocab.keys()), "duplicate token bytes"
+    return tiktoken.Encoding(
+        name=f"bytepair_test_{id(tok)}",
+        pat_str=pat_str or tok.pattern_regex,
+        mergeable_ranks=ranks,
+        special_tokens=dict(tok.special_tokens),
+    )
+
+
+@functools.cache
+def tiktoken_official_pattern(preset: str) -> str:
+    """The pre-tokenization regex the installed tiktoken uses for a preset
+    (``gpt2`` -> r50k_base, ``cl100k`` -> cl100k_base, ``o200k`` -> o200k_base),
+    read from tiktoken_ext without downloading any ranks."""
+    from unittest import mock
+
+    try:
+        import tiktoken_ext.openai_public as op
+
+        with mock.patch.object(op, "load_tiktoken_bpe", lambda *a, **k: {}):
+            ctor = {"gpt2": op.r50k_base, "cl100k": op.cl100k_base, "o200k": op.o200k_base}[preset]
+            return ctor()["pat_str"]
+    except Exception as e:  # pragma: no cover - depends on tiktoken internals
+        pytest.skip(f"cannot read tiktoken's own {preset} pattern: {e!r}")
+
+
+# ---- tokenizers trained on the corpora ---------------------------------------
+
+TRAIN_SLICES = (("enwiki.txt", 0), ("code.txt", 0), ("multilingual.txt", 0), ("tinystories_v1_train_head.txt", 0))
+
+
+@functools.cache
+def training_text() -> str:
+    """~400 KB of real text (100 KB from each of four corpora), joined with <|endoftext|>."""
+    return EOT.join(read_slice(name, start, 100_000) for name, start in TRAIN_SLICES)
+
+
+@functools.cache
+def trained(pattern: str, vocab_size: int = 2000) -> bytepair.Tokenizer:
+    tok = bytepair.train_from_iterator([training_text()], vocab_size, special_tokens=[EOT], pattern=pattern)
+    assert tok.vocab_size == vocab_size, (pattern, tok.vocab_size)
+    return tok
+
+
+# Held-out slices (not in the training text) for parity checks.
+EVAL_SLICES = (
+    ("enwiki.txt", 20_000_000),
+    ("code.txt", 12_000_000),  # C / Rust part of the file
+    ("code.txt", 26_000_000),  # JavaScript part
+    ("multilingual.txt", 9_000_000),
+    ("enwik8_head.txt", 1_000_000),
+    ("shakespeare.txt", 0),
+    ("tinystories_v1_valid_head.txt", 0),
+)
+
+
+# ---- comparing id sequences -------------------------------------------------
+
+
+def assert_same_ids(ours, theirs, *, text: str | None = None, decode_bytes=None, label: str = "") -> None:
+    """Assert two id sequences are identical; on a mismatch, fail with the first
+    differing position, the ids around it and the text there (via `decode_bytes`
+    of the common prefix, which gives the byte offset into `text`)."""
+    a = np.asarray(ours, dtype=np.int64)
+    b = np.asarray(theirs, dtype=np.int64)
+    n = min(len(a), len(b))
+    diff = np.flatnonzero(a[:n] != b[:n])
+    if len(diff) == 0 and len(a) == len(b):
+        return
+    i = int(diff[0]) if len(diff) else n
+    msg = [f"{label}: ids differ at position {i} (ours: {len(a)} ids, reference: {len(b)} ids)"]
+    msg.append(f"  ours     [{max(0, i - 3)}:{i + 5}] = {a[max(0, i - 3):i + 5].tolist()}")
+    msg.append(f"  reference[{max(0, i - 3)}:{i + 5}] = {b[max(0, i - 3):i + 5].tolist()}")
+    if text is not None and decode_bytes is not None:
+        data = text.encode("utf-8", errors="surrogatepass")
+        at = len(decode_bytes(b[:i].tolist()))
+        msg.append(f"  at byte {at}: before {data[max(0, at - 60):at]!r}")
+        msg.append(f"            after  {data[at:at + 60]!r}")
+    raise AssertionError("\n".join(msg))
+
+
+# ---- hypothesis strategies ---------------------------------------------------
+
+CONTRACTIONS = ["'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "'T", "'RE", "'Ve", "'LL", "'D", "'x",
+                "\u2019s", "'\u017f", "'\u212a", "''", "'"]
+WHITESPACE = [" ", "  ", "\t", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x85", "\xa0", "\u1680", "\u2000",
+              "\u2009", "\u2028", "\u2029", "\u202f", "\u205f", "\u3000", "\x1c", "\x1f", "\u200b", "\ufeff"]
+DIGITS = "0123456789\u0660\u0661\u0967\u09eb\u0e56\xb2\xbd\u2167\uff11\U0001d7ce"
+PUNCT = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~\u2026\u2014\u201c\u201d\xab\xbb\xbf\xa1\u3002\u00b7"
+SPECIALISH = [EOT, EOT + EOT, "<|endoftext", "endoftext|>", "<|", "|>", "<|endoftext|", "<" + EOT + ">"]
+
+no_surrogates = st.characters(exclude_categories=("Cs",))
+fragments = st.one_of(
+    st.sampled_from(CONTRACTIONS),
+    st.lists(st.sampled_from(WHITESPACE), min_size=1, max_size=6).map("".join),
+    st.text(st.sampled_from(DIGITS), min_size=1, max_size=9),
+    st.from_regex(r"[A-Za-z]{1,10}", fullmatch=True),
+    st.text(st.characters(categories=("Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me")), min_size=1, max_size=8),
+    st.text(st.sampled_from(PUNCT), min_size=1, max_size=4),
+    st.characters(categories=("Cc", "Cf", "Co", "Cn", "Zs", "Zl", "Zp")),
+    no_surrogates,
+    st.text(st.sampled_from("abcz"), min_size=64, max_size=600),  # long run without spaces
+    st.text(st.characters(categories=("Ll", "Lo", "Nd")), min_size=30, max_size=120),
+    st.sampled_from(SPECIALISH),
+)
+# Text from every plane (unassigned and private-use code points included), no lone surrogates.
+any_text = st.text(no_surrogates, max_size=80)
+# Text built from the pieces the patterns treat specially.
+tricky_text = st.lists(fragments, max_size=25).map("".join)
+texts = st.one_of(any_text, tricky_text)
+# Strings that may hold lone surrogates (and surrogate pairs written as two code points).
+with_surrogates = st.lists(
+    st.one_of(st.characters(categories=("Cs",)), st.sampled_from(["\ud83d\ude00", "a", " ", "\u00e9"]), no_surrogates),
+    max_size=12,
+).map("".join)
