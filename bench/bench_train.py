@@ -109,7 +109,22 @@ def train_rustbpe(path: str, vocab_size: int, threads: int | None) -> tuple[floa
     return seconds, {"tokens": [bytes(b).hex() for b, i in ranks if i >= 256], "pattern": tok.get_pattern()}
 
 
-TRAINERS = {"bytepair": train_bytepair, "hf": train_hf, "rustbpe": train_rustbpe}
+def train_bytepair_lines(path: str, vocab_size: int, threads: int | None) -> tuple[float, dict]:
+    """bytepair given what the peers see: every line of the file is a document
+    (``train_from_iterator(open(path))``). For the merge comparison only."""
+    import warnings
+
+    import bytepair
+
+    start = time.perf_counter()
+    with warnings.catch_warnings(), open(path, encoding="utf-8") as f:
+        warnings.simplefilter("ignore")
+        tok = bytepair.train_from_iterator(f, vocab_size, special_tokens=[common.EOT], progress=False, num_threads=threads)
+    seconds = time.perf_counter() - start
+    return seconds, {"pairs": [[a.hex(), b.hex()] for a, b in tok.merges], "counts": tok.training_stats.merge_counts}
+
+
+TRAINERS = {"bytepair": train_bytepair, "hf": train_hf, "rustbpe": train_rustbpe, "bytepair_lines": train_bytepair_lines}
 
 
 def child_main(args: argparse.Namespace) -> None:
@@ -126,26 +141,41 @@ def child_main(args: argparse.Namespace) -> None:
 # ---- parent side: orchestration and reporting ---------------------------------
 
 
-def run_one_config(path: Path, vocab_size: int, tools: list[str], repeat: int, threads: int | None, tmp: Path) -> dict:
-    """All rounds for one (corpus, vocab size): {tool: [child results]} plus merge dumps."""
+def run_child_once(tool: str, path: Path, vocab_size: int, threads: int | None, dump: Path | None) -> dict:
+    """One training run of `tool` in a fresh process."""
+    args = ["--tool", tool, "--path", str(path), "--vocab-size", str(vocab_size)]
+    if threads is not None:
+        args += ["--threads", str(threads)]
+    if dump is not None:
+        args += ["--dump", str(dump)]
+    return common.run_child(Path(__file__), args, common.thread_env(threads))
+
+
+def run_one_config(
+    path: Path, vocab_size: int, tools: list[str], repeat: int, threads: int | None, lines_check: bool, tmp: Path
+) -> dict:
+    """All rounds for one (corpus, vocab size): {tool: [child results]}, the merge
+    comparisons, and (once, untimed in the table) bytepair trained on the lines."""
     runs: dict[str, list[dict]] = {t: [] for t in tools}
     dumps = {t: tmp / f"{t}.json" for t in tools}
     for r in range(repeat):
         order = tools[r % len(tools):] + tools[: r % len(tools)]
         for tool in order:
-            args = ["--tool", tool, "--path", str(path), "--vocab-size", str(vocab_size)]
-            if threads is not None:
-                args += ["--threads", str(threads)]
-            if r == 0:
-                args += ["--dump", str(dumps[tool])]
-            res = common.run_child(Path(__file__), args, common.thread_env(threads))
+            res = run_child_once(tool, path, vocab_size, threads, dumps[tool] if r == 0 else None)
             runs[tool].append(res)
             common.log(
-                f"  {common.corpus_label(path)} vocab={vocab_size} round {r + 1}/{repeat} {tool:8s} "
+                f"  {common.corpus_label(path)} vocab={vocab_size} round {r + 1}/{repeat} {tool:14s} "
                 f"{res['seconds']:7.2f} s  peak RSS {res['rss_mib']:7.1f} MiB  merges {res['merges']}"
             )
-    loaded = {t: json.loads(dumps[t].read_text()) for t in tools}
-    return {"runs": runs, "merges": compare_merges(loaded)}
+    out: dict = {"runs": runs}
+    if lines_check and "bytepair" in tools and len(tools) > 1:
+        dumps["bytepair_lines"] = tmp / "bytepair_lines.json"
+        res = run_child_once("bytepair_lines", path, vocab_size, threads, dumps["bytepair_lines"])
+        out["bytepair_lines"] = res
+        common.log(f"  {common.corpus_label(path)} vocab={vocab_size} bytepair_lines {res['seconds']:7.2f} s")
+    loaded = {t: json.loads(p.read_text()) for t, p in dumps.items()}
+    out["comparisons"] = compare_merges(loaded)
+    return out
 
 
 def leading_agreement(a: list, b: list) -> int:
@@ -156,25 +186,6 @@ def leading_agreement(a: list, b: list) -> int:
             break
         n += 1
     return n
-
-
-def compare_merges(dumps: dict[str, dict]) -> dict:
-    """Compare bytepair's merge table with HF's (pairs) and rustbpe's (merged tokens)."""
-    if "bytepair" not in dumps:
-        return {}
-    from bytepair.formats import str_to_token
-
-    ours = [(bytes.fromhex(a), bytes.fromhex(b)) for a, b in dumps["bytepair"]["pairs"]]
-    counts = dumps["bytepair"]["counts"]
-    out: dict = {"ours": len(ours)}
-    if "hf" in dumps:
-        hf = [(str_to_token(a), str_to_token(b)) for a, b in dumps["hf"]["pairs_str"]]
-        out["hf"] = describe_difference(ours, hf, counts)
-    if "rustbpe" in dumps:
-        ours_tokens = [a + b for a, b in ours]
-        theirs = [bytes.fromhex(t) for t in dumps["rustbpe"]["tokens"]]
-        out["rustbpe"] = describe_difference(ours_tokens, theirs, counts)
-    return out
 
 
 def same_set_prefix(a: list, b: list) -> int:
@@ -190,12 +201,43 @@ def same_set_prefix(a: list, b: list) -> int:
     return best
 
 
+def compare_merges(dumps: dict[str, dict]) -> list[dict]:
+    """Compare bytepair's merge table (file input, and line input if present)
+    with HF's (as pairs of bytes) and rustbpe's (as merged tokens, rank by rank)."""
+    from bytepair.formats import str_to_token
+
+    def ours(key: str) -> tuple[list[tuple[bytes, bytes]], list[int]]:
+        d = dumps[key]
+        return [(bytes.fromhex(a), bytes.fromhex(b)) for a, b in d["pairs"]], d["counts"]
+
+    peers = {}
+    if "hf" in dumps:
+        peers["HF"] = ("pairs", [(str_to_token(a), str_to_token(b)) for a, b in dumps["hf"]["pairs_str"]])
+    if "rustbpe" in dumps:
+        peers["rustbpe"] = ("tokens", [bytes.fromhex(t) for t in dumps["rustbpe"]["tokens"]])
+    comparisons = []
+    keys = [("bytepair", "bytepair (file)")]
+    if "bytepair_lines" in dumps:
+        (file_pairs, file_counts), (line_pairs, line_counts) = ours("bytepair"), ours("bytepair_lines")
+        comparisons.append({"ours": "bytepair (lines)", "peer": "bytepair (file)", "kind": "pairs",
+                            **describe_difference(line_pairs, file_pairs, line_counts)})
+        if line_pairs != file_pairs:  # otherwise its comparisons with the peers are the same
+            keys.append(("bytepair_lines", "bytepair (lines)"))
+    for key, label in keys:
+        pairs, counts = ours(key)
+        for peer, (kind, theirs) in peers.items():
+            mine = pairs if kind == "pairs" else [a + b for a, b in pairs]
+            comparisons.append({"ours": label, "peer": peer, "kind": kind, **describe_difference(mine, theirs, counts)})
+    return comparisons
+
+
 def describe_difference(ours: list, theirs: list, counts: list[int]) -> dict:
     """Leading agreement, agreement up to order, overlap of the two sets, and the
     first differing ranks (in order, and as sets)."""
     n = min(len(ours), len(theirs))
     info: dict = {
-        "n": len(theirs),
+        "n_ours": len(ours),
+        "n_theirs": len(theirs),
         "equal": ours == theirs,
         "leading": leading_agreement(ours, theirs),
         "same_set_prefix": same_set_prefix(ours, theirs),
@@ -209,7 +251,7 @@ def describe_difference(ours: list, theirs: list, counts: list[int]) -> dict:
                 "ours": repr(ours[rank]),
                 "theirs": repr(theirs[rank]),
                 "ours_count": counts[rank],
-                "ours_next_count": counts[rank + 1] if rank + 1 < len(counts) else None,
+                "tie_with_next": rank + 1 < len(counts) and counts[rank] == counts[rank + 1],
                 "theirs_rank_in_ours": where.get(theirs[rank]),
             }
     return info
@@ -234,28 +276,37 @@ def summarize(label: str, megabytes: float, vocab_size: int, result: dict, tools
     ]
 
 
-def merge_row(label: str, vocab_size: int, result: dict) -> list[str]:
-    """One row of the merge-agreement table."""
-    m = result["merges"]
-    counts = "/".join(str(result["runs"][t][0]["merges"]) if t in result["runs"] else "–" for t in TOOLS)
+def merge_rows(label: str, vocab_size: int, result: dict) -> list[list[str]]:
+    """Rows of the merge-agreement table for one (corpus, vocab size)."""
+    rows = []
+    for c in result["comparisons"]:
+        rows.append([
+            label,
+            str(vocab_size),
+            f"{c['ours']} vs {c['peer']} ({c['kind']})",
+            f"{c['n_ours']}/{c['n_theirs']}",
+            "yes" if c["equal"] else "no",
+            str(c["leading"]),
+            str(c["same_set_prefix"]),
+            f"{100 * c['overlap']:.2f}",
+        ])
+    return rows
 
-    def cell(peer: str) -> str:
-        info = m.get(peer)
-        if not info:
-            return "–"
-        if info["equal"]:
-            return "all equal"
-        return f"{info['leading']} leading, {100 * info['overlap']:.1f}% same set"
 
-    def first(peer: str) -> str:
-        d = (m.get(peer) or {}).get("first_diff")
-        if not d:
-            return "–"
-        tie = " (tie)" if d["ours_count"] == d["ours_next_count"] else ""
-        elsewhere = d["theirs_rank_in_ours"]
-        return f"rank {d['rank']}: ours {d['ours']} ×{d['ours_count']}{tie}, theirs {d['theirs']} (our rank {elsewhere})"
-
-    return [label, str(vocab_size), counts, cell("hf"), first("hf"), cell("rustbpe"), first("rustbpe")]
+def describe_diff_note(label: str, vocab_size: int, c: dict) -> list[str]:
+    """Bullet lines naming the first differing merges of one comparison."""
+    notes = []
+    for key, what in (("first_diff", "in order"), ("first_set_diff", "as sets")):
+        d = c.get(key)
+        if not d or (key == "first_set_diff" and d["rank"] == c["leading"]):
+            continue
+        tie = ", tied with our next merge" if d["tie_with_next"] else ""
+        where = "not in ours" if d["theirs_rank_in_ours"] is None else f"our rank {d['theirs_rank_in_ours']}"
+        notes.append(
+            f"- {label} {vocab_size}, {c['ours']} vs {c['peer']}, first difference {what} at rank {d['rank']}: "
+            f"ours {d['ours']} (count {d['ours_count']}{tie}), theirs {d['theirs']} ({where})"
+        )
+    return notes
 
 
 TIME_HEADER = [
@@ -263,8 +314,8 @@ TIME_HEADER = [
     "bytepair RSS MiB", "HF RSS MiB", "rustbpe RSS MiB",
 ]
 MERGE_HEADER = [
-    "corpus", "vocab", "merges bytepair/HF/rustbpe", "= HF (pairs)", "first difference vs HF",
-    "= rustbpe (tokens)", "first difference vs rustbpe",
+    "corpus", "vocab", "comparison", "merges ours/theirs", "identical", "leading merges equal",
+    "same set up to rank", "same set overall %",
 ]
 
 
@@ -277,11 +328,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=None,
                    help="threads for every tool (bytepair num_threads, RAYON_NUM_THREADS); default all cores")
     p.add_argument("--tools", nargs="+", choices=TOOLS, default=list(TOOLS))
+    p.add_argument("--no-lines-check", dest="lines_check", action="store_false",
+                   help="skip the extra (untimed) bytepair run on the file's lines, which shows "
+                   "how much of the merge difference with the peers comes from their line-by-line input")
     p.add_argument("--corpora-dir", type=Path, default=common.DEFAULT_CORPORA)
     p.add_argument("--json", default="train.json", help="raw results file name in bench/out/ (default %(default)s)")
     # child mode (internal)
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--tool", choices=TOOLS, help=argparse.SUPPRESS)
+    p.add_argument("--tool", choices=list(TRAINERS), help=argparse.SUPPRESS)
     p.add_argument("--path", help=argparse.SUPPRESS)
     p.add_argument("--dump", help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -294,26 +348,44 @@ def main(argv: list[str] | None = None) -> str:
         child_main(args)
         return ""
     tools = [t for t in TOOLS if t in args.tools]
-    time_rows, merge_rows, raw = [], [], []
+    time_rows, mrows, notes, raw = [], [], [], []
     with tempfile.TemporaryDirectory(prefix="bytepair-bench-") as tmp:
         for name in args.corpus:
             path = common.corpus_path(name, args.corpora_dir)
             label, megabytes = common.corpus_label(path), path.stat().st_size / common.MB
             for vocab_size in args.vocab_size:
-                result = run_one_config(path, vocab_size, tools, args.repeat, args.threads, Path(tmp))
+                result = run_one_config(path, vocab_size, tools, args.repeat, args.threads, args.lines_check, Path(tmp))
                 time_rows.append(summarize(label, megabytes, vocab_size, result, tools))
-                merge_rows.append(merge_row(label, vocab_size, result))
+                mrows += merge_rows(label, vocab_size, result)
+                notes += config_notes(label, vocab_size, result)
                 raw.append({"corpus": label, "bytes": path.stat().st_size, "vocab_size": vocab_size, **result})
     common.save_json(args.json, {"threads": args.threads, "repeat": args.repeat, "results": raw})
-    report = "\n\n".join([
+    parts = [
         f"### Training: median of {args.repeat} runs, threads = {args.threads or 'all cores'}",
         common.markdown_table(TIME_HEADER, time_rows),
-        "Ratios > 1: bytepair is faster. RSS: peak of the child process (ru_maxrss), max over runs.",
-        "### Merge tables compared (first run)",
-        common.markdown_table(MERGE_HEADER, merge_rows),
-    ])
+        "Ratios > 1: bytepair is faster. RSS: peak of the child process (ru_maxrss, MiB), max over runs.",
+    ]
+    if mrows:
+        parts += ["### Merge tables compared (first run)", common.markdown_table(MERGE_HEADER, mrows)]
+    if notes:
+        parts.append("\n".join(notes))
+    report = "\n\n".join(parts)
     print(report)
     return report
+
+
+def config_notes(label: str, vocab_size: int, result: dict) -> list[str]:
+    """Notes under the tables: baseline RSS, the bytepair-on-lines run, first differences."""
+    notes = []
+    base = ", ".join(f"{t} {common.median([r['base_rss_mib'] for r in rs]):.0f}" for t, rs in result["runs"].items())
+    notes.append(f"- {label} {vocab_size}: RSS after imports, before training (MiB): {base}")
+    if "bytepair_lines" in result:
+        r = result["bytepair_lines"]
+        notes.append(f"- {label} {vocab_size}: bytepair on the file's lines (one run): {r['seconds']:.2f} s, "
+                     f"peak RSS {r['rss_mib']:.0f} MiB")
+    for c in result["comparisons"]:
+        notes += describe_diff_note(label, vocab_size, c)
+    return notes
 
 
 if __name__ == "__main__":

@@ -67,7 +67,8 @@ pub fn resolve_pattern(name_or_pattern: &str) -> &str {
 
 enum Engine {
     /// Preset: pattern ids 0 (take), 1 (give back the last char), 2 (take).
-    Emulated(MetaRegex),
+    /// `ascii_gpt2` turns on the hand-written ASCII scanner for the gpt2 preset.
+    Emulated { re: MetaRegex, ascii_gpt2: bool },
     Fancy(FancyRegex),
 }
 
@@ -86,7 +87,7 @@ impl PreTokenizer {
                 let head = format!(r"(?:{head})|\s+\z");
                 let re = MetaRegex::new_many(&[head.as_str(), r"\s+\s", r"\s+"])
                     .map_err(|e| format!("internal preset regex failed to compile: {e}"))?;
-                Engine::Emulated(re)
+                Engine::Emulated { re, ascii_gpt2: pattern == GPT2_PATTERN }
             }
             None => Engine::Fancy(
                 FancyRegex::new(pattern).map_err(|e| format!("invalid pattern {pattern:?}: {e}"))?,
@@ -103,9 +104,16 @@ impl PreTokenizer {
         mut f: impl FnMut(&'t str),
     ) -> Result<(), String> {
         match &self.engine {
-            Engine::Emulated(re) => {
+            Engine::Emulated { re, ascii_gpt2 } => {
                 let mut pos = 0;
                 while pos < text.len() {
+                    if *ascii_gpt2 {
+                        if let Some(end) = gpt2_ascii_piece(text.as_bytes(), pos) {
+                            f(&text[pos..end]);
+                            pos = end;
+                            continue;
+                        }
+                    }
                     let input = Input::new(text).range(pos..).anchored(Anchored::Yes);
                     let Some(m) = re.search(&input) else {
                         // Every preset covers every character; skip one if not.
@@ -146,6 +154,81 @@ impl PreTokenizer {
                 self.for_each_piece(&text[start..], f)
             }
         }
+    }
+}
+
+/// ASCII character classes as the GPT-2 pattern sees them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Letter,
+    Digit,
+    Space,
+    Other,
+    /// A byte >= 0x80: the class of its character is not known here.
+    NonAscii,
+}
+
+fn class(b: u8) -> Class {
+    match b {
+        b'a'..=b'z' | b'A'..=b'Z' => Class::Letter,
+        b'0'..=b'9' => Class::Digit,
+        b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r' => Class::Space,
+        0x80.. => Class::NonAscii,
+        _ => Class::Other,
+    }
+}
+
+/// End of the run of bytes of class `c` starting at `i`, or None if the run
+/// reaches a non-ASCII byte (which might continue it).
+fn run_end(bytes: &[u8], mut i: usize, c: Class) -> Option<usize> {
+    while i < bytes.len() {
+        match class(bytes[i]) {
+            k if k == c => i += 1,
+            Class::NonAscii => return None,
+            _ => return Some(i),
+        }
+    }
+    Some(i)
+}
+
+/// The GPT-2 pre-token starting at `pos`, found by hand when the decision only
+/// involves ASCII bytes; None means "ask the regex" (exactness over speed).
+/// Mirrors the pattern branch by branch:
+/// `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`.
+fn gpt2_ascii_piece(bytes: &[u8], pos: usize) -> Option<usize> {
+    let at = |i: usize| bytes.get(i).copied();
+    let first = class(bytes[pos]);
+    if bytes[pos] == b'\'' {
+        let contraction = match (at(pos + 1), at(pos + 2)) {
+            (Some(b's' | b't' | b'm' | b'd'), _) => Some(2),
+            (Some(b'r'), Some(b'e')) | (Some(b'v'), Some(b'e')) | (Some(b'l'), Some(b'l')) => Some(3),
+            _ => None,
+        };
+        if let Some(n) = contraction {
+            return Some(pos + n);
+        }
+    }
+    match first {
+        Class::Letter | Class::Digit | Class::Other => run_end(bytes, pos + 1, first),
+        Class::Space => {
+            // ` ?X+`: a space followed by a letter, digit or other character.
+            if bytes[pos] == b' ' {
+                match at(pos + 1).map(class) {
+                    Some(c @ (Class::Letter | Class::Digit | Class::Other)) => return run_end(bytes, pos + 2, c),
+                    Some(Class::NonAscii) => return None,
+                    _ => {}
+                }
+            }
+            // `\s+(?!\S)|\s+`: the whole run at the end of text; before a
+            // non-space, all but its last character (or the single character).
+            let end = run_end(bytes, pos + 1, Class::Space)?;
+            if end == bytes.len() || end - pos == 1 {
+                Some(end)
+            } else {
+                Some(end - 1)
+            }
+        }
+        Class::NonAscii => None,
     }
 }
 
@@ -190,6 +273,19 @@ mod tests {
                 };
                 assert_eq!(split(pat, t), fancy, "pattern {pat} text {t:?}");
             }
+        }
+    }
+
+    #[test]
+    fn gpt2_ascii_scanner_equals_regex() {
+        let texts = [
+            "it's 'S 'll'' ''s x'd a'b", "  \n\n x  y\t\tz \r\n", "end  ", "a\x1cb\x1f c\x0b\x0cd", "!!  ..a1b2 3.4",
+            "caf\u{e9} na\u{ef}ve \u{a0}x 'caf\u{e9}", " \u{3000}y", "x \u{85}\n", "'\u{e9}t\u{e9}'",
+        ];
+        let re = FancyRegex::new(GPT2_PATTERN).unwrap();
+        for t in texts {
+            let want: Vec<String> = re.find_iter(t).map(|m| m.unwrap().as_str().to_string()).collect();
+            assert_eq!(split("gpt2", t), want, "text {t:?}");
         }
     }
 

@@ -1,0 +1,383 @@
+"""Encoding benchmark: bytepair vs tiktoken (and HuggingFace tokenizers for
+reference) with the GPT-2 tokenizer, built offline from ``gpt2_vocab.json`` and
+``gpt2_merges.txt`` (the CS336 fixtures in the corpora folder).
+
+The three tokenizers:
+  - bytepair: ``bytepair.Tokenizer(vocab, merges, special_tokens=[EOT])``, vocab
+    and merges converted from the files' byte-level strings with
+    ``bytepair.formats.str_to_token``;
+  - tiktoken: ``tiktoken.Encoding(name="gpt2", pat_str=bytepair.resolve_pattern("gpt2"),
+    mergeable_ranks={token bytes: id}, special_tokens={EOT: 50256})``;
+  - HF tokenizers: ``models.BPE(vocab, merges)`` with the ByteLevel pre-tokenizer
+    (add_prefix_space=False) and ByteLevel decoder; ``encode(text,
+    add_special_tokens=False).ids``.
+
+Measured, per corpus (whole file, or its first ``--limit-mb`` MB):
+  - single: one ``encode_ordinary(text)`` call on the whole text (one thread),
+    then ``decode(ids)`` of the result;
+  - batch with N threads: the text split on blank lines into documents, encoded
+    in lists of ``--batch-docs`` (1000) documents: bytepair
+    ``encode_batch(docs, num_threads=N)``, tiktoken
+    ``encode_ordinary_batch(docs, num_threads=N)``, HF ``encode_batch`` with
+    ``RAYON_NUM_THREADS=N``.
+Each measurement is a fresh child process (tools interleaved, order rotated every
+round) doing one timed call, so peak RSS is per tool and no tool keeps a warm
+cache between rounds. Throughput is in MB/s of UTF-8 input (10^6 bytes; for
+decode, of the decoded text). The ids of bytepair must equal tiktoken's in every
+measurement of the run: the script checks them (first round) and exits with an
+error if they differ. HF's ids are compared and reported, not required.
+
+Usage::
+
+    python bench/bench_encode.py                         # enwiki, code, multilingual, shakespeare
+    python bench/bench_encode.py --corpus enwiki --limit-mb 10 --repeat 3 --no-hf
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from array import array
+from pathlib import Path
+
+import common
+
+TOOLS = ("bytepair", "tiktoken", "hf")
+DEFAULT_CORPORA = ("enwiki", "code", "multilingual", "shakespeare")
+GPT2_DIR = "cs336"
+EOT_ID = 50256
+
+
+# ---- child side: load text and tokenizer, one timed call ------------------------
+
+
+def load_text(path: Path, limit_mb: float | None) -> str:
+    """The corpus as str; with a limit, its first `limit_mb` MB cut at a newline."""
+    if limit_mb is None:
+        return path.read_text(encoding="utf-8")
+    with open(path, "rb") as f:
+        data = f.read(int(limit_mb * common.MB))
+    text = data.decode("utf-8", errors="ignore")  # drop a character cut in half
+    cut = text.rfind("\n")
+    return text[: cut + 1] if cut > 0 else text
+
+
+def split_documents(text: str) -> list[str]:
+    """Documents: the non-empty pieces between blank lines."""
+    return [d for d in text.split("\n\n") if d]
+
+
+def load_gpt2(corpora_dir: Path) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """GPT-2's vocab.json ({byte-level string: id}) and merges.txt (pairs of strings)."""
+    folder = corpora_dir / GPT2_DIR
+    vocab = json.loads((folder / "gpt2_vocab.json").read_text(encoding="utf-8"))
+    merges = []
+    for line in (folder / "gpt2_merges.txt").read_text(encoding="utf-8").split("\n"):
+        if line and not line.startswith("#version"):
+            left, right = line.split(" ")
+            merges.append((left, right))
+    return vocab, merges
+
+
+class BytepairTool:
+    """bytepair.Tokenizer built from the GPT-2 files."""
+
+    def __init__(self, vocab: dict[str, int], merges: list[tuple[str, str]]) -> None:
+        import bytepair
+        from bytepair.formats import str_to_token
+
+        self.tok = bytepair.Tokenizer(
+            {i: str_to_token(s) for s, i in vocab.items()},
+            [(str_to_token(a), str_to_token(b)) for a, b in merges],
+            special_tokens=[common.EOT],
+        )
+
+    def encode(self, text: str) -> list[int]:
+        return self.tok.encode_ordinary(text)
+
+    def encode_batch(self, texts: list[str], threads: int) -> list[list[int]]:
+        return self.tok.encode_batch(texts, num_threads=threads)
+
+    def decode(self, ids: list[int]) -> str:
+        return self.tok.decode(ids)
+
+
+class TiktokenTool:
+    """tiktoken.Encoding with GPT-2's ranks and pattern."""
+
+    def __init__(self, vocab: dict[str, int], merges: list[tuple[str, str]]) -> None:
+        import tiktoken
+
+        import bytepair
+        from bytepair.formats import str_to_token
+
+        self.enc = tiktoken.Encoding(
+            name="gpt2",
+            pat_str=bytepair.resolve_pattern("gpt2"),
+            mergeable_ranks={str_to_token(s): i for s, i in vocab.items() if i != EOT_ID},
+            special_tokens={common.EOT: EOT_ID},
+        )
+
+    def encode(self, text: str) -> list[int]:
+        return self.enc.encode_ordinary(text)
+
+    def encode_batch(self, texts: list[str], threads: int) -> list[list[int]]:
+        return self.enc.encode_ordinary_batch(texts, num_threads=threads)
+
+    def decode(self, ids: list[int]) -> str:
+        return self.enc.decode(ids)
+
+
+class HFTool:
+    """HuggingFace tokenizers BPE model from the same vocab and merges; batch
+    threads come from RAYON_NUM_THREADS, set by the parent."""
+
+    def __init__(self, vocab: dict[str, int], merges: list[tuple[str, str]]) -> None:
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+        self.tok = Tokenizer(models.BPE(vocab=vocab, merges=merges))
+        self.tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        self.tok.decoder = decoders.ByteLevel()
+        self.tok.add_special_tokens([common.EOT])
+
+    def encode(self, text: str) -> list[int]:
+        return self.tok.encode(text, add_special_tokens=False).ids
+
+    def encode_batch(self, texts: list[str], threads: int) -> list[list[int]]:
+        return [e.ids for e in self.tok.encode_batch(texts, add_special_tokens=False)]
+
+    def decode(self, ids: list[int]) -> str:
+        return self.tok.decode(ids, skip_special_tokens=False)
+
+
+TOOL_CLASSES = {"bytepair": BytepairTool, "tiktoken": TiktokenTool, "hf": HFTool}
+
+
+def timed(fn, *args):
+    """(seconds, result) of one call."""
+    start = time.perf_counter()
+    result = fn(*args)
+    return time.perf_counter() - start, result
+
+
+def dump_ids(prefix: str, ids: list[int], lengths: list[int]) -> None:
+    """Write ids (uint32) and document lengths for the parent's comparison."""
+    with open(prefix + ".ids", "wb") as f:
+        array("I", ids).tofile(f)
+    with open(prefix + ".lens", "wb") as f:
+        array("Q", lengths).tofile(f)
+
+
+def child_main(args: argparse.Namespace) -> None:
+    """One measurement: `single` (encode the whole text, then decode it) or
+    `batch` (encode the documents in lists of --batch-docs with --threads)."""
+    text = load_text(Path(args.path), args.limit_mb)
+    tool = TOOL_CLASSES[args.tool](*load_gpt2(args.corpora_dir))
+    base = common.peak_rss_mib()
+    result: dict = {"base_rss_mib": base}
+    if args.task == "single":
+        result["bytes"] = len(text.encode("utf-8"))
+        result["seconds"], ids = timed(tool.encode, text)
+        result["decode_seconds"], decoded = timed(tool.decode, ids)
+        result["roundtrip"] = decoded == text
+        result["tokens"], lengths = len(ids), [len(ids)]
+    else:
+        docs = split_documents(text)
+        batches = [docs[i : i + args.batch_docs] for i in range(0, len(docs), args.batch_docs)]
+        result["bytes"] = sum(len(d.encode("utf-8")) for d in docs)
+        result["docs"] = len(docs)
+        start = time.perf_counter()
+        encoded = [tool.encode_batch(batch, args.threads) for batch in batches]
+        result["seconds"] = time.perf_counter() - start
+        per_doc = [ids for batch in encoded for ids in batch]
+        lengths = [len(ids) for ids in per_doc]
+        ids = [i for doc in per_doc for i in doc]
+        result["tokens"] = len(ids)
+    result["rss_mib"] = common.peak_rss_mib()
+    if args.dump:
+        dump_ids(args.dump, ids, lengths)
+    common.emit(result)
+
+
+# ---- parent side ------------------------------------------------------------------
+
+
+def tasks(thread_counts: list[int]) -> list[tuple[str, int]]:
+    """The measurements: (``single``, 1) then (``batch``, N) for each thread count."""
+    return [("single", 1)] + [("batch", n) for n in thread_counts]
+
+
+def run_task(path: Path, task: str, threads: int, tools: list[str], args: argparse.Namespace, tmp: Path) -> dict:
+    """All rounds of one task on one corpus: {tool: [child results]} and the id checks."""
+    runs: dict[str, list[dict]] = {t: [] for t in tools}
+    dumps = {t: str(tmp / f"{t}-{task}-{threads}") for t in tools}
+    for r in range(args.repeat):
+        for tool in tools[r % len(tools):] + tools[: r % len(tools)]:
+            child_args = [
+                "--tool", tool, "--path", str(path), "--task", task, "--threads", str(threads),
+                "--batch-docs", str(args.batch_docs), "--corpora-dir", str(args.corpora_dir),
+            ]
+            if args.limit_mb is not None:
+                child_args += ["--limit-mb", str(args.limit_mb)]
+            if r == 0:
+                child_args += ["--dump", dumps[tool]]
+            res = common.run_child(Path(__file__), child_args, common.thread_env(threads))
+            runs[tool].append(res)
+            mbps = res["bytes"] / common.MB / res["seconds"]
+            common.log(
+                f"  {common.corpus_label(path)} {task} threads={threads} round {r + 1}/{args.repeat} {tool:8s} "
+                f"{res['seconds']:7.2f} s {mbps:7.2f} MB/s  peak RSS {res['rss_mib']:7.1f} MiB"
+            )
+    checks = {peer: compare_ids(dumps["bytepair"], dumps[peer]) for peer in tools if peer != "bytepair" and "bytepair" in tools}
+    return {"runs": runs, "checks": checks}
+
+
+def compare_ids(ours: str, theirs: str) -> dict:
+    """Are the dumped ids (and per-document lengths) identical? If not, where do they first differ."""
+    import numpy as np
+
+    a = np.fromfile(ours + ".ids", dtype=np.uint32)
+    b = np.fromfile(theirs + ".ids", dtype=np.uint32)
+    same_lengths = Path(ours + ".lens").read_bytes() == Path(theirs + ".lens").read_bytes()
+    if same_lengths and np.array_equal(a, b):
+        return {"equal": True, "tokens": int(a.size)}
+    n = min(a.size, b.size)
+    diff = np.flatnonzero(a[:n] != b[:n])
+    first = int(diff[0]) if diff.size else n
+    return {
+        "equal": False,
+        "tokens": [int(a.size), int(b.size)],
+        "first_mismatch": first,
+        "ours": a[first : first + 8].tolist(),
+        "theirs": b[first : first + 8].tolist(),
+    }
+
+
+def mbps(result: dict, tool: str, key: str = "seconds") -> float | None:
+    """Median throughput (MB/s) of `tool` over the rounds, or None if not run."""
+    runs = result["runs"].get(tool)
+    if not runs:
+        return None
+    return common.median([r["bytes"] / common.MB / r[key] for r in runs])
+
+
+def peak(result: dict, tool: str) -> float | None:
+    runs = result["runs"].get(tool)
+    return max(r["rss_mib"] for r in runs) if runs else None
+
+
+def check_cell(result: dict, peer: str) -> str:
+    c = result["checks"].get(peer)
+    if c is None:
+        return "–"
+    return "yes" if c["equal"] else f"NO (token {c['first_mismatch']})"
+
+
+def single_rows(label: str, res: dict) -> tuple[list[str], list[str]]:
+    """Rows of the single-call encode table and the decode table."""
+    bp, tk, hf = (mbps(res, t) for t in TOOLS)
+    any_run = next(iter(res["runs"].values()))[0]
+    encode_row = [
+        label, f"{any_run['bytes'] / common.MB:.1f}", str(any_run["tokens"]),
+        common.fmt(bp), common.fmt(tk), common.fmt(hf), common.fmt(common.ratio(bp, tk)),
+        check_cell(res, "tiktoken"), check_cell(res, "hf"),
+        common.fmt(peak(res, "bytepair"), 0), common.fmt(peak(res, "tiktoken"), 0), common.fmt(peak(res, "hf"), 0),
+    ]
+    dbp, dtk, dhf = (mbps(res, t, "decode_seconds") for t in TOOLS)
+    roundtrip = ", ".join(
+        f"{t}: {'yes' if all(r['roundtrip'] for r in runs) else 'NO'}" for t, runs in res["runs"].items()
+    )
+    decode_row = [label, common.fmt(dbp), common.fmt(dtk), common.fmt(dhf), common.fmt(common.ratio(dbp, dtk)), roundtrip]
+    return encode_row, decode_row
+
+
+def batch_row(label: str, threads: int, res: dict) -> list[str]:
+    bp, tk, hf = (mbps(res, t) for t in TOOLS)
+    any_run = next(iter(res["runs"].values()))[0]
+    return [
+        label, str(any_run["docs"]), str(threads),
+        common.fmt(bp), common.fmt(tk), common.fmt(hf), common.fmt(common.ratio(bp, tk)),
+        check_cell(res, "tiktoken"), check_cell(res, "hf"),
+        common.fmt(peak(res, "bytepair"), 0), common.fmt(peak(res, "tiktoken"), 0), common.fmt(peak(res, "hf"), 0),
+    ]
+
+
+SINGLE_HEADER = [
+    "corpus", "MB", "tokens", "bytepair MB/s", "tiktoken MB/s", "HF MB/s", "ours/tiktoken",
+    "ids = tiktoken", "HF ids = tiktoken", "bytepair RSS MiB", "tiktoken RSS MiB", "HF RSS MiB",
+]
+BATCH_HEADER = [
+    "corpus", "docs", "threads", "bytepair MB/s", "tiktoken MB/s", "HF MB/s", "ours/tiktoken",
+    "ids = tiktoken", "HF ids = tiktoken", "bytepair RSS MiB", "tiktoken RSS MiB", "HF RSS MiB",
+]
+DECODE_HEADER = ["corpus", "bytepair MB/s", "tiktoken MB/s", "HF MB/s", "ours/tiktoken", "decode(encode(text)) == text"]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--corpus", nargs="+", default=list(DEFAULT_CORPORA),
+                   help="corpus names in the corpora folder (or paths); default: %(default)s")
+    p.add_argument("--limit-mb", type=float, default=None, help="use only the first N MB of each corpus")
+    p.add_argument("--repeat", type=int, default=5, help="rounds per measurement; medians are reported (default 5)")
+    p.add_argument("--threads", nargs="+", type=int, default=[1, 2], help="thread counts for batch encoding (default 1 2)")
+    p.add_argument("--batch-docs", type=int, default=1000, help="documents per encode_batch call (default 1000)")
+    p.add_argument("--no-hf", dest="hf", action="store_false", help="skip HuggingFace tokenizers")
+    p.add_argument("--corpora-dir", type=Path, default=common.DEFAULT_CORPORA)
+    p.add_argument("--json", default="encode.json", help="raw results file name in bench/out/ (default %(default)s)")
+    # child mode (internal)
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--tool", choices=TOOLS, help=argparse.SUPPRESS)
+    p.add_argument("--path", help=argparse.SUPPRESS)
+    p.add_argument("--task", choices=("single", "batch"), help=argparse.SUPPRESS)
+    p.add_argument("--dump", help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> str:
+    """Run the benchmark; print and return the markdown report. Exits with an
+    error (after printing) if bytepair's ids ever differ from tiktoken's."""
+    args = parse_args(argv)
+    if args.child:
+        args.threads = args.threads[0]
+        child_main(args)
+        return ""
+    tools = [t for t in TOOLS if args.hf or t != "hf"]
+    single, decode, batch, raw = [], [], [], []
+    with tempfile.TemporaryDirectory(prefix="bytepair-bench-") as tmp:
+        for name in args.corpus:
+            path = common.corpus_path(name, args.corpora_dir)
+            label = common.corpus_label(path)
+            for task, threads in tasks(args.threads):
+                res = run_task(path, task, threads, tools, args, Path(tmp))
+                raw.append({"corpus": label, "task": task, "threads": threads, **res})
+                if task == "single":
+                    encode_row, decode_row = single_rows(label, res)
+                    single.append(encode_row)
+                    decode.append(decode_row)
+                else:
+                    batch.append(batch_row(label, threads, res))
+    common.save_json(args.json, {"repeat": args.repeat, "limit_mb": args.limit_mb, "results": raw})
+    limit = f", first {args.limit_mb} MB" if args.limit_mb else ""
+    report = "\n\n".join([
+        f"### Encoding, one `encode_ordinary` call on the whole text, 1 thread (median of {args.repeat}{limit})",
+        common.markdown_table(SINGLE_HEADER, single),
+        f"### Batch encoding, documents split on blank lines, lists of {args.batch_docs} (median of {args.repeat})",
+        common.markdown_table(BATCH_HEADER, batch),
+        f"### Decoding the single-call ids (median of {args.repeat})",
+        common.markdown_table(DECODE_HEADER, decode),
+        "ours/tiktoken > 1: bytepair is faster. RSS: peak of the child process (ru_maxrss, MiB), max over rounds; "
+        "it includes the text and the ids as a Python list.",
+    ])
+    print(report)
+    bad = [(r["corpus"], r["task"], r["threads"], c) for r in raw for p, c in r["checks"].items()
+           if p == "tiktoken" and not c["equal"]]
+    if bad:
+        sys.exit(f"bytepair ids differ from tiktoken's: {bad}")
+    return report
+
+
+if __name__ == "__main__":
+    main()
