@@ -2,7 +2,8 @@
 
 Each tool trains a byte-level BPE tokenizer on the same corpus file with the same
 vocabulary size and the special token ``<|endoftext|>``, in its own fresh
-subprocess, so peak RSS (``ru_maxrss`` of the child) is per tool. Runs of the
+subprocess, so peak RSS (the child's own high-water mark, see
+``common.peak_rss_mib``) is per tool. Runs of the
 tools are interleaved (round r runs every tool once, in rotated order), so drift
 in machine load hits all of them alike; the table shows medians.
 
@@ -38,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -46,34 +46,45 @@ from pathlib import Path
 import common
 
 TOOLS = ("bytepair", "hf", "rustbpe")
-TOOL_NAMES = {"bytepair": "bytepair", "hf": "HF", "rustbpe": "rustbpe"}
 DEFAULT_CORPORA = ("tinystories_v1_train_head", "enwiki")
 DEFAULT_VOCAB = (32000,)
 
 
 # ---- child side: one training run --------------------------------------------
+# Each trainer returns (seconds, trained object); each dumper turns the object
+# into JSON for the merge comparison, after the peak RSS has been read.
 
 
-def train_bytepair(path: str, vocab_size: int, threads: int | None) -> tuple[float, dict]:
-    """Train with bytepair; returns (seconds, dump of merges and their counts)."""
+def train_bytepair(path: str, vocab_size: int, threads: int | None):
+    """``bytepair.train`` on the file (one document, streamed, counted in parallel)."""
     import warnings
 
     import bytepair
 
     start = time.perf_counter()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "stopped early" on small corpora; reported below
+        warnings.simplefilter("ignore")  # "stopped early" on small corpora: the merge count is reported
         tok = bytepair.train(path, vocab_size, special_tokens=[common.EOT], progress=False, num_threads=threads)
-    seconds = time.perf_counter() - start
-    dump = {
-        "pairs": [[a.hex(), b.hex()] for a, b in tok.merges],
-        "counts": tok.training_stats.merge_counts,
-    }
-    return seconds, dump
+    return time.perf_counter() - start, tok
 
 
-def train_hf(path: str, vocab_size: int, threads: int | None) -> tuple[float, dict]:
-    """Train with HuggingFace tokenizers (threads via RAYON_NUM_THREADS, set by the parent)."""
+def train_bytepair_lines(path: str, vocab_size: int, threads: int | None):
+    """bytepair given what the peers see: every line of the file is a document
+    (``train_from_iterator(open(path))``). For the merge comparison."""
+    import warnings
+
+    import bytepair
+
+    start = time.perf_counter()
+    with warnings.catch_warnings(), open(path, encoding="utf-8") as f:
+        warnings.simplefilter("ignore")
+        tok = bytepair.train_from_iterator(f, vocab_size, special_tokens=[common.EOT], progress=False, num_threads=threads)
+    return time.perf_counter() - start, tok
+
+
+def train_hf(path: str, vocab_size: int, threads: int | None):
+    """HuggingFace tokenizers, ``Tokenizer.train(files=[path])`` (reads lines;
+    threads via RAYON_NUM_THREADS, set by the parent)."""
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
     start = time.perf_counter()
@@ -86,15 +97,12 @@ def train_hf(path: str, vocab_size: int, threads: int | None) -> tuple[float, di
         show_progress=False,
     )
     tok.train([path], trainer)
-    seconds = time.perf_counter() - start
-    merges = json.loads(tok.to_str())["model"]["merges"]
-    # Newer versions store [left, right]; older ones "left right".
-    pairs = [m if isinstance(m, list) else m.split(" ") for m in merges]
-    return seconds, {"pairs_str": pairs}
+    return time.perf_counter() - start, tok
 
 
-def train_rustbpe(path: str, vocab_size: int, threads: int | None) -> tuple[float, dict]:
-    """Train with rustbpe on the file's lines, GPT-2 pattern, one id less (no special token)."""
+def train_rustbpe(path: str, vocab_size: int, threads: int | None):
+    """rustbpe on the file's lines with the GPT-2 pattern, asked for one id less
+    (it has no special tokens), so that it learns as many merges as the others."""
     import rustbpe
 
     from bytepair import resolve_pattern
@@ -104,38 +112,44 @@ def train_rustbpe(path: str, vocab_size: int, threads: int | None) -> tuple[floa
     tok = rustbpe.Tokenizer()
     with open(path, encoding="utf-8") as f:
         tok.train_from_iterator(f, vocab_size - 1, pattern=pattern)
-    seconds = time.perf_counter() - start
+    return time.perf_counter() - start, tok
+
+
+def dump_bytepair(tok) -> dict:
+    return {"pairs": [[a.hex(), b.hex()] for a, b in tok.merges], "counts": tok.training_stats.merge_counts}
+
+
+def dump_hf(tok) -> dict:
+    merges = json.loads(tok.to_str())["model"]["merges"]
+    # Newer versions store [left, right]; older ones "left right".
+    return {"pairs_str": [m if isinstance(m, list) else m.split(" ") for m in merges]}
+
+
+def dump_rustbpe(tok) -> dict:
     ranks = sorted(tok.get_mergeable_ranks(), key=lambda kv: kv[1])
-    return seconds, {"tokens": [bytes(b).hex() for b, i in ranks if i >= 256], "pattern": tok.get_pattern()}
+    return {"tokens": [bytes(b).hex() for b, i in ranks if i >= 256], "pattern": tok.get_pattern()}
 
 
-def train_bytepair_lines(path: str, vocab_size: int, threads: int | None) -> tuple[float, dict]:
-    """bytepair given what the peers see: every line of the file is a document
-    (``train_from_iterator(open(path))``). For the merge comparison only."""
-    import warnings
-
-    import bytepair
-
-    start = time.perf_counter()
-    with warnings.catch_warnings(), open(path, encoding="utf-8") as f:
-        warnings.simplefilter("ignore")
-        tok = bytepair.train_from_iterator(f, vocab_size, special_tokens=[common.EOT], progress=False, num_threads=threads)
-    seconds = time.perf_counter() - start
-    return seconds, {"pairs": [[a.hex(), b.hex()] for a, b in tok.merges], "counts": tok.training_stats.merge_counts}
-
-
-TRAINERS = {"bytepair": train_bytepair, "hf": train_hf, "rustbpe": train_rustbpe, "bytepair_lines": train_bytepair_lines}
+TRAINERS = {
+    "bytepair": (train_bytepair, dump_bytepair),
+    "hf": (train_hf, dump_hf),
+    "rustbpe": (train_rustbpe, dump_rustbpe),
+    "bytepair_lines": (train_bytepair_lines, dump_bytepair),
+}
 
 
 def child_main(args: argparse.Namespace) -> None:
     """Run one training, print {seconds, rss_mib, base_rss_mib, merges}; dump merges if asked."""
+    train, dump = TRAINERS[args.tool]
     base = common.peak_rss_mib()
-    seconds, dump = TRAINERS[args.tool](args.path, args.vocab_size[0], args.threads)
+    seconds, tok = train(args.path, args.vocab_size[0], args.threads)
     rss = common.peak_rss_mib()
-    n_merges = len(next(iter(dump.values())))
+    data = dump(tok)
+    n_merges = len(data.get("pairs") or data.get("pairs_str") or data["tokens"])
     if args.dump:
-        Path(args.dump).write_text(json.dumps(dump))
-    common.emit({"seconds": seconds, "rss_mib": rss, "base_rss_mib": base, "merges": n_merges})
+        Path(args.dump).write_text(json.dumps(data))
+    common.emit({"seconds": seconds, "rss_mib": rss, "ru_maxrss_mib": common.ru_maxrss_mib(),
+                 "base_rss_mib": base, "merges": n_merges})
 
 
 # ---- parent side: orchestration and reporting ---------------------------------
@@ -363,7 +377,7 @@ def main(argv: list[str] | None = None) -> str:
     parts = [
         f"### Training: median of {args.repeat} runs, threads = {args.threads or 'all cores'}",
         common.markdown_table(TIME_HEADER, time_rows),
-        "Ratios > 1: bytepair is faster. RSS: peak of the child process (ru_maxrss, MiB), max over runs.",
+        "Ratios > 1: bytepair is faster. RSS: peak resident memory of the child process (VmHWM, MiB), max over runs.",
     ]
     if mrows:
         parts += ["### Merge tables compared (first run)", common.markdown_table(MERGE_HEADER, mrows)]
@@ -384,7 +398,8 @@ def config_notes(label: str, vocab_size: int, result: dict) -> list[str]:
         notes.append(f"- {label} {vocab_size}: bytepair on the file's lines (one run): {r['seconds']:.2f} s, "
                      f"peak RSS {r['rss_mib']:.0f} MiB")
     for c in result["comparisons"]:
-        notes += describe_diff_note(label, vocab_size, c)
+        if c["ours"] == "bytepair (file)" or c["peer"] == "bytepair (file)":
+            notes += describe_diff_note(label, vocab_size, c)
     return notes
 
 

@@ -41,7 +41,28 @@ def corpus_label(path: Path) -> str:
 
 
 def peak_rss_mib() -> float:
-    """Peak resident set size of this process so far, in MiB (Linux: ru_maxrss is KiB)."""
+    """Peak resident set size of this process so far, in MiB.
+
+    On Linux this is ``VmHWM`` from /proc/self/status, the high-water mark of the
+    process's own memory. ``getrusage(RUSAGE_SELF).ru_maxrss`` is not used there:
+    the kernel carries the peak RSS of the process that called exec (here the
+    benchmark parent, which holds the ids it compares) into the child's
+    ru_maxrss, so a child would report at least its parent's peak. Elsewhere,
+    ru_maxrss (KiB on Linux, bytes on macOS) is the fallback.
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return maxrss / 2**20 if sys.platform == "darwin" else maxrss / 1024
+
+
+def ru_maxrss_mib() -> float:
+    """getrusage's ru_maxrss in MiB (Linux), recorded next to `peak_rss_mib` for reference."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -92,7 +113,7 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A GitHub markdown table; numeric-looking columns are right-aligned."""
     def numeric(col: int) -> bool:
         cells = [r[col] for r in rows if r[col] not in ("–", "")]
-        return bool(cells) and all(c.replace(".", "", 1).replace("x", "").replace("×", "").strip().isdigit() for c in cells)
+        return bool(cells) and all(c.rstrip("*").replace(".", "", 1).isdigit() for c in cells)
 
     align = ["---:" if numeric(i) else "---" for i in range(len(header))]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]

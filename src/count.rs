@@ -7,12 +7,13 @@
 //! counts are identical for any chunk size and any number of threads (per-thread
 //! maps are summed, and addition commutes).
 //!
-//! The safe boundary is right after a `\n` that sits between two non-whitespace
-//! characters (`x\ny`). None of the preset patterns can match across it (no branch
-//! matches a newline followed by a non-space), and the chunk that ends in `x\n`
-//! pre-tokenizes its tail exactly as the whole text would: the lone `\n` matches
-//! `\s+(?!\S)` at the end of the chunk and `\s+` in the whole text, the same
-//! one-character pre-token. A custom pattern that can match across `x\ny` would
+//! The safe boundary is right after a `\n` preceded by a printable ASCII character
+//! and followed by an ASCII letter or digit (`x\ny`). No preset branch matches a
+//! newline followed by a letter or digit (o200k's `[\r\n/]*` does continue into
+//! `/`, hence the restriction on `y`), and the chunk that ends in `x\n`
+//! pre-tokenizes its tail exactly as the whole text would: the `\n` is either
+//! taken by the punctuation run before it (cl100k, o200k) or is a pre-token of its
+//! own, `\s+(?!\S)` at the end of the chunk and `\s+` in the whole text. A custom pattern that can match across `x\ny` would
 //! see different counts; that is documented for users. A text with no such
 //! position (one giant line) becomes a single chunk.
 
@@ -188,22 +189,17 @@ impl ChunkReader {
         Ok(ChunkReader { file, path: Arc::from(path), chunk_size: chunk_size.max(1), carry: vec![], offset: 0, eof: false })
     }
 
+    /// Append up to `want` more bytes to `carry`. The buffer grows with what is
+    /// actually read, so a huge `want` (read whole files) allocates nothing up front.
     fn fill(&mut self, want: usize) -> Result<(), CountError> {
-        let start = self.carry.len();
-        self.carry.resize(start + want, 0);
-        let mut filled = start;
-        while filled < self.carry.len() {
-            match self.file.read(&mut self.carry[filled..]) {
-                Ok(0) => {
-                    self.eof = true;
-                    break;
-                }
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(CountError::Io { path: self.path.to_string(), message: e.to_string() }),
-            }
+        let want = u64::try_from(want).unwrap_or(u64::MAX);
+        let got = (&mut self.file)
+            .take(want)
+            .read_to_end(&mut self.carry)
+            .map_err(|e| CountError::Io { path: self.path.to_string(), message: e.to_string() })?;
+        if (got as u64) < want {
+            self.eof = true;
         }
-        self.carry.truncate(filled);
         Ok(())
     }
 }
@@ -244,18 +240,16 @@ impl Iterator for ChunkReader {
     }
 }
 
-/// ASCII whitespace as the regex `\s` sees it; a non-ASCII byte counts as
-/// "maybe whitespace" (U+0085, U+00A0, U+2000.. are whitespace), so we never
-/// cut next to one.
-fn is_safe_neighbor(b: u8) -> bool {
-    b.is_ascii() && !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | 0x1c..=0x1f)
-}
-
-/// Position just after the last `\n` with a safe non-whitespace byte on each side.
+/// Position just after the last `\n` that has a printable ASCII byte before it
+/// and an ASCII letter or digit after it.
 pub fn last_safe_boundary(buf: &[u8]) -> Option<usize> {
     let mut i = buf.len().checked_sub(1)?;
     while i >= 1 {
-        if buf[i] == b'\n' && i + 1 < buf.len() && is_safe_neighbor(buf[i - 1]) && is_safe_neighbor(buf[i + 1]) {
+        if buf[i] == b'\n'
+            && i + 1 < buf.len()
+            && buf[i - 1].is_ascii_graphic()
+            && buf[i + 1].is_ascii_alphanumeric()
+        {
             return Some(i + 1);
         }
         i -= 1;
@@ -276,16 +270,19 @@ mod tests {
 
     #[test]
     fn chunk_size_does_not_change_counts() {
-        let text = "Hello world.\nIt's  here\n\n  and\tthere \nx\ny\n\u{a0}\nz end  \n";
+        let text = "Hello world.\nIt's  here\n\n  and\tthere \nx\ny\n\u{a0}\nz end  \n}\n/* c */\n}\nx\n";
         let dir = std::env::temp_dir().join(format!("bytepair-count-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("t.txt");
         std::fs::File::create(&path).unwrap().write_all(text.as_bytes()).unwrap();
-        let pre = PreTokenizer::new("gpt2", &[]).unwrap();
-        let want = counts_of(&pre, text);
-        for chunk_size in [1, 2, 3, 5, 8, 13, 1000] {
-            let got = count_files(&pre, &[path.to_string_lossy().into()], chunk_size, false, &Progress::default()).unwrap();
-            assert_eq!(got, want, "chunk size {chunk_size}");
+        for pattern in ["gpt2", "cl100k", "o200k"] {
+            let pre = PreTokenizer::new(pattern, &[]).unwrap();
+            let want = counts_of(&pre, text);
+            for chunk_size in [1, 2, 3, 5, 8, 13, 1000] {
+                let path = path.to_string_lossy().to_string();
+                let got = count_files(&pre, &[path], chunk_size, false, &Progress::default()).unwrap();
+                assert_eq!(got, want, "pattern {pattern} chunk size {chunk_size}");
+            }
         }
     }
 
@@ -295,5 +292,6 @@ mod tests {
         assert_eq!(last_safe_boundary(b"a\n b"), None);
         assert_eq!(last_safe_boundary(b"a \nb"), None);
         assert_eq!(last_safe_boundary(b"a\nb\nc"), Some(4));
+        assert_eq!(last_safe_boundary(b"}\n/"), None, "o200k matches a brace, newline and slash as one pre-token");
     }
 }

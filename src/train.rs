@@ -135,42 +135,42 @@ impl Trainer {
         None
     }
 
-    /// Apply merge `pair -> new_id` to every word that has it, updating counts and index.
+    /// Apply merge `pair -> new_id` to every word that has it, updating pair
+    /// counts and the reverse index in place, then push the new pairs on the heap.
     fn apply_merge(&mut self, pair: Pair, new_id: u32) {
         let mut word_ids = self.where_pair.remove(&pair).unwrap_or_default();
         word_ids.sort_unstable();
         word_ids.dedup();
-        let mut deltas: FxHashMap<Pair, i128> = FxHashMap::default();
-        let mut new_pair_words: FxHashMap<Pair, Vec<u32>> = FxHashMap::default();
+        let Trainer { words, freqs, pair_counts, where_pair, .. } = self;
+        let mut new_pairs: Vec<Pair> = Vec::new();
         for &wi in &word_ids {
-            let freq = self.freqs[wi as usize] as i128;
-            let word = &mut self.words[wi as usize];
-            merge_in_word(word, pair, new_id, |p, d| {
-                *deltas.entry(p).or_insert(0) += d as i128 * freq;
+            let freq = freqs[wi as usize];
+            merge_in_word(&mut words[wi as usize], pair, new_id, |p, d| {
                 if d > 0 {
-                    new_pair_words.entry(p).or_default().push(wi);
+                    *pair_counts.entry(p).or_insert(0) += freq;
+                    let list = where_pair.entry(p).or_default();
+                    if list.last() != Some(&wi) {
+                        list.push(wi);
+                    }
+                    new_pairs.push(p);
+                } else {
+                    // Every decrement removes an occurrence that was counted, so no underflow.
+                    let c = pair_counts.get_mut(&p).expect("a pair in a word is counted");
+                    *c -= freq;
+                    if *c == 0 {
+                        pair_counts.remove(&p);
+                    }
                 }
             });
         }
-        for (p, d) in deltas {
-            if d == 0 {
-                continue;
-            }
-            let c = self.pair_counts.entry(p).or_insert(0);
-            *c = (*c as i128 + d) as u64;
-            if *c == 0 {
-                self.pair_counts.remove(&p);
-            }
-        }
-        self.pair_counts.remove(&pair);
-        for (p, ws) in new_pair_words {
+        pair_counts.remove(&pair);
+        new_pairs.sort_unstable();
+        new_pairs.dedup();
+        for p in new_pairs {
             if let Some(&c) = self.pair_counts.get(&p) {
-                if c > 0 && (p.0 == new_id || p.1 == new_id) {
-                    let cand = self.candidate(p, c);
-                    self.heap.push(cand);
-                }
+                let cand = self.candidate(p, c);
+                self.heap.push(cand);
             }
-            self.where_pair.entry(p).or_default().extend(ws);
         }
     }
 }

@@ -208,6 +208,12 @@ WHITESPACE = [" ", "  ", "\t", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x85", "\xa0
               "\u2009", "\u2028", "\u2029", "\u202f", "\u205f", "\u3000", "\x1c", "\x1f", "\u200b", "\ufeff"]
 DIGITS = "0123456789\u0660\u0661\u0967\u09eb\u0e56\xb2\xbd\u2167\uff11\U0001d7ce"
 PUNCT = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~\u2026\u2014\u201c\u201d\xab\xbb\xbf\xa1\u3002\u00b7"
+WORDS = [
+    "the", " the", " The", "mutinous", " interesting", "tokenization", " running", "ing", " don't", " I'm",
+    "HTTPServer", "__init__", "self.assertEqual", "0x7fffffff", " 2023-11-05", " $1,299.99", "https://example.org/a?b=c",
+    " Überprüfung", " naïve", " наличие", " Россия", "東京都", "日本語の文章", " 한국어", " العربية", " हिन्दी", " ελληνικά",
+    " שלום", " ภาษาไทย", "\tif (x) {\n\t\treturn;\n\t}", "    def f(self):\n", " Ⅻ", " ½", "e\u0301", "👩\u200d💻",
+]
 SPECIALISH = [EOT, EOT + EOT, "<|endoftext", "endoftext|>", "<|", "|>", "<|endoftext|", "<" + EOT + ">"]
 
 no_surrogates = st.characters(exclude_categories=("Cs",))
@@ -223,6 +229,8 @@ fragments = st.one_of(
     st.text(st.sampled_from("abcz"), min_size=64, max_size=600),  # long run without spaces
     st.text(st.characters(categories=("Ll", "Lo", "Nd")), min_size=30, max_size=120),
     st.sampled_from(SPECIALISH),
+    st.sampled_from(WORDS),
+    st.sampled_from(WORDS),
 )
 # Text from every plane (unassigned and private-use code points included), no lone surrogates.
 any_text = st.text(no_surrogates, max_size=80)

@@ -51,8 +51,9 @@ def test_hf_course_example_runs_to_the_end():
 
 
 def test_sennrich_algorithm_1_as_printed_in_the_paper():
-    """Algorithm 1 of the paper prints these 10 merges for this dictionary. Its
-    code breaks ties by `max(pairs, key=pairs.get)`: the first pair counted, so
+    """The Python code of the paper's Algorithm 1 (num_merges = 10), run with
+    dicts in insertion order, prints these merges. It breaks ties with
+    `max(pairs, key=pairs.get)`, i.e. the first pair counted, so
     ``ties="first"`` replays it exactly (e s / es t / est </w> all count 9)."""
     got = ref.train_chars(SENNRICH, 10, end_of_word="</w>", ties="first")
     assert got == [
@@ -72,8 +73,9 @@ def test_sennrich_dictionary_with_bytepair_tie_break():
     ('w','i') wins, then (wi,d), (wid,est</w>).
 
     (The paper's Figure 1, merges r·, lo, low, er· on {low, lowest, newer,
-    wider}, is one of several orders with the top count at each step; it is not
-    what either tie rule produces, so it is not asserted.)"""
+    wider}, is one of several orders with the top count at each step; with each
+    word counted once, neither tie rule produces it (greatest: we, r·, lo, ...;
+    first counted: lo, low, ...), so it is not asserted.)"""
     words = {tuple(w) + ("</w>",): n for w, n in SENNRICH.items()}
     trace = ref.learn(words, 12)
     assert [p for p, _, _ in trace] == [
@@ -246,3 +248,11 @@ def test_encode_equals_tiktoken_and_bytepair(small_tokenizer):
         want = enc.encode(s, allowed_special="all")
         assert ref.encode(s, merges, "gpt2", specials) == want
         assert tok.encode(s, allowed_special="all") == want
+
+
+def test_docstring_examples():
+    """The >>> examples of the reference are part of its teaching text: they must run."""
+    import doctest
+
+    result = doctest.testmod(ref, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 15 and result.failed == 0

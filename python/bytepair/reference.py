@@ -91,7 +91,8 @@ def split_special(text: str, special_tokens: Iterable[str] = ()) -> list[str]:
 
 def pretokenize(text: str, pattern: str = "gpt2", special_tokens: Iterable[str] = ()) -> list[str]:
     """The pre-tokens ("words") of `text`: split at special tokens (dropped),
-    then every match of `pattern` in each piece, in order.
+    then every match of `pattern` in each piece, in order (whole matches, even
+    if the pattern has groups; empty matches carry no text and are skipped).
 
     >>> pretokenize("Hello world<|endoftext|>It's  2024!", special_tokens=["<|endoftext|>"])
     ['Hello', ' world', 'It', "'s", ' ', ' 2024', '!']
@@ -99,7 +100,7 @@ def pretokenize(text: str, pattern: str = "gpt2", special_tokens: Iterable[str] 
     import regex
 
     compiled = regex.compile(resolve_pattern(pattern))
-    return [w for piece in split_special(text, special_tokens) for w in compiled.findall(piece) if w]
+    return [m[0] for piece in split_special(text, special_tokens) for m in compiled.finditer(piece) if m[0]]
 
 
 def count_words(texts: Iterable[str], pattern: str = "gpt2", special_tokens: Iterable[str] = ()) -> Counter:

@@ -23,8 +23,10 @@ DisallowedSpecial = Literal["all"] | Collection[str]
 
 # encode_iterable buffers at least this many characters before cutting at a safe boundary.
 _STREAM_BLOCK_CHARS = 1 << 16
-# A newline between these characters always ends a pre-token for the presets.
-_SAFE_NEIGHBOURS = frozenset(chr(c) for c in range(0x21, 0x7F))
+# A newline after a printable ASCII character and before an ASCII letter or digit
+# always ends a pre-token for the presets (see src/count.rs).
+_SAFE_BEFORE = frozenset(chr(c) for c in range(0x21, 0x7F))
+_SAFE_AFTER = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
 
 class Tokenizer:
@@ -233,8 +235,8 @@ class Tokenizer:
         """Lazily encode a stream of strings (e.g. a file object, line by line)
         as if it were their concatenation, in bounded memory.
 
-        The stream is cut only after a newline that has a printable ASCII character
-        on both sides, where every preset pattern ends a pre-token, so the ids equal
+        The stream is cut only after a newline between a printable ASCII character
+        and an ASCII letter or digit, where every preset pattern ends a pre-token, so the ids equal
         ``encode("".join(texts))``. A custom pattern that matches across such a
         newline, or a special token containing one, may see different splits.
 
@@ -368,10 +370,11 @@ def _safe_blocks(texts: Iterable[str]) -> Iterator[str]:
 
 
 def _last_safe_cut(buffer: str) -> int | None:
-    """Index just after the last newline that has printable ASCII on both sides."""
+    """Index just after the last newline with printable ASCII before it and an
+    ASCII letter or digit after it."""
     i = buffer.rfind("\n", 0, len(buffer) - 1)
     while i > 0:
-        if buffer[i - 1] in _SAFE_NEIGHBOURS and buffer[i + 1] in _SAFE_NEIGHBOURS:
+        if buffer[i - 1] in _SAFE_BEFORE and buffer[i + 1] in _SAFE_AFTER:
             return i + 1
         i = buffer.rfind("\n", 0, i)
     return None

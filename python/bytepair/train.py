@@ -249,6 +249,8 @@ def train_from_counts(
     Raises:
         ValueError: a count that is negative or not an integer (names the word),
             or vocab_size too small.
+        OverflowError: sum of count x word length reaches 2**64 (a pair count
+            could overflow u64).
 
     >>> import bytepair
     >>> counts = {"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}
@@ -257,10 +259,18 @@ def train_from_counts(
     """
     num_merges = _check_arguments(vocab_size, special_tokens)
     items = []
+    total_bytes = 0
     for word, count in word_counts.items():
         if not isinstance(count, int) or isinstance(count, bool) or count < 0 or count >= 1 << 64:
             raise ValueError(f"count of word {word!r} must be an integer in [0, 2**64), got {count!r}")
-        items.append((word.encode("utf-8") if isinstance(word, str) else bytes(word), count))
+        word = word.encode("utf-8") if isinstance(word, str) else bytes(word)
+        items.append((word, count))
+        total_bytes += count * len(word)
+    if total_bytes >= 1 << 64:
+        # Every pair count and token total is at most this sum, so below it u64 is exact.
+        raise OverflowError(
+            f"the counts add up to {total_bytes} bytes of text, beyond 2**64: pair counts would overflow u64"
+        )
     counter = _core.WordCounter(pattern, list(special_tokens))
     counter.add_counts(items)
     stats = TrainingStats()

@@ -1,0 +1,81 @@
+"""Run both benchmarks (training, then encoding) with their default sets and
+print the markdown tables.
+
+Usage::
+
+    python bench/run.py                      # defaults of both scripts
+    python bench/run.py --train-repeat 5 --encode-repeat 3 --output bench/out/results.md
+    python bench/run.py --quick              # smoke test: 1 round, small inputs
+
+Options not listed here: run ``bench/bench_train.py`` or ``bench/bench_encode.py``
+directly (see their ``--help``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+from pathlib import Path
+
+import bench_encode
+import bench_train
+
+
+def machine_line() -> str:
+    """One line describing where the numbers were measured."""
+    mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return (
+        f"{datetime.date.today().isoformat()}, {os.cpu_count()} cores, {mem_gib:.0f} GiB, "
+        f"Python {platform.python_version()}, {platform.system()} {platform.machine()}"
+    )
+
+
+def versions_line() -> str:
+    """Versions of bytepair and the peers (as installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    parts = []
+    for dist in ("bytepair", "tiktoken", "tokenizers", "rustbpe"):
+        try:
+            parts.append(f"{dist} {version(dist)}")
+        except PackageNotFoundError:
+            parts.append(f"{dist} not installed")
+    return ", ".join(parts)
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--train-repeat", type=int, default=3, help="training runs per tool (default 3)")
+    p.add_argument("--encode-repeat", type=int, default=5, help="encoding rounds per measurement (default 5)")
+    p.add_argument("--skip-train", action="store_true")
+    p.add_argument("--skip-encode", action="store_true")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke test: one round, tinystories training at vocab 2000, 2 MB of each encoding corpus")
+    p.add_argument("--output", type=Path, help="also write the report (markdown) to this file")
+    return p.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
+    train_argv = ["--repeat", str(args.train_repeat)]
+    encode_argv = ["--repeat", str(args.encode_repeat)]
+    if args.quick:
+        train_argv = ["--repeat", "1", "--corpus", "tinystories_v1_train_head", "--vocab-size", "2000"]
+        encode_argv = ["--repeat", "1", "--limit-mb", "2", "--hf-limit-mb", "1"]
+    header = f"Measured {machine_line()}.\n\n{versions_line()}."
+    print(header + "\n", flush=True)
+    parts = [header]
+    if not args.skip_train:
+        parts.append(bench_train.main(train_argv))
+        print(flush=True)
+    if not args.skip_encode:
+        parts.append(bench_encode.main(encode_argv))
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text("\n\n".join(parts) + "\n")
+
+
+if __name__ == "__main__":
+    main()

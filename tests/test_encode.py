@@ -1,0 +1,507 @@
+"""Encoding and decoding: ids identical to tiktoken's for the same ranks, pattern
+and special tokens (DESIGN.md, "Encoding").
+
+References are built offline:
+- GPT-2 from the released vocab.json / merges.txt (cs336 fixtures) as both a
+  bytepair.Tokenizer and a tiktoken.Encoding; compared on every whole corpus file;
+- tokenizers we train (gpt2 / cl100k / o200k patterns) against a tiktoken.Encoding
+  with ``mergeable_ranks = {vocab[i]: i}`` (our ids are ranks), with our resolved
+  pattern and with the pattern the installed tiktoken itself uses for that preset;
+- hypothesis text over all Unicode planes plus the pieces the patterns care about.
+
+Tests named ``test_bug_*`` fail on purpose: each documents a bug, see its docstring.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import random
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _gpt2 import (  # noqa: E402
+    EOT,
+    EVAL_SLICES,
+    PRESETS,
+    assert_same_ids,
+    corpus_files,
+    gpt2_tokenizer,
+    read_slice,
+    read_text,
+    texts,
+    tiktoken_for,
+    tiktoken_gpt2,
+    tiktoken_official_pattern,
+    trained,
+    tricky_text,
+    with_surrogates,
+)
+
+import bytepair  # noqa: E402
+
+_FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def fuzz(max_examples: int) -> settings:
+    return settings(_FUZZ, max_examples=max_examples)
+
+
+def byte_level(special_tokens=(), merges=(), pattern="gpt2") -> bytepair.Tokenizer:
+    """A tokenizer over the 256 bytes plus the given merges (our id layout)."""
+    vocab = {i: bytes([i]) for i in range(256)}
+    for r, (a, b) in enumerate(merges):
+        vocab[256 + r] = a + b
+    return bytepair.Tokenizer(vocab, list(merges), special_tokens=list(special_tokens), pattern=pattern)
+
+
+# ---- GPT-2: every whole corpus file -------------------------------------------
+
+
+def test_gpt2_files_load_with_endoftext_at_50256():
+    tok = gpt2_tokenizer()
+    assert tok.special_tokens == {EOT: 50256}
+    assert tok.vocab_size == 50257 and len(tok.merges) == 50000
+    assert tok.vocab[50255] == b" gazed" and tok.vocab[220] == b" " and tok.vocab[0] == b"!"
+    assert tok.encode("Hello world") == [15496, 995]  # the well-known GPT-2 ids
+
+
+@pytest.mark.parametrize("rel", corpus_files() or ["<corpora absent>"])
+def test_gpt2_matches_tiktoken_on_whole_corpus_file(rel):
+    """encode_ordinary of the whole file (up to 66 MB) equals tiktoken's GPT-2; the
+    two encoders run at the same time (both release the GIL)."""
+    text = read_text(rel)
+    tok, enc = gpt2_tokenizer(), tiktoken_gpt2()
+    with ThreadPoolExecutor(1) as pool:
+        reference = pool.submit(enc.encode_ordinary, text)
+        ours = tok.encode_ordinary(text)
+        theirs = reference.result()
+    assert_same_ids(ours, theirs, text=text, decode_bytes=enc.decode_bytes, label=f"GPT-2 on {rel}")
+    assert tok.decode_bytes(ours) == text.encode("utf-8")
+
+
+@pytest.mark.parametrize("rel", ["tinystories_v1_valid_head.txt", "shakespeare.txt", "cs336/tinystories_sample.txt"])
+def test_gpt2_matches_tiktoken_with_endoftext_between_documents(rel):
+    text = read_text(rel)
+    if EOT not in text:
+        text = EOT.join(text.split("\n\n"))
+    tok, enc = gpt2_tokenizer(), tiktoken_gpt2()
+    ours = tok.encode(text, allowed_special="all")
+    assert_same_ids(ours, enc.encode(text, allowed_special="all"), text=text, decode_bytes=enc.decode_bytes, label=rel)
+    assert ours.count(50256) == text.count(EOT) > 0
+    assert tok.encode(text, allowed_special={EOT}) == ours
+    assert tok.encode(text, disallowed_special=()) == enc.encode(text, disallowed_special=()) == tok.encode_ordinary(text)
+    with pytest.raises(ValueError, match="allowed_special"):
+        tok.encode(text)
+
+
+@pytest.mark.parametrize(
+    "rel", ["cs336/special_token_double_newlines_non_whitespace.txt", "cs336/special_token_trailing_newlines.txt"]
+)
+def test_gpt2_cs336_special_token_fixtures(rel):
+    text = read_text(rel)
+    tok, enc = gpt2_tokenizer(), tiktoken_gpt2()
+    assert tok.encode(text, allowed_special="all") == enc.encode(text, allowed_special="all")
+    assert tok.decode(tok.encode(text, allowed_special="all")) == text
+
+
+# ---- GPT-2: generated text --------------------------------------------------------
+
+
+def check_against(tok: bytepair.Tokenizer, enc, text: str) -> None:
+    """ids equal tiktoken's for encode_ordinary, allowed_special="all",
+    disallowed_special=(), and the default raises exactly when tiktoken's does."""
+    assert tok.encode_ordinary(text) == enc.encode_ordinary(text)
+    assert tok.encode(text, allowed_special="all") == enc.encode(text, allowed_special="all")
+    assert tok.encode(text, disallowed_special=()) == enc.encode(text, disallowed_special=())
+    if any(s in text for s in tok.special_tokens):
+        with pytest.raises(ValueError, match="allowed_special"):
+            tok.encode(text)
+        with pytest.raises(ValueError):
+            enc.encode(text)
+    else:
+        assert tok.encode(text) == enc.encode(text)
+
+
+@fuzz(400)
+@given(text=texts)
+def test_gpt2_matches_tiktoken_on_generated_text(text):
+    check_against(gpt2_tokenizer(), tiktoken_gpt2(), text)
+
+
+@fuzz(150)
+@given(text=texts)
+def test_gpt2_matches_tiktoken_with_tiktokens_own_gpt2_pattern(text):
+    """tiktoken ships GPT-2's pattern rewritten (possessive, ``\\s++$``); same ids."""
+    enc = tiktoken_gpt2(tiktoken_official_pattern("gpt2"))
+    assert gpt2_tokenizer().encode_ordinary(text) == enc.encode_ordinary(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "", " ", "  ", "\n", " \n ", "a  b", "a \n\n b", "it's I'LL we've", "   leading", "trailing   ",
+        "\u00a0\u00a0x", "x\u3000\u3000y", "\r\n\r\n", "12345678901234567890", "1,000,000.00", "🤗🤗 👍🏽",
+        "<|endoftext|><|endoftext|>", "<|endoftext", "\x00\x01\x7f", "\ufeffBOM", "a'sb", "'s's's",
+        " " * 10_000 + "x", "\n" * 5_000, " \t" * 3_000 + "\n", "9" * 10_000, "!" * 10_000, "\u00e9" * 10_000,
+    ],
+)
+def test_gpt2_matches_tiktoken_on_edge_cases(text):
+    check_against(gpt2_tokenizer(), tiktoken_gpt2(), text)
+
+
+# ---- tokenizers we train ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("pattern", PRESETS)
+def test_trained_ids_are_ranks(pattern):
+    """The premise of the tiktoken comparison: ids 0..255 are bytes, 256 + r is merge r,
+    special tokens follow the merges (DESIGN.md id layout)."""
+    tok = trained(pattern)
+    assert all(tok.vocab[i] == bytes([i]) for i in range(256))
+    assert all(tok.vocab[256 + r] == a + b for r, (a, b) in enumerate(tok.merges))
+    assert tok.special_tokens == {EOT: 256 + len(tok.merges)} and len(tok.merges) == 2000 - 257
+
+
+@pytest.mark.parametrize("rel,start", EVAL_SLICES)
+@pytest.mark.parametrize("pattern", PRESETS)
+def test_trained_matches_tiktoken_on_corpus_slices(pattern, rel, start):
+    """~1 MB of held-out text, against our pattern and tiktoken's own preset pattern."""
+    tok = trained(pattern)
+    text = read_slice(rel, start, 1_000_000)
+    ours = tok.encode_ordinary(text)
+    for pat_str in (tok.pattern_regex, tiktoken_official_pattern(pattern)):
+        enc = tiktoken_for(tok, pat_str)
+        assert_same_ids(ours, enc.encode_ordinary(text), text=text, decode_bytes=enc.decode_bytes,
+                        label=f"{pattern} tokenizer on {rel}@{start}, reference pattern {pat_str[:30]!r}...")
+    assert tok.decode(ours) == text
+    docs = EOT.join(text[:200_000].split("\n\n"))
+    enc = tiktoken_for(tok)
+    assert tok.encode(docs, allowed_special="all") == enc.encode(docs, allowed_special="all")
+
+
+@pytest.mark.parametrize("pattern", PRESETS)
+def test_trained_matches_tiktoken_on_generated_text(pattern):
+    tok = trained(pattern)
+    enc = tiktoken_for(tok)
+    official = tiktoken_for(tok, tiktoken_official_pattern(pattern))
+
+    @fuzz(250)
+    @given(text=texts)
+    def check(text):
+        check_against(tok, enc, text)
+        assert tok.encode_ordinary(text) == official.encode_ordinary(text)
+
+    check()
+
+
+# ---- decode -------------------------------------------------------------------------
+
+
+@fuzz(300)
+@given(text=texts)
+def test_decode_encode_round_trip(text):
+    for tok in (gpt2_tokenizer(), trained("o200k")):
+        assert tok.decode(tok.encode(text, disallowed_special=())) == text
+        assert tok.decode(tok.encode(text, allowed_special="all")) == text
+        assert tok.decode_bytes(tok.encode_ordinary(text)) == text.encode("utf-8")
+
+
+@fuzz(200)
+@given(text=with_surrogates)
+def test_lone_surrogates_like_tiktoken(text):
+    """tiktoken replaces lone surrogates by U+FFFD (and joins a surrogate pair
+    written as two code points); ids and decoded text must equal tiktoken's."""
+    tok, enc = gpt2_tokenizer(), tiktoken_gpt2()
+    ours = tok.encode(text)
+    assert ours == enc.encode(text)
+    assert tok.encode_ordinary(text) == enc.encode_ordinary(text)
+    assert tok.encode_batch([text, text]) == [ours, ours]
+    assert tok.decode(ours) == enc.decode(ours)
+
+
+def test_lone_surrogate_examples():
+    tok = gpt2_tokenizer()
+    assert tok.decode(tok.encode("a\ud800b")) == "a\ufffdb"
+    assert tok.encode("\ud83d\ude00") == tok.encode("😀")
+    assert tok.decode(tok.encode("x\udfff")) == "x\ufffd"
+
+
+@pytest.mark.parametrize("bad", [-1, -(2**31), 50257, 50300, 2**31, 2**32, 2**32 + 97, 2**63 - 1])
+def test_decode_invalid_id_raises_value_error_naming_it(bad):
+    tok = gpt2_tokenizer()
+    for ids in ([bad], [15496, bad, 995]):
+        with pytest.raises(ValueError, match=str(bad)):
+            tok.decode(ids)
+        with pytest.raises(ValueError, match=str(bad)):
+            tok.decode_bytes(ids)
+    small = byte_level(["<|x|>"])
+    assert small.special_tokens == {"<|x|>": 256}
+    with pytest.raises(ValueError, match="257"):
+        small.decode([97, 257])
+    assert small.decode([97, 256]) == "a<|x|>"
+
+
+@pytest.mark.parametrize("bad", [2**64, 2**70, -(2**70)])
+def test_bug_decode_huge_id_raises_overflow_error(bad):
+    """BUG: an id outside the i64 range raises OverflowError ("Python int too large
+    to convert to C long") instead of ValueError naming the id, e.g.
+    ``decode([2**64])``. Every other invalid id raises ValueError."""
+    with pytest.raises(ValueError, match=str(bad)):
+        gpt2_tokenizer().decode([bad])
+
+
+def test_decode_partial_utf8_gives_replacement_character():
+    tok, enc = gpt2_tokenizer(), tiktoken_gpt2()
+    euro = "€".encode()  # e2 82 ac
+    ids = [enc.encode_single_token(bytes([b])) for b in euro]
+    assert tok.decode(ids) == "€"
+    assert tok.decode(ids[:1]) == "\ufffd"
+    assert tok.decode(ids[:2]) == enc.decode(ids[:2]) == "\ufffd"
+    assert tok.decode(ids[1:]) == enc.decode(ids[1:])
+    assert tok.decode(ids[:2] + tok.encode("ok")) == "\ufffdok"
+    assert tok.decode_bytes(ids[:2]) == b"\xe2\x82"
+    assert tok.decode(ids[:2], errors="ignore") == ""
+    with pytest.raises(UnicodeDecodeError):
+        tok.decode(ids[:2], errors="strict")
+    # Tokens that split a character: each alone is not UTF-8, together they are.
+    emoji = tok.encode("🤗")
+    assert len(emoji) > 1 and tok.decode(emoji) == "🤗"
+    assert all(tok.decode([i]) == enc.decode([i]) for i in emoji)
+    assert b"".join(tok.decode_bytes([i]) for i in emoji) == "🤗".encode()
+
+
+def test_decode_special_token_gives_its_text():
+    tok = gpt2_tokenizer()
+    assert tok.decode([50256]) == EOT and tok.decode_bytes([50256]) == EOT.encode()
+    assert tok.decode([]) == "" and tok.decode_bytes([]) == b""
+
+
+# ---- special tokens -------------------------------------------------------------------
+
+
+def test_special_token_text_raises_by_default():
+    tok, enc = gpt2_tokenizer(), tiktoken_gpt2()
+    text = "héllo wörld <|endoftext|> more"
+    with pytest.raises(ValueError) as info:
+        tok.encode(text)
+    msg = str(info.value)
+    assert "allowed_special" in msg and EOT in msg
+    assert f"offset {text.index(EOT)}" in msg  # a character offset, not a byte offset
+    with pytest.raises(ValueError):
+        enc.encode(text)
+    with pytest.raises(ValueError, match="allowed_special"):
+        tok.encode_batch(["fine", text])
+    with pytest.raises(ValueError, match="allowed_special"):
+        list(tok.encode_iterable([text]))
+    # encode_ordinary never checks: the string is plain text.
+    assert tok.encode_ordinary(text) == enc.encode_ordinary(text)
+    assert 50256 not in tok.encode_ordinary(text)
+
+
+def test_allowed_special_all_subset_and_disallowed():
+    base = trained("gpt2")
+    specials = ["<|a|>", "<|b|>", EOT]
+    tok = bytepair.Tokenizer(
+        {i: b for i, b in base.vocab.items() if i not in base.special_tokens.values()}, base.merges, specials
+    )
+    enc = tiktoken_for(tok)
+    a, b, e = (tok.special_tokens[s] for s in specials)
+    text = "x <|a|> y<|b|>z<|a|>"
+    plain = lambda s: tok.encode_ordinary(s)  # noqa: E731
+
+    assert tok.encode(text, allowed_special="all") == enc.encode(text, allowed_special="all") == (
+        plain("x ") + [a] + plain(" y") + [b] + plain("z") + [a]
+    )
+    assert tok.encode(text, allowed_special={"<|a|>", "<|b|>"}) == tok.encode(text, allowed_special="all")
+    # A subset: the other special tokens are disallowed by default...
+    with pytest.raises(ValueError, match="<\\|b\\|>"):
+        tok.encode(text, allowed_special={"<|a|>"})
+    with pytest.raises(ValueError):
+        enc.encode(text, allowed_special={"<|a|>"})
+    # ...unless the check is switched off: then they are text.
+    expected = plain("x ") + [a] + plain(" y<|b|>z") + [a]
+    assert tok.encode(text, allowed_special={"<|a|>"}, disallowed_special=()) == expected
+    assert enc.encode(text, allowed_special={"<|a|>"}, disallowed_special=()) == expected
+    # disallowed_special=() encodes every special-token string as text.
+    assert tok.encode(text, disallowed_special=()) == plain(text) == enc.encode(text, disallowed_special=())
+    # Only the named tokens are checked.
+    assert tok.encode(text, disallowed_special={EOT}) == plain(text)
+    with pytest.raises(ValueError, match="<\\|a\\|>"):
+        tok.encode(text, disallowed_special={"<|a|>"})
+    # Allowed wins over disallowed for the same token.
+    assert tok.encode(text, allowed_special="all", disallowed_special="all") == tok.encode(text, allowed_special="all")
+    assert e not in tok.encode(text, allowed_special="all")
+
+
+@pytest.mark.parametrize("order", [["<|a|>", "<|a|><|b|>"], ["<|a|><|b|>", "<|a|>"]])
+def test_overlapping_special_tokens_longest_wins(order):
+    tok = byte_level(order, merges=[(b"x", b"y")])
+    a, ab = tok.special_tokens["<|a|>"], tok.special_tokens["<|a|><|b|>"]
+    text = "xy<|a|><|b|>xy<|a|>z<|a|><|a|><|b|><|b|>"
+    plain = tok.encode_ordinary
+    expected = [256] + [ab] + [256] + [a] + plain("z") + [a, ab] + plain("<|b|>")
+    assert tok.encode(text, allowed_special="all") == expected
+    assert tok.decode(expected) == text
+    # Only the short one allowed: the long one is disallowed by default...
+    with pytest.raises(ValueError, match="allowed_special"):
+        tok.encode(text, allowed_special={"<|a|>"})
+    # ...and as text when not checked: "<|a|>" is still found inside it.
+    assert tok.encode("<|a|><|b|>", allowed_special={"<|a|>"}, disallowed_special=()) == [a] + plain("<|b|>")
+    assert tok.encode("q<|a|><|b|>", allowed_special={"<|a|><|b|>"}, disallowed_special=()) == plain("q") + [ab]
+
+
+def test_overlapping_special_tokens_with_shared_prefix():
+    tok = byte_level(["<|end|>", "<|endoftext|>", "<|endofprompt|>"])
+    ids = tok.special_tokens
+    text = "<|endoftext|><|end|><|endofprompt|><|endof"
+    assert tok.encode(text, allowed_special="all") == (
+        [ids["<|endoftext|>"], ids["<|end|>"], ids["<|endofprompt|>"]] + tok.encode_ordinary("<|endof")
+    )
+
+
+def test_unknown_special_token_in_arguments_is_rejected():
+    with pytest.raises(ValueError):
+        gpt2_tokenizer().encode("x", allowed_special={"<|nope|>"})
+
+
+# ---- long pieces without spaces --------------------------------------------------------
+
+
+def _letters(n: int, seed: int) -> str:
+    rng = random.Random(seed)
+    return "".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=n))
+
+
+@pytest.mark.parametrize(
+    "name,make",
+    [
+        ("a*1M", lambda: "a" * 1_000_000),
+        ("random letters 1M", lambda: _letters(1_000_000, 1)),
+        ("'ab'*500k", lambda: "ab" * 500_000),
+        ("CJK 300k chars", lambda: "".join(random.Random(2).choices("的一是不了人我在有他这中大来上", k=300_000))),
+    ],
+)
+def test_long_piece_without_spaces(name, make):
+    text = make()
+    tok, enc = gpt2_tokenizer(), tiktoken_gpt2()
+    start = time.perf_counter()
+    ours = tok.encode(text)
+    elapsed = time.perf_counter() - start
+    start = time.perf_counter()
+    theirs = enc.encode(text)
+    reference = time.perf_counter() - start
+    # Relative to tiktoken in the same run (O(L log L) both), so a busy machine does not matter.
+    assert elapsed < max(3.0, 5 * reference), f"{name}: {elapsed:.1f} s (tiktoken {reference:.1f} s)"
+    assert_same_ids(ours, theirs, text=text, decode_bytes=enc.decode_bytes, label=name)
+    assert tok.decode(ours) == text
+    small = trained("o200k")
+    assert small.encode(text) == tiktoken_for(small).encode(text)
+
+
+# ---- batch, streaming, pickling ----------------------------------------------------------
+
+
+def test_encode_batch_equals_encode_on_corpus():
+    tok = gpt2_tokenizer()
+    docs = read_slice("enwiki.txt", 30_000_000, 1_000_000).split("</doc>")
+    docs += ["", " ", "\ud800x", "a" * 50_000, read_slice("multilingual.txt", 3_000_000, 200_000)]
+    expected = [tok.encode(d) for d in docs]
+    for threads in (None, 1, 2, 7):
+        assert tok.encode_batch(docs, num_threads=threads) == expected
+    with_eot = [d + EOT for d in docs[:20]]
+    assert tok.encode_batch(with_eot, allowed_special="all") == [tok.encode(d, allowed_special="all") for d in with_eot]
+    assert tok.encode_batch(with_eot, disallowed_special=()) == [tok.encode_ordinary(d) for d in with_eot]
+    assert tok.encode_batch([]) == []
+
+
+@fuzz(60)
+@given(batch=st.lists(texts, max_size=8), threads=st.sampled_from([None, 1, 3]))
+def test_encode_batch_equals_encode_on_generated_text(batch, threads):
+    tok = trained("cl100k")
+    assert tok.encode_batch(batch, num_threads=threads, allowed_special="all") == [
+        tok.encode(t, allowed_special="all") for t in batch
+    ]
+
+
+@pytest.mark.parametrize(
+    "rel,start",
+    [("enwiki.txt", 40_000_000), ("multilingual.txt", 1_000_000), ("code.txt", 5_000_000), ("shakespeare.txt", 0)],
+)
+def test_encode_iterable_over_file_object(tmp_path, rel, start):
+    tok = gpt2_tokenizer()
+    text = read_slice(rel, start, 1_500_000)
+    text = text.replace("\n\n", "\n\n" + EOT, 50)
+    path = tmp_path / "corpus.txt"
+    path.write_text(text, encoding="utf-8", newline="")
+    expected = tok.encode(text, allowed_special="all")
+    with open(path, encoding="utf-8", newline="") as f:
+        got = list(tok.encode_iterable(f, allowed_special="all"))
+    assert_same_ids(got, expected, text=text, decode_bytes=tok.decode_bytes, label=f"encode_iterable {rel}")
+    with open(path, encoding="utf-8", newline="") as f:
+        assert list(tok.encode_iterable(f, disallowed_special=())) == tok.encode_ordinary(text)
+
+
+# Text where newlines sit next to everything the patterns treat specially, so
+# that any cut made by encode_iterable in the wrong place changes the ids.
+_STREAM_LINES = [
+    "a\n b", "x\n\ny", "it\n's", "!\n/", "a\r\nb", "é\nè", "word  \nnext", "\n\n\n", "  \n  ", "1\n2",
+    "tab\t\nz", "x\n\u00a0y", "\u3000\n\u3000", "<|endoftext|>\n<|endoftext|>", "end\n", "q\n'LL", "z\n?!",
+]
+
+
+@fuzz(25)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    cuts=st.lists(st.integers(1, 3000), min_size=1, max_size=50),
+    pattern=st.sampled_from(PRESETS),
+)
+def test_encode_iterable_equals_encode_on_arbitrary_chunks(seed, cuts, pattern):
+    rng = random.Random(seed)
+    text = "".join(rng.choice(_STREAM_LINES) + rng.choice(["", " ", "x", "\n", "Ab"]) for _ in range(40_000))
+    chunks, pos, k = [], 0, 0
+    while pos < len(text):
+        step = cuts[k % len(cuts)]
+        chunks.append(text[pos:pos + step])
+        pos, k = pos + step, k + 1
+    tok = trained(pattern)
+    got = list(tok.encode_iterable(iter(chunks), allowed_special="all"))
+    assert_same_ids(got, tok.encode(text, allowed_special="all"), text=text, decode_bytes=tok.decode_bytes,
+                    label=f"{pattern} encode_iterable")
+
+
+def test_encode_iterable_without_safe_cuts_and_is_lazy():
+    tok = gpt2_tokenizer()
+    line = "这是一个没有空格的中文句子。" * 3 + "\n"
+    text = line * 20_000
+    assert list(tok.encode_iterable(io.StringIO(text))) == tok.encode(text)
+
+    def endless():
+        while True:
+            yield "some text here\n"
+
+    it = tok.encode_iterable(endless())
+    first = [next(it) for _ in range(10)]
+    assert first == tok.encode("some text here\n" * 3)[:10]
+
+
+@pytest.mark.parametrize("which", ["gpt2", "trained-o200k"])
+def test_pickle_round_trip(which):
+    tok = gpt2_tokenizer() if which == "gpt2" else trained("o200k")
+    clone = pickle.loads(pickle.dumps(tok))
+    assert clone is not tok
+    assert (clone.vocab, clone.merges, clone.special_tokens, clone.pattern) == (
+        tok.vocab, tok.merges, tok.special_tokens, tok.pattern
+    )
+    text = read_slice("multilingual.txt", 15_000_000, 300_000) + EOT + "tail"
+    assert clone.encode(text, allowed_special="all") == tok.encode(text, allowed_special="all")
+    with pytest.raises(ValueError, match="allowed_special"):
+        clone.encode(text)
+    assert clone.decode(tok.encode_ordinary(text)) == text
