@@ -395,6 +395,7 @@ def main(argv: list[str] | None = None) -> str:
         args.threads = args.threads[0]
         child_main(args)
         return ""
+    watch = common.BuildWatch()
     tools = [t for t in TOOLS if args.hf or t != "hf"]
     if not args.hf_limit_mb:
         args.hf_limit_mb = None
@@ -412,9 +413,11 @@ def main(argv: list[str] | None = None) -> str:
                     decode.append(decode_row)
                 else:
                     batch.append(batch_row(label, threads, res))
-    common.save_json(args.json, {"repeat": args.repeat, "limit_mb": args.limit_mb, "results": raw})
+    build, changed = watch.start, watch.changed()
+    common.save_json(args.json, {"repeat": args.repeat, "limit_mb": args.limit_mb, "build": build,
+                                 "build_changed": changed, "results": raw})
     limit = f", first {args.limit_mb} MB" if args.limit_mb else ""
-    report = "\n\n".join([
+    report = "\n\n".join(([f"**WARNING: {changed}; rerun.**"] if changed else []) + [
         f"### Encoding, one `encode_ordinary` call on the whole text, 1 thread (median of {args.repeat}{limit})",
         common.markdown_table(SINGLE_HEADER, single),
         f"### Batch encoding, documents split on blank lines, lists of {args.batch_docs} (median of {args.repeat})",
@@ -424,7 +427,8 @@ def main(argv: list[str] | None = None) -> str:
         "ours/tiktoken > 1: bytepair is faster. RSS: peak resident memory of the child process (VmHWM, MiB), max over rounds; "
         "it includes the text and the ids as Python lists."
         + (f" \\* HF was given only the first {args.hf_limit_mb:g} MB (cut at a newline; ids compared on that prefix, "
-           "for batches on all its documents but the last)." if args.hf and args.hf_limit_mb else ""),
+           "for batches on all its documents but the last)." if args.hf and args.hf_limit_mb else "")
+        + f" bytepair build: {build}.",
     ])
     print(report)
     bad = [(r["corpus"], r["task"], r["threads"], r["checks"]["bytepair"]) for r in raw

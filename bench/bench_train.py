@@ -361,6 +361,7 @@ def main(argv: list[str] | None = None) -> str:
     if args.child:
         child_main(args)
         return ""
+    watch = common.BuildWatch()
     tools = [t for t in TOOLS if t in args.tools]
     time_rows, mrows, notes, raw = [], [], [], []
     with tempfile.TemporaryDirectory(prefix="bytepair-bench-") as tmp:
@@ -373,11 +374,15 @@ def main(argv: list[str] | None = None) -> str:
                 mrows += merge_rows(label, vocab_size, result)
                 notes += config_notes(label, vocab_size, result)
                 raw.append({"corpus": label, "bytes": path.stat().st_size, "vocab_size": vocab_size, **result})
-    common.save_json(args.json, {"threads": args.threads, "repeat": args.repeat, "results": raw})
-    parts = [
+    build, changed = watch.start, watch.changed()
+    common.save_json(args.json, {"threads": args.threads, "repeat": args.repeat, "build": build,
+                                 "build_changed": changed, "results": raw})
+    parts = [f"**WARNING: {changed}; rerun.**"] if changed else []
+    parts += [
         f"### Training: median of {args.repeat} runs, threads = {args.threads or 'all cores'}",
         common.markdown_table(TIME_HEADER, time_rows),
-        "Ratios > 1: bytepair is faster. RSS: peak resident memory of the child process (VmHWM, MiB), max over runs.",
+        "Ratios > 1: bytepair is faster. RSS: peak resident memory of the child process (VmHWM, MiB), max over runs. "
+        f"bytepair build: {build}.",
     ]
     if mrows:
         parts += ["### Merge tables compared (first run)", common.markdown_table(MERGE_HEADER, mrows)]

@@ -66,6 +66,37 @@ def ru_maxrss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def bytepair_build() -> str:
+    """Identity of the installed bytepair extension (modification time and the
+    start of its sha256), to detect a reinstall in the middle of a run."""
+    import hashlib
+    import importlib.util
+    from datetime import datetime, timezone
+
+    spec = importlib.util.find_spec("bytepair")
+    if spec is None or not spec.submodule_search_locations:
+        return "bytepair not installed"
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    cores = sorted(folder.glob("_core*"))
+    if not cores:
+        return f"no extension module in {folder}"
+    data = cores[0].read_bytes()
+    mtime = datetime.fromtimestamp(cores[0].stat().st_mtime, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"{cores[0].name} installed {mtime}, sha256 {hashlib.sha256(data).hexdigest()[:12]}"
+
+
+class BuildWatch:
+    """Remember the bytepair build at the start; `changed()` says whether a
+    different build is installed now (its results would mix two builds)."""
+
+    def __init__(self) -> None:
+        self.start = bytepair_build()
+
+    def changed(self) -> str | None:
+        now = bytepair_build()
+        return None if now == self.start else f"bytepair was reinstalled during the run: {self.start} -> {now}"
+
+
 def thread_env(threads: int | None) -> dict[str, str]:
     """Environment for a child: pin rayon pools (bytepair, HF, rustbpe) to `threads`."""
     env = dict(os.environ)

@@ -204,7 +204,8 @@ def test_hf_matches_ours_with_overlapping_special_tokens(tmp_path):
     tok = bytepair.Tokenizer(byte_vocab() | {256: b"xy"}, [(b"x", b"y")], ["<|a|>", "<|a|><|b|>", "<|b|>"])
     _, hf = saved(tok, tmp_path)
     text = "xy<|a|><|b|>q<|b|><|a|>xy<|a|><|b|"
-    assert hf_ids(hf, text) == tok.encode(text, allowed_special="all") == [256, 258, 113, 259, 257, 256, 257] + tok.encode_ordinary("<|b|")
+    expected = [256, 258, 113, 259, 257, 256, 257] + tok.encode_ordinary("<|b|")
+    assert hf_ids(hf, text) == tok.encode(text, allowed_special="all") == expected
 
 
 def test_tiktoken_agrees_with_hf_file_ids(hf_files):
@@ -300,7 +301,9 @@ def test_load_model_type_not_bpe(tmp_path, good_doc, kind):
     load_error(tmp_path, good_doc, "model.type", kind)
 
 
-@pytest.mark.parametrize("normalizer", [{"type": "NFC"}, {"type": "Lowercase"}, {"type": "Sequence", "normalizers": [{"type": "NFKC"}]}])
+@pytest.mark.parametrize(
+    "normalizer", [{"type": "NFC"}, {"type": "Lowercase"}, {"type": "Sequence", "normalizers": [{"type": "NFKC"}]}]
+)
 def test_load_with_normalizer(tmp_path, good_doc, normalizer):
     good_doc["normalizer"] = normalizer
     load_error(tmp_path, good_doc, "normalizer", normalizer["type"])

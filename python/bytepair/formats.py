@@ -180,13 +180,15 @@ def from_hf_json(data: bytes | str, *, source: str = "<tokenizer.json>") -> "Tok
         raise ValueError(f"{source}: model.vocab must be an object of token -> id")
     specials = {}
     for n, t in enumerate(doc.get("added_tokens") or []):
-        if not isinstance(t, dict) or not isinstance(t.get("content"), str) or not isinstance(t.get("id"), int):
+        if not isinstance(t, dict) or not isinstance(t.get("content"), str) or type(t.get("id")) is not int:
             raise ValueError(f"{source}: added_tokens[{n}] must have a string 'content' and an integer 'id'")
+        if not 0 <= t["id"] < 1 << 32:
+            raise ValueError(f"{source}: added_tokens[{n}].id {t['id']} must be in [0, 2**32)")
         specials[t["content"]] = t["id"]
     vocab: dict[int, bytes] = {}
     for s, i in raw_vocab.items():
-        if not isinstance(i, int):
-            raise ValueError(f"{source}: model.vocab[{s!r}] must be an integer id, got {i!r}")
+        if type(i) is not int or not 0 <= i < 1 << 32:
+            raise ValueError(f"{source}: model.vocab[{s!r}] must be an integer id in [0, 2**32), got {i!r}")
         if i in vocab:
             raise ValueError(f"{source}: model.vocab: id {i} is given to two tokens")
         if s in specials and specials[s] == i:

@@ -11,6 +11,7 @@ Not here: training (`bytepair.train`), file formats (`bytepair.formats`).
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import AbstractSet, Literal
@@ -61,7 +62,7 @@ class Tokenizer:
         special_tokens: Sequence[str] | Mapping[str, int] | None = None,
         pattern: str = "gpt2",
     ) -> None:
-        self.vocab: dict[int, bytes] = {int(i): bytes(b) for i, b in vocab.items()}
+        self.vocab: dict[int, bytes] = {_check_id(i, "vocab"): bytes(b) for i, b in vocab.items()}
         self.merges: list[tuple[bytes, bytes]] = [(bytes(a), bytes(b)) for a, b in merges]
         self.pattern: str = pattern
         self.special_tokens: dict[str, int] = self._assign_special_ids(special_tokens or ())
@@ -79,7 +80,7 @@ class Tokenizer:
         if isinstance(special_tokens, str):
             raise TypeError("special_tokens must be a sequence of strings, not a single string")
         if isinstance(special_tokens, Mapping):
-            pairs = [(str(t), int(i)) for t, i in special_tokens.items()]
+            pairs = [(str(t), _check_id(i, f"special token {t!r}")) for t, i in special_tokens.items()]
         else:
             by_bytes = {b: i for i, b in self.vocab.items()}
             next_id = max(self.vocab, default=-1) + 1
@@ -286,7 +287,12 @@ class Tokenizer:
         Raises:
             ValueError: an id that is not in the vocabulary (the message names it).
         """
-        return self._core.decode_bytes(list(ids))
+        ids = list(ids)
+        try:
+            return self._core.decode_bytes(ids)
+        except (OverflowError, TypeError):
+            bad = next(i for i in ids if not _fits_i64(i))
+            raise ValueError(f"token id {bad!r} is not in the vocabulary") from None
 
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         """Decode ids to text; bytes that are not UTF-8 follow `errors` (default
@@ -329,6 +335,20 @@ class Tokenizer:
         with open(path, "rb") as f:
             data = f.read()
         return from_hf_json(data, source=str(path))
+
+
+def _check_id(value: object, where: str) -> int:
+    """A token id must be an int in [0, 2**32); ValueError naming `where` if not."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 32:
+        raise ValueError(f"{where}: token id {value!r} must be an integer in [0, 2**32)")
+    return value
+
+
+def _fits_i64(value: object) -> bool:
+    try:
+        return -(1 << 63) <= operator.index(value) < 1 << 63
+    except TypeError:
+        return False
 
 
 def _has_surrogates(text: str) -> bool:
