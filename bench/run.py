@@ -45,6 +45,21 @@ def versions_line() -> str:
     return ", ".join(parts)
 
 
+def git_line() -> str:
+    """The repository commit the run was made from (the installed build may differ)."""
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "git commit unknown"
+    return f"repository at {head}{' with uncommitted changes' if dirty else ''}"
+
+
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--train-repeat", type=int, default=3, help="training runs per tool (default 3)")
@@ -64,7 +79,7 @@ def main() -> None:
     if args.quick:
         train_argv = ["--repeat", "1", "--corpus", "tinystories_v1_train_head", "--vocab-size", "2000"]
         encode_argv = ["--repeat", "1", "--limit-mb", "2", "--hf-limit-mb", "1"]
-    header = f"Measured {machine_line()}.\n\n{versions_line()}."
+    header = f"Measured {machine_line()}.\n\n{versions_line()}; {git_line()}."
     print(header + "\n", flush=True)
     parts = [header]
     if not args.skip_train:

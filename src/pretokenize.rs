@@ -8,8 +8,9 @@
 //!   meta engine, which is several times faster than a backtracking engine but has
 //!   no look-around. Their only look-around is the `\s+(?!\S)` branch, which we
 //!   emulate exactly with a multi-pattern, leftmost-first, anchored search:
-//!     pattern 0: every branch before `\s+(?!\S)`, plus `\s+\z` (a whitespace run
-//!                that reaches the end of the text satisfies the look-ahead whole);
+//!     pattern 0: every branch before `\s+(?!\S)`, with `\s+\z` in its place in
+//!                the order (a whitespace run that reaches the end of the text
+//!                satisfies the look-ahead whole);
 //!     pattern 1: `\s+\s`, and we give the last character back: a run followed by
 //!                a non-space keeps all but its last character, which is exactly
 //!                what the backtracking engine ends up matching;
@@ -30,8 +31,10 @@ use regex_automata::{Anchored, Input};
 /// GPT-2's pattern (tiktoken `gpt2`, HF ByteLevel).
 pub const GPT2_PATTERN: &str =
     r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
-/// tiktoken `cl100k_base`.
-pub const CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+";
+/// tiktoken `cl100k_base`, as tiktoken >= 0.8 ships it: the `\s++$` branch sits
+/// before `\s*[\r\n]`, so trailing whitespace holding a newline is one pre-token
+/// (`"a\n  "` -> `a`, `\n  `), unlike the pattern first published.
+pub const CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
 /// tiktoken `o200k_base`.
 pub const O200K_PATTERN: &str = concat!(
     r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
@@ -39,17 +42,22 @@ pub const O200K_PATTERN: &str = concat!(
     r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 );
 
-/// The look-ahead-free rewrite of a preset: the branches before `\s+(?!\S)`.
+/// The look-ahead-free rewrite of a preset: every branch before `\s+(?!\S)`,
+/// with `\s+\z` for the whitespace run that reaches the end of the text (it
+/// satisfies the look-ahead whole; cl100k's own `\s++$` branch is the same thing,
+/// `$` being the end of the text in tiktoken's engine and, after a possessive
+/// `\s++`, in Python's too). Possessive quantifiers become plain ones: in these
+/// positions backtracking never changes the match, as the classes are disjoint.
 fn preset_head(pattern: &str) -> Option<&'static str> {
     match pattern {
-        GPT2_PATTERN => Some(r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+"),
+        GPT2_PATTERN => Some(r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+\z"),
         CL100K_PATTERN => Some(
-            r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]",
+            r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s+\z|\s*[\r\n]",
         ),
         O200K_PATTERN => Some(concat!(
             r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
             r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-            r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+"
+            r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+\z"
         )),
         _ => None,
     }
@@ -84,8 +92,7 @@ impl PreTokenizer {
         let pattern = resolve_pattern(pattern);
         let engine = match preset_head(pattern) {
             Some(head) => {
-                let head = format!(r"(?:{head})|\s+\z");
-                let re = MetaRegex::new_many(&[head.as_str(), r"\s+\s", r"\s+"])
+                let re = MetaRegex::new_many(&[head, r"\s+\s", r"\s+"])
                     .map_err(|e| format!("internal preset regex failed to compile: {e}"))?;
                 Engine::Emulated { re, ascii_gpt2: pattern == GPT2_PATTERN }
             }
@@ -262,7 +269,7 @@ mod tests {
     fn gpt2_emulation_equals_backtracking() {
         let texts = [
             "Hello world", "a  b", "a \n\n b", "  lead", "trail  ", "x\n", "it's 12 o'clock!!",
-            " \t\n x", "\n\n\n", "", "héllo wörld 123 ...", "a\u{a0}\u{a0}b",
+            " \t\n x", "\n\n\n", "", "a\n  ", "a.\n \n", "x\n\ny  ", "héllo wörld 123 ...", "a\u{a0}\u{a0}b",
         ];
         for pat in ["gpt2", "cl100k", "o200k"] {
             let full = resolve_pattern(pat);

@@ -9,7 +9,6 @@
   built from vocab.json / merges.txt, and a file HF wrote loads in bytepair);
 - load() rejects what it cannot represent with a ValueError naming the file and key.
 
-Tests named ``test_bug_*`` fail on purpose: each documents a bug (see its docstring).
 Tests marked ``xfail(strict=True)`` document a known difference between what we
 save and how HF reads it; they start failing (XPASS) when that changes.
 """
@@ -38,6 +37,7 @@ from _gpt2 import (  # noqa: E402
 )
 
 import bytepair  # noqa: E402
+from bytepair.formats import str_to_token  # noqa: E402
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -200,6 +200,32 @@ def test_hf_matches_ours_on_generated_text(hf_files, pattern):
     check()
 
 
+def hf_pieces(hf, text: str) -> list[bytes]:
+    """HF's pre-tokens (Split then ByteLevel) as bytes."""
+    return [str_to_token(p) for p, _ in hf.pre_tokenizer.pre_tokenize_str(text)]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS, ids=PATTERN_IDS)
+def test_hf_pretokenization_matches_ours(tmp_path, pattern):
+    """Pre-tokens, not just ids (a vocabulary can hide a different split): HF runs
+    the pattern on Oniguruma, we on regex-automata / fancy-regex. Every code point
+    below U+3400 and every 17th above it, in three contexts; then generated text."""
+    tok = bytepair.Tokenizer(byte_vocab(), [], pattern=pattern)
+    _, hf = saved(tok, tmp_path)
+    sample = [c for c in [*range(0x3400), *range(0x3400, 0x110000, 17)] if not 0xD800 <= c < 0xE000]
+    for context in ("a{}0 ", "{}A'", " {}\n"):
+        text = "".join(context.format(chr(c)) for c in sample)
+        ours = [p.encode() for p in tok.pretokenize(text)]
+        assert ours == hf_pieces(hf, text), f"context {context!r}"
+
+    @FUZZ
+    @given(text=texts)
+    def check(text):
+        assert [p.encode() for p in tok.pretokenize(text)] == hf_pieces(hf, text)
+
+    check()
+
+
 def test_hf_matches_ours_with_overlapping_special_tokens(tmp_path):
     tok = bytepair.Tokenizer(byte_vocab() | {256: b"xy"}, [(b"x", b"y")], ["<|a|>", "<|a|><|b|>", "<|b|>"])
     _, hf = saved(tok, tmp_path)
@@ -339,11 +365,9 @@ def test_load_other_errors_name_file_and_key(tmp_path, good_doc):
 
 @pytest.mark.parametrize("where", ["model.vocab", "added_tokens"])
 @pytest.mark.parametrize("bad_id", [-5, 2**32, 2**70])
-def test_bug_load_out_of_range_id_raises_overflow_error(tmp_path, good_doc, where, bad_id):
-    """BUG: an id that does not fit the core's u32 (negative, >= 2**32) makes load()
-    raise OverflowError ("out of range integral type conversion attempted" /
-    "Python int too large to convert to C long"), naming neither the file nor the
-    key, instead of ValueError. Same for Tokenizer({-5: b"x", ...}, []) directly."""
+def test_load_out_of_range_id_raises_value_error(tmp_path, good_doc, where, bad_id):
+    """Regression: an id that does not fit the core's u32 (negative, >= 2**32) used to
+    make load() raise OverflowError naming neither the file nor the key."""
     if where == "model.vocab":
         good_doc["model"]["vocab"]["a"] = bad_id
     else:
@@ -351,12 +375,20 @@ def test_bug_load_out_of_range_id_raises_overflow_error(tmp_path, good_doc, wher
     load_error(tmp_path, good_doc, where)
 
 
-def test_bug_load_accepts_json_true_as_id(tmp_path, good_doc):
-    """BUG: a JSON boolean id passes the integer check (bool is an int in Python):
-    vocab {"a": true} loads with "a" at id 1 (here byte 0x01's entry was removed so
-    the ids stay unique; otherwise the error is the misleading "id True is given to
-    two tokens"). Expected: ValueError naming model.vocab['a']."""
+def test_load_rejects_json_boolean_id(tmp_path, good_doc):
+    """Regression: a JSON boolean id passed the integer check (bool is an int in
+    Python), so vocab {"a": true} loaded with "a" at id 1 (byte 0x01's entry removed
+    here to keep ids unique; otherwise the error was the misleading "id True is given
+    to two tokens")."""
     vocab = good_doc["model"]["vocab"]
     del vocab[next(s for s, i in vocab.items() if i == 1)]
     vocab["a"] = True
     load_error(tmp_path, good_doc, "model.vocab", "'a'")
+
+
+def test_load_added_token_id_colliding_with_vocab_id(tmp_path, good_doc):
+    """An added token whose id model.vocab gives to other bytes is an error naming
+    the file and added_tokens[0] (it used to drop the byte 0x05 silently, so that
+    ``encode("\\x05")`` failed later; HF renumbers the added token instead)."""
+    good_doc["added_tokens"][0]["id"] = 5
+    load_error(tmp_path, good_doc, "added_tokens[0]")

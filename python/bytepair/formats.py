@@ -29,6 +29,15 @@ if TYPE_CHECKING:
 
 PRESETS = ("gpt2", "cl100k", "o200k")
 
+# Preset spellings for tokenizer.json. HF's regex engine (Oniguruma, Ruby syntax)
+# reads tiktoken's possessive interval `\p{N}{1,3}+` as `(\p{N}{1,3})+`, any
+# number of digits; the plain `{1,3}` is the same match here (nothing follows it
+# in its branch) and means the same to every engine.
+_HF_SPELLING = {
+    "cl100k": r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*+"
+    r"|\s++$|\s*[\r\n]|\s+(?!\S)|\s",
+}
+
 
 @lru_cache(maxsize=1)
 def bytes_to_unicode() -> dict[int, str]:
@@ -71,9 +80,14 @@ def str_to_token(text: str, *, where: str = "") -> bytes:
 def preset_name(pattern: str) -> str:
     """The preset name whose regex equals `pattern`, else `pattern` itself."""
     for name in PRESETS:
-        if _core.resolve_pattern(name) == pattern:
+        if pattern in (_core.resolve_pattern(name), _HF_SPELLING.get(name)):
             return name
     return pattern
+
+
+def hf_pattern(pattern: str) -> str:
+    """The regex to write into tokenizer.json for `pattern` (a preset name or regex)."""
+    return _HF_SPELLING.get(preset_name(_core.resolve_pattern(pattern)), _core.resolve_pattern(pattern))
 
 
 def to_hf_json(tok: "Tokenizer") -> str:
@@ -102,7 +116,7 @@ def to_hf_json(tok: "Tokenizer") -> str:
         "pre_tokenizer": {
             "type": "Sequence",
             "pretokenizers": [
-                {"type": "Split", "pattern": {"Regex": tok.pattern_regex}, "behavior": "Isolated", "invert": False},
+                {"type": "Split", "pattern": {"Regex": hf_pattern(tok.pattern)}, "behavior": "Isolated", "invert": False},
                 {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
             ],
         },
@@ -194,7 +208,12 @@ def from_hf_json(data: bytes | str, *, source: str = "<tokenizer.json>") -> "Tok
         if s in specials and specials[s] == i:
             continue
         vocab[i] = str_to_token(s, where=f"{source}: model.vocab")
-    for t, i in specials.items():
+    for n, (t, i) in enumerate(specials.items()):
+        # GPT-2 style files list a special token in the vocab too, under the same id.
+        if i in vocab and vocab[i] != t.encode("utf-8"):
+            raise ValueError(
+                f"{source}: added_tokens[{n}] {t!r} has id {i}, which model.vocab gives to {vocab[i]!r}"
+            )
         vocab.pop(i, None)
     merges = []
     for n, m in enumerate(model.get("merges") or []):
