@@ -146,7 +146,9 @@ impl Trainer {
         for &wi in &word_ids {
             let freq = freqs[wi as usize];
             merge_in_word(&mut words[wi as usize], pair, new_id, |p, d| {
-                if d > 0 {
+                if p == pair {
+                    // The merged pair is dropped whole below; no need to count it down.
+                } else if d > 0 {
                     *pair_counts.entry(p).or_insert(0) += freq;
                     let list = where_pair.entry(p).or_default();
                     if list.last() != Some(&wi) {
