@@ -183,15 +183,24 @@ def dump_ids(prefix: str, ids: list[int], lengths: list[int]) -> None:
 
 def child_main(args: argparse.Namespace) -> None:
     """One measurement: `single` (encode the whole text, then decode it) or
-    `batch` (encode the documents in lists of --batch-docs with --threads)."""
+    `batch` (encode the documents in lists of --batch-docs with --threads).
+
+    Memory: with the text and tokenizer loaded, the peak RSS is reset to the
+    current RSS (`base_rss_mib`); `rss_mib` is the peak during the encode call(s),
+    `decode_rss_mib` the peak during decode (the ids still held).
+    """
     text, limited = load_text(Path(args.path), args.limit_mb)
     tool = TOOL_CLASSES[args.tool](*load_gpt2(args.corpora_dir))
-    base = common.peak_rss_mib()
-    result: dict = {"base_rss_mib": base, "limited": limited}
+    result: dict = {"limited": limited}
     if args.task == "single":
         result["bytes"] = len(text.encode("utf-8"))
+        result["peak_reset"] = common.reset_peak_rss()
+        result["base_rss_mib"] = common.current_rss_mib()
         result["seconds"], ids = timed(tool.encode, text)
+        result["rss_mib"] = common.peak_rss_mib()
+        common.reset_peak_rss()
         result["decode_seconds"], decoded = timed(tool.decode, ids)
+        result["decode_rss_mib"] = common.peak_rss_mib()
         result["roundtrip"] = decoded == text
         result["tokens"], lengths = len(ids), [len(ids)]
     else:
@@ -199,14 +208,16 @@ def child_main(args: argparse.Namespace) -> None:
         batches = [docs[i : i + args.batch_docs] for i in range(0, len(docs), args.batch_docs)]
         result["bytes"] = sum(len(d.encode("utf-8")) for d in docs)
         result["docs"] = len(docs)
+        result["peak_reset"] = common.reset_peak_rss()
+        result["base_rss_mib"] = common.current_rss_mib()
         start = time.perf_counter()
         encoded = [tool.encode_batch(batch, args.threads) for batch in batches]
         result["seconds"] = time.perf_counter() - start
+        result["rss_mib"] = common.peak_rss_mib()
         per_doc = [ids for batch in encoded for ids in batch]
         lengths = [len(ids) for ids in per_doc]
         ids = [i for doc in per_doc for i in doc]
         result["tokens"] = len(ids)
-    result["rss_mib"] = common.peak_rss_mib()
     result["ru_maxrss_mib"] = common.ru_maxrss_mib()
     if args.dump:
         dump_ids(args.dump, ids, lengths)
@@ -244,10 +255,10 @@ def run_task(path: Path, task: str, threads: int, tools: list[str], args: argpar
                 child_args += ["--dump", dumps[tool]]
             res = common.run_child(Path(__file__), child_args, common.thread_env(threads))
             runs[tool].append(res)
-            mbps = res["bytes"] / common.MB / res["seconds"]
+            rate = res["bytes"] / common.MB / res["seconds"]
             common.log(
                 f"  {common.corpus_label(path)} {task} threads={threads} round {r + 1}/{args.repeat} {tool:8s} "
-                f"{res['seconds']:7.2f} s {mbps:7.2f} MB/s  peak RSS {res['rss_mib']:7.1f} MiB"
+                f"{res['seconds']:7.2f} s {rate:7.2f} MB/s  peak RSS {res['rss_mib']:7.1f} MiB"
             )
     # tiktoken is the reference: bytepair must equal it; HF's agreement is reported.
     checks = {}
@@ -298,9 +309,25 @@ def mbps(result: dict, tool: str, key: str = "seconds") -> float | None:
     return common.median([r["bytes"] / common.MB / r[key] for r in runs])
 
 
-def peak(result: dict, tool: str) -> float | None:
+def peak(result: dict, tool: str, key: str = "rss_mib") -> float | None:
+    """Largest peak RSS of `tool` over the rounds (MiB), or None if not run."""
     runs = result["runs"].get(tool)
-    return max(r["rss_mib"] for r in runs) if runs else None
+    return max(r[key] for r in runs) if runs else None
+
+
+def before_cell(result: dict) -> str:
+    """RSS before the measured call, text and tokenizer loaded: "bytepair/tiktoken" (MiB)."""
+    values = [result["runs"][t][0]["base_rss_mib"] for t in ("bytepair", "tiktoken") if t in result["runs"]]
+    return "/".join(common.fmt(v, 0) for v in values) or "–"
+
+
+def peak_cells(result: dict, key: str = "rss_mib") -> list[str]:
+    return [
+        common.fmt(peak(result, "bytepair", key), 0),
+        common.fmt(peak(result, "tiktoken", key), 0),
+        hf_cell(result, peak(result, "hf", key), 0),
+        before_cell(result),
+    ]
 
 
 def check_cell(result: dict, tool: str) -> str:
@@ -332,14 +359,16 @@ def single_rows(label: str, res: dict) -> tuple[list[str], list[str]]:
     encode_row = [
         label, f"{ref['bytes'] / common.MB:.1f}", str(ref["tokens"]),
         common.fmt(bp), common.fmt(tk), hf_cell(res, hf), common.fmt(common.ratio(bp, tk)),
-        check_cell(res, "bytepair"), check_cell(res, "hf"),
-        common.fmt(peak(res, "bytepair"), 0), common.fmt(peak(res, "tiktoken"), 0), hf_cell(res, peak(res, "hf"), 0),
+        check_cell(res, "bytepair"), check_cell(res, "hf"), *peak_cells(res),
     ]
     dbp, dtk, dhf = (mbps(res, t, "decode_seconds") for t in TOOLS)
     roundtrip = ", ".join(
         f"{t}: {'yes' if all(r['roundtrip'] for r in runs) else 'NO'}" for t, runs in res["runs"].items()
     )
-    decode_row = [label, common.fmt(dbp), common.fmt(dtk), hf_cell(res, dhf), common.fmt(common.ratio(dbp, dtk)), roundtrip]
+    decode_row = [
+        label, common.fmt(dbp), common.fmt(dtk), hf_cell(res, dhf), common.fmt(common.ratio(dbp, dtk)), roundtrip,
+        *peak_cells(res, "decode_rss_mib")[:3],
+    ]
     return encode_row, decode_row
 
 
@@ -348,20 +377,24 @@ def batch_row(label: str, threads: int, res: dict) -> list[str]:
     return [
         label, str(reference_run(res)["docs"]), str(threads),
         common.fmt(bp), common.fmt(tk), hf_cell(res, hf), common.fmt(common.ratio(bp, tk)),
-        check_cell(res, "bytepair"), check_cell(res, "hf"),
-        common.fmt(peak(res, "bytepair"), 0), common.fmt(peak(res, "tiktoken"), 0), hf_cell(res, peak(res, "hf"), 0),
+        check_cell(res, "bytepair"), check_cell(res, "hf"), *peak_cells(res),
     ]
 
 
 SINGLE_HEADER = [
     "corpus", "MB", "tokens", "bytepair MB/s", "tiktoken MB/s", "HF MB/s", "ours/tiktoken",
-    "ids = tiktoken", "HF ids = tiktoken", "bytepair RSS MiB", "tiktoken RSS MiB", "HF RSS MiB",
+    "ids = tiktoken", "HF ids = tiktoken", "bytepair peak MiB", "tiktoken peak MiB", "HF peak MiB",
+    "before MiB (bytepair/tiktoken)",
 ]
 BATCH_HEADER = [
     "corpus", "docs", "threads", "bytepair MB/s", "tiktoken MB/s", "HF MB/s", "ours/tiktoken",
-    "ids = tiktoken", "HF ids = tiktoken", "bytepair RSS MiB", "tiktoken RSS MiB", "HF RSS MiB",
+    "ids = tiktoken", "HF ids = tiktoken", "bytepair peak MiB", "tiktoken peak MiB", "HF peak MiB",
+    "before MiB (bytepair/tiktoken)",
 ]
-DECODE_HEADER = ["corpus", "bytepair MB/s", "tiktoken MB/s", "HF MB/s", "ours/tiktoken", "decode(encode(text)) == text"]
+DECODE_HEADER = [
+    "corpus", "bytepair MB/s", "tiktoken MB/s", "HF MB/s", "ours/tiktoken", "decode(encode(text)) == text",
+    "bytepair peak MiB", "tiktoken peak MiB", "HF peak MiB",
+]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -424,8 +457,9 @@ def main(argv: list[str] | None = None) -> str:
         common.markdown_table(BATCH_HEADER, batch),
         f"### Decoding the single-call ids (median of {args.repeat})",
         common.markdown_table(DECODE_HEADER, decode),
-        "ours/tiktoken > 1: bytepair is faster. RSS: peak resident memory of the child process (VmHWM, MiB), max over rounds; "
-        "it includes the text and the ids as Python lists."
+        "ours/tiktoken > 1: bytepair is faster. Memory: with the text and the tokenizer loaded, the child's peak RSS "
+        "is reset to its current RSS (\"before\"); \"peak\" is the high-water mark (VmHWM, MiB, max over rounds) during "
+        "the encode call(s), or during decode with the ids held. It includes the text and the ids as Python lists."
         + (f" \\* HF was given only the first {args.hf_limit_mb:g} MB (cut at a newline; ids compared on that prefix, "
            "for batches on all its documents but the last)." if args.hf and args.hf_limit_mb else "")
         + f" bytepair build: {build}.",

@@ -61,6 +61,30 @@ def peak_rss_mib() -> float:
     return maxrss / 2**20 if sys.platform == "darwin" else maxrss / 1024
 
 
+def current_rss_mib() -> float | None:
+    """Resident set size now (VmRSS), in MiB; None where /proc is not available."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def reset_peak_rss() -> bool:
+    """Reset the peak RSS to the current RSS (Linux >= 4.0: write 5 to
+    /proc/self/clear_refs), so that `peak_rss_mib` afterwards covers only what
+    follows, e.g. one encode call with the text already loaded. False if unsupported."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
 def ru_maxrss_mib() -> float:
     """getrusage's ru_maxrss in MiB (Linux), recorded next to `peak_rss_mib` for reference."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

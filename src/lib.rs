@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyString};
 use rayon::prelude::*;
 
 use count::{CountError, Progress, WordCounts};
@@ -103,6 +103,14 @@ fn count_error(e: CountError) -> PyErr {
 #[pyfunction]
 fn resolve_pattern(name_or_pattern: &str) -> String {
     pretokenize::resolve_pattern(name_or_pattern).to_string()
+}
+
+/// For tokens in rank order (single bytes left out), the byte length of the left
+/// part of each one's merge, or None where BPE with lower ranks does not leave
+/// exactly two parts (see `encode::recover_merges`).
+#[pyfunction]
+fn recover_merges(py: Python<'_>, merged: Vec<Vec<u8>>) -> Vec<Option<usize>> {
+    py.detach(|| encode::recover_merges(&merged))
 }
 
 /// Word counts accumulated from texts or files, then trained on.
@@ -249,6 +257,24 @@ impl CoreBPE {
         py.detach(|| self.enc.encode(text, &allowed, &disallowed)).map_err(|e| encode_error(e, text))
     }
 
+    /// `encode` with BPE-dropout: each candidate merge is skipped with probability
+    /// `dropout` (0 <= dropout < 1); the same `seed` gives the same ids.
+    fn encode_with_dropout(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        allowed: Vec<String>,
+        disallowed: Vec<String>,
+        dropout: f64,
+        seed: u64,
+    ) -> PyResult<Vec<u32>> {
+        if !(0.0..1.0).contains(&dropout) {
+            return Err(PyValueError::new_err(format!("dropout={dropout} must be in [0, 1)")));
+        }
+        py.detach(|| self.enc.encode_with_dropout(text, &allowed, &disallowed, dropout, seed))
+            .map_err(|e| encode_error(e, text))
+    }
+
     /// Like `encode`, but the ids come back as little-endian uint32 bytes.
     fn encode_to_bytes<'py>(
         &self,
@@ -262,26 +288,33 @@ impl CoreBPE {
         Ok(PyBytes::new(py, &bytes))
     }
 
+    /// Encode many texts in parallel. The texts are borrowed, not copied: with
+    /// the stable ABI on Python >= 3.10 a str exposes its UTF-8 buffer, and the
+    /// list keeps every str alive while the GIL is released.
     #[pyo3(signature = (texts, allowed, disallowed, num_threads=None))]
     fn encode_batch(
         &self,
         py: Python<'_>,
-        texts: Vec<String>,
+        texts: Vec<Bound<'_, PyString>>,
         allowed: Vec<String>,
         disallowed: Vec<String>,
         num_threads: Option<usize>,
     ) -> PyResult<Vec<Vec<u32>>> {
-        let pool = pool(num_threads)?;
-        let results: Vec<Result<Vec<u32>, (EncodeError, usize)>> = py.detach(|| {
-            pool.install(|| {
-                texts
-                    .par_iter()
-                    .enumerate()
-                    .map(|(i, t)| self.enc.encode(t, &allowed, &disallowed).map_err(|e| (e, i)))
-                    .collect()
-            })
+        let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
+        // Without num_threads, use rayon's global pool rather than start threads per call.
+        let pool = num_threads.map(|n| pool(Some(n))).transpose()?;
+        let work = || -> Vec<Result<Vec<u32>, (EncodeError, usize)>> {
+            texts
+                .par_iter()
+                .enumerate()
+                .map(|(i, t)| self.enc.encode(t, &allowed, &disallowed).map_err(|e| (e, i)))
+                .collect()
+        };
+        let results = py.detach(|| match &pool {
+            Some(pool) => pool.install(work),
+            None => work(),
         });
-        results.into_iter().map(|r| r.map_err(|(e, i)| encode_error(e, &texts[i]))).collect()
+        results.into_iter().map(|r| r.map_err(|(e, i)| encode_error(e, texts[i]))).collect()
     }
 
     fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {
@@ -302,6 +335,7 @@ impl CoreBPE {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resolve_pattern, m)?)?;
+    m.add_function(wrap_pyfunction!(recover_merges, m)?)?;
     m.add_class::<WordCounter>()?;
     m.add_class::<CoreBPE>()?;
     Ok(())

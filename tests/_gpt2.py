@@ -2,9 +2,10 @@
 
 - the real corpora (``../shared/corpora``): tests that need them skip, with the
   reason, when the directory is absent;
-- the GPT-2 tokenizer built from ``cs336/gpt2_vocab.json`` + ``gpt2_merges.txt``
+- the GPT-2 tokenizer from ``cs336/gpt2_vocab.json`` + ``gpt2_merges.txt``
   (the files OpenAI released; vocab.json is byte-identical to tiktoken's
-  ``encoder.json``), as a bytepair.Tokenizer and as an offline tiktoken.Encoding;
+  ``encoder.json``), read by ``bytepair.Tokenizer.from_gpt2_files`` and, as an
+  offline tiktoken.Encoding, by tiktoken's own GPT-2 loader;
 - tiktoken references for any bytepair tokenizer, and tiktoken's own preset
   patterns as the installed tiktoken defines them;
 - small tokenizers trained on a few hundred KB of the corpora (cached);
@@ -16,7 +17,6 @@
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +24,6 @@ import pytest
 from hypothesis import strategies as st
 
 import bytepair
-from bytepair.formats import str_to_token
 
 CORPORA = Path(__file__).parents[1].parent / "shared" / "corpora"
 EOT = "<|endoftext|>"
@@ -73,39 +72,53 @@ def read_slice(rel: str, start: int, size: int) -> str:
 
 
 @functools.cache
+def gpt2_tokenizer() -> bytepair.Tokenizer:
+    """GPT-2 read by the library (`Tokenizer.from_gpt2_files`) from the released files."""
+    root = corpora_dir() / "cs336"
+    tok = bytepair.Tokenizer.from_gpt2_files(root / "gpt2_vocab.json", root / "gpt2_merges.txt")
+    assert len(tok.vocab) == 50256 and len(tok.merges) == 50000 and tok.special_tokens == {EOT: 50256}
+    return tok
+
+
 def gpt2_files() -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], dict[str, int]]:
     """(vocab without special tokens, merges, special tokens) of GPT-2."""
-    root = corpora_dir() / "cs336"
-    raw = json.loads((root / "gpt2_vocab.json").read_text(encoding="utf-8"))
-    specials = {s: i for s, i in raw.items() if s == EOT}
-    vocab = {i: str_to_token(s, where="gpt2_vocab.json") for s, i in raw.items() if s not in specials}
-    merges = []
-    for line in (root / "gpt2_merges.txt").read_text(encoding="utf-8").split("\n"):
-        if not line or line.startswith("#version"):
-            continue
-        left, right = line.split(" ")
-        merges.append((str_to_token(left, where="gpt2_merges.txt"), str_to_token(right, where="gpt2_merges.txt")))
-    assert len(vocab) == 50256 and len(merges) == 50000 and specials == {EOT: 50256}
-    return vocab, merges, specials
+    tok = gpt2_tokenizer()
+    return dict(tok.vocab), list(tok.merges), dict(tok.special_tokens)
 
 
 @functools.cache
-def gpt2_tokenizer() -> bytepair.Tokenizer:
-    vocab, merges, _ = gpt2_files()
-    return bytepair.Tokenizer(vocab, merges, special_tokens=[EOT], pattern="gpt2")
+def tiktoken_gpt2_ranks() -> dict[bytes, int]:
+    """GPT-2's ranks as tiktoken's own loader reads the released files
+    (``tiktoken.load.data_gym_to_mergeable_bpe_ranks``, which also checks that
+    vocab.json agrees with the merges): a reference independent of bytepair's
+    reader. That loader expects a ``#version`` first line, so it reads a copy
+    with one; its download cache is switched off."""
+    import os
+    import tempfile
+    from unittest import mock
+
+    from tiktoken.load import data_gym_to_mergeable_bpe_ranks
+
+    root = corpora_dir() / "cs336"
+    merges = (root / "gpt2_merges.txt").read_bytes()
+    assert not merges.startswith(b"#version")
+    with tempfile.TemporaryDirectory() as tmp, mock.patch.dict(os.environ, {"TIKTOKEN_CACHE_DIR": ""}):
+        bpe = Path(tmp) / "vocab.bpe"
+        bpe.write_bytes(b"#version: 0.2\n" + merges)
+        return data_gym_to_mergeable_bpe_ranks(str(bpe), str(root / "gpt2_vocab.json"))
 
 
 @functools.cache
 def tiktoken_gpt2(pat_str: str | None = None):
-    """GPT-2 as a tiktoken.Encoding built offline from the same files."""
+    """GPT-2 as a tiktoken.Encoding built offline by tiktoken's own loader from the
+    same files (so the parity tests also check `from_gpt2_files`)."""
     import tiktoken
 
-    vocab, _, specials = gpt2_files()
     return tiktoken.Encoding(
         name="gpt2_test",
         pat_str=pat_str or bytepair.resolve_pattern("gpt2"),
-        mergeable_ranks={b: i for i, b in vocab.items()},
-        special_tokens=specials,
+        mergeable_ranks=tiktoken_gpt2_ranks(),
+        special_tokens={EOT: 50256},
     )
 
 

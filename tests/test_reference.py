@@ -88,6 +88,17 @@ def test_sennrich_dictionary_with_bytepair_tie_break():
     assert ref.train_chars(SENNRICH, 12) == [p for p, _, _ in trace]
 
 
+def test_sennrich_merges_segment_unseen_words():
+    """The paper's point: a word never seen in training ("lowest") splits into
+    learned units; the marker keeps word-final "est</w>" apart from "est" inside
+    a word. With the 10 merges printed by Algorithm 1 (replayed just above)."""
+    merges = ref.train_chars(SENNRICH, 10, ties="first")
+    assert ref.segment_chars("lowest", merges) == ["low", "est</w>"]
+    assert ref.segment_chars("newer", merges) == ["new", "e", "r", "</w>"]
+    assert ref.segment_chars("lowestly", merges) == ["low", "est", "l", "y", "</w>"]
+    assert ref.segment_chars("low", merges, end_of_word=None) == ["low"]
+
+
 def test_end_of_word_marker_keeps_suffixes_apart():
     """With the marker, word-final "st" (in best) becomes its own symbol
     st</w>, distinct from the "st" that starts "stop". Counts: (s,t)=3+1 first;

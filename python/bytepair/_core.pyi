@@ -5,6 +5,10 @@ from collections.abc import Callable
 def resolve_pattern(name_or_pattern: str) -> str:
     """Preset name (gpt2, cl100k, o200k) -> its regex; other strings unchanged."""
 
+def recover_merges(merged: list[bytes]) -> list[int | None]:
+    """Tokens in rank order (no single bytes) -> byte length of the left part of each
+    one's merge (BPE restricted to lower ranks), None where that is not two parts."""
+
 class WordCounter:
     """Word counts (pre-token bytes -> count) accumulated from files or texts."""
 
@@ -40,6 +44,10 @@ class CoreBPE:
     ) -> None: ...
     def encode_ordinary(self, text: str) -> list[int]: ...
     def encode(self, text: str, allowed: list[str], disallowed: list[str]) -> list[int]: ...
+    def encode_with_dropout(
+        self, text: str, allowed: list[str], disallowed: list[str], dropout: float, seed: int
+    ) -> list[int]:
+        """BPE-dropout: each candidate merge skipped with probability dropout in [0, 1); seed in [0, 2**64)."""
     def encode_to_bytes(self, text: str, allowed: list[str], disallowed: list[str]) -> bytes:
         """Ids as little-endian uint32 bytes."""
     def encode_batch(

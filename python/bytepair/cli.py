@@ -3,6 +3,8 @@
     bytepair train [FILE...] --vocab-size N [--special-token T]... [-o tokenizer.json]
     bytepair encode -t tokenizer.json FILE -o ids.npy
     bytepair decode -t tokenizer.json ids.npy [-o out.txt]
+    bytepair inspect | show | stats | curve ...   (bytepair/inspect.py, show.py, curve.py)
+    bytepair convert IN OUT [--to tiktoken|hf|gpt2]; bytepair info FILE   (bytepair/formats/detect.py)
 
 With no FILE, `train` uses the running Python's standard library sources (found
 with `sysconfig`), a real corpus present on every machine.
@@ -71,6 +73,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         num_threads=args.threads,
         progress=not args.quiet,
         errors=errors,
+        trace=args.trace,
     )
     tok.save(args.output)
     total = time.perf_counter() - start
@@ -162,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
     t.add_argument("-o", "--output", default="tokenizer.json", help="tokenizer.json to write")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    t.add_argument("--trace", type=int, default=0, metavar="N", help="print the first N merges with their counts")
     t.set_defaults(run=cmd_train)
 
     e = sub.add_parser("encode", help="encode a text file to a .npy array of ids")
@@ -179,6 +183,17 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("-t", "--tokenizer", required=True)
     d.add_argument("-o", "--output", default=None, help="output file (default: stdout)")
     d.set_defaults(run=cmd_decode)
+    # Converting between file formats (bytepair/formats/detect.py).
+    from .formats.detect import register_commands
+
+    register_commands(sub)
+    # Looking inside a tokenizer (commands live in their modules).
+    from . import curve, inspect, show
+
+    inspect.register_inspect(sub)
+    show.register_show(sub)
+    inspect.register_stats(sub)
+    curve.register_curve(sub)
     return p
 
 

@@ -15,8 +15,10 @@ What it covers:
   (2016), "Neural Machine Translation of Rare Words with Subword Units": recount
   every pair each step, merge the best one everywhere, repeat;
 * `encode`: tiktoken's encoding of text with a trained merge table;
-* `train_chars`: the paper's classic character-level variant with an
-  end-of-word marker, to replay its worked example.
+* `train_chars` / `segment_chars`: the paper's classic character-level
+  variant with an end-of-word marker ``</w>``, to replay its worked example
+  ({low, lower, newest, widest}: ``e s``, ``es t``, ``est </w>``, ... and the
+  unseen "lowest" splits as ``low`` + ``est</w>``).
 
 The rules (see DESIGN.md): a pair's count is the number of times its two
 symbols stand next to each other, weighted by word frequency (overlapping
@@ -263,6 +265,23 @@ def train_chars(
     return [pair for pair, _, _ in learn(words, num_merges, ties)]
 
 
+def segment_chars(word: str, merges: Sequence[tuple[str, str]], end_of_word: str | None = "</w>") -> list[str]:
+    """Split a word with character-level merges learned by `train_chars`, as
+    the paper applies them: the word's characters (and the marker), then each
+    merge in the order learned, everywhere in the word (`merge_word`). A word
+    never seen in training still splits into known symbols: the paper's
+    "lowest" from {low, lower, newest, widest}:
+
+    >>> merges = train_chars({"low": 5, "lower": 2, "newest": 6, "widest": 3}, 10, ties="first")
+    >>> segment_chars("lowest", merges)
+    ['low', 'est</w>']
+    """
+    symbols = tuple(word) + (() if end_of_word is None else (end_of_word,))
+    for pair in merges:
+        symbols = merge_word(symbols, pair)
+    return list(symbols)
+
+
 # ---- encoding -------------------------------------------------------------
 
 
@@ -351,6 +370,7 @@ __all__ = [
     "pair_counts",
     "pretokenize",
     "resolve_pattern",
+    "segment_chars",
     "split_special",
     "train",
     "train_chars",

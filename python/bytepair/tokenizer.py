@@ -14,10 +14,13 @@ from __future__ import annotations
 import operator
 import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from typing import AbstractSet, Literal
+from typing import TYPE_CHECKING, AbstractSet, Literal
 
 from . import _core
 from .atomic import atomic_write
+
+if TYPE_CHECKING:
+    import tiktoken
 
 AllowedSpecial = Literal["all"] | AbstractSet[str]
 DisallowedSpecial = Literal["all"] | Collection[str]
@@ -169,6 +172,8 @@ class Tokenizer:
         *,
         allowed_special: AllowedSpecial = frozenset(),
         disallowed_special: DisallowedSpecial = "all",
+        dropout: float = 0.0,
+        seed: int | None = None,
     ) -> list[int]:
         """Encode a string into token ids, with tiktoken's special-token rules.
 
@@ -178,21 +183,45 @@ class Tokenizer:
                 occurs in `text` (``"all"`` for every one).
             disallowed_special: special tokens whose string in `text` is an error
                 (``"all"``: every one not allowed; ``()`` to encode them as text).
+            dropout: BPE-dropout probability p in [0, 1) (Provilkov et al., 2020):
+                at every merge step each candidate merge is skipped with
+                probability p, giving a random but valid segmentation (it always
+                decodes back to `text`) for subword regularization in training.
+                0 (the default) is the deterministic encoding. With p > 0 a
+                pre-token that is itself a token is not looked up whole.
+            seed: seed of the dropout draws, an int in [0, 2**64); the same seed
+                gives the same ids. None: a fresh random seed per call.
 
         Returns:
             list[int] of token ids. When special tokens overlap, the longest wins.
 
         Raises:
             ValueError: `text` contains a disallowed special-token string (the
-                message says how to allow it), or a token named in the arguments
-                is not a special token of this tokenizer.
+                message says how to allow it), a token named in the arguments
+                is not a special token of this tokenizer, `dropout` is not in
+                [0, 1), or `seed` is not in [0, 2**64).
 
         >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|eot|>"])
         >>> tok.encode("a<|eot|>", allowed_special="all")
         [97, 256]
+        >>> tok.encode("aaaa", dropout=0.5, seed=0) == tok.encode("aaaa", dropout=0.5, seed=0)
+        True
         """
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
-        return self._encode_checked(text, allowed, disallowed)
+        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+            raise ValueError(f"dropout={dropout!r} must be a probability in [0, 1)")
+        if seed is None:
+            import secrets
+
+            seed = secrets.randbits(64)
+        elif isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 1 << 64:
+            raise ValueError(f"seed={seed!r} must be an integer in [0, 2**64) or None")
+        if dropout == 0:
+            return self._encode_checked(text, allowed, disallowed)
+        try:
+            return self._core.encode_with_dropout(text, allowed, disallowed, float(dropout), seed)
+        except UnicodeEncodeError:
+            return self._core.encode_with_dropout(_replace_surrogates(text), allowed, disallowed, float(dropout), seed)
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode `text` ignoring special tokens (their strings are plain text).
@@ -287,7 +316,8 @@ class Tokenizer:
         Raises:
             ValueError: an id that is not in the vocabulary (the message names it).
         """
-        ids = list(ids)
+        if not isinstance(ids, list):
+            ids = list(ids)
         try:
             return self._core.decode_bytes(ids)
         except (OverflowError, TypeError):
@@ -313,8 +343,10 @@ class Tokenizer:
     def save(self, path: str | os.PathLike) -> None:
         """Write a HuggingFace ``tokenizer.json`` (byte-level BPE model, the
         pattern as a Split pre-tokenizer, special tokens as added tokens) that
-        ``tokenizers.Tokenizer.from_file`` loads with the same ids. The file is
-        written to a temporary name and renamed, so a crash leaves no partial file.
+        ``tokenizers.Tokenizer.from_file`` and ``transformers.PreTrainedTokenizerFast``
+        load with the same ids (a special token HF would renumber is also listed
+        in the model vocab under its id). The file is written to a temporary name
+        and renamed, so a crash leaves no partial file.
         """
         from .formats import to_hf_json
 
@@ -322,19 +354,104 @@ class Tokenizer:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Tokenizer":
-        """Read a ``tokenizer.json`` written by `save` (or a byte-level BPE one
-        written by HuggingFace tokenizers).
+        """Read a tokenizer file of any supported format, detected from its
+        content: a HuggingFace ``tokenizer.json`` (``save`` writes one), GPT-2's
+        ``vocab.json`` + ``merges.txt`` (either path, or their directory), or a
+        ``.tiktoken`` rank file with the sidecar ``save_tiktoken`` writes (or
+        named after an OpenAI encoding). See `bytepair.formats.detect`.
 
         Raises:
             FileNotFoundError: no such file.
-            ValueError: the file is not valid JSON or not a byte-level BPE
-                tokenizer; the message names the file and the part at fault.
+            ValueError: the format is not recognised or the file is invalid or
+                not a byte-level BPE tokenizer; the message names the file and
+                the part at fault.
         """
-        from .formats import from_hf_json
+        from .formats import load
 
-        with open(path, "rb") as f:
-            data = f.read()
-        return from_hf_json(data, source=str(path))
+        return load(path)
+
+    @classmethod
+    def from_gpt2_files(
+        cls,
+        vocab_path: str | os.PathLike,
+        merges_path: str | os.PathLike,
+        special_tokens: Sequence[str] | Mapping[str, int] | None = None,
+        pattern: str = "gpt2",
+    ) -> "Tokenizer":
+        """Read GPT-2's ``vocab.json`` + ``merges.txt`` (``#version`` line
+        optional); vocabulary entries no merge makes (``<|endoftext|>``) become
+        special tokens. See `bytepair.formats.gpt2.from_gpt2_files`.
+
+        >>> tok = Tokenizer.from_gpt2_files("vocab.json", "merges.txt")  # doctest: +SKIP
+        """
+        from .formats import from_gpt2_files
+
+        return from_gpt2_files(vocab_path, merges_path, special_tokens, pattern)
+
+    @classmethod
+    def from_tiktoken(
+        cls,
+        path: str | os.PathLike,
+        *,
+        pattern: str | None = None,
+        special_tokens: Mapping[str, int] | None = None,
+    ) -> "Tokenizer":
+        """Read a ``.tiktoken`` rank file (``base64(token) rank`` lines; ``.gz``
+        accepted) and recover its merge table. `pattern` and `special_tokens`
+        default to the sidecar ``<path>.json`` (or OpenAI's, for files named
+        ``cl100k_base.tiktoken`` etc.). See `bytepair.formats.tiktoken_files.from_tiktoken`.
+
+        Raises:
+            ValueError: a malformed line, or ranks that are not a BPE table (the
+                message names the token and its line), or no pattern known.
+        """
+        from .formats import from_tiktoken
+
+        return from_tiktoken(path, pattern=pattern, special_tokens=special_tokens)
+
+    @classmethod
+    def from_tiktoken_encoding(cls, enc: "tiktoken.Encoding") -> "Tokenizer":
+        """The same tokenizer as a live ``tiktoken.Encoding`` (its ranks,
+        pattern and special tokens), e.g. ``tiktoken.get_encoding("cl100k_base")``."""
+        from .formats import from_tiktoken_encoding
+
+        return from_tiktoken_encoding(enc)
+
+    def to_tiktoken(self) -> "tiktoken.Encoding":
+        """A ``tiktoken.Encoding`` that encodes like this tokenizer (ids are
+        its ranks).
+
+        Raises:
+            ImportError: tiktoken is not installed.
+            ValueError: ids do not increase in merge order, or a multi-byte token
+                is made by no merge (tiktoken would rank it as a merge).
+        """
+        from .formats import to_tiktoken
+
+        return to_tiktoken(self)
+
+    def save_tiktoken(self, path: str | os.PathLike) -> None:
+        """Write a ``.tiktoken`` rank file at `path` and, beside it,
+        ``<path>.json`` with the pattern (``pat_str``) and special tokens, which
+        `load` and `from_tiktoken` read back. Atomic; tiktoken not needed.
+
+        Raises:
+            ValueError: as `to_tiktoken`.
+        """
+        from .formats import save_tiktoken
+
+        save_tiktoken(self, path)
+
+    def save_gpt2(self, directory: str | os.PathLike) -> None:
+        """Write GPT-2 style ``vocab.json`` + ``merges.txt`` into `directory`
+        (created if missing), the form of OpenAI's GPT-2 files. Atomic.
+
+        Raises:
+            ValueError: a special token that vocab.json cannot tell from a token.
+        """
+        from .formats import save_gpt2
+
+        save_gpt2(self, directory)
 
 
 def _check_id(value: object, where: str) -> int:

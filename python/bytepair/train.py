@@ -50,8 +50,10 @@ class TrainingStats:
     merge_counts: list[int] = field(default_factory=list, repr=False)
 
 
-def _check_arguments(vocab_size: int, special_tokens: Sequence[str]) -> int:
+def _check_arguments(vocab_size: int, special_tokens: Sequence[str], trace: int = 0) -> int:
     """Validate and return the number of merges to learn."""
+    if isinstance(trace, bool) or not isinstance(trace, int) or trace < 0:
+        raise ValueError(f"trace={trace!r} must be a non-negative integer (merges to print)")
     if isinstance(special_tokens, str):
         raise TypeError("special_tokens must be a sequence of strings, not a single string")
     for t in special_tokens:
@@ -95,8 +97,10 @@ def _learn(
     *,
     num_threads: int | None,
     progress: bool,
+    trace: int = 0,
 ) -> Tokenizer:
-    """Run the merge loop on `counter` and build the Tokenizer."""
+    """Run the merge loop on `counter` and build the Tokenizer; print the
+    first `trace` merges (`bytepair.inspect.print_trace`)."""
     stats.distinct_words = len(counter)
     stats.pre_tokens = counter.total()
     start = time.perf_counter()
@@ -121,6 +125,10 @@ def _learn(
     specials = {t: first_special + k for k, t in enumerate(special_tokens)}
     tok = Tokenizer(vocab, merges, special_tokens=specials, pattern=pattern)
     tok.training_stats = stats
+    if trace:
+        from .inspect import print_trace
+
+        print_trace(tok, trace)
     return tok
 
 
@@ -134,6 +142,7 @@ def train(
     progress: bool | None = None,
     errors: str = "strict",
     chunk_size: int = 1 << 20,
+    trace: int = 0,
 ) -> Tokenizer:
     """Train a byte-level BPE tokenizer on text files.
 
@@ -151,6 +160,10 @@ def train(
         progress: show progress bars on stderr (default: when it is a terminal).
         errors: ``"strict"`` (bytes that are not UTF-8 raise) or ``"replace"``.
         chunk_size: bytes read per block (memory per worker thread).
+        trace: print the first `trace` merges to stdout when training ends, one
+            line each with the pair count, e.g. ``step 1: ('u', 'g') -> 'ug'
+            (count 20)``; bytes that are not printable are escaped (``\\n``,
+            ``\\xe2``). 0 (default) prints nothing.
 
     Returns:
         Tokenizer, with ``training_stats`` (a `TrainingStats`).
@@ -158,7 +171,8 @@ def train(
     Raises:
         FileNotFoundError / IsADirectoryError: a path is missing or a directory.
         ValueError: vocab_size too small, bad special tokens, an invalid pattern,
-            or invalid UTF-8 (message names the file and byte offset).
+            invalid UTF-8 (message names the file and byte offset), or a
+            negative `trace`.
         KeyboardInterrupt: Ctrl-C, within about 0.1 s.
 
     Warns:
@@ -167,9 +181,9 @@ def train(
     >>> import bytepair, pathlib, tempfile
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.txt"; _ = p.write_text("hug " * 10 + "pug " * 5)
     >>> bytepair.train(p, 258, progress=False).merges
-    [(b'u', b'g'), (b' ', b'h')]
+    [(b'u', b'g'), (b'h', b'ug')]
     """
-    num_merges = _check_arguments(vocab_size, special_tokens)
+    num_merges = _check_arguments(vocab_size, special_tokens, trace)
     if errors not in ("strict", "replace"):
         raise ValueError(f"errors={errors!r}: expected 'strict' or 'replace'")
     paths = _check_files(files)
@@ -183,7 +197,9 @@ def train(
     with ProgressBar(stats.input_bytes, "counting", unit="B", scale=True, enabled=show) as bar:
         counter.count_files(paths, num_threads, chunk_size, errors == "replace", bar.update_to)
     stats.count_seconds = time.perf_counter() - start
-    return _learn(counter, num_merges, special_tokens, pattern, stats, num_threads=num_threads, progress=show)
+    return _learn(
+        counter, num_merges, special_tokens, pattern, stats, num_threads=num_threads, progress=show, trace=trace
+    )
 
 
 def train_from_iterator(
@@ -194,16 +210,17 @@ def train_from_iterator(
     pattern: str = "gpt2",
     num_threads: int | None = None,
     progress: bool | None = None,
+    trace: int = 0,
 ) -> Tokenizer:
     """Train on an iterable of strings, each an independent document (pre-tokens
     never span two texts). Texts are consumed in batches, so a generator over a
-    huge dataset is fine. Arguments and errors as `train`.
+    huge dataset is fine. Arguments (including `trace`) and errors as `train`.
 
     >>> import bytepair
     >>> bytepair.train_from_iterator(["low lower", "newest widest"], 257, progress=False).merges
     [(b'w', b'e')]
     """
-    num_merges = _check_arguments(vocab_size, special_tokens)
+    num_merges = _check_arguments(vocab_size, special_tokens, trace)
     show = _show_progress(progress)
     stats = TrainingStats()
     counter = _core.WordCounter(pattern, list(special_tokens))
@@ -230,7 +247,9 @@ def train_from_iterator(
             flush()
         stats.input_bytes = done_before
     stats.count_seconds = time.perf_counter() - start
-    return _learn(counter, num_merges, special_tokens, pattern, stats, num_threads=num_threads, progress=show)
+    return _learn(
+        counter, num_merges, special_tokens, pattern, stats, num_threads=num_threads, progress=show, trace=trace
+    )
 
 
 def train_from_counts(
@@ -241,10 +260,12 @@ def train_from_counts(
     pattern: str = "gpt2",
     num_threads: int | None = None,
     progress: bool | None = None,
+    trace: int = 0,
 ) -> Tokenizer:
     """Train from word counts made elsewhere: keys are pre-tokens, taken as given
     (str keys are UTF-8 encoded; they are not pre-tokenized again). `pattern` is
     stored in the tokenizer for encoding. Counts may exceed 2**32 (u64).
+    `trace=N` prints the first N merges with their pair counts, as in `train`.
 
     Raises:
         ValueError: a count that is negative or not an integer (names the word),
@@ -256,8 +277,11 @@ def train_from_counts(
     >>> counts = {"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}
     >>> [a + b for a, b in bytepair.train_from_counts(counts, 260).merges]
     [b'ug', b'un', b'hug', b'pun']
+    >>> _ = bytepair.train_from_counts(counts, 260, trace=2)
+    step 1: ('u', 'g') -> 'ug' (count 20)
+    step 2: ('u', 'n') -> 'un' (count 16)
     """
-    num_merges = _check_arguments(vocab_size, special_tokens)
+    num_merges = _check_arguments(vocab_size, special_tokens, trace)
     items = []
     total_bytes = 0
     for word, count in word_counts.items():
@@ -276,5 +300,5 @@ def train_from_counts(
     stats = TrainingStats()
     return _learn(
         counter, num_merges, special_tokens, pattern, stats,
-        num_threads=num_threads, progress=_show_progress(progress),
+        num_threads=num_threads, progress=_show_progress(progress), trace=trace,
     )

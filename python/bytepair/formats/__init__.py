@@ -1,0 +1,48 @@
+"""File formats for byte-level BPE tokenizers, each read and written so that
+the other tool gives the same ids as bytepair:
+
+- `hf`: HuggingFace ``tokenizer.json`` (tokenizers, transformers);
+- `gpt2`: GPT-2's ``vocab.json`` + ``merges.txt`` (openai/gpt-2, HF's slow
+  tokenizers, ``tokenizers.models.BPE.from_file``);
+- `tiktoken_files`: tiktoken's ``.tiktoken`` rank files (+ a sidecar JSON for
+  the pattern and special tokens) and live ``tiktoken.Encoding`` objects;
+- `detect`: `load` any of them by looking at the file, `info`, `convert`, and
+  the ``bytepair convert`` / ``bytepair info`` commands;
+- `bytelevel`: GPT-2's printable form of token bytes; `tables`: the merge /
+  rank table checks they share.
+"""
+
+from .bytelevel import bytes_to_unicode, str_to_token, token_to_str, unicode_to_bytes
+from .detect import convert, detect_format, info, load, save_as
+from .gpt2 import from_gpt2_files, read_merges, save_gpt2
+from .hf import PRESETS, from_hf_json, hf_added_token_ids, hf_pattern, preset_name, to_hf_json
+from .tables import check_merges, merges_from_ranks, ranks_of
+from .tiktoken_files import from_tiktoken, from_tiktoken_encoding, save_tiktoken, to_tiktoken
+
+__all__ = [
+    "PRESETS",
+    "bytes_to_unicode",
+    "check_merges",
+    "convert",
+    "detect_format",
+    "from_gpt2_files",
+    "from_hf_json",
+    "from_tiktoken",
+    "from_tiktoken_encoding",
+    "hf_added_token_ids",
+    "hf_pattern",
+    "info",
+    "load",
+    "merges_from_ranks",
+    "preset_name",
+    "ranks_of",
+    "read_merges",
+    "save_as",
+    "save_gpt2",
+    "save_tiktoken",
+    "str_to_token",
+    "to_hf_json",
+    "to_tiktoken",
+    "token_to_str",
+    "unicode_to_bytes",
+]

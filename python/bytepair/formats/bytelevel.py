@@ -1,0 +1,65 @@
+"""GPT-2's printable form of byte-level tokens.
+
+Byte-level BPE files (GPT-2's ``vocab.json``/``merges.txt``, HuggingFace
+``tokenizer.json``) store tokens as printable strings: GPT-2's
+``bytes_to_unicode`` table (openai/gpt-2, ``src/encoder.py``) maps each of the
+256 bytes to one visible character (printable Latin-1 bytes map to themselves,
+the rest to U+0100 and up), so ``b" the"`` is stored as ``"Ġthe"``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+
+@lru_cache(maxsize=1)
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte -> printable character table (256 entries).
+
+    >>> bytes_to_unicode()[ord(" ")], bytes_to_unicode()[ord("a")]
+    ('Ġ', 'a')
+    """
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    table = {b: chr(b) for b in printable}
+    extra = 0
+    for b in range(256):
+        if b not in table:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return table
+
+
+@lru_cache(maxsize=1)
+def unicode_to_bytes() -> dict[str, int]:
+    """The inverse of `bytes_to_unicode`: printable character -> byte."""
+    return {c: b for b, c in bytes_to_unicode().items()}
+
+
+def token_to_str(token: bytes) -> str:
+    """Bytes -> GPT-2 printable form (``b" hi"`` -> ``"Ġhi"``).
+
+    >>> token_to_str(b" hi\\n")
+    'ĠhiĊ'
+    """
+    table = bytes_to_unicode()
+    return "".join(table[b] for b in token)
+
+
+def str_to_token(text: str, *, where: str = "") -> bytes:
+    """GPT-2 printable form -> bytes (``"Ġhi"`` -> ``b" hi"``).
+
+    Raises:
+        ValueError: a character outside the 256-entry table; the message names
+            `where` (e.g. the file and key being read) and the character.
+    """
+    table = unicode_to_bytes()
+    try:
+        return bytes(table[c] for c in text)
+    except KeyError as e:
+        raise ValueError(f"{where}: {text!r} is not a byte-level token (character {e.args[0]!r})") from None
+
+
+def is_byte_level(text: str) -> bool:
+    """Whether every character of `text` is one of the 256 printable byte characters."""
+    table = unicode_to_bytes()
+    return all(c in table for c in text)

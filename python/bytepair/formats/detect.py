@@ -1,0 +1,271 @@
+"""Reading any supported file (`load`), describing it (`info`), converting
+between formats (`convert`), and the ``bytepair convert`` / ``bytepair info``
+subcommands.
+
+Detection looks at the content, then at the neighbours:
+  - a JSON object with a ``"model"`` object: HuggingFace tokenizer.json;
+  - a JSON object of ``token: id`` with a merges file beside it (``merges.txt``,
+    the same name with ``vocab`` -> ``merges`` and ``.json`` -> ``.txt``, or
+    OpenAI's ``vocab.bpe`` next to ``encoder.json``): GPT-2 files; a merges file
+    given directly finds its vocab.json the same way;
+  - ``base64 rank`` lines (plain or gzipped): a ``.tiktoken`` rank file, with its
+    sidecar ``<file>.json`` (the sidecar's own path works too);
+  - a directory: its ``tokenizer.json``, else ``vocab.json`` + ``merges.txt``,
+    else its single ``.tiktoken`` file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .. import _core
+from .gpt2 import MERGES_NAME, VOCAB_NAME, from_gpt2_files, save_gpt2
+from .hf import from_hf_json, preset_name
+from .tiktoken_files import SIDECAR_SUFFIX, from_tiktoken, looks_like_rank_file, save_tiktoken
+
+if TYPE_CHECKING:
+    from ..tokenizer import Tokenizer
+
+FORMATS = ("hf", "tiktoken", "gpt2")
+_FORMAT_NAMES = {"hf": "HuggingFace tokenizer.json", "tiktoken": "tiktoken rank file", "gpt2": "GPT-2 vocab.json + merges.txt"}
+
+
+def _beside(path: str, candidates: list[str]) -> str | None:
+    directory = os.path.dirname(os.path.abspath(path))
+    for name in candidates:
+        p = os.path.join(directory, name)
+        if name and os.path.isfile(p) and os.path.abspath(p) != os.path.abspath(path):
+            return p
+    return None
+
+
+def _merges_for(vocab_path: str) -> str | None:
+    base = os.path.basename(vocab_path)
+    swapped = base.replace("vocab", "merges").removesuffix(".json") + ".txt" if "vocab" in base else ""
+    return _beside(vocab_path, [MERGES_NAME, swapped, "vocab.bpe" if base == "encoder.json" else ""])
+
+
+def _vocab_for(merges_path: str) -> str | None:
+    base = os.path.basename(merges_path)
+    swapped = base.replace("merges", "vocab").removesuffix(".txt") + ".json" if "merges" in base else ""
+    return _beside(merges_path, [VOCAB_NAME, swapped, "encoder.json" if base == "vocab.bpe" else ""])
+
+
+def _read_head(path: str, size: int = 1 << 16) -> bytes:
+    with open(path, "rb") as f:
+        head = f.read(size)
+    if head[:2] == b"\x1f\x8b":
+        with gzip.open(path, "rb") as f:
+            head = f.read(size)
+    return head
+
+
+def detect_format(path: str | os.PathLike) -> tuple[str, dict[str, Any]]:
+    """Which format `path` holds, and the files that make it up.
+
+    Returns:
+        ``("hf", {"path", "doc"})``, ``("gpt2", {"vocab", "merges"})`` or
+        ``("tiktoken", {"path"})``.
+
+    Raises:
+        FileNotFoundError: no such file or directory.
+        ValueError: the content matches no format, or a GPT-2 file lacks its
+            partner; the message says what was expected.
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        if os.path.isfile(os.path.join(path, "tokenizer.json")):
+            return detect_format(os.path.join(path, "tokenizer.json"))
+        if os.path.isfile(os.path.join(path, VOCAB_NAME)) and os.path.isfile(os.path.join(path, MERGES_NAME)):
+            return "gpt2", {"vocab": os.path.join(path, VOCAB_NAME), "merges": os.path.join(path, MERGES_NAME)}
+        ranks = [n for n in sorted(os.listdir(path)) if n.endswith((".tiktoken", ".tiktoken.gz"))]
+        if len(ranks) == 1:
+            return "tiktoken", {"path": os.path.join(path, ranks[0])}
+        raise ValueError(
+            f"{path}: a directory without tokenizer.json, vocab.json + merges.txt, or a single .tiktoken file"
+        )
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path}: no such file or directory")
+    head = _read_head(path)
+    if head.lstrip()[:1] in (b"{", b"[", b""):
+        with open(path, "rb") as f:
+            data = f.read()
+        try:
+            doc = json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ValueError(f"{path}: not valid JSON: {e}") from None
+        # A vocab.json may hold the token "model": test for it first.
+        if isinstance(doc, dict) and doc and all(type(v) is int for v in doc.values()):
+            merges = _merges_for(path)
+            if merges is None:
+                raise ValueError(f"{path}: a GPT-2 style vocab.json, but no merges.txt beside it")
+            return "gpt2", {"vocab": path, "merges": merges}
+        if isinstance(doc, dict) and "model" in doc:
+            return "hf", {"path": path, "doc": doc}
+        if isinstance(doc, dict) and "pat_str" in doc and path.endswith(SIDECAR_SUFFIX):
+            return "tiktoken", {"path": path.removesuffix(SIDECAR_SUFFIX)}
+        raise ValueError(
+            f"{path}: JSON, but no 'model' object (not a tokenizer.json) and not a vocab.json (token -> id)"
+        )
+    if looks_like_rank_file(head):
+        return "tiktoken", {"path": path}
+    first = head.split(b"\n", 1)[0].rstrip(b"\r")
+    if first.startswith(b"#version") or len(first.split(b" ")) == 2:
+        vocab = _vocab_for(path)
+        if vocab is None:
+            raise ValueError(f"{path}: looks like a GPT-2 merges.txt, but there is no vocab.json beside it")
+        return "gpt2", {"vocab": vocab, "merges": path}
+    raise ValueError(
+        f"{path}: cannot tell the format (expected a HuggingFace tokenizer.json, GPT-2 vocab.json + merges.txt, "
+        "or a tiktoken rank file of 'base64 rank' lines)"
+    )
+
+
+def load(
+    path: str | os.PathLike,
+    *,
+    pattern: str | None = None,
+    special_tokens: Mapping[str, int] | None = None,
+) -> "Tokenizer":
+    """Load a tokenizer from any supported file, detecting the format (see the
+    module docstring).
+
+    Args:
+        path: a file or directory.
+        pattern, special_tokens: for a ``.tiktoken`` file without a sidecar (and
+            to override one); for GPT-2 files, `pattern` replaces GPT-2's.
+
+    Raises:
+        FileNotFoundError, ValueError: as `detect_format` and the format's reader.
+    """
+    kind, parts = detect_format(path)
+    if kind == "hf":
+        if pattern is not None or special_tokens is not None:
+            raise ValueError(f"{path}: a tokenizer.json holds its pattern and special tokens; do not pass them")
+        return from_hf_json(parts["doc"], source=parts["path"])
+    if kind == "gpt2":
+        return from_gpt2_files(parts["vocab"], parts["merges"], special_tokens, pattern or "gpt2")
+    return from_tiktoken(parts["path"], pattern=pattern, special_tokens=special_tokens)
+
+
+def infer_target(out: str) -> str:
+    """The format to write to `out`, from its name: ``.tiktoken`` -> tiktoken,
+    ``.json`` -> hf, an existing directory or a path ending in a separator -> gpt2.
+
+    Raises:
+        ValueError: none of these; pass ``to=`` / ``--to``.
+    """
+    if out.endswith(".tiktoken"):
+        return "tiktoken"
+    if out.endswith(".json"):
+        return "hf"
+    if os.path.isdir(out) or out.endswith(("/", os.sep)):
+        return "gpt2"
+    raise ValueError(
+        f"{out}: cannot tell the output format from the name (use .tiktoken, .json, or a directory "
+        "for vocab.json + merges.txt), or pass --to tiktoken|hf|gpt2"
+    )
+
+
+def save_as(tok: "Tokenizer", out: str | os.PathLike, to: str) -> list[str]:
+    """Write `tok` to `out` in format `to` (``hf``, ``tiktoken``, ``gpt2``); the files written."""
+    out = os.fspath(out)
+    if to == "hf":
+        tok.save(out)
+        return [out]
+    if to == "tiktoken":
+        return list(save_tiktoken(tok, out))
+    if to == "gpt2":
+        return list(save_gpt2(tok, out))
+    raise ValueError(f"unknown format {to!r} (expected one of {', '.join(FORMATS)})")
+
+
+def convert(
+    src: str | os.PathLike,
+    out: str | os.PathLike,
+    to: str | None = None,
+    *,
+    pattern: str | None = None,
+    special_tokens: Mapping[str, int] | None = None,
+) -> list[str]:
+    """Load `src` (any format) and write it to `out` in format `to` (inferred
+    from `out` when None, see `infer_target`). Returns the files written."""
+    tok = load(src, pattern=pattern, special_tokens=special_tokens)
+    return save_as(tok, out, to or infer_target(os.fspath(out)))
+
+
+def info(path: str | os.PathLike) -> dict[str, Any]:
+    """What a tokenizer file holds: ``format``, ``files``, ``vocab_size``,
+    ``merges``, ``special_tokens`` (string -> id), ``pattern`` (preset name or
+    regex), ``preset`` (bool), ``max_id``."""
+    kind, parts = detect_format(path)
+    tok = load(path)
+    files = [parts.get("path")] if kind != "gpt2" else [parts["vocab"], parts["merges"]]
+    if kind == "tiktoken" and os.path.isfile(parts["path"] + SIDECAR_SUFFIX):
+        files.append(parts["path"] + SIDECAR_SUFFIX)
+    name = preset_name(tok.pattern_regex)
+    return {
+        "format": kind,
+        "files": files,
+        "vocab_size": tok.vocab_size,
+        "merges": len(tok.merges),
+        "special_tokens": dict(sorted(tok.special_tokens.items(), key=lambda kv: kv[1])),
+        "pattern": name,
+        "preset": name != tok.pattern_regex,
+        "max_id": tok.n_vocab - 1,
+    }
+
+
+# ---- command line -------------------------------------------------------------------
+
+
+def _special_arg(text: str) -> tuple[str, int]:
+    token, sep, number = text.rpartition("=")
+    if not sep or not token or not number.isdigit():
+        raise argparse.ArgumentTypeError(f"expected TOKEN=ID, got {text!r}")
+    return token, int(number)
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    d = info(args.file)
+    specials = ", ".join(f"{t}={i}" for t, i in d["special_tokens"].items()) or "(none)"
+    n_special = len(d["special_tokens"])
+    pattern = f"{d['pattern']} (preset: {_core.resolve_pattern(d['pattern'])})" if d["preset"] else d["pattern"]
+    print(
+        f"format          {_FORMAT_NAMES[d['format']]} ({d['format']})\n"
+        f"files           {', '.join(d['files'])}\n"
+        f"vocab size      {d['vocab_size']:,} ({d['vocab_size'] - n_special:,} tokens + {n_special} special; "
+        f"largest id {d['max_id']:,})\n"
+        f"merges          {d['merges']:,}\n"
+        f"special tokens  {specials}\n"
+        f"pattern         {pattern}"
+    )
+    return 0
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    specials = dict(args.special_token) if args.special_token else None
+    written = convert(args.input, args.output, args.to, pattern=args.pattern, special_tokens=specials)
+    print(f"wrote {', '.join(written)}", file=sys.stderr)
+    return 0
+
+
+def register_commands(sub: "argparse._SubParsersAction") -> None:
+    """Add ``convert`` and ``info`` to the ``bytepair`` command line."""
+    c = sub.add_parser("convert", help="convert a tokenizer between tokenizer.json, .tiktoken and GPT-2 files")
+    c.add_argument("input", metavar="IN", help="tokenizer.json, vocab.json or merges.txt, .tiktoken[.gz], or a directory")
+    c.add_argument("output", metavar="OUT", help="X.json (hf), X.tiktoken (+ X.tiktoken.json), or DIR/ (gpt2)")
+    c.add_argument("--to", choices=FORMATS, default=None, help="output format (default: from OUT's name)")
+    c.add_argument("--pattern", default=None, help="pattern for a .tiktoken input without a sidecar")
+    c.add_argument("--special-token", action="append", type=_special_arg, default=[], metavar="TOKEN=ID",
+                   help="special token of a .tiktoken input without a sidecar (repeatable)")
+    c.set_defaults(run=cmd_convert)
+    i = sub.add_parser("info", help="describe a tokenizer file: format, vocab size, merges, special tokens, pattern")
+    i.add_argument("file", metavar="FILE")
+    i.set_defaults(run=cmd_info)

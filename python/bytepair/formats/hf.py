@@ -1,0 +1,375 @@
+"""HuggingFace ``tokenizer.json`` for byte-level BPE.
+
+The file of the ``tokenizers`` library (huggingface/tokenizers, the
+``Tokenizer.save`` / ``Tokenizer.from_file`` JSON), which ``transformers``
+loads with ``PreTrainedTokenizerFast(tokenizer_file=...)``.
+
+What we write (tokenizers >= 0.15 and transformers read it with our ids):
+  - model: BPE, vocab ``{printable token: id}``, merges ``"left right"``, and
+    ``ignore_merges: true`` so a pre-token that is itself a token is looked up
+    whole, as tiktoken does;
+  - pre_tokenizer: ``Split(pattern, Isolated)`` then ``ByteLevel(use_regex=false)``;
+  - decoder: ByteLevel; special tokens as ``added_tokens`` with ``special: true``.
+    HF does not keep the id written for an added token: it gives it the id of
+    the same string in ``model.vocab`` if there is one, else the next id after
+    the vocab (``AddedVocabulary::add_tokens``). So a special token whose id is
+    not where HF would put it is also written into ``model.vocab`` under its id,
+    as GPT-2's own files do with ``<|endoftext|>``.
+
+What we read: a BPE model over the 256 byte-level characters with
+  - pre_tokenizer ``ByteLevel`` (its built-in GPT-2 regex, ``use_regex`` true),
+    ``ByteLevel(use_regex=false)`` (no split at all), or
+    ``Sequence[Split(Regex, Isolated), ByteLevel(use_regex=false)]`` (the
+    Llama-3 / GPT-4-style layout, and ours);
+  - ``ignore_merges`` true or false (false: merges by pair, as GPT-2's original
+    code; equal to ours when the merge table passes `tables.check_merges`);
+  - added tokens (special or not: HF always splits them out of the text) become
+    special tokens, with the ids HF gives them.
+Anything that would change the ids is an error naming its key: a normalizer, a
+WordPiece/Unigram/WordLevel model, ``add_prefix_space``, ``byte_fallback``,
+dropout, subword prefixes/suffixes, other pre-tokenizers, added tokens with
+lstrip/rstrip/single_word. A post-processor (the tokens HF adds when
+``add_special_tokens=True``) and truncation/padding are ignored with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .. import _core
+from .bytelevel import str_to_token, token_to_str
+from .tables import check_merges
+
+if TYPE_CHECKING:
+    from ..tokenizer import Tokenizer
+
+PRESETS = ("gpt2", "cl100k", "o200k")
+
+# Preset spellings for tokenizer.json. HF's regex engine (Oniguruma, Ruby syntax)
+# reads tiktoken's possessive interval `\p{N}{1,3}+` as `(\p{N}{1,3})+`, any
+# number of digits; the plain `{1,3}` is the same match here (nothing follows it
+# in its branch) and means the same to every engine.
+_HF_SPELLING = {
+    "cl100k": r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*+"
+    r"|\s++$|\s*[\r\n]|\s+(?!\S)|\s",
+}
+# Other spellings of a preset that split every text the same way: tiktoken's own
+# r50k_base / p50k_base pattern (possessive, with `\s++$`) for GPT-2's.
+_OTHER_SPELLINGS = {
+    "gpt2": (r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s",),
+}
+# A possessive interval (`{1,3}+`), which Oniguruma reads as a repeated interval.
+_POSSESSIVE_INTERVAL = re.compile(r"(?<!\\)\{\d+(?:,\d*)?\}\+")
+# What HF's ByteLevel(use_regex=false) alone does: no split, the text is one pre-token.
+WHOLE_TEXT = r"(?s:.+)"
+
+
+def preset_name(pattern: str) -> str:
+    """The preset name (``gpt2``, ``cl100k``, ``o200k``) whose pre-tokenization
+    `pattern` spells, else `pattern` itself."""
+    for name in PRESETS:
+        if pattern in (_core.resolve_pattern(name), _HF_SPELLING.get(name), *_OTHER_SPELLINGS.get(name, ())):
+            return name
+    return pattern
+
+
+def hf_pattern(pattern: str) -> str:
+    """The regex to write into tokenizer.json for `pattern` (a preset name or regex)."""
+    return _HF_SPELLING.get(preset_name(_core.resolve_pattern(pattern)), _core.resolve_pattern(pattern))
+
+
+def hf_added_token_ids(contents: Sequence[str], model_vocab: Mapping[str, int]) -> dict[str, int]:
+    """The ids HuggingFace tokenizers gives added tokens, in file order, when it
+    reads a tokenizer.json (``AddedVocabulary::add_tokens``): the id of the same
+    string in ``model.vocab`` if it is there; else ``len(model.vocab)`` for the
+    first, then one more than the largest added id so far (or ``len(model.vocab)``
+    again while that largest id is below it). The id written in the file is not used.
+    """
+    size = len(model_vocab)
+    ids: dict[str, int] = {}
+    for content in contents:
+        if not content or content in ids:
+            continue
+        if content in model_vocab:
+            ids[content] = model_vocab[content]
+            continue
+        top = max(ids.values(), default=None)
+        ids[content] = size if top is None else (top + 1 if top >= size or size == 0 else size)
+    return ids
+
+
+def to_hf_json(tok: "Tokenizer") -> str:
+    """Serialize `tok` as a HuggingFace tokenizer.json document (str).
+
+    Special tokens keep their ids in HF: one that HF would renumber (a gap
+    after the vocab, ids out of order) is also written into ``model.vocab``.
+
+    Raises:
+        ValueError: the vocabulary holds the same bytes under two ids.
+
+    Warns:
+        UserWarning: a special token whose text is also the printable form of a
+            vocabulary token with another id (HF would give it that id).
+    """
+    special_ids = set(tok.special_tokens.values())
+    vocab = {token_to_str(b): i for i, b in sorted(tok.vocab.items()) if i not in special_ids}
+    if len(vocab) != len(tok.vocab) - len(special_ids & tok.vocab.keys()):
+        raise ValueError("the vocabulary holds the same bytes under two ids; tokenizer.json cannot store that")
+    added = sorted(tok.special_tokens.items(), key=lambda kv: kv[1])
+    model_vocab = dict(vocab)
+    while True:
+        got = hf_added_token_ids([t for t, _ in added], model_vocab)
+        fix = [(t, i) for t, i in added if got[t] != i and t not in model_vocab]
+        if not fix:
+            break
+        model_vocab.update(fix)
+    for t, i in added:
+        if got[t] != i:
+            warnings.warn(
+                f"tokenizer.json: special token {t!r} (id {i}) is spelled like the vocabulary token with id "
+                f"{model_vocab[t]}; HuggingFace will give it id {got[t]}",
+                stacklevel=3,
+            )
+    doc: dict[str, Any] = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [
+            {
+                "id": i,
+                "content": t,
+                "single_word": False,
+                "lstrip": False,
+                "rstrip": False,
+                "normalized": False,
+                "special": True,
+            }
+            for t, i in added
+        ],
+        "normalizer": None,
+        "pre_tokenizer": {
+            "type": "Sequence",
+            "pretokenizers": [
+                {"type": "Split", "pattern": {"Regex": hf_pattern(tok.pattern)}, "behavior": "Isolated", "invert": False},
+                {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
+            ],
+        },
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": True,
+            "vocab": dict(sorted(model_vocab.items(), key=lambda kv: kv[1])),
+            "merges": [f"{token_to_str(a)} {token_to_str(b)}" for a, b in tok.merges],
+        },
+    }
+    return json.dumps(doc, ensure_ascii=False, indent=1)
+
+
+def _byte_level_step(step: Any, where: str, source: str, *, use_regex: bool) -> None:
+    """Check a ByteLevel pre-tokenizer node: ``add_prefix_space`` false, ``use_regex`` as expected."""
+    if step.get("add_prefix_space"):
+        raise ValueError(
+            f"{source}: {where}.add_prefix_space=true is not supported (it inserts a space before the text)"
+        )
+    if bool(step.get("use_regex", True)) != use_regex:
+        raise ValueError(f"{source}: {where}.use_regex={step.get('use_regex', True)} is not supported here")
+
+
+def _split_regex(step: Any, where: str, source: str) -> str:
+    """The regex of a Split(Regex, Isolated, invert=false) node."""
+    pattern = step.get("pattern")
+    if not isinstance(pattern, dict) or not isinstance(pattern.get("Regex"), str):
+        raise ValueError(
+            f"{source}: {where}.pattern {json.dumps(pattern)[:100]} is not supported (only {{\"Regex\": ...}}; "
+            "a String pattern splits on a literal, which a pre-tokenization regex does not express)"
+        )
+    if step.get("behavior") != "Isolated":
+        raise ValueError(f"{source}: {where}.behavior {step.get('behavior')!r} is not supported (only 'Isolated')")
+    if step.get("invert"):
+        raise ValueError(f"{source}: {where}.invert=true is not supported")
+    regex = pattern["Regex"]
+    if preset_name(regex) == regex and _POSSESSIVE_INTERVAL.search(regex):
+        raise ValueError(
+            f"{source}: {where}.pattern {regex!r} has a possessive interval such as {{1,3}}+, which HF's "
+            "regex engine (Oniguruma) reads as a repeated interval, unlike tiktoken and bytepair; not supported"
+        )
+    return regex
+
+
+def _pattern_of(pre: Any, source: str) -> str:
+    """The pre-tokenization regex of a tokenizer.json `pre_tokenizer` node."""
+    if not isinstance(pre, dict):
+        raise ValueError(f"{source}: pre_tokenizer: expected an object, got {type(pre).__name__}")
+    kind = pre.get("type")
+    if kind == "ByteLevel":
+        use_regex = bool(pre.get("use_regex", True))
+        _byte_level_step(pre, "pre_tokenizer", source, use_regex=use_regex)
+        return _core.resolve_pattern("gpt2") if use_regex else WHOLE_TEXT
+    if kind == "Sequence":
+        steps = pre.get("pretokenizers")
+        if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
+            raise ValueError(f"{source}: pre_tokenizer.pretokenizers must be a list of objects")
+        kinds = [s.get("type") for s in steps]
+        if kinds == ["ByteLevel"]:
+            return _pattern_of(steps[0], source)
+        if kinds == ["Split", "ByteLevel"]:
+            regex = _split_regex(steps[0], "pre_tokenizer.pretokenizers[0]", source)
+            _byte_level_step(steps[1], "pre_tokenizer.pretokenizers[1]", source, use_regex=False)
+            return regex
+        raise ValueError(
+            f"{source}: pre_tokenizer Sequence {kinds} is not supported "
+            "(expected [Split(Regex, Isolated), ByteLevel(use_regex=false)] or [ByteLevel])"
+        )
+    raise ValueError(
+        f"{source}: pre_tokenizer {json.dumps(pre)[:200]} is not supported "
+        "(expected ByteLevel, or Split(Regex, Isolated) followed by ByteLevel(use_regex=false))"
+    )
+
+
+def _check_model_options(model: dict, source: str) -> None:
+    if model.get("type", "BPE") != "BPE":
+        raise ValueError(f"{source}: model.type {model.get('type')!r} is not supported (only byte-level BPE)")
+    if model.get("dropout") not in (None, 0, 0.0):
+        raise ValueError(
+            f"{source}: model.dropout={model['dropout']!r} is not supported (HF would skip merges at random "
+            "on every encode; bytepair's encode is deterministic)"
+        )
+    if model.get("byte_fallback"):
+        raise ValueError(f"{source}: model.byte_fallback=true is not supported (a SentencePiece-style model, not byte-level)")
+    for key in ("continuing_subword_prefix", "end_of_word_suffix"):
+        if model.get(key) not in (None, ""):
+            raise ValueError(f"{source}: model.{key}={model[key]!r} is not supported (byte-level BPE has none)")
+
+
+def _is_empty_normalizer(node: Any) -> bool:
+    return node in (None, {}) or (
+        isinstance(node, dict) and node.get("type") == "Sequence" and node.get("normalizers") in ([], None)
+    )
+
+
+def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") -> "Tokenizer":
+    """Parse a byte-level BPE tokenizer.json document into a Tokenizer whose ids
+    equal HuggingFace tokenizers' (``encode(text, add_special_tokens=False)``).
+
+    Args:
+        data: the file's content (bytes or str), or the parsed JSON object.
+        source: names the file in error messages.
+
+    Raises:
+        ValueError: invalid JSON; a model that is not byte-level BPE; a
+            normalizer, pre-tokenizer or model option that changes the ids (see
+            the module docstring); a token that is not byte-level; a wrong JSON
+            type; an added token whose id the vocab gives to other bytes; a merge
+            table HF would apply differently (`tables.check_merges`). The message
+            names `source` and the key at fault.
+
+    Warns:
+        UserWarning: an added token whose id in the file is not the one HF gives
+            it (HF's id is used), or a post-processor / truncation / padding,
+            which are ignored.
+    """
+    from ..tokenizer import Tokenizer
+
+    try:
+        doc = data if isinstance(data, dict) else json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{source}: not valid JSON: {e}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict):
+        raise ValueError(f"{source}: no 'model' object; not a tokenizer.json file")
+    model = doc["model"]
+    _check_model_options(model, source)
+    if not _is_empty_normalizer(doc.get("normalizer")):
+        raise ValueError(f"{source}: normalizer {json.dumps(doc['normalizer'])[:100]} is not supported")
+    pattern = preset_name(_pattern_of(doc.get("pre_tokenizer"), source))
+    post = doc.get("post_processor")
+    if post not in (None, {}) and not (isinstance(post, dict) and post.get("type") == "ByteLevel"):
+        warnings.warn(
+            f"{source}: post_processor {json.dumps(post)[:80]} is ignored; compare with HF's "
+            "encode(..., add_special_tokens=False)",
+            stacklevel=3,
+        )
+    for key in ("truncation", "padding"):
+        if doc.get(key) is not None:
+            warnings.warn(f"{source}: {key} is ignored", stacklevel=3)
+    raw_vocab = model.get("vocab")
+    if not isinstance(raw_vocab, dict):
+        raise ValueError(f"{source}: model.vocab must be an object of token -> id")
+    by_id: dict[int, str] = {}
+    for s, i in raw_vocab.items():
+        if type(i) is not int or not 0 <= i < 1 << 32:
+            raise ValueError(f"{source}: model.vocab[{s!r}] must be an integer id in [0, 2**32), got {i!r}")
+        if i in by_id:
+            raise ValueError(f"{source}: model.vocab: id {i} is given to two tokens")
+        by_id[i] = s
+
+    added = doc.get("added_tokens") or []
+    if not isinstance(added, list):
+        raise ValueError(f"{source}: added_tokens must be a list")
+    stored: list[tuple[int, str, int]] = []
+    for n, t in enumerate(added):
+        if not isinstance(t, dict) or not isinstance(t.get("content"), str) or type(t.get("id")) is not int:
+            raise ValueError(f"{source}: added_tokens[{n}] must have a string 'content' and an integer 'id'")
+        if not 0 <= t["id"] < 1 << 32:
+            raise ValueError(f"{source}: added_tokens[{n}].id {t['id']} must be in [0, 2**32)")
+        for flag in ("lstrip", "rstrip", "single_word"):
+            if t.get(flag):
+                raise ValueError(f"{source}: added_tokens[{n}].{flag}=true is not supported")
+        stored.append((n, t["content"], t["id"]))
+    # An added token listed in model.vocab too (GPT-2 style) is not an ordinary token.
+    contents = {c for _, c, _ in stored}
+    vocab: dict[int, bytes] = {
+        i: str_to_token(s, where=f"{source}: model.vocab") for i, s in by_id.items() if s not in contents
+    }
+    effective = hf_added_token_ids([c for _, c, _ in stored], raw_vocab)
+    specials: dict[str, int] = {}
+    for n, content, i in stored:
+        if content in specials:
+            continue
+        hf_id = effective[content]
+        if hf_id != i:
+            if i in by_id and by_id[i] != content:
+                raise ValueError(
+                    f"{source}: added_tokens[{n}] {content!r} has id {i}, which model.vocab gives to {by_id[i]!r}"
+                )
+            warnings.warn(
+                f"{source}: added_tokens[{n}] {content!r} has id {i} in the file, but HuggingFace gives it id "
+                f"{hf_id} (it numbers added tokens that are not in model.vocab from the vocab's size); "
+                f"using {hf_id}",
+                stacklevel=3,
+            )
+        if hf_id in by_id and by_id[hf_id] != content:
+            raise ValueError(
+                f"{source}: added_tokens[{n}] {content!r} gets id {hf_id} in HuggingFace, which model.vocab "
+                f"gives to {by_id[hf_id]!r}"
+            )
+        specials[content] = hf_id
+
+    merges = []
+    for n, m in enumerate(model.get("merges") or []):
+        where = f"{source}: model.merges[{n}]"
+        parts = m.split(" ") if isinstance(m, str) else m
+        if not isinstance(parts, list) or len(parts) != 2 or not all(isinstance(p, str) for p in parts):
+            raise ValueError(f"{where}: expected 'left right' or [left, right], got {m!r}")
+        merges.append((str_to_token(parts[0], where=where), str_to_token(parts[1], where=where)))
+    check_merges(merges, source=source, what="model.merges")
+    if not model.get("ignore_merges", False):
+        made = {a + b for a, b in merges}
+        for i, b in vocab.items():
+            if len(b) > 1 and b not in made:
+                raise ValueError(
+                    f"{source}: model.vocab[{by_id[i]!r}] (id {i}) is made by no merge; with ignore_merges=false "
+                    "HF never produces it, bytepair would for a pre-token equal to it "
+                    "(list it in added_tokens, or set ignore_merges=true)"
+                )
+    return Tokenizer(vocab, merges, special_tokens=specials, pattern=pattern)
