@@ -271,6 +271,18 @@ def test_hf_parity_with_backslash_w_pattern(tmp_path):
     assert hf_ids(hf, "a²") == tok.encode("a²")
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "DISCREPANCY (decode only): HF tokenizers runs added tokens through the ByteLevel decoder, "
+    "so a special token with non-ASCII text decodes wrongly: special '<|é|>' (id 256 over the 256 "
+    "bytes): HF decode([256]) gives '<|\ufffd|>', ours '<|é|>'. Encoding agrees ([256])."
+))
+def test_hf_decodes_non_ascii_special_token(tmp_path):
+    tok = bytepair.Tokenizer(byte_vocab(), [], ["<|é|>"])
+    _, hf = saved(tok, tmp_path)
+    assert hf_ids(hf, "<|é|>") == tok.encode("<|é|>", allowed_special="all") == [256]
+    assert hf.decode([256], skip_special_tokens=False) == tok.decode([256]) == "<|é|>"
+
+
 def test_hf_keeps_special_token_ids_after_a_gap(tmp_path):
     """HF does not use the id written for an added token: one that is not in
     model.vocab gets the next id after the vocab. save() therefore also lists a

@@ -577,6 +577,9 @@ BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": Tr
         (lambda d: d["pre_tokenizer"]["pretokenizers"].insert(0, _split(r"\d")), "Sequence ['Split', 'Split', 'ByteLevel']"),
         (lambda d: d.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [_split(r"\p{N}{1,3}+|\D+"), BYTE_LEVEL]}),
          "possessive interval"),
+        # tiktoken's cl100k string as is: HF would split digit runs of any length.
+        (lambda d: d.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [
+            _split(bytepair.resolve_pattern("cl100k")), BYTE_LEVEL]}), "possessive interval"),
         (lambda d: d.update(pre_tokenizer={"type": "Metaspace"}), "pre_tokenizer"),
         (lambda d: d["added_tokens"][0].update(lstrip=True), "added_tokens[0].lstrip"),
         (lambda d: d["added_tokens"][0].update(single_word=True), "added_tokens[0].single_word"),
@@ -607,7 +610,14 @@ def test_hf_supported_variants_load(tmp_path, good_doc):
     assert bytepair.Tokenizer.load(tmp_path / "b.json").pattern == "gpt2"
     good_doc["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [_split(tiktoken_official_pattern("gpt2")), BYTE_LEVEL]}
     (tmp_path / "c.json").write_text(json.dumps(good_doc), encoding="utf-8")
-    assert bytepair.Tokenizer.load(tmp_path / "c.json").pattern == "gpt2"
+    loaded = bytepair.Tokenizer.load(tmp_path / "c.json")
+    assert loaded.pattern == "gpt2"
+    # HF's engine splits that spelling as our gpt2 preset does (whitespace runs, line ends, text end).
+    tokenizers = pytest.importorskip("tokenizers")
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "c.json"))
+    text = read_slice("enwik8_head.txt", 1_500_000, 100_000) + " x  \n\n y \t\n  \r\n 12345 it's  "
+    pieces = [formats.str_to_token(p) for p, _ in hf.pre_tokenizer.pre_tokenize_str(text)]
+    assert pieces == [p.encode() for p in loaded.pretokenize(text)]
 
 
 # ---- .tiktoken errors and options ------------------------------------------------------------

@@ -144,10 +144,13 @@ def load(
     Raises:
         FileNotFoundError, ValueError: as `detect_format` and the format's reader.
     """
-    kind, parts = detect_format(path)
+    return _load_detected(*detect_format(path), pattern=pattern, special_tokens=special_tokens)
+
+
+def _load_detected(kind: str, parts: dict[str, Any], *, pattern=None, special_tokens=None) -> "Tokenizer":
     if kind == "hf":
         if pattern is not None or special_tokens is not None:
-            raise ValueError(f"{path}: a tokenizer.json holds its pattern and special tokens; do not pass them")
+            raise ValueError(f"{parts['path']}: a tokenizer.json holds its pattern and special tokens; do not pass them")
         return from_hf_json(parts["doc"], source=parts["path"])
     if kind == "gpt2":
         return from_gpt2_files(parts["vocab"], parts["merges"], special_tokens, pattern or "gpt2")
@@ -205,7 +208,7 @@ def info(path: str | os.PathLike) -> dict[str, Any]:
     ``merges``, ``special_tokens`` (string -> id), ``pattern`` (preset name or
     regex), ``preset`` (bool), ``max_id``."""
     kind, parts = detect_format(path)
-    tok = load(path)
+    tok = _load_detected(kind, parts)
     files = [parts.get("path")] if kind != "gpt2" else [parts["vocab"], parts["merges"]]
     if kind == "tiktoken" and os.path.isfile(parts["path"] + SIDECAR_SUFFIX):
         files.append(parts["path"] + SIDECAR_SUFFIX)
