@@ -91,8 +91,9 @@ def ru_maxrss_mib() -> float:
 
 
 def bytepair_build() -> str:
-    """Identity of the installed bytepair extension (modification time and the
-    start of its sha256), to detect a reinstall in the middle of a run."""
+    """Identity of the installed bytepair package: the start of a sha256 over its
+    files (extension module and Python sources) and when the extension was
+    installed, to detect a reinstall with different code in the middle of a run."""
     import hashlib
     import importlib.util
     from datetime import datetime, timezone
@@ -101,12 +102,16 @@ def bytepair_build() -> str:
     if spec is None or not spec.submodule_search_locations:
         return "bytepair not installed"
     folder = Path(next(iter(spec.submodule_search_locations)))
-    cores = sorted(folder.glob("_core*"))
-    if not cores:
-        return f"no extension module in {folder}"
-    data = cores[0].read_bytes()
-    mtime = datetime.fromtimestamp(cores[0].stat().st_mtime, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    return f"{cores[0].name} installed {mtime}, sha256 {hashlib.sha256(data).hexdigest()[:12]}"
+    digest = hashlib.sha256()
+    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in (".py", ".so", ".pyd"))
+    for path in files:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    cores = [p for p in files if p.name.startswith("_core")]
+    when = ""
+    if cores:
+        stamp = datetime.fromtimestamp(cores[0].stat().st_mtime, timezone.utc)
+        when = f", {cores[0].name} installed {stamp:%Y-%m-%d %H:%M:%S} UTC"
+    return f"package sha256 {digest.hexdigest()[:12]}{when}"
 
 
 class BuildWatch:
@@ -118,7 +123,8 @@ class BuildWatch:
 
     def changed(self) -> str | None:
         now = bytepair_build()
-        return None if now == self.start else f"bytepair was reinstalled during the run: {self.start} -> {now}"
+        same_code = now.split(",")[0] == self.start.split(",")[0]
+        return None if same_code else f"bytepair was reinstalled with other code during the run: {self.start} -> {now}"
 
 
 def thread_env(threads: int | None) -> dict[str, str]:

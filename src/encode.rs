@@ -267,63 +267,29 @@ impl Encoder {
 
     /// Part boundaries after merging, with a linked list and a lazy min-heap.
     fn merge_heap(&self, piece: &[u8]) -> Vec<usize> {
-        let n = piece.len();
-        // Part starting at byte i: ends at end[i]; the previous part starts at prev[i].
-        let mut end: Vec<usize> = (1..=n).collect();
-        let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
-        let mut alive = vec![true; n];
-        let mut heap: BinaryHeap<Reverse<(u32, usize, usize)>> = BinaryHeap::new();
-        for i in 0..n - 1 {
-            let r = self.rank(&piece[i..i + 2]);
-            if r != u32::MAX {
-                heap.push(Reverse((r, i, i + 2)));
-            }
-        }
-        while let Some(Reverse((_, left, right_end))) = heap.pop() {
-            // Stale unless the left part is alive and its right neighbour still ends at right_end.
-            let mid = end[left];
-            if !alive[left] || mid >= n || end[mid] != right_end {
-                continue;
-            }
-            alive[mid] = false;
-            end[left] = right_end;
-            if right_end < n {
-                prev[right_end] = left;
-                let r = self.rank(&piece[left..end[right_end]]);
-                if r != u32::MAX {
-                    heap.push(Reverse((r, left, end[right_end])));
-                }
-            }
-            if left > 0 {
-                let p = prev[left];
-                let r = self.rank(&piece[p..right_end]);
-                if r != u32::MAX {
-                    heap.push(Reverse((r, p, right_end)));
-                }
-            }
-        }
-        let mut bounds = Vec::new();
-        let mut i = 0;
-        while i < n {
-            bounds.push(i);
-            i = end[i];
-        }
-        bounds.push(n);
-        bounds
+        self.merge_heap_skipping(piece, || false)
     }
 
-    /// Part boundaries after merging with BPE-dropout: `merge_heap` where each
-    /// candidate popped from the heap is skipped with probability `p`. Skipped
-    /// candidates are set aside and return to the heap after the next merge (a new
-    /// step draws afresh for every candidate); when the heap runs dry with only
-    /// skipped ones left, every candidate of this step was dropped and the piece is
-    /// done. There is no whole-piece lookup here: it would hide the dropout for
-    /// every pre-token that is itself a token.
+    /// Part boundaries after merging with BPE-dropout: each live candidate popped
+    /// from the heap is skipped with probability `p`. There is no whole-piece
+    /// lookup on this path: it would hide the dropout for every pre-token that is
+    /// itself a token.
     fn merge_dropout(&self, piece: &[u8], p: f64, rng: &mut impl Rng) -> Vec<usize> {
+        self.merge_heap_skipping(piece, || rng.random_bool(p))
+    }
+
+    /// The heap merge, asking `skip()` about every live candidate before applying
+    /// it. Skipped candidates are set aside and return to the heap after the next
+    /// merge (a new step draws afresh for every candidate); when the heap runs dry
+    /// with only skipped ones left, every candidate of the step was dropped and the
+    /// piece is done. Stale entries are never drawn for, so `skip` sees live
+    /// candidates only.
+    fn merge_heap_skipping(&self, piece: &[u8], mut skip: impl FnMut() -> bool) -> Vec<usize> {
         let n = piece.len();
         if n < 2 {
             return (0..=n).collect();
         }
+        // Part starting at byte i: ends at end[i]; the previous part starts at prev[i].
         let mut end: Vec<usize> = (1..=n).collect();
         let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
         let mut alive = vec![true; n];
@@ -337,11 +303,12 @@ impl Encoder {
         let mut skipped: Vec<Reverse<(u32, usize, usize)>> = Vec::new();
         while let Some(entry) = heap.pop() {
             let Reverse((_, left, right_end)) = entry;
+            // Stale unless the left part is alive and its right neighbour still ends at right_end.
             let mid = end[left];
             if !alive[left] || mid >= n || end[mid] != right_end {
-                continue; // stale: never drawn for, so p applies to live candidates only
+                continue;
             }
-            if rng.random_bool(p) {
+            if skip() {
                 skipped.push(entry);
                 continue;
             }
