@@ -1,0 +1,121 @@
+"""Interrupts, concurrent use and worker processes (groundwork for issue 4).
+
+- Ctrl-C during a long `train` stops it within about a second with
+  KeyboardInterrupt (the Rust core polls signals every 100 ms); the CLI exits
+  130 with a one-line message and leaves no output or temporary file behind.
+- One Tokenizer shared by many Python threads gives the same ids as one thread.
+- A Tokenizer pickles into multiprocessing workers (spawn and fork).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import bytepair
+
+CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
+ENWIKI = CORPORA / "enwiki.txt"
+needs_enwiki = pytest.mark.skipif(not ENWIKI.exists(), reason=f"{ENWIKI} not found (../shared/corpora is absent)")
+
+
+def _start(args: list[str]) -> subprocess.Popen:
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _interrupt_after(proc: subprocess.Popen, seconds: float) -> float:
+    """Send SIGINT after `seconds`; return how long the process took to exit after it."""
+    time.sleep(seconds)
+    assert proc.poll() is None, "the job finished before it could be interrupted; use a bigger input"
+    proc.send_signal(signal.SIGINT)
+    sent = time.perf_counter()
+    proc.wait(timeout=30)
+    return time.perf_counter() - sent
+
+
+@needs_enwiki
+def test_ctrl_c_stops_training_with_keyboard_interrupt():
+    code = (
+        "import bytepair, sys\n"
+        "print('ready', flush=True)\n"
+        f"bytepair.train([{str(ENWIKI)!r}] * 4, 60000, progress=False)\n"
+    )
+    proc = _start([sys.executable, "-c", code])
+    assert proc.stdout.readline().strip() == "ready"
+    took = _interrupt_after(proc, 1.0)
+    err = proc.stderr.read()
+    assert proc.returncode != 0
+    assert "KeyboardInterrupt" in err, err[-2000:]
+    assert took < 2.0, f"stopped {took:.2f} s after Ctrl-C"
+
+
+@needs_enwiki
+def test_ctrl_c_in_cli_exits_130_and_writes_nothing(tmp_path):
+    out = tmp_path / "tok.json"
+    proc = _start([sys.executable, "-m", "bytepair.cli", "train", str(ENWIKI), str(ENWIKI), str(ENWIKI),
+                   "--vocab-size", "60000", "-q", "-o", str(out)])
+    took = _interrupt_after(proc, 1.5)
+    err = proc.stderr.read()
+    assert proc.returncode == 130, err[-2000:]
+    assert err.strip().splitlines()[-1] == "bytepair: interrupted"
+    assert took < 2.0, f"stopped {took:.2f} s after Ctrl-C"
+    assert list(tmp_path.iterdir()) == [], "an interrupted run must leave no file behind"
+
+
+@pytest.fixture(scope="module")
+def small_tokenizer() -> bytepair.Tokenizer:
+    texts = [f"The {i}th story: a cat met {i % 7} dogs, it's fine!\n" for i in range(3000)]
+    return bytepair.train_from_iterator(texts, 600, special_tokens=["<|endoftext|>"], progress=False)
+
+
+def _texts() -> list[str]:
+    return [f"doc {i}: {'héllo wörld ' * (i % 13)}{'x' * (i % 300)}<|endoftext|>\n\t end {i}" for i in range(200)]
+
+
+def test_many_threads_share_one_tokenizer(small_tokenizer):
+    tok = small_tokenizer
+    texts = _texts()
+    want = [tok.encode(t, allowed_special="all") for t in texts]
+    failures: list[str] = []
+
+    def work(seed: int) -> None:
+        for round_ in range(5):
+            k = (seed + round_) % len(texts)
+            if tok.encode(texts[k], allowed_special="all") != want[k]:
+                failures.append(f"encode {k}")
+            if tok.encode_batch(texts[k:k + 20], num_threads=2, allowed_special="all") != want[k:k + 20]:
+                failures.append(f"encode_batch {k}")
+            if tok.decode(want[k]) != texts[k]:
+                failures.append(f"decode {k}")
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a thread hung"
+    assert failures == []
+
+
+def _encode_in_worker(args: tuple[bytepair.Tokenizer, str]) -> list[int]:
+    tok, text = args
+    return tok.encode(text, allowed_special="all")
+
+
+@pytest.mark.parametrize("method", ["spawn", "fork"])
+def test_tokenizer_works_in_worker_processes(small_tokenizer, method):
+    if method not in multiprocessing.get_all_start_methods():
+        pytest.skip(f"start method {method} not available on this platform")
+    texts = _texts()[:8]
+    want = [small_tokenizer.encode(t, allowed_special="all") for t in texts]
+    ctx = multiprocessing.get_context(method)
+    with ctx.Pool(2) as pool:
+        got = pool.map(_encode_in_worker, [(small_tokenizer, t) for t in texts])
+    assert got == want
