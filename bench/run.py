@@ -77,8 +77,9 @@ def main() -> None:
     train_argv = ["--repeat", str(args.train_repeat)]
     encode_argv = ["--repeat", str(args.encode_repeat)]
     if args.quick:
-        train_argv = ["--repeat", "1", "--corpus", "tinystories_v1_train_head", "--vocab-size", "2000"]
-        encode_argv = ["--repeat", "1", "--limit-mb", "2", "--hf-limit-mb", "1"]
+        train_argv = ["--repeat", "1", "--corpus", "tinystories_v1_train_head", "--vocab-size", "2000",
+                      "--json", "quick-train.json"]
+        encode_argv = ["--repeat", "1", "--limit-mb", "2", "--hf-limit-mb", "1", "--json", "quick-encode.json"]
     header = f"Measured {machine_line()}.\n\n{versions_line()}; {git_line()}."
     print(header + "\n", flush=True)
     parts = [header]
