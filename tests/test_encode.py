@@ -434,6 +434,16 @@ def test_encode_batch_equals_encode_on_corpus():
     assert tok.encode_batch([]) == []
 
 
+def test_encode_ordinary_batch_matches_tiktoken():
+    """tiktoken's encode_ordinary_batch: special-token strings are plain text."""
+    tok, enc = gpt2_tokenizer(), tiktoken_gpt2()
+    docs = read_slice("code.txt", 2_000_000, 300_000).split("\n\n")
+    docs = [d + EOT for d in docs] + ["", EOT + EOT]
+    got = tok.encode_ordinary_batch(docs, num_threads=2)
+    assert got == enc.encode_ordinary_batch(docs, num_threads=2)
+    assert got[-1] != [tok.special_tokens[EOT]] * 2
+
+
 @fuzz(60)
 @given(batch=st.lists(texts, max_size=8), threads=st.sampled_from([None, 1, 3]))
 def test_encode_batch_equals_encode_on_generated_text(batch, threads):

@@ -255,6 +255,15 @@ class Tokenizer:
         texts = [_replace_surrogates(t) if _has_surrogates(t) else t for t in texts]
         return self._core.encode_batch(texts, allowed, disallowed, num_threads)
 
+    def encode_ordinary_batch(self, texts: Sequence[str], *, num_threads: int | None = None) -> list[list[int]]:
+        """Encode many texts in parallel, special-token strings as plain text
+        (tiktoken's `encode_ordinary_batch`; no special-token scan at all).
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).encode_ordinary_batch(["hi", "a"])
+        [[104, 105], [97]]
+        """
+        return self.encode_batch(texts, num_threads=num_threads, disallowed_special=())
+
     def encode_iterable(
         self,
         texts: Iterable[str],
