@@ -3,19 +3,10 @@
 //!
 //! Memory grows with the number of distinct words, not with corpus size: files
 //! are read in blocks of `chunk_size` bytes and each block is cut at a *safe
-//! boundary*, a position where every preset pattern must end a pre-token, so the
-//! counts are identical for any chunk size and any number of threads (per-thread
-//! maps are summed, and addition commutes).
-//!
-//! The safe boundary is right after a `\n` preceded by a printable ASCII character
-//! and followed by an ASCII letter or digit (`x\ny`). No preset branch matches a
-//! newline followed by a letter or digit (o200k's `[\r\n/]*` does continue into
-//! `/`, hence the restriction on `y`), and the chunk that ends in `x\n`
-//! pre-tokenizes its tail exactly as the whole text would: the `\n` is either
-//! taken by the punctuation run before it (cl100k, o200k) or is a pre-token of its
-//! own, `\s+(?!\S)` at the end of the chunk and `\s+` in the whole text. A custom pattern that can match across `x\ny` would
-//! see different counts; that is documented for users. A text with no such
-//! position (one giant line) becomes a single chunk.
+//! cut* (see [`CutRule`]), a position where every preset pattern must end a
+//! pre-token, so the counts are identical for any chunk size and any number of
+//! threads (per-thread maps are summed, and addition commutes). A text with no
+//! safe cut at all (one giant word) becomes a single chunk.
 
 use std::fs::File;
 use std::io::Read;
@@ -135,13 +126,14 @@ pub fn count_texts(pre: &PreTokenizer, texts: &[String], progress: &Progress) ->
 /// are cut at ASCII newlines, so replacing per chunk equals replacing the whole file.
 pub fn count_files(
     pre: &PreTokenizer,
+    rule: &CutRule,
     paths: &[String],
     chunk_size: usize,
     replace_errors: bool,
     progress: &Progress,
 ) -> Result<WordCounts, CountError> {
     let chunks = paths.iter().flat_map(|path| -> Box<dyn Iterator<Item = Result<Chunk, CountError>> + Send> {
-        match ChunkReader::open(path, chunk_size) {
+        match ChunkReader::open(path, chunk_size, rule.clone()) {
             Ok(reader) => Box::new(reader),
             Err(e) => Box::new(std::iter::once(Err(e))),
         }
@@ -174,6 +166,7 @@ pub struct ChunkReader {
     file: File,
     path: Arc<str>,
     chunk_size: usize,
+    rule: CutRule,
     /// Bytes read but not yet handed out (the tail after the last safe boundary).
     carry: Vec<u8>,
     offset: u64,
@@ -181,12 +174,12 @@ pub struct ChunkReader {
 }
 
 impl ChunkReader {
-    pub fn open(path: &str, chunk_size: usize) -> Result<Self, CountError> {
+    pub fn open(path: &str, chunk_size: usize, rule: CutRule) -> Result<Self, CountError> {
         if Path::new(path).is_dir() {
             return Err(CountError::Io { path: path.into(), message: "is a directory".into() });
         }
         let file = File::open(path).map_err(|e| CountError::Io { path: path.into(), message: e.to_string() })?;
-        Ok(ChunkReader { file, path: Arc::from(path), chunk_size: chunk_size.max(1), carry: vec![], offset: 0, eof: false })
+        Ok(ChunkReader { file, path: Arc::from(path), chunk_size: chunk_size.max(1), rule, carry: vec![], offset: 0, eof: false })
     }
 
     /// Append up to `want` more bytes to `carry`. The buffer grows with what is
@@ -218,7 +211,7 @@ impl Iterator for ChunkReader {
             if self.carry.is_empty() {
                 return None;
             }
-            let cut = if self.eof { Some(self.carry.len()) } else { last_safe_boundary(&self.carry) };
+            let cut = if self.eof { Some(self.carry.len()) } else { self.rule.last_cut(&self.carry) };
             match cut {
                 Some(cut) => {
                     let rest = self.carry.split_off(cut);
@@ -240,21 +233,69 @@ impl Iterator for ChunkReader {
     }
 }
 
-/// Position just after the last `\n` that has a printable ASCII byte before it
-/// and an ASCII letter or digit after it.
-pub fn last_safe_boundary(buf: &[u8]) -> Option<usize> {
-    let mut i = buf.len().checked_sub(1)?;
-    while i >= 1 {
-        if buf[i] == b'\n'
-            && i + 1 < buf.len()
-            && buf[i - 1].is_ascii_graphic()
-            && buf[i + 1].is_ascii_alphanumeric()
-        {
-            return Some(i + 1);
+/// Where a text may be cut so that its two halves pre-tokenize (and match
+/// special tokens) exactly as the whole text does. Used to stream files in
+/// blocks for counting and for `encode_iterable`.
+///
+/// Two kinds of cut, both between two ASCII bytes (so a cut never splits a
+/// UTF-8 sequence, and replacing invalid bytes per block equals replacing them
+/// in the whole text):
+///
+/// * **Newline**: right after a `\n` preceded by a printable ASCII character and
+///   followed by an ASCII letter or digit (`x\ny`). No preset branch matches a
+///   newline followed by a letter or digit (o200k's `[\r\n/]*` does continue
+///   into `/`, hence the restriction on `y`), and the block that ends in `x\n`
+///   pre-tokenizes its tail exactly as the whole text would: the `\n` is either
+///   taken by the punctuation run before it (cl100k, o200k) or is a pre-token of
+///   its own, `\s+(?!\S)` at the end of the block and `\s+` in the whole text.
+///   Used for custom patterns too (documented: a custom pattern that matches
+///   across `x\ny` sees different splits).
+/// * **Letter, punctuation** (presets only, for text without newlines): between
+///   an ASCII letter and ASCII punctuation other than `'`. No branch of the
+///   gpt2, cl100k or o200k pattern matches a letter followed by such a character
+///   (o200k's letter runs may end in a contraction, hence no `'`), so no
+///   pre-token crosses the cut; and no match that ends before the cut can end
+///   with a look-ahead there, because the character before it is not whitespace.
+///
+/// A cut inside (or at the end of the buffer, possibly inside) an occurrence
+/// of a special token is never taken.
+#[derive(Clone, Debug)]
+pub struct CutRule {
+    letter_punct: bool,
+    specials: Vec<Vec<u8>>,
+}
+
+impl CutRule {
+    /// The rule for `pattern` (preset name or regex) with these special tokens.
+    pub fn new(pattern: &str, special_tokens: &[String]) -> Self {
+        CutRule {
+            letter_punct: crate::pretokenize::is_preset(pattern),
+            specials: special_tokens.iter().map(|t| t.as_bytes().to_vec()).collect(),
         }
-        i -= 1;
     }
-    None
+
+    /// The last safe cut in `buf` (an index in `1..buf.len()`), if any.
+    pub fn last_cut(&self, buf: &[u8]) -> Option<usize> {
+        (1..buf.len()).rev().find(|&i| self.is_cut(buf, i) && !self.inside_special(buf, i))
+    }
+
+    fn is_cut(&self, buf: &[u8], i: usize) -> bool {
+        let (before, after) = (buf[i - 1], buf[i]);
+        let newline = before == b'\n' && i >= 2 && buf[i - 2].is_ascii_graphic() && after.is_ascii_alphanumeric();
+        newline || (self.letter_punct && before.is_ascii_alphabetic() && after.is_ascii_punctuation() && after != b'\'')
+    }
+
+    /// Could an occurrence of a special token cover both `buf[i - 1]` and `buf[i]`?
+    /// An occurrence cut off by the end of `buf` counts as one.
+    fn inside_special(&self, buf: &[u8], i: usize) -> bool {
+        self.specials.iter().any(|s| {
+            (1..s.len().min(i + 1)).any(|k| {
+                let tail = &buf[i - k..];
+                let n = tail.len().min(s.len());
+                tail[..n] == s[..n]
+            })
+        })
+    }
 }
 
 #[cfg(test)]
@@ -280,18 +321,51 @@ mod tests {
             let want = counts_of(&pre, text);
             for chunk_size in [1, 2, 3, 5, 8, 13, 1000] {
                 let path = path.to_string_lossy().to_string();
-                let got = count_files(&pre, &[path], chunk_size, false, &Progress::default()).unwrap();
+                let rule = CutRule::new(pattern, &[]);
+                let got = count_files(&pre, &rule, &[path], chunk_size, false, &Progress::default()).unwrap();
                 assert_eq!(got, want, "pattern {pattern} chunk size {chunk_size}");
             }
         }
     }
 
     #[test]
-    fn safe_boundary_needs_non_space_on_both_sides() {
-        assert_eq!(last_safe_boundary(b"a\nb"), Some(2));
-        assert_eq!(last_safe_boundary(b"a\n b"), None);
-        assert_eq!(last_safe_boundary(b"a \nb"), None);
-        assert_eq!(last_safe_boundary(b"a\nb\nc"), Some(4));
-        assert_eq!(last_safe_boundary(b"}\n/"), None, "o200k matches a brace, newline and slash as one pre-token");
+    fn newline_cut_needs_non_space_on_both_sides() {
+        let rule = CutRule::new("my custom pattern", &[]);
+        assert_eq!(rule.last_cut(b"a\nb"), Some(2));
+        assert_eq!(rule.last_cut(b"a\n b"), None);
+        assert_eq!(rule.last_cut(b"a \nb"), None);
+        assert_eq!(rule.last_cut(b"a\nb\nc"), Some(4));
+        assert_eq!(rule.last_cut(b"}\n/"), None, "o200k matches a brace, newline and slash as one pre-token");
+        assert_eq!(rule.last_cut(b"word."), None, "letter-punctuation cuts are for presets only");
+    }
+
+    #[test]
+    fn letter_punctuation_cut_for_presets() {
+        let rule = CutRule::new("o200k", &[]);
+        assert_eq!(rule.last_cut(b"ab.cd"), Some(2));
+        assert_eq!(rule.last_cut(b"ab.cd,e"), Some(5));
+        assert_eq!(rule.last_cut(b"it's"), None, "o200k keeps a contraction with its word");
+        assert_eq!(rule.last_cut(b"a .b1,"), None);
+    }
+
+    #[test]
+    fn no_cut_inside_a_special_token() {
+        let rule = CutRule::new("gpt2", &["<|endoftext|>".to_string(), "x\nY".to_string()]);
+        assert_eq!(rule.last_cut(b"a.<|endoftext|>"), Some(1));
+        assert_eq!(rule.last_cut(b"a.<|endoft"), Some(1), "a special token may continue past the buffer");
+        assert_eq!(rule.last_cut(b"ab\nx\nY"), Some(3));
+        assert_eq!(CutRule::new("gpt2", &[]).last_cut(b"ab\nx\nY"), Some(5));
+    }
+
+    #[test]
+    fn a_line_without_newlines_is_read_in_chunks() {
+        let text = "Word,".repeat(1000);
+        let path = std::env::temp_dir().join(format!("bytepair-line-{}.txt", std::process::id()));
+        std::fs::write(&path, &text).unwrap();
+        let rule = CutRule::new("gpt2", &[]);
+        let chunks: Vec<Chunk> = ChunkReader::open(&path.to_string_lossy(), 100, rule).unwrap().map(Result::unwrap).collect();
+        std::fs::remove_file(&path).unwrap();
+        assert!(chunks.iter().all(|c| c.bytes.len() <= 100), "every chunk within chunk_size");
+        assert_eq!(chunks.iter().map(|c| c.bytes.len()).sum::<usize>(), text.len());
     }
 }

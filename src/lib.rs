@@ -20,7 +20,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use rayon::prelude::*;
 
-use count::{CountError, Progress, WordCounts};
+use count::{CountError, CutRule, Progress, WordCounts};
 use encode::{EncodeError, Encoder};
 use pretokenize::PreTokenizer;
 
@@ -117,6 +117,7 @@ fn recover_merges(py: Python<'_>, merged: Vec<Vec<u8>>) -> Vec<Option<usize>> {
 #[pyclass(module = "bytepair._core")]
 struct WordCounter {
     pre: PreTokenizer,
+    cut: CutRule,
     counts: WordCounts,
 }
 
@@ -125,7 +126,8 @@ impl WordCounter {
     #[new]
     fn new(pattern: &str, special_tokens: Vec<String>) -> PyResult<Self> {
         let pre = PreTokenizer::new(pattern, &special_tokens).map_err(PyValueError::new_err)?;
-        Ok(WordCounter { pre, counts: WordCounts::default() })
+        let cut = CutRule::new(pattern, &special_tokens);
+        Ok(WordCounter { pre, cut, counts: WordCounts::default() })
     }
 
     /// Count UTF-8 files, each one document; progress reports bytes read.
@@ -139,9 +141,9 @@ impl WordCounter {
         replace_errors: bool,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<()> {
-        let pre = &self.pre;
+        let (pre, cut) = (&self.pre, &self.cut);
         let counts = run_with_progress(py, num_threads, progress, |p| {
-            count::count_files(pre, &paths, chunk_size, replace_errors, p)
+            count::count_files(pre, cut, &paths, chunk_size, replace_errors, p)
         })?
             .map_err(count_error)?;
         self.counts = count::merge_counts(std::mem::take(&mut self.counts), counts);
@@ -231,6 +233,7 @@ fn encode_error(e: EncodeError, text: &str) -> PyErr {
 #[pyclass(module = "bytepair._core", frozen)]
 struct CoreBPE {
     enc: Encoder,
+    cut: CutRule,
 }
 
 #[pymethods]
@@ -242,7 +245,16 @@ impl CoreBPE {
         specials: Vec<(String, u32)>,
         pattern: &str,
     ) -> PyResult<Self> {
-        Ok(CoreBPE { enc: Encoder::new(tokens, merged, specials, pattern).map_err(PyValueError::new_err)? })
+        let names: Vec<String> = specials.iter().map(|(t, _)| t.clone()).collect();
+        let cut = CutRule::new(pattern, &names);
+        Ok(CoreBPE { enc: Encoder::new(tokens, merged, specials, pattern).map_err(PyValueError::new_err)?, cut })
+    }
+
+    /// Number of characters after the last safe cut of `text` (see `count::CutRule`),
+    /// or None if there is none: `text[:len(text) - n]` and the rest encode
+    /// independently to the ids of `text`.
+    fn chars_after_last_cut(&self, text: &str) -> Option<usize> {
+        self.cut.last_cut(text.as_bytes()).map(|i| text[i..].chars().count())
     }
 
     fn encode_ordinary(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {

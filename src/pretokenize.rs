@@ -73,6 +73,11 @@ pub fn resolve_pattern(name_or_pattern: &str) -> &str {
     }
 }
 
+/// Is `name_or_pattern` one of the presets (gpt2, cl100k, o200k; by name or regex)?
+pub fn is_preset(name_or_pattern: &str) -> bool {
+    preset_head(resolve_pattern(name_or_pattern)).is_some()
+}
+
 enum Engine {
     /// Preset: pattern ids 0 (take), 1 (give back the last char), 2 (take).
     /// `ascii_gpt2` turns on the hand-written ASCII scanner for the gpt2 preset.

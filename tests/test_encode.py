@@ -477,6 +477,8 @@ _STREAM_LINES = [
     "a\n b", "x\n\ny", "it\n's", "!\n/", "!\n//x", ".\n/", "?\n\n/", "a\n/b", "a\r\nb", "é\nè", "word  \nnext",
     "\n\n\n", "  \n  ", "1\n2", "tab\t\nz", "x\n\u00a0y", "\u3000\n\u3000", "<|endoftext|>\n<|endoftext|>", "end\n",
     "q\n'LL", "z\n?!", ")\n}", "-\n'", ";\n\r\n", "x\n-1", "=\n=",
+    # and letters next to punctuation, the cut for text without newlines
+    "it's", "x.y", "b'LL", "Ab,'", "z\u0301.", "a\u00e9.", "x<|endoftext|>.y", "w)(", "A_b", "k'", "m-1", "u/ '",
 ]
 
 

@@ -247,6 +247,45 @@ def test_chunk_boundary_minimal_cases(tmp_path, pattern):
         assert core_file_counts([path], pattern, chunk_size=chunk) == want, f"chunk_size={chunk}"
 
 
+@pytest.mark.parametrize("pattern", ["gpt2", "cl100k", "o200k"])
+@pytest.mark.parametrize("strip", ["newlines", "all whitespace"])
+def test_chunk_size_invariance_without_newlines(corpus_text, tmp_path, pattern, strip):
+    """Text without newlines is cut between an ASCII letter and punctuation
+    (not before ' , which o200k keeps with its word, nor inside <|endoftext|>)."""
+    text = corpus_text("enwiki.txt", 300_000, 0.3)
+    text = text.replace("\n", "") if strip == "newlines" else "".join(text.split())
+    text = text.replace(".", "." + EOT, 200)
+    path = tmp_path / "line.txt"
+    path.write_bytes(text.encode("utf-8"))
+    want = dict(ref.count_words([text], pattern, [EOT]))
+    for chunk in (64, 1000, 8 << 20):
+        got = core_file_counts([path], pattern, [EOT], chunk_size=chunk)
+        diff = {w: (got.get(w), n) for w, n in want.items() if got.get(w) != n}
+        assert got == want, f"chunk_size={chunk}: {len(diff)} words differ, e.g. {list(diff.items())[:3]}"
+
+
+# Characters that sit on either side of a possible cut: ASCII letters and
+# punctuation (with ' and contractions), digits, whitespace of all kinds,
+# non-ASCII letters and marks, and the pieces of a special token.
+_CUT_ALPHABET = list("aZs't.,!/}-_ \n\r\t1") + ["\u00e9", "\u0301", "\u00a0", "'LL", "'s", EOT, "<|", "|>"]
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(
+    parts=st.lists(st.sampled_from(_CUT_ALPHABET), max_size=300),
+    pattern=st.sampled_from(["gpt2", "cl100k", "o200k"]),
+    chunk=st.integers(1, 12),
+)
+def test_generated_text_counts_the_same_for_any_chunk_size(parts, pattern, chunk):
+    text = "".join(parts)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "t.txt")
+        with open(path, "wb") as f:
+            f.write(text.encode("utf-8"))
+        got = core_file_counts([path], pattern, [EOT], chunk_size=chunk)
+    assert got == dict(ref.count_words([text], pattern, [EOT]))
+
+
 def test_several_files_are_several_documents(tmp_path):
     a, b = tmp_path / "a.txt", tmp_path / "b.txt"
     a.write_text("hello wor")
@@ -317,9 +356,9 @@ def test_special_tokens_in_files_across_chunks(tmp_path, stories):
 
 
 def test_special_token_with_newline_in_a_file(tmp_path, stories):
-    """A special token holding a newline could straddle a chunk boundary, so
-    train() reads such files whole. (Run in a subprocess: a failed allocation
-    aborts the interpreter.)"""
+    """A special token holding a newline could straddle a chunk boundary: no cut
+    is made inside one. (Run in a subprocess: a failed allocation aborts the
+    interpreter.)"""
     special = "\n<sep>\n"
     joined = special.join(stories[:200])
     path = tmp_path / "s.txt"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import operator
 import os
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, AbstractSet, Literal
 
 from . import _core
@@ -27,10 +27,6 @@ DisallowedSpecial = Literal["all"] | Collection[str]
 
 # encode_iterable buffers at least this many characters before cutting at a safe boundary.
 _STREAM_BLOCK_CHARS = 1 << 16
-# A newline after a printable ASCII character and before an ASCII letter or digit
-# always ends a pre-token for the presets (see src/count.rs).
-_SAFE_BEFORE = frozenset(chr(c) for c in range(0x21, 0x7F))
-_SAFE_AFTER = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
 
 class Tokenizer:
@@ -274,16 +270,20 @@ class Tokenizer:
         """Lazily encode a stream of strings (e.g. a file object, line by line)
         as if it were their concatenation, in bounded memory.
 
-        The stream is cut only after a newline between a printable ASCII character
-        and an ASCII letter or digit, where every preset pattern ends a pre-token, so the ids equal
-        ``encode("".join(texts))``. A custom pattern that matches across such a
-        newline, or a special token containing one, may see different splits.
+        The stream is cut into blocks of about 64K characters only where every
+        preset pattern ends a pre-token and no special token can straddle: after
+        a newline between a printable ASCII character and an ASCII letter or
+        digit, or (presets only, for text without such newlines) between an ASCII
+        letter and ASCII punctuation other than ``'`` (proof in src/count.rs).
+        So the ids equal ``encode("".join(texts))``; a custom pattern that
+        matches across such a newline may see different splits. Text with no
+        safe cut at all (one giant word) is held whole.
 
         Yields:
             token ids (int), in order.
         """
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
-        for block in _safe_blocks(texts):
+        for block in _safe_blocks(texts, self._chars_after_last_cut):
             yield from self._encode_checked(block, allowed, disallowed)
 
     def encode_blocks(
@@ -299,12 +299,19 @@ class Tokenizer:
         import numpy as np
 
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
-        for block in _safe_blocks(texts):
+        for block in _safe_blocks(texts, self._chars_after_last_cut):
             try:
                 raw = self._core.encode_to_bytes(block, allowed, disallowed)
             except UnicodeEncodeError:
                 raw = self._core.encode_to_bytes(_replace_surrogates(block), allowed, disallowed)
             yield np.frombuffer(raw, dtype="<u4")
+
+    def _chars_after_last_cut(self, text: str) -> int | None:
+        try:
+            return self._core.chars_after_last_cut(text)
+        except UnicodeEncodeError:
+            # Lone surrogates: one U+FFFD each keeps every character index.
+            return self._core.chars_after_last_cut(_replace_surrogates(text))
 
     def _encode_checked(self, text: str, allowed: list[str], disallowed: list[str]) -> list[int]:
         try:
@@ -490,9 +497,10 @@ def _replace_surrogates(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def _safe_blocks(texts: Iterable[str]) -> Iterator[str]:
+def _safe_blocks(texts: Iterable[str], chars_after_last_cut: Callable[[str], int | None]) -> Iterator[str]:
     """Concatenate `texts` and re-cut them into blocks of at least
-    `_STREAM_BLOCK_CHARS` characters at safe newlines (the last block may be shorter)."""
+    `_STREAM_BLOCK_CHARS` characters at safe cuts (the last block may be shorter).
+    `chars_after_last_cut(buffer)` is the core's `CutRule` (src/count.rs)."""
     pending: list[str] = []
     size = 0
     threshold = _STREAM_BLOCK_CHARS
@@ -504,23 +512,13 @@ def _safe_blocks(texts: Iterable[str]) -> Iterator[str]:
         if size < threshold:
             continue
         buffer = "".join(pending)
-        cut = _last_safe_cut(buffer)
-        if cut is None:
+        tail = chars_after_last_cut(buffer)
+        if tail is None:
             # No safe cut yet: wait for twice as much text (linear time overall).
             pending, threshold = [buffer], 2 * size
             continue
+        cut = len(buffer) - tail
         yield buffer[:cut]
-        pending, size, threshold = [buffer[cut:]], len(buffer) - cut, _STREAM_BLOCK_CHARS
+        pending, size, threshold = [buffer[cut:]], tail, _STREAM_BLOCK_CHARS
     if pending:
         yield "".join(pending)
-
-
-def _last_safe_cut(buffer: str) -> int | None:
-    """Index just after the last newline with printable ASCII before it and an
-    ASCII letter or digit after it."""
-    i = buffer.rfind("\n", 0, len(buffer) - 1)
-    while i > 0:
-        if buffer[i - 1] in _SAFE_BEFORE and buffer[i + 1] in _SAFE_AFTER:
-            return i + 1
-        i = buffer.rfind("\n", 0, i)
-    return None

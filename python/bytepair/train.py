@@ -187,9 +187,6 @@ def train(
     if errors not in ("strict", "replace"):
         raise ValueError(f"errors={errors!r}: expected 'strict' or 'replace'")
     paths = _check_files(files)
-    if any("\n" in t for t in special_tokens):
-        # A special token with a newline could straddle a block boundary: read whole files.
-        chunk_size = 1 << 62
     show = _show_progress(progress)
     stats = TrainingStats(input_bytes=sum(os.path.getsize(p) for p in paths))
     counter = _core.WordCounter(pattern, list(special_tokens))
