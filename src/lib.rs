@@ -61,7 +61,10 @@ fn run_with_progress<R: Send>(
             let progress = &progress;
             let pool = &pool;
             s.spawn(move || {
-                let _ = tx.send(pool.install(|| work(progress)));
+                // A panic (a bug) becomes an error for the caller instead of
+                // re-panicking out of the scope.
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.install(|| work(progress))));
+                let _ = tx.send(outcome.map_err(|payload| panic_message(payload.as_ref())));
             });
             let mut error = None;
             loop {
@@ -83,9 +86,39 @@ fn run_with_progress<R: Send>(
     if let Some(e) = error {
         return Err(e);
     }
-    let result = result.ok_or_else(|| PyRuntimeError::new_err("worker thread panicked"))?;
+    let result = match result {
+        Some(Ok(r)) => r,
+        Some(Err(message)) => return Err(internal_error(&message)),
+        None => return Err(internal_error("worker thread ended without a result")),
+    };
     report(progress.done.load(Ordering::Relaxed))?;
     Ok(result)
+}
+
+/// The text of a panic payload (`panic!` with a literal or a formatted message).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string())
+}
+
+/// A bug in bytepair, raised as an ordinary exception instead of aborting.
+fn internal_error(message: &str) -> PyErr {
+    PyRuntimeError::new_err(format!("internal error in bytepair (Rust panic: {message}); please report it"))
+}
+
+/// Test hook: panic on the calling thread (`"caller"`, surfaces as pyo3's
+/// `PanicException`) or on a worker thread (`"worker"`, surfaces as `RuntimeError`),
+/// to check that a panic never aborts the interpreter.
+#[pyfunction]
+fn _panic_for_tests(py: Python<'_>, place: &str) -> PyResult<()> {
+    match place {
+        "caller" => panic!("panic requested by a test"),
+        "worker" => run_with_progress(py, Some(2), None, |_| -> () { panic!("panic requested by a test") }),
+        other => Err(PyValueError::new_err(format!("place {other:?}: expected 'caller' or 'worker'"))),
+    }
 }
 
 fn count_error(e: CountError) -> PyErr {
@@ -347,6 +380,7 @@ impl CoreBPE {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resolve_pattern, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add_function(wrap_pyfunction!(recover_merges, m)?)?;
     m.add_class::<WordCounter>()?;
     m.add_class::<CoreBPE>()?;

@@ -185,6 +185,10 @@ def test_generated_documents_match_reference(texts):
     reference's."""
     counts = ref.count_words(texts)
     assert core_counts(texts) == dict(counts)
+    if not counts:
+        with pytest.raises(ValueError, match="empty corpus"):
+            bytepair.train_from_iterator(texts, 256 + 20, progress=False)
+        return
     want, _ = ref_trace(counts, 20)
     assert_same_trace(trace_of(quiet(bytepair.train_from_iterator, texts, 256 + 20, progress=False)), want)
 
@@ -475,6 +479,29 @@ def test_missing_file_and_directory(tmp_path):
     good.write_text("abc")
     with pytest.raises(FileNotFoundError, match="nope.txt"):
         bytepair.train([good, missing], 300, progress=False)
+
+
+@pytest.mark.parametrize("source", ["empty file", "only special tokens", "no texts", "empty texts"])
+def test_empty_corpus_is_an_error(tmp_path, source):
+    path = tmp_path / "corpus.txt"
+    path.write_text(EOT * 3 if source == "only special tokens" else "")
+    run = {
+        "empty file": lambda: bytepair.train(path, 300, progress=False),
+        "only special tokens": lambda: bytepair.train(path, 300, special_tokens=[EOT], progress=False),
+        "no texts": lambda: bytepair.train_from_iterator([], 300, progress=False),
+        "empty texts": lambda: bytepair.train_from_iterator(["", ""], 300, progress=False),
+    }[source]
+    where = str(path) if "file" in source or "special" in source else "the "
+    with pytest.raises(ValueError, match="empty corpus, no text to train on") as e:
+        run()
+    assert str(e.value).startswith(where)
+
+
+def test_empty_word_counts_give_the_byte_vocabulary_with_a_warning():
+    """Counts are an intermediate artifact: empty ones are not an error."""
+    with pytest.warns(UserWarning, match="no pair left"):
+        tok = bytepair.train_from_counts({}, 300)
+    assert tok.n_vocab == 256 and tok.merges == []
 
 
 def test_bad_pattern_and_threads():

@@ -18,6 +18,7 @@ import os
 import resource
 import sys
 import sysconfig
+import tempfile
 import time
 
 import numpy as np
@@ -25,11 +26,10 @@ import numpy as np
 from . import __version__
 from .atomic import atomic_open
 from .progress import ProgressBar
+from .textfile import read_text_blocks
 from .tokenizer import Tokenizer
 from .train import train
 
-# `encode` reads and encodes the input in blocks of about this many characters.
-_ENCODE_BLOCK_CHARS = 4 << 20
 _DECODE_BLOCK_IDS = 1 << 20
 
 
@@ -104,32 +104,31 @@ def _special_policy(choice: str) -> dict:
 def cmd_encode(args: argparse.Namespace) -> int:
     tok = Tokenizer.load(args.tokenizer)
     dtype = np.uint16 if tok.n_vocab <= 1 << 16 else np.uint32
-    size = os.path.getsize(args.file)
     policy = _special_policy(args.special)
-    count = 0
-    raw_path = args.output + ".ids.tmp"
-    try:
-        with open(args.file, encoding="utf-8", errors=args.errors, newline="") as src, open(raw_path, "wb") as raw:
-            with ProgressBar(size, "encoding", unit="B", scale=True, enabled=not args.quiet) as bar:
-                for ids in tok.encode_blocks(_read_blocks(src), **policy):
-                    raw.write(ids.astype(dtype).tobytes())
-                    count += len(ids)
-                    bar.update_to(min(size, src.buffer.tell()))
+    size = os.path.getsize(args.file) if os.path.isfile(args.file) else None  # None: a pipe
+    count = read = 0
+    # Ids go to an anonymous scratch file first (the .npy header needs the final
+    # count), then into the output atomically: a kill leaves neither behind.
+    scratch_dir = os.path.dirname(os.path.abspath(args.output))
+    with tempfile.TemporaryFile(dir=scratch_dir) as raw:
+        with ProgressBar(size, "encoding", unit="B", scale=True, enabled=not args.quiet) as bar:
+
+            def on_read(done: int) -> None:
+                nonlocal read
+                read = done
+                bar.update_to(done)
+
+            for ids in tok.encode_blocks(read_text_blocks(args.file, args.errors, on_read), **policy):
+                raw.write(ids.astype(dtype).tobytes())
+                count += len(ids)
+        raw.flush()
         with atomic_open(args.output) as out:
-            ids = np.memmap(raw_path, dtype=dtype, mode="r", shape=(count,)) if count else np.zeros(0, dtype)
+            ids = np.memmap(raw, dtype=dtype, mode="r", shape=(count,)) if count else np.zeros(0, dtype)
             np.save(out, ids)
             del ids
-    finally:
-        if os.path.exists(raw_path):
-            os.unlink(raw_path)
-    print(f"wrote {args.output}: {count:,} tokens ({np.dtype(dtype).name}), {size / max(count, 1):.3f} bytes/token",
+    print(f"wrote {args.output}: {count:,} tokens ({np.dtype(dtype).name}), {read / max(count, 1):.3f} bytes/token",
           file=sys.stderr)
     return 0
-
-
-def _read_blocks(src) -> "iter[str]":
-    while block := src.read(_ENCODE_BLOCK_CHARS):
-        yield block
 
 
 def cmd_decode(args: argparse.Namespace) -> int:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import os
 import sys
 import warnings
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .atomic import atomic_open, atomic_write
 from .inspect import TextStats, text_stats
 
 if TYPE_CHECKING:
@@ -123,11 +125,12 @@ def compression_curve(tok: "Tokenizer", eval_texts: Sequence[str], vocab_sizes: 
 
 def write_csv(points: Sequence[CurvePoint], path: str | os.PathLike) -> None:
     """Write the points as CSV with the header `CSV_FIELDS`."""
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
-        w.writeheader()
-        for p in points:
-            w.writerow(p.row())
+    text = io.StringIO(newline="")
+    w = csv.DictWriter(text, fieldnames=CSV_FIELDS)
+    w.writeheader()
+    for p in points:
+        w.writerow(p.row())
+    atomic_write(path, text.getvalue().encode("utf-8"))
 
 
 def plot_curve(
@@ -172,7 +175,8 @@ def plot_curve(
         ax.grid(True, alpha=0.3)
         ax.legend(loc="lower right")
         fig.tight_layout()
-        fig.savefig(path, format="png")
+        with atomic_open(path) as f:
+            fig.savefig(f, format="png")
     finally:
         plt.close(fig)
 

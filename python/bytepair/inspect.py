@@ -32,11 +32,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
+from .textfile import read_text_blocks
+
 if TYPE_CHECKING:
     from .tokenizer import Tokenizer
-
-# `file_stats` reads and encodes files in blocks of about this many characters.
-_BLOCK_CHARS = 4 << 20
 
 
 # ---- tokens and merges as text -------------------------------------------------
@@ -311,20 +310,15 @@ def text_stats(tok: "Tokenizer", texts: Iterable[str]) -> TextStats:
     return stats
 
 
-def _read_blocks(path: str | os.PathLike, errors: str) -> Iterator[str]:
-    with open(path, encoding="utf-8", errors=errors, newline="") as f:
-        while block := f.read(_BLOCK_CHARS):
-            yield block
-
-
 def file_stats(tok: "Tokenizer", path: str | os.PathLike, errors: str = "strict") -> TextStats:
     """`text_stats` of a UTF-8 file, read in blocks.
 
     Raises:
         FileNotFoundError: no such file.
-        UnicodeDecodeError: the file is not UTF-8 and ``errors="strict"``.
+        ValueError: the file is not UTF-8 and ``errors="strict"`` (names the
+            file and byte offset).
     """
-    return text_stats(tok, _read_blocks(path, errors))
+    return text_stats(tok, read_text_blocks(path, errors))
 
 
 # ---- the commands ----------------------------------------------------------------

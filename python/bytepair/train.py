@@ -88,6 +88,18 @@ def _show_progress(progress: bool | None) -> bool:
     return sys.stderr.isatty() if progress is None else bool(progress)
 
 
+def _require_text(counter: _core.WordCounter, source: str) -> None:
+    """An empty corpus is a mistake (wrong file, wrong glob), not a tokenizer."""
+    if counter.total() == 0:
+        raise ValueError(f"{source}: empty corpus, no text to train on (0 pre-tokens outside special tokens)")
+
+
+def _describe_files(paths: Sequence[str]) -> str:
+    if len(paths) == 1:
+        return paths[0]
+    return f"{len(paths)} files ({', '.join(paths[:3])}{', ...' if len(paths) > 3 else ''})"
+
+
 def _learn(
     counter: _core.WordCounter,
     num_merges: int,
@@ -171,8 +183,8 @@ def train(
     Raises:
         FileNotFoundError / IsADirectoryError: a path is missing or a directory.
         ValueError: vocab_size too small, bad special tokens, an invalid pattern,
-            invalid UTF-8 (message names the file and byte offset), or a
-            negative `trace`.
+            invalid UTF-8 (message names the file and byte offset), an empty
+            corpus (no text outside special tokens), or a negative `trace`.
         KeyboardInterrupt: Ctrl-C, within about 0.1 s.
 
     Warns:
@@ -194,6 +206,7 @@ def train(
     with ProgressBar(stats.input_bytes, "counting", unit="B", scale=True, enabled=show) as bar:
         counter.count_files(paths, num_threads, chunk_size, errors == "replace", bar.update_to)
     stats.count_seconds = time.perf_counter() - start
+    _require_text(counter, _describe_files(paths))
     return _learn(
         counter, num_merges, special_tokens, pattern, stats, num_threads=num_threads, progress=show, trace=trace
     )
@@ -244,6 +257,7 @@ def train_from_iterator(
             flush()
         stats.input_bytes = done_before
     stats.count_seconds = time.perf_counter() - start
+    _require_text(counter, "the texts")
     return _learn(
         counter, num_merges, special_tokens, pattern, stats, num_threads=num_threads, progress=show, trace=trace
     )
@@ -266,7 +280,8 @@ def train_from_counts(
 
     Raises:
         ValueError: a count that is negative or not an integer (names the word),
-            or vocab_size too small.
+            or vocab_size too small. (Counts without any pair, even none at
+            all, give the byte-level vocabulary and the "no pair left" warning.)
         OverflowError: sum of count x word length reaches 2**64 (a pair count
             could overflow u64).
 
