@@ -20,7 +20,6 @@
 
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::BinaryHeap;
-use std::rc::Rc;
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -46,40 +45,92 @@ pub struct Trained {
     pub tokens: u64,
 }
 
-/// Heap entry ordered by (count, bytes of left, bytes of right).
+/// The first 8 bytes of a token (big-endian, zero-padded) and its length capped
+/// at 9: enough to order most pairs without touching their bytes.
+#[derive(Clone, Copy)]
+struct TokenPrefix {
+    prefix: u64,
+    len: u8,
+}
+
+impl TokenPrefix {
+    fn of(bytes: &[u8]) -> Self {
+        let mut head = [0u8; 8];
+        let n = bytes.len().min(8);
+        head[..n].copy_from_slice(&bytes[..n]);
+        TokenPrefix { prefix: u64::from_be_bytes(head), len: bytes.len().min(9) as u8 }
+    }
+}
+
+/// Heap entry: a pair, its count, and an integer key that orders pairs like
+/// (count, bytes of left, bytes of right) wherever it can tell them apart.
+///
+/// Key = (count, prefix(left), len(left), prefix(right), len(right)), where the
+/// right part is zeroed when the left is longer than 8 bytes. If two keys
+/// differ, the pairs compare the same way by bytes: a zero-padded prefix orders
+/// like the bytes, and equal prefixes with different lengths (both <= 8, or one
+/// longer) mean the shorter token is a prefix of the longer one. Equal keys are
+/// ties that `pop_best` settles with the full bytes. Integers only: comparisons
+/// in the heap never dereference token bytes.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
 struct Candidate {
     count: u64,
-    left_bytes: Rc<[u8]>,
-    right_bytes: Rc<[u8]>,
+    left_prefix: u64,
+    left_len: u8,
+    right_prefix: u64,
+    right_len: u8,
     pair: Pair,
 }
 
-impl PartialEq for Candidate {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == CmpOrdering::Equal
+impl Candidate {
+    fn same_key(&self, other: &Candidate) -> bool {
+        (self.count, self.left_prefix, self.left_len, self.right_prefix, self.right_len)
+            == (other.count, other.left_prefix, other.left_len, other.right_prefix, other.right_len)
     }
 }
-impl Eq for Candidate {}
-impl PartialOrd for Candidate {
-    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
-        Some(self.cmp(other))
-    }
+
+/// Every distinct word as a sequence of token ids, stored back to back in one
+/// buffer: a merge visits its words in increasing id order, so it walks memory
+/// forwards instead of chasing one heap allocation per word. Words only shrink,
+/// in place.
+struct Words {
+    symbols: Vec<u32>,
+    start: Vec<usize>,
+    len: Vec<u32>,
 }
-impl Ord for Candidate {
-    fn cmp(&self, other: &Self) -> CmpOrdering {
-        self.count
-            .cmp(&other.count)
-            .then_with(|| self.left_bytes.cmp(&other.left_bytes))
-            .then_with(|| self.right_bytes.cmp(&other.right_bytes))
+
+impl Words {
+    fn from_bytes<'a>(words: impl Iterator<Item = &'a [u8]>) -> Self {
+        let mut w = Words { symbols: Vec::new(), start: Vec::new(), len: Vec::new() };
+        for bytes in words {
+            w.start.push(w.symbols.len());
+            w.len.push(bytes.len() as u32);
+            w.symbols.extend(bytes.iter().map(|&b| u32::from(b)));
+        }
+        w
+    }
+
+    fn count(&self) -> usize {
+        self.start.len()
+    }
+
+    fn get(&self, i: usize) -> &[u32] {
+        &self.symbols[self.start[i]..self.start[i] + self.len[i] as usize]
+    }
+
+    /// Apply `pair -> new_id` to word `i` (see `merge_in_word`).
+    fn merge(&mut self, i: usize, pair: Pair, new_id: u32, delta: impl FnMut(Pair, i64)) {
+        let word = &mut self.symbols[self.start[i]..self.start[i] + self.len[i] as usize];
+        self.len[i] = merge_in_word(word, pair, new_id, delta) as u32;
     }
 }
 
 struct Trainer {
-    /// Each distinct word as a sequence of token ids.
-    words: Vec<Vec<u32>>,
+    words: Words,
     freqs: Vec<u64>,
-    /// Token id -> bytes (ids 0..255 are single bytes).
-    token_bytes: Vec<Rc<[u8]>>,
+    /// Token id -> bytes (ids 0..255 are single bytes), and their prefixes.
+    token_bytes: Vec<Vec<u8>>,
+    token_prefix: Vec<TokenPrefix>,
     pair_counts: FxHashMap<Pair, u64>,
     /// Pair -> indices of words that contained it when it was counted. May hold
     /// duplicates and words that lost the pair since; the merge re-checks.
@@ -88,26 +139,44 @@ struct Trainer {
 }
 
 impl Trainer {
-    fn new(words: Vec<Vec<u32>>, freqs: Vec<u64>) -> Self {
-        let token_bytes = (0..=255u8).map(|b| Rc::from(vec![b])).collect();
+    fn new(words: Words, freqs: Vec<u64>) -> Self {
+        let token_bytes: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        let token_prefix = token_bytes.iter().map(|b| TokenPrefix::of(b)).collect();
         let (pair_counts, where_pair) = initial_pair_index(&words, &freqs);
-        let mut t = Trainer { words, freqs, token_bytes, pair_counts, where_pair, heap: BinaryHeap::new() };
+        let mut t = Trainer { words, freqs, token_bytes, token_prefix, pair_counts, where_pair, heap: BinaryHeap::new() };
         t.rebuild_heap();
         t
     }
 
     fn candidate(&self, pair: Pair, count: u64) -> Candidate {
+        let left = self.token_prefix[pair.0 as usize];
+        let right = if left.len <= 8 { self.token_prefix[pair.1 as usize] } else { TokenPrefix { prefix: 0, len: 0 } };
         Candidate {
             count,
-            left_bytes: self.token_bytes[pair.0 as usize].clone(),
-            right_bytes: self.token_bytes[pair.1 as usize].clone(),
+            left_prefix: left.prefix,
+            left_len: left.len,
+            right_prefix: right.prefix,
+            right_len: right.len,
             pair,
         }
     }
 
+    /// Add the token `left + right` (the next id).
+    fn push_token(&mut self, pair: Pair) {
+        let bytes = [&self.token_bytes[pair.0 as usize][..], &self.token_bytes[pair.1 as usize][..]].concat();
+        self.token_prefix.push(TokenPrefix::of(&bytes));
+        self.token_bytes.push(bytes);
+    }
+
+    /// Order of two pairs by (bytes of left, bytes of right): the tie-break.
+    fn byte_order(&self, p: Pair, q: Pair) -> CmpOrdering {
+        let bytes = |x: u32| &self.token_bytes[x as usize][..];
+        (bytes(p.0), bytes(p.1)).cmp(&(bytes(q.0), bytes(q.1)))
+    }
+
     /// Tokens in the counted text as the words stand now.
     fn token_total(&self) -> u64 {
-        self.words.iter().zip(&self.freqs).map(|(w, f)| w.len() as u64 * f).sum()
+        self.words.len.iter().zip(&self.freqs).map(|(&n, f)| u64::from(n) * f).sum()
     }
 
     /// Compaction: rebuild the heap from the live counts, dropping stale entries.
@@ -122,17 +191,32 @@ impl Trainer {
     }
 
     /// Pop the best pair with a positive live count, or None when none is left.
+    /// Entries whose key equals the top's are popped together and ordered by
+    /// their bytes; the live ones that lose are pushed back.
     fn pop_best(&mut self) -> Option<(Pair, u64)> {
-        while let Some(top) = self.heap.pop() {
-            let live = self.pair_counts.get(&top.pair).copied().unwrap_or(0);
-            if live == top.count {
-                return Some((top.pair, live));
+        loop {
+            let top = self.heap.pop()?;
+            let mut live = Vec::new();
+            let mut group = vec![top];
+            while self.heap.peek().is_some_and(|c| c.same_key(&group[0])) {
+                group.extend(self.heap.pop());
             }
-            if live > 0 {
-                self.heap.push(self.candidate(top.pair, live));
+            for c in group {
+                match self.pair_counts.get(&c.pair).copied().unwrap_or(0) {
+                    n if n == c.count => live.push(c),
+                    0 => {}
+                    n => self.heap.push(self.candidate(c.pair, n)),
+                }
             }
+            let Some(best) = live.iter().map(|c| c.pair).max_by(|&p, &q| self.byte_order(p, q)) else { continue };
+            let count = live[0].count;
+            for c in live {
+                if c.pair != best {
+                    self.heap.push(c);
+                }
+            }
+            return Some((best, count));
         }
-        None
     }
 
     /// Apply merge `pair -> new_id` to every word that has it, updating pair
@@ -145,7 +229,7 @@ impl Trainer {
         let mut new_pairs: Vec<Pair> = Vec::new();
         for &wi in &word_ids {
             let freq = freqs[wi as usize];
-            merge_in_word(&mut words[wi as usize], pair, new_id, |p, d| {
+            words.merge(wi as usize, pair, new_id, |p, d| {
                 if p == pair {
                     // The merged pair is dropped whole below; no need to count it down.
                 } else if d > 0 {
@@ -179,10 +263,14 @@ impl Trainer {
 
 /// Merge every occurrence of `pair` in `word`, left to right (`A A A` -> `AA A`),
 /// reporting each pair-count change at the seams to `delta(pair, +1 | -1)`.
-pub fn merge_in_word(word: &mut Vec<u32>, pair: Pair, new_id: u32, mut delta: impl FnMut(Pair, i64)) {
+/// The merged word is left in `word[..n]`; returns `n`.
+pub fn merge_in_word(word: &mut [u32], pair: Pair, new_id: u32, mut delta: impl FnMut(Pair, i64)) -> usize {
     let (a, b) = pair;
     let n = word.len();
-    let (mut read, mut write) = (0, 0);
+    // The reverse index may list words that lost the pair since: leave those
+    // (and the untouched prefix of the others) without writing anything.
+    let Some(first) = word.windows(2).position(|w| w[0] == a && w[1] == b) else { return n };
+    let (mut read, mut write) = (first, first);
     while read < n {
         if read + 1 < n && word[read] == a && word[read + 1] == b {
             if write > 0 {
@@ -204,18 +292,17 @@ pub fn merge_in_word(word: &mut Vec<u32>, pair: Pair, new_id: u32, mut delta: im
         }
         write += 1;
     }
-    word.truncate(write);
+    write
 }
 
 /// Pair counts and reverse index of the initial words, built in parallel.
-fn initial_pair_index(words: &[Vec<u32>], freqs: &[u64]) -> (FxHashMap<Pair, u64>, FxHashMap<Pair, Vec<u32>>) {
-    let per_thread = words
-        .par_iter()
-        .enumerate()
+fn initial_pair_index(words: &Words, freqs: &[u64]) -> (FxHashMap<Pair, u64>, FxHashMap<Pair, Vec<u32>>) {
+    let per_thread = (0..words.count())
+        .into_par_iter()
         .fold(
             || (FxHashMap::<Pair, u64>::default(), FxHashMap::<Pair, Vec<u32>>::default()),
-            |(mut counts, mut index), (i, w)| {
-                for p in w.windows(2) {
+            |(mut counts, mut index), i| {
+                for p in words.get(i).windows(2) {
                     let p = (p[0], p[1]);
                     *counts.entry(p).or_insert(0) += freqs[i];
                     let list = index.entry(p).or_default();
@@ -246,11 +333,11 @@ fn initial_pair_index(words: &[Vec<u32>], freqs: &[u64]) -> (FxHashMap<Pair, u64
 /// Returns None if cancelled through `progress`.
 pub fn train(word_counts: Vec<(Vec<u8>, u64)>, num_merges: usize, progress: &Progress) -> Option<Trained> {
     let single_byte_tokens: u64 = word_counts.iter().filter(|(w, _)| w.len() == 1).map(|(_, c)| c).sum();
-    let (words, freqs): (Vec<Vec<u32>>, Vec<u64>) = word_counts
-        .into_iter()
-        .filter(|(w, c)| w.len() >= 2 && *c > 0)
-        .map(|(w, c)| (w.into_iter().map(u32::from).collect(), c))
-        .unzip();
+    let kept: Vec<&(Vec<u8>, u64)> = word_counts.iter().filter(|(w, c)| w.len() >= 2 && *c > 0).collect();
+    let words = Words::from_bytes(kept.iter().map(|(w, _)| &w[..]));
+    let freqs = kept.iter().map(|(_, c)| *c).collect();
+    drop(kept);
+    drop(word_counts);
     let mut t = Trainer::new(words, freqs);
     let mut merges = Vec::with_capacity(num_merges);
     while merges.len() < num_merges {
@@ -262,8 +349,7 @@ pub fn train(word_counts: Vec<(Vec<u8>, u64)>, num_merges: usize, progress: &Pro
             return Some(Trained { merges, stopped_early: true, tokens });
         };
         let new_id = 256 + merges.len() as u32;
-        let bytes: Vec<u8> = [&t.token_bytes[pair.0 as usize][..], &t.token_bytes[pair.1 as usize][..]].concat();
-        t.token_bytes.push(Rc::from(bytes));
+        t.push_token(pair);
         t.apply_merge(pair, new_id);
         merges.push(Merge { left: pair.0, right: pair.1, count });
         progress.add(1);
@@ -303,8 +389,8 @@ mod tests {
     fn overlapping_pairs_merge_left_to_right() {
         let mut w = vec![1, 1, 1];
         let mut d = vec![];
-        merge_in_word(&mut w, (1, 1), 9, |p, x| d.push((p, x)));
-        assert_eq!(w, [9, 1]);
+        let n = merge_in_word(&mut w, (1, 1), 9, |p, x| d.push((p, x)));
+        assert_eq!(w[..n], [9, 1]);
         let net = |p: Pair| d.iter().filter(|(q, _)| *q == p).map(|(_, x)| x).sum::<i64>();
         assert_eq!(net((1, 1)), -2);
         assert_eq!(net((9, 1)), 1);
