@@ -173,3 +173,52 @@ def newer_than_unicodedata(c: str) -> bool:
     """Assigned in regex's Unicode tables (17.0) but not in Python's unicodedata
     (and the Rust regex crate, 16.0): the known version skew of test_pretokenize."""
     return unicodedata.category(c) == "Cn" and not _regex().fullmatch(r"\p{Cn}", c)
+
+
+# ---- running a harness ------------------------------------------------------------
+
+
+def expose_libfuzzer_symbols() -> None:
+    """Make the __sanitizer_cov_* symbols of atheris's libFuzzer global, so a
+    bytepair._core built with coverage instrumentation (README: "Rust
+    coverage") can be loaded and libFuzzer sees its edges. Harmless otherwise.
+
+    Must run only inside atheris.Fuzz() (atheris loads its libFuzzer core
+    there, privately; dlopen with RTLD_GLOBAL promotes that same copy) or when
+    not fuzzing at all: done before Fuzz(), atheris would take the library for
+    a preloaded libFuzzer and refuse to start.
+    """
+    import ctypes
+
+    import atheris
+
+    for core in Path(atheris.__file__).parent.glob("core_with_libfuzzer*.so"):
+        ctypes.CDLL(str(core), mode=os.RTLD_GLOBAL | os.RTLD_NOW)
+
+
+def fuzz_main(setup, test_one_input, seeds) -> None:
+    """The command line of every harness: ``--write-seeds DIR``, or libFuzzer's
+    own arguments. `setup()` imports bytepair and builds what the target needs;
+    it runs on the first input, after libFuzzer has started (see
+    `expose_libfuzzer_symbols`)."""
+    import atheris
+
+    if "--write-seeds" in sys.argv:
+        expose_libfuzzer_symbols()
+        setup()
+        out = Path(sys.argv[sys.argv.index("--write-seeds") + 1])
+        out.mkdir(parents=True, exist_ok=True)
+        for i, seed in enumerate(seeds()):
+            (out / f"seed-{i:02d}").write_bytes(seed)
+        return
+    ready = []
+
+    def first_then_test(data: bytes) -> None:
+        if not ready:
+            expose_libfuzzer_symbols()
+            setup()
+            ready.append(True)
+        test_one_input(data)
+
+    atheris.Setup(sys.argv, first_then_test)
+    atheris.Fuzz()

@@ -27,14 +27,10 @@ from unittest import mock
 import atheris
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Findings, gpt2_files, replace_surrogates, text_from, tiktoken_gpt2  # noqa: E402
-
-with atheris.instrument_imports(include=["bytepair"]):
-    import bytepair
-
-import tiktoken  # noqa: E402
+from common import Findings, fuzz_main, gpt2_files, replace_surrogates, text_from, tiktoken_gpt2  # noqa: E402
 
 FINDINGS = Findings("encode")
+PAIRS: list = []  # (name, bytepair.Tokenizer, tiktoken.Encoding), filled by setup()
 
 
 def openai_pair(name: str):
@@ -56,11 +52,16 @@ def openai_pair(name: str):
         ranks = tiktoken.load.load_tiktoken_bpe(str(plain))
     with mock.patch.object(op, "load_tiktoken_bpe", lambda *a, **k: ranks):
         params = getattr(op, name)()
+    import bytepair
+
     return bytepair.Tokenizer.from_tiktoken(path), tiktoken.Encoding(**params)
 
 
-def load_pairs() -> list[tuple[str, bytepair.Tokenizer, tiktoken.Encoding]]:
-    pairs = []
+def setup() -> None:
+    with atheris.instrument_imports(include=["bytepair"]):
+        import bytepair
+
+    pairs = PAIRS
     files = gpt2_files()
     if files:
         pairs.append(("gpt2", bytepair.Tokenizer.from_gpt2_files(*files), tiktoken_gpt2(*files)))
@@ -72,10 +73,6 @@ def load_pairs() -> list[tuple[str, bytepair.Tokenizer, tiktoken.Encoding]]:
             pairs.append((name, *pair))
     if not pairs:
         sys.exit("encode: no tokenizer to compare with tiktoken (no corpora, no bpe-openai)")
-    return pairs
-
-
-PAIRS = load_pairs()
 
 
 def outcome(fn, *args, **kwargs):
@@ -127,16 +124,5 @@ def seeds() -> list[bytes]:
     return [bytes([k]) + t.encode() for k in range(len(PAIRS)) for t in texts] + [b"\x00\xf8\x00\xf8\x3a"]
 
 
-def main() -> None:
-    if "--write-seeds" in sys.argv:
-        out = Path(sys.argv[sys.argv.index("--write-seeds") + 1])
-        out.mkdir(parents=True, exist_ok=True)
-        for i, s in enumerate(seeds()):
-            (out / f"seed-{i:02d}").write_bytes(s)
-        return
-    atheris.Setup(sys.argv, test_one_input)
-    atheris.Fuzz()
-
-
 if __name__ == "__main__":
-    main()
+    fuzz_main(setup, test_one_input, seeds)

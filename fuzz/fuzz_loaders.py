@@ -29,12 +29,9 @@ from pathlib import Path
 import atheris
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import EOT, Findings, small_tokenizer  # noqa: E402
+from common import EOT, Findings, fuzz_main, small_tokenizer  # noqa: E402
 
-with atheris.instrument_imports(include=["bytepair", "json", "gzip", "base64"]):
-    import bytepair
-    from bytepair import formats
-
+bytepair = formats = None  # imported by setup()
 FINDINGS = Findings("loaders")
 WORK = Path(tempfile.mkdtemp(prefix="fuzz-loaders-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
 SAMPLE = "hello world <|endoftext|>It's 42 naïve 字\n"
@@ -54,7 +51,18 @@ def valid_files() -> dict[str, bytes]:
     return files
 
 
-VALID = valid_files()
+VALID: dict[str, bytes] = {}
+
+
+def setup() -> None:
+    global bytepair, formats
+    with atheris.instrument_imports(include=["bytepair", "json", "gzip", "base64"]):
+        import bytepair
+        from bytepair import formats
+
+    VALID.update(valid_files())
+
+
 # kind -> (file the payload replaces, how the harness loads it)
 RAW_KINDS = [
     ("tokenizer.json", "hf"),
@@ -228,16 +236,5 @@ def test_one_input(data: bytes) -> None:
         d.rmdir()
 
 
-def main() -> None:
-    if "--write-seeds" in sys.argv:
-        out = Path(sys.argv[sys.argv.index("--write-seeds") + 1])
-        out.mkdir(parents=True, exist_ok=True)
-        for i, s in enumerate(seeds()):
-            (out / f"seed-{i:02d}").write_bytes(s)
-        return
-    atheris.Setup(sys.argv, test_one_input)
-    atheris.Fuzz()
-
-
 if __name__ == "__main__":
-    main()
+    fuzz_main(setup, test_one_input, seeds)

@@ -17,18 +17,23 @@ from pathlib import Path
 import atheris
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import PRESETS, Findings, newer_than_unicodedata, text_from  # noqa: E402
-
-with atheris.instrument_imports(include=["bytepair"]):
-    import bytepair
-    from bytepair import reference
-
-import regex  # noqa: E402
+from common import PRESETS, Findings, fuzz_main, newer_than_unicodedata, text_from  # noqa: E402
 
 FINDINGS = Findings("pretokenize")
-BYTES = {i: bytes([i]) for i in range(256)}
-TOKENIZERS = {p: bytepair.Tokenizer(BYTES, [], pattern=p) for p in PRESETS}
-COMPILED = {p: regex.compile(reference.resolve_pattern(p)) for p in PRESETS}
+TOKENIZERS: dict = {}  # preset -> merge-less bytepair.Tokenizer
+COMPILED: dict = {}  # preset -> compiled Python regex
+
+
+def setup() -> None:
+    import regex
+
+    with atheris.instrument_imports(include=["bytepair"]):
+        import bytepair
+        from bytepair import reference
+
+    for p in PRESETS:
+        TOKENIZERS[p] = bytepair.Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern=p)
+        COMPILED[p] = regex.compile(reference.resolve_pattern(p))
 
 
 def clean_text(data: bytes) -> str:
@@ -68,16 +73,5 @@ def seeds() -> list[bytes]:
     return [t.encode() for t in texts]
 
 
-def main() -> None:
-    if "--write-seeds" in sys.argv:
-        out = Path(sys.argv[sys.argv.index("--write-seeds") + 1])
-        out.mkdir(parents=True, exist_ok=True)
-        for i, s in enumerate(seeds()):
-            (out / f"seed-{i:02d}").write_bytes(s)
-        return
-    atheris.Setup(sys.argv, test_one_input)
-    atheris.Fuzz()
-
-
 if __name__ == "__main__":
-    main()
+    fuzz_main(setup, test_one_input, seeds)

@@ -18,14 +18,18 @@ from pathlib import Path
 import atheris
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Findings  # noqa: E402
+from common import Findings, fuzz_main  # noqa: E402
 
-with atheris.instrument_imports(include=["bytepair"]):
-    import bytepair
-    from bytepair import reference
-
+bytepair = reference = None  # imported by setup()
 FINDINGS = Findings("train")
 ALPHABETS = [b"ab", b"abc", b"a b", b"xyz\xc3\xa9", bytes(range(0xF0, 0x100)), b"aaaa\x00\xff"]
+
+
+def setup() -> None:
+    global bytepair, reference
+    with atheris.instrument_imports(include=["bytepair"]):
+        import bytepair
+        from bytepair import reference
 
 
 def word_counts(fdp: atheris.FuzzedDataProvider) -> dict[bytes, int]:
@@ -69,16 +73,5 @@ def seeds() -> list[bytes]:
     return [bytes((i * k + 7) % 256 for i in range(n)) for k, n in ((3, 40), (11, 80), (29, 120), (1, 60))]
 
 
-def main() -> None:
-    if "--write-seeds" in sys.argv:
-        out = Path(sys.argv[sys.argv.index("--write-seeds") + 1])
-        out.mkdir(parents=True, exist_ok=True)
-        for i, s in enumerate(seeds()):
-            (out / f"seed-{i:02d}").write_bytes(s)
-        return
-    atheris.Setup(sys.argv, test_one_input)
-    atheris.Fuzz()
-
-
 if __name__ == "__main__":
-    main()
+    fuzz_main(setup, test_one_input, seeds)

@@ -46,9 +46,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def write_seeds(script: Path, seeds: Path) -> None:
+def write_seeds(script: Path, seeds: Path, env: dict) -> None:
     shutil.rmtree(seeds, ignore_errors=True)
-    subprocess.run([sys.executable, str(script), "--write-seeds", str(seeds)], check=True, stderr=subprocess.DEVNULL)
+    subprocess.run([sys.executable, str(script), "--write-seeds", str(seeds)], env=env, check=True, stderr=subprocess.DEVNULL)
 
 
 def findings_of(findings: Path) -> dict[str, str]:
@@ -70,6 +70,19 @@ def run_process(cmd: list[str], env: dict, log: Path) -> tuple[int, str | None]:
     return (runs[-1] if runs else 0), (artifact[-1] if proc.returncode and artifact else None)
 
 
+def rust_coverage_build() -> bool:
+    """Whether the installed bytepair._core was built with coverage
+    instrumentation (README: "Rust coverage"); the harnesses then make
+    libFuzzer's symbols visible to it (common.expose_libfuzzer_symbols)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("bytepair")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    libs = list(Path(spec.submodule_search_locations[0]).glob("_core*.so"))
+    return bool(libs) and b"__sanitizer_cov_8bit_counters_init" in libs[0].read_bytes()
+
+
 def fuzz_target(name: str, seconds: int, workdir: Path, timeout: int) -> dict:
     script, max_len = TARGETS[name]
     script = FUZZ_DIR / script
@@ -77,9 +90,9 @@ def fuzz_target(name: str, seconds: int, workdir: Path, timeout: int) -> dict:
     findings = workdir / "findings" / name
     for d in (corpus, findings):
         d.mkdir(parents=True, exist_ok=True)
-    write_seeds(script, seeds)
-    before = set(findings_of(findings))
     env = dict(os.environ, FUZZ_FINDINGS=str(workdir / "findings"), RAYON_NUM_THREADS="1")
+    write_seeds(script, seeds, env)
+    before = set(findings_of(findings))
     log = workdir / f"{name}.log"
     log.write_text("")
     start, executions, crashes = time.monotonic(), 0, []
@@ -98,7 +111,7 @@ def fuzz_target(name: str, seconds: int, workdir: Path, timeout: int) -> dict:
     elapsed = time.monotonic() - start
     found = findings_of(findings)
     return {
-        "target": name, "seconds": round(elapsed), "executions": executions,
+        "target": name, "native_coverage": rust_coverage_build(), "seconds": round(elapsed), "executions": executions,
         "exec_per_s": round(executions / elapsed, 1) if elapsed else 0.0,
         "findings": found, "new": sorted(set(found) - before), "crashes": crashes, "corpus": len(list(corpus.iterdir())),
     }
@@ -106,7 +119,7 @@ def fuzz_target(name: str, seconds: int, workdir: Path, timeout: int) -> dict:
 
 def report(result: dict) -> None:
     print(
-        f"\n== {result['target']}: {result['seconds']} s, {result['executions']:,} executions "
+        f"\n== {result['target']}{' (Rust coverage)' if result['native_coverage'] else ''}: {result['seconds']} s, {result['executions']:,} executions "
         f"({result['exec_per_s']}/s), corpus {result['corpus']} inputs, "
         f"{len(result['findings'])} findings ({len(result['new'])} new), {len(result['crashes'])} crashes/hangs"
     )
