@@ -185,3 +185,13 @@ def test_sidecar_pattern_that_does_not_compile(tmp_path, tok):
     (tmp_path / "enc.tiktoken.json").write_text('{"pat_str": "(\\\\w+", "special_tokens": {}}')
     assert_value_error_naming(tmp_path / "enc.tiktoken", lambda: bytepair.Tokenizer.load(tmp_path / "enc.tiktoken"),
                               "invalid pattern")
+
+
+def test_two_special_tokens_with_one_id(tmp_path, tok):
+    # was loaded: "<|endoftext|>" then decoded as "<|pad|>" (the Tokenizer keeps both under id 299)
+    tok.save_tiktoken(tmp_path / "enc.tiktoken")
+    (tmp_path / "enc.tiktoken.json").write_text(
+        '{"pat_str": "gpt2", "special_tokens": {"<|endoftext|>": 299, "<|pad|>": 299}}'
+    )
+    assert_value_error_naming(tmp_path / "enc.tiktoken", lambda: bytepair.Tokenizer.load(tmp_path / "enc.tiktoken"),
+                              "same id 299")

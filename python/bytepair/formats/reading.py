@@ -2,12 +2,13 @@
 UTF-8 and build the Tokenizer, turning each failure into a ValueError that
 names the file (the loaders' documented contract), whatever layer failed.
 
-The fuzz harness (fuzz/fuzz_loaders.py) found these failures escaping as
+Fuzzing the loaders (fuzz/fuzz_loaders.py, fuzz/README.md) met these failures escaping as
 other types: RecursionError from deeply nested JSON, EOFError and zlib.error
 from a damaged .gz, UnicodeDecodeError from a merges.txt that is not UTF-8,
 UnicodeEncodeError from a pattern or special token holding a lone surrogate
-(valid JSON: ``"\\ud800"``), and ValueErrors of the Tokenizer that did not
-say which file they came from.
+(valid JSON: ``"\\ud800"``), ValueErrors of the Tokenizer that did not
+say which file they came from, and two special tokens sharing an id (loaded,
+then each decoded as the other).
 """
 
 from __future__ import annotations
@@ -81,12 +82,18 @@ def build_tokenizer(
 ) -> "Tokenizer":
     """`Tokenizer(...)` from what a file held; its errors (a merge whose parts are
     not in the vocabulary, an id out of range, a pattern that does not compile,
-    ...) are re-raised as ValueError prefixed with `source`."""
+    ...) are re-raised as ValueError prefixed with `source`; two special tokens
+    with one id are an error too."""
     from ..tokenizer import Tokenizer
 
     check_unicode(pattern, source=source, what="pattern")
-    for token in special_tokens:
+    holder: dict[int, str] = {}
+    for token, i in special_tokens.items():
         check_unicode(token, source=source, what="special token")
+        # The Tokenizer accepts this, then decodes both tokens as the last one.
+        if i in holder:
+            raise ValueError(f"{source}: special tokens {holder[i]!r} and {token!r} have the same id {i}")
+        holder[i] = token
     try:
         return Tokenizer(vocab, merges, special_tokens=dict(special_tokens), pattern=pattern)
     except ValueError as e:
