@@ -17,10 +17,12 @@ Run through run.py, or directly: python fuzz/fuzz_loaders.py [libFuzzer flags] [
 
 from __future__ import annotations
 
+import atexit
 import gzip
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 import warnings
@@ -33,7 +35,12 @@ from common import EOT, Findings, fuzz_main, small_tokenizer  # noqa: E402
 
 bytepair = formats = None  # imported by setup()
 FINDINGS = Findings("loaders")
-WORK = Path(tempfile.mkdtemp(prefix="fuzz-loaders-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
+# Scratch files, in memory where possible. libFuzzer ends the process with C's
+# exit(), skipping atexit, so the previous run's directory is removed at start.
+WORK = Path("/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()) / f"bytepair-fuzz-loaders-{os.getuid()}"
+shutil.rmtree(WORK, ignore_errors=True)
+WORK.mkdir()
+atexit.register(shutil.rmtree, WORK, ignore_errors=True)
 SAMPLE = "hello world <|endoftext|>It's 42 naïve 字\n"
 
 # ---- the valid files a payload mutates ------------------------------------------
@@ -151,7 +158,7 @@ def loaders_for(how: str, d: Path, name: str):
         calls.append(("Tokenizer.load", lambda: bytepair.Tokenizer.load(d / "enc.tiktoken")))
     elif how == "tiktoken_gz":
         calls = [("from_tiktoken(.gz)", lambda: bytepair.Tokenizer.from_tiktoken(d / "enc.tiktoken.gz"))]
-        calls.append(("Tokenizer.load(.gz)", lambda: bytepair.Tokenizer.load(d / "enc.tiktoken.gz"))),
+        calls.append(("Tokenizer.load(.gz)", lambda: bytepair.Tokenizer.load(d / "enc.tiktoken.gz")))
     elif how == "hf":
         calls.append(("info", lambda: formats.info(d / name)))
     return calls
