@@ -17,8 +17,6 @@ Detection looks at the content, then at the neighbours:
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import os
 import sys
 from collections.abc import Mapping
@@ -27,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _core
 from .gpt2 import MERGES_NAME, VOCAB_NAME, from_gpt2_files, save_gpt2
 from .hf import from_hf_json, preset_name
+from .reading import GZIP_MAGIC, gunzip, parse_json
 from .tiktoken_files import SIDECAR_SUFFIX, from_tiktoken, looks_like_rank_file, save_tiktoken
 
 if TYPE_CHECKING:
@@ -58,11 +57,12 @@ def _vocab_for(merges_path: str) -> str | None:
 
 
 def _read_head(path: str, size: int = 1 << 16) -> bytes:
+    """The first `size` bytes of the file's content (gunzipped if it is gzip)."""
     with open(path, "rb") as f:
         head = f.read(size)
-    if head[:2] == b"\x1f\x8b":
-        with gzip.open(path, "rb") as f:
-            head = f.read(size)
+    if head[:2] == GZIP_MAGIC:
+        with open(path, "rb") as f:
+            head = gunzip(f.read(), source=path, limit=size)
     return head
 
 
@@ -96,10 +96,7 @@ def detect_format(path: str | os.PathLike) -> tuple[str, dict[str, Any]]:
     if head.lstrip()[:1] in (b"{", b"[", b""):
         with open(path, "rb") as f:
             data = f.read()
-        try:
-            doc = json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ValueError(f"{path}: not valid JSON: {e}") from None
+        doc = parse_json(data, source=path)
         # A vocab.json may hold the token "model": test for it first.
         if isinstance(doc, dict) and doc and all(type(v) is int for v in doc.values()):
             merges = _merges_for(path)

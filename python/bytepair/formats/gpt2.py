@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from ..atomic import atomic_write
 from .bytelevel import is_byte_level, str_to_token, token_to_str
+from .reading import build_tokenizer, decode_utf8, parse_json
 from .tables import check_merges
 
 if TYPE_CHECKING:
@@ -78,19 +79,13 @@ def from_gpt2_files(
             in the vocabulary, or a merge table that pair-rank and token-rank
             encoding apply differently; messages name the file and entry.
     """
-    from ..tokenizer import Tokenizer
-
     vocab_src, merges_src = os.fspath(vocab_path), os.fspath(merges_path)
     with open(vocab_src, "rb") as f:
-        raw = f.read()
-    try:
-        entries = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{vocab_src}: not valid JSON: {e}") from None
+        entries = parse_json(f.read(), source=vocab_src)
     if not isinstance(entries, dict):
         raise ValueError(f"{vocab_src}: expected a JSON object of token -> id")
-    with open(merges_src, encoding="utf-8") as f:
-        merges = read_merges(f.read(), source=merges_src)
+    with open(merges_src, "rb") as f:
+        merges = read_merges(decode_utf8(f.read(), source=merges_src), source=merges_src)
     check_merges(merges, source=merges_src, what="merge")
 
     made = {a + b for a, b in merges}
@@ -123,7 +118,7 @@ def from_gpt2_files(
             else:
                 specials[t] = next_id
                 next_id += 1
-    return Tokenizer(vocab, merges, special_tokens=specials, pattern=pattern)
+    return build_tokenizer(vocab, merges, specials, pattern, source=f"{vocab_src} + {merges_src}")
 
 
 def save_gpt2(tok: "Tokenizer", directory: str | os.PathLike) -> tuple[str, str]:

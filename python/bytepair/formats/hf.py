@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _core
 from .bytelevel import str_to_token, token_to_str
+from .reading import build_tokenizer, parse_json
 from .tables import check_merges
 
 if TYPE_CHECKING:
@@ -279,12 +280,7 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
             it (HF's id is used), or a post-processor / truncation / padding,
             which are ignored.
     """
-    from ..tokenizer import Tokenizer
-
-    try:
-        doc = data if isinstance(data, dict) else json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{source}: not valid JSON: {e}") from None
+    doc = data if isinstance(data, dict) else parse_json(data, source=source)
     if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict):
         raise ValueError(f"{source}: no 'model' object; not a tokenizer.json file")
     model = doc["model"]
@@ -322,6 +318,8 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
             raise ValueError(f"{source}: added_tokens[{n}] must have a string 'content' and an integer 'id'")
         if not 0 <= t["id"] < 1 << 32:
             raise ValueError(f"{source}: added_tokens[{n}].id {t['id']} must be in [0, 2**32)")
+        if not t["content"]:
+            raise ValueError(f"{source}: added_tokens[{n}] has an empty 'content'")
         for flag in ("lstrip", "rstrip", "single_word"):
             if t.get(flag):
                 raise ValueError(f"{source}: added_tokens[{n}].{flag}=true is not supported")
@@ -355,8 +353,11 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
             )
         specials[content] = hf_id
 
+    raw_merges = model.get("merges") or []
+    if not isinstance(raw_merges, list):
+        raise ValueError(f"{source}: model.merges must be a list, got {type(raw_merges).__name__}")
     merges = []
-    for n, m in enumerate(model.get("merges") or []):
+    for n, m in enumerate(raw_merges):
         where = f"{source}: model.merges[{n}]"
         parts = m.split(" ") if isinstance(m, str) else m
         if not isinstance(parts, list) or len(parts) != 2 or not all(isinstance(p, str) for p in parts):
@@ -372,4 +373,4 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
                     "HF never produces it, bytepair would for a pre-token equal to it "
                     "(list it in added_tokens, or set ignore_merges=true)"
                 )
-    return Tokenizer(vocab, merges, special_tokens=specials, pattern=pattern)
+    return build_tokenizer(vocab, merges, specials, pattern, source=source)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import gzip
 import json
 import os
 import re
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..atomic import atomic_write
 from .hf import preset_name
+from .reading import build_tokenizer, maybe_gunzip, parse_json
 from .tables import merges_from_ranks, ranks_of
 
 if TYPE_CHECKING:
@@ -57,12 +57,13 @@ _B64_LINE = re.compile(rb"^[A-Za-z0-9+/]+={0,2} \d+$")
 
 
 def read_bytes_maybe_gzip(path: str | os.PathLike) -> bytes:
-    """The content of `path`, gunzipped when it starts with the gzip magic bytes."""
+    """The content of `path`, gunzipped when it starts with the gzip magic bytes.
+
+    Raises:
+        ValueError: damaged or truncated gzip data; the message names `path`.
+    """
     with open(path, "rb") as f:
-        data = f.read()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    return data
+        return maybe_gunzip(f.read(), source=os.fspath(path))
 
 
 def looks_like_rank_file(head: bytes) -> bool:
@@ -87,7 +88,8 @@ def parse_ranks(data: bytes, *, source: str) -> tuple[dict[bytes, int], dict[byt
         fields = line.split()
         if not fields:
             continue
-        if len(fields) != 2 or not fields[1].isdigit():
+        # More than 10 digits is beyond 2**32 anyway (and int() refuses thousands of them).
+        if len(fields) != 2 or not fields[1].isdigit() or len(fields[1]) > 10:
             raise ValueError(f"{source}: line {n}: expected 'base64-token rank', got {line[:80]!r}")
         try:
             token = base64.b64decode(fields[0], validate=True)
@@ -120,10 +122,7 @@ def read_sidecar(path: str) -> tuple[str, dict[str, int]] | None:
     if not os.path.isfile(side):
         return None
     with open(side, "rb") as f:
-        try:
-            doc = json.loads(f.read())
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ValueError(f"{side}: not valid JSON: {e}") from None
+        doc = parse_json(f.read(), source=side)
     if not isinstance(doc, dict) or not isinstance(doc.get("pat_str"), str):
         raise ValueError(f"{side}: expected an object with a 'pat_str' string (the pre-tokenization pattern)")
     specials = doc.get("special_tokens", {})
@@ -179,10 +178,8 @@ def from_tiktoken(
 
 
 def _tokenizer_from_ranks(ranks: Mapping[bytes, int], pattern: str, specials: Mapping[str, int], *, source: str, where=None):
-    from ..tokenizer import Tokenizer
-
     merges = merges_from_ranks(ranks, source=source, where=where)
-    return Tokenizer({r: t for t, r in ranks.items()}, merges, special_tokens=dict(specials), pattern=preset_name(pattern))
+    return build_tokenizer({r: t for t, r in ranks.items()}, merges, specials, preset_name(pattern), source=source)
 
 
 def from_tiktoken_encoding(enc: "tiktoken.Encoding") -> "Tokenizer":

@@ -1,0 +1,100 @@
+"""What every reader does with an untrusted file: parse JSON, gunzip, decode
+UTF-8 and build the Tokenizer, turning each failure into a ValueError that
+names the file (the loaders' documented contract), whatever layer failed.
+
+Fuzzing the loaders (fuzz/fuzz_loaders.py, fuzz/README.md) met these failures escaping as
+other types: RecursionError from deeply nested JSON, EOFError and zlib.error
+from a damaged .gz, UnicodeDecodeError from a merges.txt that is not UTF-8,
+UnicodeEncodeError from a pattern or special token holding a lone surrogate
+(valid JSON: ``"\\ud800"``), ValueErrors of the Tokenizer that did not
+say which file they came from, and two special tokens sharing an id (loaded,
+then each decoded as the other).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import zlib
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..tokenizer import Tokenizer
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def parse_json(data: bytes | str, *, source: str) -> Any:
+    """``json.loads(data)``; ValueError naming `source` on any failure
+    (syntax, encoding, nesting too deep, an integer too long to convert)."""
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise ValueError(f"{source}: not valid JSON: {str(e)[:200]}") from None
+
+
+def gunzip(data: bytes, *, source: str, limit: int = -1) -> bytes:
+    """The decompressed content of gzip `data` (at most `limit` bytes when
+    limit >= 0); ValueError naming `source` when the data is damaged or truncated."""
+    try:
+        if limit < 0:
+            return gzip.decompress(data)
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
+            return f.read(limit)
+    except (OSError, EOFError, zlib.error) as e:
+        raise ValueError(f"{source}: not a valid gzip file: {e}") from None
+
+
+def maybe_gunzip(data: bytes, *, source: str, limit: int = -1) -> bytes:
+    """`data`, gunzipped when it starts with the gzip magic bytes."""
+    return gunzip(data, source=source, limit=limit) if data[:2] == GZIP_MAGIC else data
+
+
+def decode_utf8(data: bytes, *, source: str) -> str:
+    """`data` as UTF-8 text; ValueError naming `source` and the line of the first invalid byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ValueError(f"{source}: line {line}: not UTF-8 (byte {data[e.start]:#04x} at offset {e.start})") from None
+
+
+def check_unicode(text: str, *, source: str, what: str) -> None:
+    """A string read from JSON may hold a lone surrogate (``"\\ud800"``), which
+    no UTF-8 text can contain; ValueError naming `source` and `what`."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(
+            f"{source}: {what} {text[:80]!r} holds a lone surrogate {text[e.start]!r}, which is not valid Unicode"
+        ) from None
+
+
+def build_tokenizer(
+    vocab: Mapping[int, bytes],
+    merges: Sequence[tuple[bytes, bytes]],
+    special_tokens: Mapping[str, int],
+    pattern: str,
+    *,
+    source: str,
+) -> "Tokenizer":
+    """`Tokenizer(...)` from what a file held; its errors (a merge whose parts are
+    not in the vocabulary, an id out of range, a pattern that does not compile,
+    ...) are re-raised as ValueError prefixed with `source`; two special tokens
+    with one id are an error too."""
+    from ..tokenizer import Tokenizer
+
+    check_unicode(pattern, source=source, what="pattern")
+    holder: dict[int, str] = {}
+    for token, i in special_tokens.items():
+        check_unicode(token, source=source, what="special token")
+        # The Tokenizer accepts this, then decodes both tokens as the last one.
+        if i in holder:
+            raise ValueError(f"{source}: special tokens {holder[i]!r} and {token!r} have the same id {i}")
+        holder[i] = token
+    try:
+        return Tokenizer(vocab, merges, special_tokens=dict(special_tokens), pattern=pattern)
+    except ValueError as e:
+        raise ValueError(f"{source}: {e}") from None
