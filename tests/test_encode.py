@@ -535,6 +535,20 @@ def test_encode_iterable_without_safe_cuts_and_is_lazy():
     assert first == tok.encode("some text here\n" * 3)[:10]
 
 
+@pytest.mark.parametrize("pattern", PRESETS)
+def test_encode_blocks_cuts_a_line_without_whitespace(pattern):
+    """1 MB of words glued together (no whitespace at all, as in minified text)
+    streams in blocks of about 64K characters, cut between a letter and
+    punctuation, with the ids of one encode call."""
+    text = "".join(read_slice("enwiki.txt", 20_000_000, 1_300_000).split())[:1_000_000]
+    tok = _stream_tokenizer(pattern)
+    blocks = list(tok.encode_blocks(iter([text[i:i + 4096] for i in range(0, len(text), 4096)])))
+    assert len(blocks) >= 10, "the stream was not cut: memory would grow with the line"
+    import numpy as np
+
+    assert np.concatenate(blocks).tolist() == tok.encode_ordinary(text)
+
+
 @pytest.mark.parametrize("which", ["gpt2", "trained-o200k"])
 def test_pickle_round_trip(which):
     tok = gpt2_tokenizer() if which == "gpt2" else trained("o200k")
