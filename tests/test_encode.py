@@ -535,6 +535,20 @@ def test_encode_iterable_without_safe_cuts_and_is_lazy():
     assert first == tok.encode("some text here\n" * 3)[:10]
 
 
+@pytest.mark.parametrize(
+    "specials, pattern, message",
+    [
+        ({"<a>": 300, "<b>": 300}, "gpt2", "special tokens '<a>' and '<b>' both have id 300"),
+        (["<\ud800>"], "gpt2", "special token '<\\ud800>' holds a lone surrogate at index 1"),
+        ([], "a|\udfff", "pattern 'a|\\udfff' holds a lone surrogate at index 2"),
+    ],
+)
+def test_tokenizer_rejects_ambiguous_or_unencodable_specials_and_patterns(specials, pattern, message):
+    with pytest.raises(ValueError) as e:
+        bytepair.Tokenizer({i: bytes([i]) for i in range(256)}, [], special_tokens=specials, pattern=pattern)
+    assert str(e.value) == message
+
+
 @pytest.mark.parametrize("pattern", PRESETS)
 def test_encode_blocks_cuts_a_line_without_whitespace(pattern):
     """1 MB of words glued together (no whitespace at all, as in minified text)

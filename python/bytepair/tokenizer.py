@@ -45,7 +45,9 @@ class Tokenizer:
 
     Raises:
         ValueError: a merge whose parts or result are not in the vocab, a
-            duplicate id, an empty special token, or a pattern that does not compile.
+            duplicate id (two special tokens, or a special token and a vocab
+            entry with other bytes), an empty special token, a lone surrogate in
+            a special token or the pattern, or a pattern that does not compile.
 
     >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"hi"}, [(b"h", b"i")])
     >>> tok.encode("hi hi")
@@ -63,7 +65,7 @@ class Tokenizer:
     ) -> None:
         self.vocab: dict[int, bytes] = {_check_id(i, "vocab"): bytes(b) for i, b in vocab.items()}
         self.merges: list[tuple[bytes, bytes]] = [(bytes(a), bytes(b)) for a, b in merges]
-        self.pattern: str = pattern
+        self.pattern: str = _check_encodable(pattern, "pattern")
         self.special_tokens: dict[str, int] = self._assign_special_ids(special_tokens or ())
         self._check_merges()
         special_ids = set(self.special_tokens.values())
@@ -87,20 +89,26 @@ class Tokenizer:
             for t in special_tokens:
                 if not isinstance(t, str):
                     raise TypeError(f"special token {t!r} is not a str")
+                _check_encodable(t, "special token")
                 if t.encode() in by_bytes:
                     pairs.append((t, by_bytes[t.encode()]))
                 else:
                     pairs.append((t, next_id))
                     next_id += 1
         out: dict[str, int] = {}
+        owner: dict[int, str] = {}
         for t, i in pairs:
             if not t:
                 raise ValueError("special tokens must not be empty")
             if t in out:
                 raise ValueError(f"special token {t!r} is given twice")
+            if i in owner:
+                raise ValueError(f"special tokens {owner[i]!r} and {t!r} both have id {i}")
+            _check_encodable(t, "special token")
             if i in self.vocab and self.vocab[i] != t.encode():
                 raise ValueError(f"special token {t!r} has id {i}, which the vocab gives to {self.vocab[i]!r}")
             out[t] = i
+            owner[i] = t
         return out
 
     def _check_merges(self) -> None:
@@ -490,6 +498,17 @@ def _has_surrogates(text: str) -> bool:
         return False
     except UnicodeEncodeError:
         return True
+
+
+def _check_encodable(text: str, what: str) -> str:
+    """`text`, if it is a str that UTF-8 can encode (no lone surrogates)."""
+    if not isinstance(text, str):
+        raise TypeError(f"{what} must be a str, got {type(text).__name__}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"{what} {text!r} holds a lone surrogate at index {e.start}") from None
+    return text
 
 
 def _replace_surrogates(text: str) -> str:
