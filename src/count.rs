@@ -274,6 +274,13 @@ impl CutRule {
         }
     }
 
+    /// Are the cuts proven for this pattern? True for the presets; for a custom
+    /// pattern the newline cut is an assumption (fine for streaming counts of a
+    /// corpus, not for encoding one text).
+    pub fn is_exact(&self) -> bool {
+        self.letter_punct
+    }
+
     /// The last safe cut in `buf` (an index in `1..buf.len()`), if any.
     pub fn last_cut(&self, buf: &[u8]) -> Option<usize> {
         (1..buf.len()).rev().find(|&i| self.is_cut(buf, i) && !self.inside_special(buf, i))

@@ -357,6 +357,16 @@ pub enum EncodeError {
     Other(String),
 }
 
+impl EncodeError {
+    /// The same error for a text that starts `offset` bytes later in a longer one.
+    pub fn shifted(self, offset: usize) -> Self {
+        match self {
+            EncodeError::Disallowed(d) => EncodeError::Disallowed(DisallowedSpecial { offset: d.offset + offset, ..d }),
+            other => other,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

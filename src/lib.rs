@@ -45,6 +45,16 @@ fn run_with_progress<R: Send>(
     work: impl FnOnce(&Progress) -> R + Send,
 ) -> PyResult<R> {
     let pool = pool(num_threads)?;
+    run_polling(py, Some(&pool), callback, work)
+}
+
+/// `run_with_progress` on `pool`, or on rayon's global pool when None.
+fn run_polling<R: Send>(
+    py: Python<'_>,
+    pool: Option<&rayon::ThreadPool>,
+    callback: Option<Py<PyAny>>,
+    work: impl FnOnce(&Progress) -> R + Send,
+) -> PyResult<R> {
     let progress = Progress::default();
     let report = |done: u64| -> PyResult<()> {
         Python::attach(|py| {
@@ -59,11 +69,13 @@ fn run_with_progress<R: Send>(
         std::thread::scope(|s| {
             let (tx, rx) = mpsc::channel();
             let progress = &progress;
-            let pool = &pool;
             s.spawn(move || {
                 // A panic (a bug) becomes an error for the caller instead of
                 // re-panicking out of the scope.
-                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.install(|| work(progress))));
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match pool {
+                    Some(pool) => pool.install(|| work(progress)),
+                    None => work(progress),
+                }));
                 let _ = tx.send(outcome.map_err(|payload| panic_message(payload.as_ref())));
             });
             let mut error = None;
@@ -245,6 +257,57 @@ impl WordCounter {
     }
 }
 
+/// Texts longer than this are encoded in segments, with a Ctrl-C check between them.
+const SEGMENT_BYTES: usize = 1 << 20;
+
+impl CoreBPE {
+    /// Encode `text` without the GIL. A long text with a preset pattern is cut
+    /// at safe cuts (`count::CutRule`: the segments encode to the ids of the
+    /// whole) into segments of about `SEGMENT_BYTES`, and Ctrl-C is checked
+    /// between them, so KeyboardInterrupt stops a huge `encode` promptly.
+    fn encode_interruptibly(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        encode: impl Fn(&str) -> Result<Vec<u32>, EncodeError> + Sync,
+    ) -> PyResult<Vec<u32>> {
+        let mut ids: Vec<u32> = Vec::new();
+        let mut start = 0;
+        loop {
+            let end = self.segment_end(text, start);
+            let segment = &text[start..end];
+            let more = py.detach(|| encode(segment)).map_err(|e| encode_error(e.shifted(start), text))?;
+            if ids.is_empty() {
+                ids = more;
+            } else {
+                ids.extend_from_slice(&more);
+            }
+            if end == text.len() {
+                return Ok(ids);
+            }
+            py.check_signals()?;
+            start = end;
+        }
+    }
+
+    /// End of the segment starting at `start`: the last safe cut within
+    /// `SEGMENT_BYTES` (doubling the window while there is none), or the end.
+    fn segment_end(&self, text: &str, start: usize) -> usize {
+        if !self.cut.is_exact() {
+            return text.len();
+        }
+        let mut window = SEGMENT_BYTES;
+        while start + window < text.len() {
+            // A cut sits between two ASCII bytes: always a char boundary.
+            if let Some(cut) = self.cut.last_cut(&text.as_bytes()[start..start + window]) {
+                return start + cut;
+            }
+            window *= 2;
+        }
+        text.len()
+    }
+}
+
 fn encode_error(e: EncodeError, text: &str) -> PyErr {
     match e {
         EncodeError::Disallowed(d) => {
@@ -292,15 +355,14 @@ impl CoreBPE {
     }
 
     fn encode_ordinary(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
-        py.detach(|| {
-            let mut out = Vec::with_capacity(text.len() / 4);
-            self.enc.encode_ordinary_into(text, &mut out).map(|_| out)
+        self.encode_interruptibly(py, text, |segment| {
+            let mut out = Vec::with_capacity(segment.len() / 4);
+            self.enc.encode_ordinary_into(segment, &mut out).map(|_| out).map_err(EncodeError::Other)
         })
-        .map_err(PyValueError::new_err)
     }
 
     fn encode(&self, py: Python<'_>, text: &str, allowed: Vec<String>, disallowed: Vec<String>) -> PyResult<Vec<u32>> {
-        py.detach(|| self.enc.encode(text, &allowed, &disallowed)).map_err(|e| encode_error(e, text))
+        self.encode_interruptibly(py, text, |segment| self.enc.encode(segment, &allowed, &disallowed))
     }
 
     /// `encode` with BPE-dropout: each candidate merge is skipped with probability
@@ -329,7 +391,7 @@ impl CoreBPE {
         allowed: Vec<String>,
         disallowed: Vec<String>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let ids = py.detach(|| self.enc.encode(text, &allowed, &disallowed)).map_err(|e| encode_error(e, text))?;
+        let ids = self.encode_interruptibly(py, text, |segment| self.enc.encode(segment, &allowed, &disallowed))?;
         let bytes: Vec<u8> = ids.iter().flat_map(|id| id.to_le_bytes()).collect();
         Ok(PyBytes::new(py, &bytes))
     }
@@ -349,17 +411,17 @@ impl CoreBPE {
         let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
         // Without num_threads, use rayon's global pool rather than start threads per call.
         let pool = num_threads.map(|n| pool(Some(n))).transpose()?;
-        let work = || -> Vec<Result<Vec<u32>, (EncodeError, usize)>> {
+        // The calling thread polls for Ctrl-C; workers stop at the next text.
+        let results = run_polling(py, pool.as_ref(), None, |progress| {
             texts
                 .par_iter()
                 .enumerate()
-                .map(|(i, t)| self.enc.encode(t, &allowed, &disallowed).map_err(|e| (e, i)))
-                .collect()
-        };
-        let results = py.detach(|| match &pool {
-            Some(pool) => pool.install(work),
-            None => work(),
-        });
+                .map(|(i, t)| match progress.is_cancelled() {
+                    true => Err((EncodeError::Other("cancelled".into()), i)),
+                    false => self.enc.encode(t, &allowed, &disallowed).map_err(|e| (e, i)),
+                })
+                .collect::<Vec<_>>()
+        })?;
         results.into_iter().map(|r| r.map_err(|(e, i)| encode_error(e, texts[i]))).collect()
     }
 

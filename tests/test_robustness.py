@@ -69,6 +69,47 @@ def test_ctrl_c_in_cli_exits_130_and_writes_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == [], "an interrupted run must leave no file behind"
 
 
+_ENCODE_CALLS = {
+    # ~10 s of work each on this machine; text and tokenizer are ready before "ready".
+    "encode": "tok.encode(text)",
+    "encode_ordinary": "tok.encode_ordinary(text)",
+    "encode_batch": "tok.encode_batch([text[i:i + 200_000] for i in range(0, len(text), 200_000)])",
+}
+
+
+@needs_enwiki
+@pytest.mark.parametrize("call", sorted(_ENCODE_CALLS))
+def test_ctrl_c_stops_a_long_encode(call):
+    """One encode call on 200 MB runs in ~1 MiB segments (cut where the ids
+    cannot change) with a Ctrl-C check between them; encode_batch polls while
+    its workers run."""
+    code = (
+        "import bytepair, sys\n"
+        f"tok = bytepair.train({str(ENWIKI)!r}, 1000, progress=False)\n"
+        f"text = open({str(ENWIKI)!r}, encoding='utf-8').read() * 3\n"
+        "print('ready', flush=True)\n"
+        f"{_ENCODE_CALLS[call]}\n"
+        "print('finished', flush=True)\n"
+    )
+    proc = _start([sys.executable, "-c", code])
+    assert proc.stdout.readline().strip() == "ready"
+    took = _interrupt_after(proc, 1.0)
+    err = proc.stderr.read()
+    assert "KeyboardInterrupt" in err, err[-2000:]
+    assert took < 2.0, f"stopped {took:.2f} s after Ctrl-C"
+
+
+def test_segmented_encode_equals_whole_text_encode(small_tokenizer):
+    """A text over the 1 MiB segment size: the same ids as encoding its halves at
+    a safe cut, and a disallowed special token far in names its true offset."""
+    line = "The cat met 3 dogs, it's fine!\n"
+    text = line * 80_000  # 2.5 MB
+    ids = small_tokenizer.encode(text)
+    assert ids == small_tokenizer.encode(line) * 80_000
+    with pytest.raises(ValueError, match=f"at character offset {len(text)}"):
+        small_tokenizer.encode(text + "<|endoftext|>")
+
+
 @pytest.fixture(scope="module")
 def small_tokenizer() -> bytepair.Tokenizer:
     texts = [f"The {i}th story: a cat met {i % 7} dogs, it's fine!\n" for i in range(3000)]
