@@ -81,19 +81,25 @@ impl Decoder {
     }
 }
 
-/// The merge table on token ids: (left id, right id) -> rank of the token whose
+/// The merge table on parts: (left part, right part) -> rank of the token whose
 /// bytes are their concatenation, for every split of every ranked token into
-/// two tokens (so it also holds pairs no merge names, as tiktoken's
+/// two parts (so it also holds pairs no merge names, as tiktoken's
 /// rank-of-concatenation rule requires).
+///
+/// Parts are named by dense codes, not by token ids: byte `b` is `b`, the token
+/// of rank `r` is `256 + r`. Every part of a piece being merged is one or the
+/// other (a single byte, or a concatenation that has a rank), merging two parts
+/// gives code `256 + rank` with no lookup, and dense codes pack a pair and its
+/// rank into one u64 (`PairTable`).
 struct PairRanks {
     /// Byte -> id of its single-byte token (NO_ID if it has none).
     byte_ids: [u32; 256],
     /// `(first << 8) | second` -> rank of that two-byte token: the first round
     /// of every piece, looked up without hashing.
     byte_pairs: Box<[u32]>,
-    /// `(left << 32) | right` -> rank, for pairs with a part of two bytes or more
-    /// (pairs of single bytes only meet in the first round).
-    pairs: FxHashMap<u64, u32>,
+    /// Pairs with a part of two bytes or more (pairs of single bytes only meet
+    /// in the first round).
+    pairs: PairTable,
     /// Rank -> id of the merged token.
     merged_ids: Vec<u32>,
 }
@@ -106,49 +112,137 @@ impl PairRanks {
                 byte_ids[b as usize] = id;
             }
         }
-        let mut byte_pairs = vec![NO_RANK; 1 << 16].into_boxed_slice();
-        let mut pairs = FxHashMap::default();
+        // A part is a single byte with a token, or bytes with a rank and an id
+        // (a ranked token without an id can never be output, so it never merges).
         let mut merged_ids = vec![NO_ID; n_ranks];
+        let mut merged_codes: FxHashMap<&[u8], u32> = FxHashMap::default();
         for (token, &rank) in ranks {
-            // A ranked token without an id can never be output, so it never merges.
-            let Some(&id) = ids.get(token) else { continue };
-            merged_ids[rank as usize] = id;
-            if token.len() == 2 {
-                byte_pairs[(token[0] as usize) << 8 | token[1] as usize] = rank;
-                continue;
+            if let Some(&id) = ids.get(token) {
+                merged_ids[rank as usize] = id;
+                merged_codes.insert(token, 256 + rank);
             }
+        }
+        let code = |bytes: &[u8]| match bytes {
+            [b] => (byte_ids[*b as usize] != NO_ID).then_some(*b as u32),
+            _ => merged_codes.get(bytes).copied(),
+        };
+        let mut byte_pairs = vec![NO_RANK; 1 << 16].into_boxed_slice();
+        let mut pairs = Vec::new();
+        for (&token, &merged) in &merged_codes {
+            let rank = merged - 256;
             for split in 1..token.len() {
-                let Some(&left) = ids.get(&token[..split]) else { continue };
-                if let Some(&right) = ids.get(&token[split..]) {
-                    pairs.insert(pair_key(left, right), rank);
+                let Some(left) = code(&token[..split]) else { continue };
+                let Some(right) = code(&token[split..]) else { continue };
+                if token.len() == 2 {
+                    byte_pairs[(token[0] as usize) << 8 | token[1] as usize] = rank;
+                } else {
+                    pairs.push((left, right, rank));
                 }
             }
         }
-        PairRanks { byte_ids, byte_pairs, pairs, merged_ids }
+        PairRanks { byte_ids, byte_pairs, pairs: PairTable::new(&pairs, n_ranks + 256), merged_ids }
     }
 
     /// Rank of merging the parts `left` and `right` (NO_RANK: they do not merge).
     #[inline]
     fn rank(&self, left: u32, right: u32) -> u32 {
-        self.pairs.get(&pair_key(left, right)).copied().unwrap_or(NO_RANK)
+        self.pairs.get(left, right)
     }
 
     #[inline]
     fn byte_pair_rank(&self, first: u8, second: u8) -> u32 {
         self.byte_pairs[(first as usize) << 8 | second as usize]
     }
+
+    /// Token id of a part.
+    #[inline]
+    fn id(&self, code: u32) -> u32 {
+        if code < 256 {
+            self.byte_ids[code as usize]
+        } else {
+            self.merged_ids[(code - 256) as usize]
+        }
+    }
+}
+
+/// Bits of a part code in a packed pair.
+const CODE_BITS: u32 = 21;
+const CODE_MASK: u64 = (1 << CODE_BITS) - 1;
+/// A free slot of the packed table (no pair packs to it: codes stay below 2**21 - 1).
+const FREE: u64 = u64::MAX;
+
+/// (left code, right code) -> rank. Packed: an open-addressing table whose slot
+/// is one u64, left | right << 21 | rank << 42, so a lookup reads one slot (one
+/// cache miss at most, where a general hash map reads its control bytes and
+/// then the entry), at most half full so that misses stop early. Used when codes
+/// fit in 21 bits (fewer than two million merges); a hash map otherwise.
+enum PairTable {
+    Packed { slots: Box<[u64]>, shift: u32 },
+    Wide(FxHashMap<u64, u32>),
+}
+
+impl PairTable {
+    fn new(pairs: &[(u32, u32, u32)], n_codes: usize) -> Self {
+        if n_codes as u64 >= CODE_MASK {
+            return PairTable::Wide(pairs.iter().map(|&(l, r, rank)| ((l as u64) << 32 | r as u64, rank)).collect());
+        }
+        let capacity = (2 * pairs.len()).next_power_of_two().max(16);
+        let shift = 64 - capacity.trailing_zeros();
+        let mut slots = vec![FREE; capacity].into_boxed_slice();
+        for &(left, right, rank) in pairs {
+            let key = packed_key(left, right);
+            let mut i = packed_slot(key, shift);
+            while slots[i] != FREE && slots[i] & (CODE_MASK << CODE_BITS | CODE_MASK) != key {
+                i = (i + 1) & (capacity - 1);
+            }
+            slots[i] = key | (rank as u64) << (2 * CODE_BITS);
+        }
+        PairTable::Packed { slots, shift }
+    }
+
+    #[inline]
+    fn get(&self, left: u32, right: u32) -> u32 {
+        match self {
+            PairTable::Packed { slots, shift } => {
+                let key = packed_key(left, right);
+                let mut i = packed_slot(key, *shift);
+                loop {
+                    let slot = slots[i];
+                    if slot == FREE {
+                        return NO_RANK;
+                    }
+                    if slot & (CODE_MASK << CODE_BITS | CODE_MASK) == key {
+                        return (slot >> (2 * CODE_BITS)) as u32;
+                    }
+                    i = (i + 1) & (slots.len() - 1);
+                }
+            }
+            PairTable::Wide(map) => map.get(&((left as u64) << 32 | right as u64)).copied().unwrap_or(NO_RANK),
+        }
+    }
 }
 
 #[inline]
-fn pair_key(left: u32, right: u32) -> u64 {
-    (left as u64) << 32 | right as u64
+fn packed_key(left: u32, right: u32) -> u64 {
+    left as u64 | (right as u64) << CODE_BITS
 }
 
-/// A part of a short piece being merged: its token id and the rank of merging
-/// it with the next part.
+#[inline]
+fn packed_slot(key: u64, shift: u32) -> usize {
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize
+}
+
+/// A candidate merge in `LongMerge`'s order: by rank, then position.
+#[inline]
+fn queue_key(rank: u32, pos: u32) -> u64 {
+    (rank as u64) << 32 | pos as u64
+}
+
+/// A part of a short piece being merged: its code (see `PairRanks`) and the
+/// rank of merging it with the next part.
 #[derive(Clone, Copy)]
 struct Part {
-    id: u32,
+    code: u32,
     rank: u32,
 }
 
@@ -447,9 +541,9 @@ impl Encoder {
     fn merge_short(&self, piece: &[u8], parts: &mut Vec<Part>, out: &mut Vec<u32>) {
         let table = &self.pair_ranks;
         parts.clear();
-        parts.extend(piece.windows(2).map(|w| Part { id: table.byte_ids[w[0] as usize], rank: table.byte_pair_rank(w[0], w[1]) }));
+        parts.extend(piece.windows(2).map(|w| Part { code: w[0] as u32, rank: table.byte_pair_rank(w[0], w[1]) }));
         if let Some(&last) = piece.last() {
-            parts.push(Part { id: table.byte_ids[last as usize], rank: NO_RANK });
+            parts.push(Part { code: last as u32, rank: NO_RANK });
         }
         loop {
             let mut best = 0;
@@ -463,17 +557,17 @@ impl Encoder {
             if best_rank == NO_RANK {
                 break;
             }
-            parts[best].id = table.merged_ids[best_rank as usize];
+            parts[best].code = 256 + best_rank;
             parts.remove(best + 1);
             parts[best].rank = match parts.get(best + 1) {
-                Some(next) => table.rank(parts[best].id, next.id),
+                Some(next) => table.rank(parts[best].code, next.code),
                 None => NO_RANK,
             };
             if best > 0 {
-                parts[best - 1].rank = table.rank(parts[best - 1].id, parts[best].id);
+                parts[best - 1].rank = table.rank(parts[best - 1].code, parts[best].code);
             }
         }
-        out.extend(parts.iter().map(|p| p.id));
+        out.extend(parts.iter().map(|p| table.id(p.code)));
     }
 
     /// Merge a long piece, appending its ids; see `LongMerge`. Every byte has an id.
@@ -595,10 +689,10 @@ impl Encoder {
 /// rank names one byte string, so the same rank is the same span).
 struct LongMerge<'a> {
     table: &'a PairRanks,
-    /// For the part starting at byte i: its id (NO_ID once merged into the part
-    /// on its left), where the next and previous parts start, and the rank of
-    /// merging it with the next part.
-    ids: Vec<u32>,
+    /// For the part starting at byte i: its code (NO_ID once merged into the
+    /// part on its left), where the next and previous parts start, and the rank
+    /// of merging it with the next part.
+    codes: Vec<u32>,
     next: Vec<u32>,
     prev: Vec<u32>,
     ranks: Vec<u32>,
@@ -615,7 +709,7 @@ impl<'a> LongMerge<'a> {
         let n = piece.len();
         let mut merge = LongMerge {
             table,
-            ids: piece.iter().map(|&b| table.byte_ids[b as usize]).collect(),
+            codes: piece.iter().map(|&b| b as u32).collect(),
             next: (1..=n as u32).collect(),
             prev: (0..n as u32).map(|i| i.wrapping_sub(1)).collect(),
             ranks: Vec::with_capacity(n),
@@ -646,7 +740,7 @@ impl<'a> LongMerge<'a> {
     /// A new candidate found while merging rank `current`.
     fn add(&mut self, rank: u32, pos: u32) {
         if rank <= self.current {
-            self.urgent.push(Reverse(pair_key(rank, pos)));
+            self.urgent.push(Reverse(queue_key(rank, pos)));
         } else {
             self.add_to_bucket(rank, pos);
         }
@@ -660,7 +754,7 @@ impl<'a> LongMerge<'a> {
             self.current = rank;
             let mut taken = 0;
             loop {
-                let from_bucket = positions.get(taken).map(|&pos| pair_key(rank, pos));
+                let from_bucket = positions.get(taken).map(|&pos| queue_key(rank, pos));
                 let from_urgent = self.urgent.peek().map(|entry| entry.0);
                 let key = match (from_bucket, from_urgent) {
                     (Some(b), Some(u)) if u < b => self.urgent.pop().unwrap().0,
@@ -679,25 +773,25 @@ impl<'a> LongMerge<'a> {
     /// Merge the part at `pos` with the next one if that pair still has `rank`.
     fn merge_at(&mut self, rank: u32, pos: u32) {
         let p = pos as usize;
-        if self.ids[p] == NO_ID || self.ranks[p] != rank {
+        if self.codes[p] == NO_ID || self.ranks[p] != rank {
             return; // stale
         }
         let right = self.next[p] as usize;
         let after = self.next[right];
-        self.ids[p] = self.table.merged_ids[rank as usize];
-        self.ids[right] = NO_ID;
+        self.codes[p] = 256 + rank;
+        self.codes[right] = NO_ID;
         self.ranks[right] = NO_RANK;
         self.next[p] = after;
-        if (after as usize) < self.ids.len() {
+        if (after as usize) < self.codes.len() {
             self.prev[after as usize] = pos;
-            let rank = self.table.rank(self.ids[p], self.ids[after as usize]);
+            let rank = self.table.rank(self.codes[p], self.codes[after as usize]);
             self.set_rank(pos, rank);
         } else {
             self.ranks[p] = NO_RANK;
         }
         if p > 0 {
             let before = self.prev[p];
-            let rank = self.table.rank(self.ids[before as usize], self.ids[p]);
+            let rank = self.table.rank(self.codes[before as usize], self.codes[p]);
             self.set_rank(before, rank);
         }
     }
@@ -711,8 +805,8 @@ impl<'a> LongMerge<'a> {
 
     fn ids_into(&self, out: &mut Vec<u32>) {
         let mut i = 0;
-        while i < self.ids.len() {
-            out.push(self.ids[i]);
+        while i < self.codes.len() {
+            out.push(self.table.id(self.codes[i]));
             i = self.next[i] as usize;
         }
     }
@@ -848,6 +942,24 @@ mod tests {
     }
 
     #[test]
+    fn packed_and_wide_pair_tables_agree() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+        let mut pairs: Vec<(u32, u32, u32)> = (0..5000).map(|r| (rng.random_range(0..3000), rng.random_range(0..3000), r)).collect();
+        pairs.sort_by_key(|&(l, r, _)| (l, r));
+        pairs.dedup_by_key(|p| (p.0, p.1));
+        let packed = PairTable::new(&pairs, 3000);
+        let wide = PairTable::new(&pairs, 1 << 22);
+        assert!(matches!(packed, PairTable::Packed { .. }) && matches!(wide, PairTable::Wide(_)));
+        for &(l, r, rank) in &pairs {
+            assert_eq!((packed.get(l, r), wide.get(l, r)), (rank, rank));
+        }
+        for _ in 0..20000 {
+            let (l, r) = (rng.random_range(0..3100), rng.random_range(0..3100));
+            assert_eq!(packed.get(l, r), wide.get(l, r));
+        }
+    }
+
+    #[test]
     fn byte_without_a_token_is_an_error() {
         let tokens: Vec<(Vec<u8>, u32)> = (0..=254u8).map(|b| (vec![b], b as u32)).collect();
         let e = Encoder::new(tokens, vec![], vec![], "gpt2").unwrap();
@@ -970,3 +1082,4 @@ mod recover_tests {
         assert_eq!(run(&[b"a"]), [None]);
     }
 }
+
