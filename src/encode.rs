@@ -48,9 +48,23 @@ pub struct DisallowedSpecial {
 /// Id -> bytes for decoding: a dense table (one index per id, no hashing) for
 /// ids up to twice the number of tokens, a map for the rare ids beyond (e.g. a
 /// special token placed at 2**31), so a sparse layout cannot blow up memory.
+/// Tokens of at most 15 bytes are also kept inline in `short` (bytes, then the
+/// length in the last byte), so decoding copies a fixed 16 bytes per id instead
+/// of calling memcpy for three or four.
 struct Decoder {
     dense: Vec<Option<Box<[u8]>>>,
+    short: Vec<[u8; 16]>,
     sparse: FxHashMap<u32, Box<[u8]>>,
+}
+
+/// A token of 1 to 15 bytes as `Decoder::short` holds it; longer or empty ones give zeros.
+fn inline_token(bytes: &[u8]) -> [u8; 16] {
+    let mut entry = [0u8; 16];
+    if (1..16).contains(&bytes.len()) {
+        entry[..bytes.len()].copy_from_slice(bytes);
+        entry[15] = bytes.len() as u8;
+    }
+    entry
 }
 
 impl Decoder {
@@ -69,7 +83,35 @@ impl Decoder {
                 sparse.insert(id, bytes.into_boxed_slice());
             }
         }
-        Decoder { dense, sparse }
+        let short = dense.iter().map(|entry| entry.as_deref().map_or([0; 16], inline_token)).collect();
+        Decoder { dense, short, sparse }
+    }
+
+    /// Append the bytes of `id` to `out`; false if the id is unknown.
+    #[inline]
+    fn push(&self, id: u32, out: &mut Vec<u8>) -> bool {
+        if let Some(entry) = self.short.get(id as usize) {
+            let len = entry[15] as usize;
+            if len > 0 {
+                out.reserve(16);
+                // SAFETY: `reserve` left at least 16 bytes of capacity after
+                // `out.len()`; all 16 are written, and only the `len` <= 15 that
+                // belong to the token are made part of the vector.
+                unsafe {
+                    let end = out.len();
+                    std::ptr::copy_nonoverlapping(entry.as_ptr(), out.as_mut_ptr().add(end), 16);
+                    out.set_len(end + len);
+                }
+                return true;
+            }
+        }
+        match self.get(id) {
+            Some(bytes) => {
+                out.extend_from_slice(bytes);
+                true
+            }
+            None => false,
+        }
     }
 
     #[inline]
@@ -664,10 +706,18 @@ impl Encoder {
     pub fn decode_bytes(&self, ids: &[i64]) -> Result<Vec<u8>, i64> {
         let mut out = Vec::with_capacity(ids.len() * 4);
         for &id in ids {
-            let bytes = u32::try_from(id).ok().and_then(|i| self.decoder.get(i)).ok_or(id)?;
-            out.extend_from_slice(bytes);
+            if !self.push_token_bytes(id, &mut out) {
+                return Err(id);
+            }
         }
         Ok(out)
+    }
+
+    /// Append the bytes of token `id` (a special token gives its text) to
+    /// `out`; false, with `out` unchanged, if the id is unknown.
+    #[inline]
+    pub fn push_token_bytes(&self, id: i64, out: &mut Vec<u8>) -> bool {
+        u32::try_from(id).is_ok_and(|i| self.decoder.push(i, out))
     }
 }
 
@@ -957,6 +1007,18 @@ mod tests {
             let (l, r) = (rng.random_range(0..3100), rng.random_range(0..3100));
             assert_eq!(packed.get(l, r), wide.get(l, r));
         }
+    }
+
+    #[test]
+    fn decode_joins_short_long_and_special_tokens() {
+        let mut tokens: Vec<(Vec<u8>, u32)> = (0..=255u8).map(|b| (vec![b], b as u32)).collect();
+        tokens.push((b"fifteen bytes!!".to_vec(), 256));
+        tokens.push((b"sixteen bytes!!!".to_vec(), 257));
+        let e = Encoder::new(tokens, vec![], vec![("<|e|>".into(), 1 << 31)], "gpt2").unwrap();
+        let ids = [104, 256, 257, 1 << 31, 0, 105];
+        assert_eq!(e.decode_bytes(&ids).unwrap(), b"hfifteen bytes!!sixteen bytes!!!<|e|>\x00i");
+        assert_eq!(e.decode_bytes(&[104, 258]), Err(258));
+        assert_eq!(e.decode_bytes(&[-1]), Err(-1));
     }
 
     #[test]
