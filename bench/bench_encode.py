@@ -1,22 +1,33 @@
 """Encoding benchmark: bytepair vs tiktoken (and HuggingFace tokenizers for
-reference) with the GPT-2 tokenizer, built offline from ``gpt2_vocab.json`` and
-``gpt2_merges.txt`` (the CS336 fixtures in the corpora folder).
+reference), with three sets of ranks, all offline:
 
-The three tokenizers:
-  - bytepair: ``bytepair.Tokenizer(vocab, merges, special_tokens=[EOT])``, vocab
-    and merges converted from the files' byte-level strings with
-    ``bytepair.formats.str_to_token``;
-  - tiktoken: ``tiktoken.Encoding(name="gpt2", pat_str=bytepair.resolve_pattern("gpt2"),
-    mergeable_ranks={token bytes: id}, special_tokens={EOT: 50256})``;
-  - HF tokenizers: ``models.BPE(vocab, merges)`` with the ByteLevel pre-tokenizer
-    (add_prefix_space=False) and ByteLevel decoder; ``encode(text,
-    add_special_tokens=False).ids``.
+  - ``gpt2``: built from ``gpt2_vocab.json`` and ``gpt2_merges.txt`` (the CS336
+    fixtures in the corpora folder);
+  - ``cl100k_base`` and ``o200k_base``: OpenAI's ``.tiktoken.gz`` rank files
+    shipped in the ``bpe-openai`` wheel.
 
-Measured, per corpus (whole file, or its first ``--limit-mb`` MB):
+The tokenizers:
+  - bytepair: GPT-2: ``bytepair.Tokenizer(vocab, merges, special_tokens=[EOT])``,
+    vocab and merges converted from the files' byte-level strings with
+    ``bytepair.formats.str_to_token``; OpenAI's: ``bytepair.Tokenizer.from_tiktoken(file)``;
+  - tiktoken: ``tiktoken.Encoding(name, pat_str, mergeable_ranks, special_tokens)``:
+    GPT-2 with ``pat_str=bytepair.resolve_pattern("gpt2")`` and ``{token bytes: id}``;
+    OpenAI's with the ranks read from the file and the pattern and special tokens
+    of ``tiktoken_ext.openai_public`` (read without downloading anything);
+  - HF tokenizers (GPT-2 ranks only): ``models.BPE(vocab, merges)`` with the
+    ByteLevel pre-tokenizer (add_prefix_space=False) and ByteLevel decoder;
+    ``encode(text, add_special_tokens=False).ids``.
+
+Inputs: corpus files, and two synthetic worst cases of ``--worst-case-mb`` (10)
+MB each: ``repeated`` (one character, ``a``, repeated: a single pre-token) and
+``random-latin1`` (random bytes, fixed seed, decoded as Latin-1: every code
+point below 256; UTF-8 makes it about 15 MB).
+
+Measured, per ranks and input (whole file, or its first ``--limit-mb`` MB):
   - single: one ``encode_ordinary(text)`` call on the whole text (one thread),
     then ``decode(ids)`` of the result;
-  - batch with N threads: the text split on blank lines into documents, encoded
-    in lists of ``--batch-docs`` (1000) documents: bytepair
+  - batch with N threads (corpus files only): the text split on blank lines into
+    documents, encoded in lists of ``--batch-docs`` (1000) documents: bytepair
     ``encode_batch(docs, num_threads=N)``, tiktoken
     ``encode_ordinary_batch(docs, num_threads=N)``, HF ``encode_batch`` with
     ``RAYON_NUM_THREADS=N``.
@@ -25,18 +36,23 @@ round) doing one timed call, so peak RSS is per tool and no tool keeps a warm
 cache between rounds. Throughput is in MB/s of UTF-8 input (10^6 bytes; for
 decode, of the decoded text). The ids of bytepair must equal tiktoken's in every
 measurement of the run: the script checks them (first round) and exits with an
-error if they differ. HF's ids are compared and reported, not required.
+error if they differ. HF's ids are compared and reported, not required. The
+worst-case table compares each tool's single-call throughput on the synthetic
+inputs with its own on enwiki (prose).
 
 Usage::
 
-    python bench/bench_encode.py                         # enwiki, code, multilingual, shakespeare
-    python bench/bench_encode.py --corpus enwiki --limit-mb 10 --repeat 3 --no-hf
+    python bench/bench_encode.py                         # every ranks, corpus and worst case
+    python bench/bench_encode.py --ranks cl100k_base --corpus enwiki repeated --limit-mb 10 --threads --no-hf
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import gzip
 import json
+import random
 import sys
 import tempfile
 import time
@@ -46,12 +62,34 @@ from pathlib import Path
 import common
 
 TOOLS = ("bytepair", "tiktoken", "hf")
-DEFAULT_CORPORA = ("enwiki", "code", "multilingual", "shakespeare")
+RANKS = ("gpt2", "cl100k_base", "o200k_base")
+# bytepair preset of each set of OpenAI ranks (tiktoken reads its own pattern).
+OPENAI_PRESET = {"cl100k_base": "cl100k", "o200k_base": "o200k"}
+SYNTHETIC = ("repeated", "random-latin1")
+DEFAULT_CORPORA = ("enwiki", "code", "multilingual", "shakespeare", *SYNTHETIC)
+PROSE = "enwiki"  # the worst cases are compared with this corpus
 GPT2_DIR = "cs336"
 EOT_ID = 50256
 
 
 # ---- child side: load text and tokenizer, one timed call ------------------------
+
+
+def synthetic_text(name: str, mb: float) -> str:
+    """A worst case of `mb` MB (10^6 characters): one repeated character, or
+    random bytes (seed 0) decoded as Latin-1."""
+    n = int(mb * common.MB)
+    if name == "repeated":
+        return "a" * n
+    return random.Random(0).randbytes(n).decode("latin-1")
+
+
+def input_text(path: str, args: argparse.Namespace) -> tuple[str, bool]:
+    """The text of a corpus file or synthetic input (see `load_text`)."""
+    if path in SYNTHETIC:
+        mb = min(x for x in (args.worst_case_mb, args.limit_mb) if x is not None)
+        return synthetic_text(path, mb), False
+    return load_text(Path(path), args.limit_mb)
 
 
 def load_text(path: Path, limit_mb: float | None) -> tuple[str, bool]:
@@ -92,13 +130,44 @@ def load_gpt2(corpora_dir: Path) -> tuple[dict[str, int], list[tuple[str, str]]]
     return vocab, merges
 
 
-class BytepairTool:
-    """bytepair.Tokenizer built from the GPT-2 files."""
+def openai_rank_file(name: str) -> Path:
+    """OpenAI's ``<name>.tiktoken.gz`` as shipped in the bpe-openai wheel."""
+    import bpe_openai
 
-    def __init__(self, vocab: dict[str, int], merges: list[tuple[str, str]]) -> None:
+    path = Path(bpe_openai.__file__).parent / "data" / f"{name}.tiktoken.gz"
+    if not path.is_file():
+        raise SystemExit(f"{path} is missing: pip install bpe-openai")
+    return path
+
+
+def openai_params(name: str) -> dict:
+    """tiktoken.Encoding arguments for OpenAI's ranks `name`: the ranks from the
+    rank file, the pattern and special tokens from tiktoken_ext (its loader is
+    bypassed so that nothing is downloaded)."""
+    from unittest import mock
+
+    import tiktoken_ext.openai_public as op
+
+    ranks = {}
+    for line in gzip.decompress(openai_rank_file(name).read_bytes()).splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    with mock.patch.object(op, "load_tiktoken_bpe", lambda *a, **k: ranks):
+        return getattr(op, name)()
+
+
+class BytepairTool:
+    """bytepair.Tokenizer built from the GPT-2 files or OpenAI's rank file."""
+
+    def __init__(self, ranks: str, corpora_dir: Path) -> None:
         import bytepair
         from bytepair.formats import str_to_token
 
+        if ranks != "gpt2":
+            self.tok = bytepair.Tokenizer.from_tiktoken(openai_rank_file(ranks))
+            return
+        vocab, merges = load_gpt2(corpora_dir)
         self.tok = bytepair.Tokenizer(
             {i: str_to_token(s) for s, i in vocab.items()},
             [(str_to_token(a), str_to_token(b)) for a, b in merges],
@@ -116,14 +185,18 @@ class BytepairTool:
 
 
 class TiktokenTool:
-    """tiktoken.Encoding with GPT-2's ranks and pattern."""
+    """tiktoken.Encoding with the same ranks and pattern."""
 
-    def __init__(self, vocab: dict[str, int], merges: list[tuple[str, str]]) -> None:
+    def __init__(self, ranks: str, corpora_dir: Path) -> None:
         import tiktoken
 
         import bytepair
         from bytepair.formats import str_to_token
 
+        if ranks != "gpt2":
+            self.enc = tiktoken.Encoding(**openai_params(ranks))
+            return
+        vocab, _ = load_gpt2(corpora_dir)
         self.enc = tiktoken.Encoding(
             name="gpt2",
             pat_str=bytepair.resolve_pattern("gpt2"),
@@ -145,8 +218,11 @@ class HFTool:
     """HuggingFace tokenizers BPE model from the same vocab and merges; batch
     threads come from RAYON_NUM_THREADS, set by the parent."""
 
-    def __init__(self, vocab: dict[str, int], merges: list[tuple[str, str]]) -> None:
+    def __init__(self, ranks: str, corpora_dir: Path) -> None:
         from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+        assert ranks == "gpt2", "HF is measured with the GPT-2 files only"
+        vocab, merges = load_gpt2(corpora_dir)
 
         self.tok = Tokenizer(models.BPE(vocab=vocab, merges=merges))
         self.tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -189,8 +265,8 @@ def child_main(args: argparse.Namespace) -> None:
     current RSS (`base_rss_mib`); `rss_mib` is the peak during the encode call(s),
     `decode_rss_mib` the peak during decode (the ids still held).
     """
-    text, limited = load_text(Path(args.path), args.limit_mb)
-    tool = TOOL_CLASSES[args.tool](*load_gpt2(args.corpora_dir))
+    text, limited = input_text(args.path, args)
+    tool = TOOL_CLASSES[args.tool](args.ranks, args.corpora_dir)
     result: dict = {"limited": limited}
     if args.task == "single":
         result["bytes"] = len(text.encode("utf-8"))
@@ -227,9 +303,14 @@ def child_main(args: argparse.Namespace) -> None:
 # ---- parent side ------------------------------------------------------------------
 
 
-def tasks(thread_counts: list[int]) -> list[tuple[str, int]]:
-    """The measurements: (``single``, 1) then (``batch``, N) for each thread count."""
-    return [("single", 1)] + [("batch", n) for n in thread_counts]
+def tasks(thread_counts: list[int], synthetic: bool) -> list[tuple[str, int]]:
+    """The measurements: (``single``, 1) then, for corpus files, (``batch``, N)
+    for each thread count (a synthetic input has no documents)."""
+    return [("single", 1)] + ([] if synthetic else [("batch", n) for n in thread_counts])
+
+
+def input_label(path: str) -> str:
+    return path if path in SYNTHETIC else common.corpus_label(Path(path))
 
 
 def limit_for(tool: str, args: argparse.Namespace) -> float | None:
@@ -238,15 +319,18 @@ def limit_for(tool: str, args: argparse.Namespace) -> float | None:
     return min(limits) if limits else None
 
 
-def run_task(path: Path, task: str, threads: int, tools: list[str], args: argparse.Namespace, tmp: Path) -> dict:
-    """All rounds of one task on one corpus: {tool: [child results]} and the id checks."""
+def run_task(
+    ranks: str, path: str, task: str, threads: int, tools: list[str], args: argparse.Namespace, tmp: Path
+) -> dict:
+    """All rounds of one task on one input: {tool: [child results]} and the id checks."""
     runs: dict[str, list[dict]] = {t: [] for t in tools}
     dumps = {t: str(tmp / f"{t}-{task}-{threads}") for t in tools}
     for r in range(args.repeat):
         for tool in tools[r % len(tools):] + tools[: r % len(tools)]:
             child_args = [
-                "--tool", tool, "--path", str(path), "--task", task, "--threads", str(threads),
+                "--tool", tool, "--ranks", ranks, "--path", path, "--task", task, "--threads", str(threads),
                 "--batch-docs", str(args.batch_docs), "--corpora-dir", str(args.corpora_dir),
+                "--worst-case-mb", str(args.worst_case_mb),
             ]
             limit = limit_for(tool, args)
             if limit is not None:
@@ -257,7 +341,7 @@ def run_task(path: Path, task: str, threads: int, tools: list[str], args: argpar
             runs[tool].append(res)
             rate = res["bytes"] / common.MB / res["seconds"]
             common.log(
-                f"  {common.corpus_label(path)} {task} threads={threads} round {r + 1}/{args.repeat} {tool:8s} "
+                f"  {ranks} {input_label(path)} {task} threads={threads} round {r + 1}/{args.repeat} {tool:8s} "
                 f"{res['seconds']:7.2f} s {rate:7.2f} MB/s  peak RSS {res['rss_mib']:7.1f} MiB"
             )
     # tiktoken is the reference: bytepair must equal it; HF's agreement is reported.
@@ -352,12 +436,12 @@ def hf_cell(result: dict, value: float | None, digits: int = 2) -> str:
     return common.fmt(value, digits) + star
 
 
-def single_rows(label: str, res: dict) -> tuple[list[str], list[str]]:
+def single_rows(ranks: str, label: str, res: dict) -> tuple[list[str], list[str]]:
     """Rows of the single-call encode table and the decode table."""
     bp, tk, hf = (mbps(res, t) for t in TOOLS)
     ref = reference_run(res)
     encode_row = [
-        label, f"{ref['bytes'] / common.MB:.1f}", str(ref["tokens"]),
+        ranks, label, f"{ref['bytes'] / common.MB:.1f}", str(ref["tokens"]),
         common.fmt(bp), common.fmt(tk), hf_cell(res, hf), common.fmt(common.ratio(bp, tk)),
         check_cell(res, "bytepair"), check_cell(res, "hf"), *peak_cells(res),
     ]
@@ -366,44 +450,75 @@ def single_rows(label: str, res: dict) -> tuple[list[str], list[str]]:
         f"{t}: {'yes' if all(r['roundtrip'] for r in runs) else 'NO'}" for t, runs in res["runs"].items()
     )
     decode_row = [
-        label, common.fmt(dbp), common.fmt(dtk), hf_cell(res, dhf), common.fmt(common.ratio(dbp, dtk)), roundtrip,
+        ranks, label, common.fmt(dbp), common.fmt(dtk), hf_cell(res, dhf), common.fmt(common.ratio(dbp, dtk)), roundtrip,
         *peak_cells(res, "decode_rss_mib")[:3],
     ]
     return encode_row, decode_row
 
 
-def batch_row(label: str, threads: int, res: dict) -> list[str]:
+def batch_row(ranks: str, label: str, threads: int, res: dict) -> list[str]:
     bp, tk, hf = (mbps(res, t) for t in TOOLS)
     return [
-        label, str(reference_run(res)["docs"]), str(threads),
+        ranks, label, str(reference_run(res)["docs"]), str(threads),
         common.fmt(bp), common.fmt(tk), hf_cell(res, hf), common.fmt(common.ratio(bp, tk)),
         check_cell(res, "bytepair"), check_cell(res, "hf"), *peak_cells(res),
     ]
 
 
+def worst_case_rows(raw: list[dict]) -> list[list[str]]:
+    """Per ranks and synthetic input: each tool's single-call MB/s there, on
+    prose (enwiki) in the same run, and the fraction of prose it keeps."""
+    single = {(r["ranks"], r["corpus"]): r for r in raw if r["task"] == "single"}
+    rows = []
+    for (ranks, label), res in single.items():
+        prose = single.get((ranks, PROSE))
+        if label not in SYNTHETIC or prose is None:
+            continue
+        bp, tk = mbps(res, "bytepair"), mbps(res, "tiktoken")
+        pbp, ptk = mbps(prose, "bytepair"), mbps(prose, "tiktoken")
+        rows.append([
+            ranks, label, f"{reference_run(res)['bytes'] / common.MB:.1f}",
+            common.fmt(bp), common.fmt(pbp), common.fmt(common.ratio(bp, pbp)),
+            common.fmt(tk), common.fmt(ptk), common.fmt(common.ratio(tk, ptk)), common.fmt(common.ratio(bp, tk)),
+            check_cell(res, "bytepair"), common.fmt(peak(res, "bytepair"), 0), common.fmt(peak(res, "tiktoken"), 0),
+        ])
+    return rows
+
+
+WORST_HEADER = [
+    "ranks", "input", "MB", "bytepair MB/s", "bytepair on enwiki", "bytepair worst/prose",
+    "tiktoken MB/s", "tiktoken on enwiki", "tiktoken worst/prose", "ours/tiktoken", "ids = tiktoken",
+    "bytepair peak MiB", "tiktoken peak MiB",
+]
 SINGLE_HEADER = [
-    "corpus", "MB", "tokens", "bytepair MB/s", "tiktoken MB/s", "HF MB/s", "ours/tiktoken",
+    "ranks", "corpus", "MB", "tokens", "bytepair MB/s", "tiktoken MB/s", "HF MB/s", "ours/tiktoken",
     "ids = tiktoken", "HF ids = tiktoken", "bytepair peak MiB", "tiktoken peak MiB", "HF peak MiB",
     "before MiB (bytepair/tiktoken)",
 ]
 BATCH_HEADER = [
-    "corpus", "docs", "threads", "bytepair MB/s", "tiktoken MB/s", "HF MB/s", "ours/tiktoken",
+    "ranks", "corpus", "docs", "threads", "bytepair MB/s", "tiktoken MB/s", "HF MB/s", "ours/tiktoken",
     "ids = tiktoken", "HF ids = tiktoken", "bytepair peak MiB", "tiktoken peak MiB", "HF peak MiB",
     "before MiB (bytepair/tiktoken)",
 ]
 DECODE_HEADER = [
-    "corpus", "bytepair MB/s", "tiktoken MB/s", "HF MB/s", "ours/tiktoken", "decode(encode(text)) == text",
+    "ranks", "corpus", "bytepair MB/s", "tiktoken MB/s", "HF MB/s", "ours/tiktoken", "decode(encode(text)) == text",
     "bytepair peak MiB", "tiktoken peak MiB", "HF peak MiB",
 ]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ranks", nargs="+", choices=RANKS, default=list(RANKS),
+                   help="rank sets to measure with; default: %(default)s")
     p.add_argument("--corpus", nargs="+", default=list(DEFAULT_CORPORA),
-                   help="corpus names in the corpora folder (or paths); default: %(default)s")
+                   help="corpus names in the corpora folder (or paths), or the synthetic worst cases "
+                   f"{', '.join(SYNTHETIC)}; default: %(default)s")
+    p.add_argument("--worst-case-mb", type=float, default=10.0,
+                   help="size of each synthetic input in MB (default %(default)s; --limit-mb caps it too)")
     p.add_argument("--limit-mb", type=float, default=None, help="use only the first N MB of each corpus")
-    p.add_argument("--repeat", type=int, default=5, help="rounds per measurement; medians are reported (default 5)")
-    p.add_argument("--threads", nargs="+", type=int, default=[1, 2], help="thread counts for batch encoding (default 1 2)")
+    p.add_argument("--repeat", type=int, default=3, help="rounds per measurement; medians are reported (default 3)")
+    p.add_argument("--threads", nargs="*", type=int, default=[1, 2],
+                   help="thread counts for batch encoding (default 1 2; none: no batch runs)")
     p.add_argument("--batch-docs", type=int, default=1000, help="documents per encode_batch call (default 1000)")
     p.add_argument("--no-hf", dest="hf", action="store_false", help="skip HuggingFace tokenizers")
     p.add_argument("--hf-limit-mb", type=float, default=4.0,
@@ -426,6 +541,7 @@ def main(argv: list[str] | None = None) -> str:
     args = parse_args(argv)
     if args.child:
         args.threads = args.threads[0]
+        args.ranks = args.ranks[0]
         child_main(args)
         return ""
     watch = common.BuildWatch()
@@ -433,19 +549,22 @@ def main(argv: list[str] | None = None) -> str:
     if not args.hf_limit_mb:
         args.hf_limit_mb = None
     single, decode, batch, raw = [], [], [], []
+    paths = [name if name in SYNTHETIC else str(common.corpus_path(name, args.corpora_dir)) for name in args.corpus]
     with tempfile.TemporaryDirectory(prefix="bytepair-bench-") as tmp:
-        for name in args.corpus:
-            path = common.corpus_path(name, args.corpora_dir)
-            label = common.corpus_label(path)
-            for task, threads in tasks(args.threads):
-                res = run_task(path, task, threads, tools, args, Path(tmp))
-                raw.append({"corpus": label, "task": task, "threads": threads, **res})
-                if task == "single":
-                    encode_row, decode_row = single_rows(label, res)
-                    single.append(encode_row)
-                    decode.append(decode_row)
-                else:
-                    batch.append(batch_row(label, threads, res))
+        for ranks in args.ranks:
+            for path in paths:
+                label = input_label(path)
+                # HF (for reference) is built from the GPT-2 files, and skips the worst cases.
+                run_tools = [t for t in tools if t != "hf" or (ranks == "gpt2" and path not in SYNTHETIC)]
+                for task, threads in tasks(args.threads, path in SYNTHETIC):
+                    res = run_task(ranks, path, task, threads, run_tools, args, Path(tmp))
+                    raw.append({"ranks": ranks, "corpus": label, "task": task, "threads": threads, **res})
+                    if task == "single":
+                        encode_row, decode_row = single_rows(ranks, label, res)
+                        single.append(encode_row)
+                        decode.append(decode_row)
+                    else:
+                        batch.append(batch_row(ranks, label, threads, res))
     build, changed = watch.start, watch.changed()
     common.save_json(args.json, {"repeat": args.repeat, "limit_mb": args.limit_mb, "build": build,
                                  "build_changed": changed, "results": raw})
@@ -457,6 +576,8 @@ def main(argv: list[str] | None = None) -> str:
         common.markdown_table(BATCH_HEADER, batch),
         f"### Decoding the single-call ids (median of {args.repeat})",
         common.markdown_table(DECODE_HEADER, decode),
+        f"### Worst cases against prose ({PROSE}), one call, 1 thread (median of {args.repeat})",
+        common.markdown_table(WORST_HEADER, worst_case_rows(raw)),
         "ours/tiktoken > 1: bytepair is faster. Memory: with the text and the tokenizer loaded, the child's peak RSS "
         "is reset to its current RSS (\"before\"); \"peak\" is the high-water mark (VmHWM, MiB, max over rounds) during "
         "the encode call(s), or during decode with the ids held. It includes the text and the ids as Python lists."

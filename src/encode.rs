@@ -3,11 +3,16 @@
 //!
 //! Within a pre-token, the pair of adjacent parts whose concatenated bytes have the
 //! lowest rank merges first (ties: the leftmost), until no adjacent pair is a
-//! ranked token. Short pieces use a plain scan over a small vector (no heap, no
-//! allocation beyond it: faster below a few dozen bytes, as tiktoken notes); long
-//! pieces use a linked list with a min-heap keyed on (rank, position), O(L log L),
-//! so a 1 MB pre-token without spaces is fine. A pre-token that is itself a token
-//! is looked up whole.
+//! ranked token. A pre-token that is itself a token is looked up whole.
+//!
+//! The merge loop works on token ids, not byte slices: `PairRanks` maps every
+//! split of a ranked token into two tokens, (left id, right id), to the token's
+//! rank. That is the same question tiktoken asks ("is the concatenation a ranked
+//! token?") answered by hashing one u64 instead of a byte slice, and the merged
+//! part's id comes with it, so the output needs no lookup either. Short pieces
+//! use a plain scan over a small vector reused across pieces; long ones a
+//! bucket queue over ranks (see `merge_long`), close to linear time even for a
+//! 10 MB pre-token of one repeated character.
 //!
 //! BPE-dropout (Provilkov et al., 2020, "BPE-Dropout: Simple and Effective Subword
 //! Regularization") is a separate path, `encode_with_dropout`: at every merge step
@@ -26,7 +31,11 @@ use rustc_hash::FxHashMap;
 use crate::pretokenize::{special_matcher, PreTokenizer};
 
 /// Below this many bytes a piece is merged with the quadratic scan.
-const HEAP_THRESHOLD: usize = 128;
+const LONG_PIECE: usize = 128;
+/// Rank of a pair that does not merge.
+const NO_RANK: u32 = u32::MAX;
+/// Id of a byte (or rank) that has no token.
+const NO_ID: u32 = u32::MAX;
 
 /// A special-token string found where it is not allowed.
 #[derive(Debug)]
@@ -39,9 +48,23 @@ pub struct DisallowedSpecial {
 /// Id -> bytes for decoding: a dense table (one index per id, no hashing) for
 /// ids up to twice the number of tokens, a map for the rare ids beyond (e.g. a
 /// special token placed at 2**31), so a sparse layout cannot blow up memory.
+/// Tokens of at most 15 bytes are also kept inline in `short` (bytes, then the
+/// length in the last byte), so decoding copies a fixed 16 bytes per id instead
+/// of calling memcpy for three or four.
 struct Decoder {
     dense: Vec<Option<Box<[u8]>>>,
+    short: Vec<[u8; 16]>,
     sparse: FxHashMap<u32, Box<[u8]>>,
+}
+
+/// A token of 1 to 15 bytes as `Decoder::short` holds it; longer or empty ones give zeros.
+fn inline_token(bytes: &[u8]) -> [u8; 16] {
+    let mut entry = [0u8; 16];
+    if (1..16).contains(&bytes.len()) {
+        entry[..bytes.len()].copy_from_slice(bytes);
+        entry[15] = bytes.len() as u8;
+    }
+    entry
 }
 
 impl Decoder {
@@ -60,7 +83,35 @@ impl Decoder {
                 sparse.insert(id, bytes.into_boxed_slice());
             }
         }
-        Decoder { dense, sparse }
+        let short = dense.iter().map(|entry| entry.as_deref().map_or([0; 16], inline_token)).collect();
+        Decoder { dense, short, sparse }
+    }
+
+    /// Append the bytes of `id` to `out`; false if the id is unknown.
+    #[inline]
+    fn push(&self, id: u32, out: &mut Vec<u8>) -> bool {
+        if let Some(entry) = self.short.get(id as usize) {
+            let len = entry[15] as usize;
+            if len > 0 {
+                out.reserve(16);
+                // SAFETY: `reserve` left at least 16 bytes of capacity after
+                // `out.len()`; all 16 are written, and only the `len` <= 15 that
+                // belong to the token are made part of the vector.
+                unsafe {
+                    let end = out.len();
+                    std::ptr::copy_nonoverlapping(entry.as_ptr(), out.as_mut_ptr().add(end), 16);
+                    out.set_len(end + len);
+                }
+                return true;
+            }
+        }
+        match self.get(id) {
+            Some(bytes) => {
+                out.extend_from_slice(bytes);
+                true
+            }
+            None => false,
+        }
     }
 
     #[inline]
@@ -72,17 +123,259 @@ impl Decoder {
     }
 }
 
+/// The merge table on parts: (left part, right part) -> rank of the token whose
+/// bytes are their concatenation, for every split of every ranked token into
+/// two parts (so it also holds pairs no merge names, as tiktoken's
+/// rank-of-concatenation rule requires).
+///
+/// Parts are named by dense codes, not by token ids: byte `b` is `b`, the token
+/// of rank `r` is `256 + r`. Every part of a piece being merged is one or the
+/// other (a single byte, or a concatenation that has a rank), merging two parts
+/// gives code `256 + rank` with no lookup, and dense codes pack a pair and its
+/// rank into one u64 (`PairTable`).
+struct PairRanks {
+    /// Byte -> id of its single-byte token (NO_ID if it has none).
+    byte_ids: [u32; 256],
+    /// `(first << 8) | second` -> rank of that two-byte token: the first round
+    /// of every piece, looked up without hashing.
+    byte_pairs: Box<[u32]>,
+    /// Pairs with a part of two bytes or more (pairs of single bytes only meet
+    /// in the first round).
+    pairs: PairTable,
+    /// Rank -> id of the merged token.
+    merged_ids: Vec<u32>,
+}
+
+impl PairRanks {
+    fn new(ids: &FxHashMap<Vec<u8>, u32>, ranks: &FxHashMap<Vec<u8>, u32>, n_ranks: usize) -> Self {
+        let mut byte_ids = [NO_ID; 256];
+        for b in 0..=255u8 {
+            if let Some(&id) = ids.get(&[b][..]) {
+                byte_ids[b as usize] = id;
+            }
+        }
+        // A part is a single byte with a token, or bytes with a rank and an id
+        // (a ranked token without an id can never be output, so it never merges).
+        let mut merged_ids = vec![NO_ID; n_ranks];
+        let mut merged_codes: FxHashMap<&[u8], u32> = FxHashMap::default();
+        for (token, &rank) in ranks {
+            if let Some(&id) = ids.get(token) {
+                merged_ids[rank as usize] = id;
+                merged_codes.insert(token, 256 + rank);
+            }
+        }
+        let code = |bytes: &[u8]| match bytes {
+            [b] => (byte_ids[*b as usize] != NO_ID).then_some(*b as u32),
+            _ => merged_codes.get(bytes).copied(),
+        };
+        let mut byte_pairs = vec![NO_RANK; 1 << 16].into_boxed_slice();
+        let mut pairs = Vec::new();
+        for (&token, &merged) in &merged_codes {
+            let rank = merged - 256;
+            for split in 1..token.len() {
+                let Some(left) = code(&token[..split]) else { continue };
+                let Some(right) = code(&token[split..]) else { continue };
+                if token.len() == 2 {
+                    byte_pairs[(token[0] as usize) << 8 | token[1] as usize] = rank;
+                } else {
+                    pairs.push((left, right, rank));
+                }
+            }
+        }
+        PairRanks { byte_ids, byte_pairs, pairs: PairTable::new(&pairs, n_ranks + 256), merged_ids }
+    }
+
+    /// Rank of merging the parts `left` and `right` (NO_RANK: they do not merge).
+    #[inline]
+    fn rank(&self, left: u32, right: u32) -> u32 {
+        self.pairs.get(left, right)
+    }
+
+    #[inline]
+    fn byte_pair_rank(&self, first: u8, second: u8) -> u32 {
+        self.byte_pairs[(first as usize) << 8 | second as usize]
+    }
+
+    /// Token id of a part.
+    #[inline]
+    fn id(&self, code: u32) -> u32 {
+        if code < 256 {
+            self.byte_ids[code as usize]
+        } else {
+            self.merged_ids[(code - 256) as usize]
+        }
+    }
+}
+
+/// Bits of a part code in a packed pair.
+const CODE_BITS: u32 = 21;
+const CODE_MASK: u64 = (1 << CODE_BITS) - 1;
+/// A free slot of the packed table (no pair packs to it: codes stay below 2**21 - 1).
+const FREE: u64 = u64::MAX;
+
+/// (left code, right code) -> rank. Packed: an open-addressing table whose slot
+/// is one u64, left | right << 21 | rank << 42, so a lookup reads one slot (one
+/// cache miss at most, where a general hash map reads its control bytes and
+/// then the entry), at most half full so that misses stop early. Used when codes
+/// fit in 21 bits (fewer than two million merges); a hash map otherwise.
+enum PairTable {
+    Packed { slots: Box<[u64]>, shift: u32 },
+    Wide(FxHashMap<u64, u32>),
+}
+
+impl PairTable {
+    fn new(pairs: &[(u32, u32, u32)], n_codes: usize) -> Self {
+        if n_codes as u64 >= CODE_MASK {
+            return PairTable::Wide(pairs.iter().map(|&(l, r, rank)| ((l as u64) << 32 | r as u64, rank)).collect());
+        }
+        let capacity = (2 * pairs.len()).next_power_of_two().max(16);
+        let shift = 64 - capacity.trailing_zeros();
+        let mut slots = vec![FREE; capacity].into_boxed_slice();
+        for &(left, right, rank) in pairs {
+            let key = packed_key(left, right);
+            let mut i = packed_slot(key, shift);
+            while slots[i] != FREE && slots[i] & (CODE_MASK << CODE_BITS | CODE_MASK) != key {
+                i = (i + 1) & (capacity - 1);
+            }
+            slots[i] = key | (rank as u64) << (2 * CODE_BITS);
+        }
+        PairTable::Packed { slots, shift }
+    }
+
+    #[inline]
+    fn get(&self, left: u32, right: u32) -> u32 {
+        match self {
+            PairTable::Packed { slots, shift } => {
+                let key = packed_key(left, right);
+                let mut i = packed_slot(key, *shift);
+                loop {
+                    let slot = slots[i];
+                    if slot == FREE {
+                        return NO_RANK;
+                    }
+                    if slot & (CODE_MASK << CODE_BITS | CODE_MASK) == key {
+                        return (slot >> (2 * CODE_BITS)) as u32;
+                    }
+                    i = (i + 1) & (slots.len() - 1);
+                }
+            }
+            PairTable::Wide(map) => map.get(&((left as u64) << 32 | right as u64)).copied().unwrap_or(NO_RANK),
+        }
+    }
+}
+
+#[inline]
+fn packed_key(left: u32, right: u32) -> u64 {
+    left as u64 | (right as u64) << CODE_BITS
+}
+
+#[inline]
+fn packed_slot(key: u64, shift: u32) -> usize {
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize
+}
+
+/// A candidate merge in `LongMerge`'s order: by rank, then position.
+#[inline]
+fn queue_key(rank: u32, pos: u32) -> u64 {
+    (rank as u64) << 32 | pos as u64
+}
+
+/// A part of a short piece being merged: its code (see `PairRanks`) and the
+/// rank of merging it with the next part.
+#[derive(Clone, Copy)]
+struct Part {
+    code: u32,
+    rank: u32,
+}
+
+/// Pieces of at most this many bytes go through the piece cache.
+const CACHED_PIECE: usize = 15;
+/// Ids a cache slot holds; pieces that encode to more are not cached.
+const CACHED_IDS: usize = 3;
+/// Slots in the piece cache (a power of two): 512 KiB, about an L2 cache.
+const CACHE_SLOTS: usize = 1 << 14;
+
+/// A short piece and its ids. `key` packs the piece's bytes and its length
+/// (`piece_key`), so 0 is never a key and marks an empty slot.
+#[derive(Clone, Copy, Default)]
+struct CacheSlot {
+    key: u128,
+    ids: [u32; CACHED_IDS],
+    len: u32,
+}
+
+/// Direct-mapped cache of short pieces -> ids. Text follows Zipf's law: a few
+/// thousand distinct pieces make most of it, and a hit here costs one access to a
+/// table that fits in L2, where the vocabulary lookup and the merge it replaces
+/// miss the cache two or three times per hash lookup. One per thread (no
+/// locking), tagged with the encoder that filled it.
+struct PieceCache {
+    encoder: u64,
+    slots: Vec<CacheSlot>,
+}
+
+impl PieceCache {
+    /// Empty the cache unless it holds the pieces of `encoder`.
+    fn use_for(&mut self, encoder: u64) {
+        if self.encoder != encoder || self.slots.is_empty() {
+            self.slots.clear();
+            self.slots.resize(CACHE_SLOTS, CacheSlot::default());
+            self.encoder = encoder;
+        }
+    }
+
+    #[inline]
+    fn slot(key: u128) -> usize {
+        let folded = (key as u64) ^ ((key >> 64) as u64).rotate_left(23);
+        (folded.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - CACHE_SLOTS.trailing_zeros())) as usize
+    }
+}
+
+/// The bytes of a piece of at most `CACHED_PIECE` bytes and its length, as one number.
+#[inline]
+fn piece_key(piece: &[u8]) -> u128 {
+    let mut buf = [0u8; 16];
+    buf[..piece.len()].copy_from_slice(piece);
+    buf[15] = piece.len() as u8;
+    u128::from_le_bytes(buf)
+}
+
+/// Buffers kept from one piece to the next, and from one call to the next on
+/// the same thread.
+pub struct Scratch {
+    parts: Vec<Part>,
+    cache: PieceCache,
+}
+
+impl Scratch {
+    fn new() -> Self {
+        Scratch { parts: Vec::new(), cache: PieceCache { encoder: 0, slots: Vec::new() } }
+    }
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::new());
+}
+
+/// Source of `Encoder::tag`: a number no other encoder in this process has.
+static NEXT_ENCODER_TAG: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 pub struct Encoder {
     /// Token bytes -> id.
     ids: FxHashMap<Vec<u8>, u32>,
-    /// Bytes of a merged token -> merge rank (lower merges first).
+    /// Bytes of a merged token -> merge rank (lower merges first); BPE-dropout
+    /// merges on bytes with it.
     ranks: FxHashMap<Vec<u8>, u32>,
+    /// The same ranks keyed by pairs of ids, for the normal merge loop.
+    pair_ranks: PairRanks,
     /// Id -> bytes, for decoding (special tokens included).
     decoder: Decoder,
     /// Special-token string -> id, in the order given.
     specials: Vec<(String, u32)>,
     all_specials: Option<AhoCorasick>,
     pre: PreTokenizer,
+    /// Tells this encoder's entries in a thread's piece cache from another's.
+    tag: u64,
 }
 
 impl Encoder {
@@ -103,9 +396,11 @@ impl Encoder {
             ids.entry(bytes).or_insert(id);
         }
         let mut ranks = FxHashMap::default();
+        let n_ranks = merged.len();
         for (rank, bytes) in merged.into_iter().enumerate() {
             ranks.entry(bytes).or_insert(rank as u32);
         }
+        let pair_ranks = PairRanks::new(&ids, &ranks, n_ranks);
         for (s, id) in &specials {
             decoder.insert(*id, s.as_bytes().to_vec());
         }
@@ -113,7 +408,8 @@ impl Encoder {
         // Specials are split by encode itself, so the pre-tokenizer gets none.
         let pre = PreTokenizer::new(pattern, &[])?;
         let decoder = Decoder::new(decoder);
-        Ok(Encoder { ids, ranks, decoder, all_specials: special_matcher(&names)?, specials, pre })
+        let tag = NEXT_ENCODER_TAG.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(Encoder { ids, ranks, pair_ranks, decoder, all_specials: special_matcher(&names)?, specials, pre, tag })
     }
 
     pub fn pre_tokenizer(&self) -> &PreTokenizer {
@@ -126,7 +422,16 @@ impl Encoder {
 
     /// Encode text holding no special tokens, appending ids to `out`.
     pub fn encode_ordinary_into(&self, text: &str, out: &mut Vec<u32>) -> Result<(), String> {
-        self.pieces_into(text, out, &mut |piece, out| self.encode_piece(piece, out))
+        self.with_scratch(|scratch| self.pieces_into(text, out, &mut |piece, out| self.encode_piece(piece, scratch, out)))
+    }
+
+    /// Run `f` with this thread's scratch buffers, the piece cache set up for this encoder.
+    fn with_scratch<R>(&self, f: impl FnOnce(&mut Scratch) -> R) -> R {
+        SCRATCH.with(|cell| {
+            let mut scratch = cell.borrow_mut();
+            scratch.cache.use_for(self.tag);
+            f(&mut scratch)
+        })
     }
 
     /// Pre-tokenize `text` and encode each piece with `encode_piece`, appending to `out`.
@@ -159,7 +464,9 @@ impl Encoder {
     /// their ids (longest match first) and encode everything else as text.
     /// Both lists name special tokens of this encoder, without duplicates.
     pub fn encode(&self, text: &str, allowed: &[String], disallowed: &[String]) -> Result<Vec<u32>, EncodeError> {
-        self.encode_with(text, allowed, disallowed, &mut |piece, out| self.encode_piece(piece, out))
+        self.with_scratch(|scratch| {
+            self.encode_with(text, allowed, disallowed, &mut |piece, out| self.encode_piece(piece, scratch, out))
+        })
     }
 
     /// `encode` with BPE-dropout: each candidate merge is skipped with
@@ -226,43 +533,98 @@ impl Encoder {
         self.ids.get(bytes).copied().ok_or_else(|| format!("bytes {bytes:?} are not in the vocabulary"))
     }
 
-    /// Encode one pre-token.
-    pub fn encode_piece(&self, piece: &[u8], out: &mut Vec<u32>) -> Result<(), String> {
+    /// Encode one pre-token, appending its ids to `out`; short ones through the piece cache.
+    fn encode_piece(&self, piece: &[u8], scratch: &mut Scratch, out: &mut Vec<u32>) -> Result<(), String> {
+        if piece.len() > CACHED_PIECE {
+            return self.encode_uncached(piece, &mut scratch.parts, out);
+        }
+        let key = piece_key(piece);
+        let slot = PieceCache::slot(key);
+        let cached = &scratch.cache.slots[slot];
+        if cached.key == key {
+            out.extend_from_slice(&cached.ids[..cached.len as usize]);
+            return Ok(());
+        }
+        let start = out.len();
+        self.encode_uncached(piece, &mut scratch.parts, out)?;
+        let ids = &out[start..];
+        if ids.len() <= CACHED_IDS {
+            let slot = &mut scratch.cache.slots[slot];
+            slot.key = key;
+            slot.len = ids.len() as u32;
+            slot.ids[..ids.len()].copy_from_slice(ids);
+        }
+        Ok(())
+    }
+
+    /// Encode one pre-token without the cache: whole, or by merging.
+    fn encode_uncached(&self, piece: &[u8], parts: &mut Vec<Part>, out: &mut Vec<u32>) -> Result<(), String> {
         if let Some(&id) = self.ids.get(piece) {
             out.push(id);
             return Ok(());
         }
-        let bounds = if piece.len() < HEAP_THRESHOLD { self.merge_scan(piece) } else { self.merge_heap(piece) };
-        for w in bounds.windows(2) {
-            out.push(self.id_of(&piece[w[0]..w[1]])?);
+        if let Some(&b) = piece.iter().find(|&&b| self.pair_ranks.byte_ids[b as usize] == NO_ID) {
+            return Err(format!("bytes {:?} are not in the vocabulary", [b]));
+        }
+        if piece.len() < LONG_PIECE {
+            self.merge_short(piece, parts, out);
+        } else {
+            self.merge_long(piece, out)?;
         }
         Ok(())
     }
 
     fn rank(&self, bytes: &[u8]) -> u32 {
-        self.ranks.get(bytes).copied().unwrap_or(u32::MAX)
+        self.ranks.get(bytes).copied().unwrap_or(NO_RANK)
     }
 
-    /// Part boundaries after merging, by repeated scan for the lowest rank.
-    fn merge_scan(&self, piece: &[u8]) -> Vec<usize> {
-        // bounds[i]..bounds[i+1] is part i; pair_rank[i] ranks parts i and i+1.
-        let mut bounds: Vec<usize> = (0..=piece.len()).collect();
-        let mut pair_rank: Vec<u32> = (0..piece.len().saturating_sub(1)).map(|i| self.rank(&piece[i..i + 2])).collect();
+    /// Merge a short piece by repeated scans for the lowest-ranked pair (the
+    /// leftmost on ties), appending its ids. Every byte has an id.
+    fn merge_short(&self, piece: &[u8], parts: &mut Vec<Part>, out: &mut Vec<u32>) {
+        let table = &self.pair_ranks;
+        parts.clear();
+        parts.extend(piece.windows(2).map(|w| Part { code: w[0] as u32, rank: table.byte_pair_rank(w[0], w[1]) }));
+        if let Some(&last) = piece.last() {
+            parts.push(Part { code: last as u32, rank: NO_RANK });
+        }
         loop {
-            let Some((i, &r)) = pair_rank.iter().enumerate().min_by_key(|&(i, &r)| (r, i)) else { break };
-            if r == u32::MAX {
+            let mut best = 0;
+            let mut best_rank = NO_RANK;
+            for (i, part) in parts.iter().enumerate() {
+                if part.rank < best_rank {
+                    best = i;
+                    best_rank = part.rank;
+                }
+            }
+            if best_rank == NO_RANK {
                 break;
             }
-            bounds.remove(i + 1);
-            pair_rank.remove(i);
-            if i > 0 {
-                pair_rank[i - 1] = self.rank(&piece[bounds[i - 1]..bounds[i + 1]]);
-            }
-            if i + 2 < bounds.len() {
-                pair_rank[i] = self.rank(&piece[bounds[i]..bounds[i + 2]]);
+            parts[best].code = 256 + best_rank;
+            parts.remove(best + 1);
+            parts[best].rank = match parts.get(best + 1) {
+                Some(next) => table.rank(parts[best].code, next.code),
+                None => NO_RANK,
+            };
+            if best > 0 {
+                parts[best - 1].rank = table.rank(parts[best - 1].code, parts[best].code);
             }
         }
-        bounds
+        out.extend(parts.iter().map(|p| table.id(p.code)));
+    }
+
+    /// Merge a long piece, appending its ids; see `LongMerge`. Every byte has an id.
+    fn merge_long(&self, piece: &[u8], out: &mut Vec<u32>) -> Result<(), String> {
+        if piece.len() >= u32::MAX as usize {
+            // Positions are u32; a 4 GiB pre-token takes the byte-slice heap.
+            for w in self.merge_heap(piece).windows(2) {
+                out.push(self.id_of(&piece[w[0]..w[1]])?);
+            }
+            return Ok(());
+        }
+        let mut merge = LongMerge::new(&self.pair_ranks, piece);
+        merge.run();
+        merge.ids_into(out);
+        Ok(())
     }
 
     /// Part boundaries after merging, with a linked list and a lazy min-heap.
@@ -344,10 +706,159 @@ impl Encoder {
     pub fn decode_bytes(&self, ids: &[i64]) -> Result<Vec<u8>, i64> {
         let mut out = Vec::with_capacity(ids.len() * 4);
         for &id in ids {
-            let bytes = u32::try_from(id).ok().and_then(|i| self.decoder.get(i)).ok_or(id)?;
-            out.extend_from_slice(bytes);
+            if !self.push_token_bytes(id, &mut out) {
+                return Err(id);
+            }
         }
         Ok(out)
+    }
+
+    /// Append the bytes of token `id` (a special token gives its text) to
+    /// `out`; false, with `out` unchanged, if the id is unknown.
+    #[inline]
+    pub fn push_token_bytes(&self, id: i64, out: &mut Vec<u8>) -> bool {
+        u32::try_from(id).is_ok_and(|i| self.decoder.push(i, out))
+    }
+}
+
+/// The merge of one long piece: parts in a linked list over byte positions, and
+/// the candidate merges ordered by (rank, position), as one min-heap would order
+/// them, but cheaper.
+///
+/// Candidates wait in a bucket per rank (positions appended as pairs appear), and
+/// a small heap holds the ranks that have a bucket. A merge of rank r nearly
+/// always creates pairs of higher rank, so a bucket is complete before it is
+/// taken, and it is a few ascending runs that one stable sort puts in order: a
+/// piece of L bytes costs about O(L), not O(L log L) with a heap of L entries
+/// that no longer fits in cache. A pair of rank <= r, which tables that no BPE
+/// trainer made can produce, goes to the `urgent` heap, consulted before the
+/// bucket, so the order is exact for any table.
+///
+/// Candidates are checked when taken (lazy deletion): one is still valid if the
+/// part at its position is alive and the pair it starts still has its rank (a
+/// rank names one byte string, so the same rank is the same span).
+struct LongMerge<'a> {
+    table: &'a PairRanks,
+    /// For the part starting at byte i: its code (NO_ID once merged into the
+    /// part on its left), where the next and previous parts start, and the rank
+    /// of merging it with the next part.
+    codes: Vec<u32>,
+    next: Vec<u32>,
+    prev: Vec<u32>,
+    ranks: Vec<u32>,
+    buckets: FxHashMap<u32, Vec<u32>>,
+    bucket_ranks: BinaryHeap<Reverse<u32>>,
+    urgent: BinaryHeap<Reverse<u64>>,
+    /// The rank whose bucket is being merged.
+    current: u32,
+}
+
+impl<'a> LongMerge<'a> {
+    /// Parts are the single bytes (every one has an id); `piece.len() < u32::MAX`.
+    fn new(table: &'a PairRanks, piece: &[u8]) -> Self {
+        let n = piece.len();
+        let mut merge = LongMerge {
+            table,
+            codes: piece.iter().map(|&b| b as u32).collect(),
+            next: (1..=n as u32).collect(),
+            prev: (0..n as u32).map(|i| i.wrapping_sub(1)).collect(),
+            ranks: Vec::with_capacity(n),
+            buckets: FxHashMap::default(),
+            bucket_ranks: BinaryHeap::new(),
+            urgent: BinaryHeap::new(),
+            current: 0,
+        };
+        merge.ranks.extend(piece.windows(2).map(|w| table.byte_pair_rank(w[0], w[1])));
+        merge.ranks.push(NO_RANK);
+        for pos in 0..n.saturating_sub(1) {
+            let rank = merge.ranks[pos];
+            if rank != NO_RANK {
+                merge.add_to_bucket(rank, pos as u32);
+            }
+        }
+        merge
+    }
+
+    fn add_to_bucket(&mut self, rank: u32, pos: u32) {
+        let bucket = self.buckets.entry(rank).or_default();
+        if bucket.is_empty() {
+            self.bucket_ranks.push(Reverse(rank));
+        }
+        bucket.push(pos);
+    }
+
+    /// A new candidate found while merging rank `current`.
+    fn add(&mut self, rank: u32, pos: u32) {
+        if rank <= self.current {
+            self.urgent.push(Reverse(queue_key(rank, pos)));
+        } else {
+            self.add_to_bucket(rank, pos);
+        }
+    }
+
+    /// Apply every merge, lowest (rank, position) first.
+    fn run(&mut self) {
+        while let Some(Reverse(rank)) = self.bucket_ranks.pop() {
+            let mut positions = self.buckets.remove(&rank).unwrap_or_default();
+            positions.sort(); // ascending runs: a merge pass over them
+            self.current = rank;
+            let mut taken = 0;
+            loop {
+                let from_bucket = positions.get(taken).map(|&pos| queue_key(rank, pos));
+                let from_urgent = self.urgent.peek().map(|entry| entry.0);
+                let key = match (from_bucket, from_urgent) {
+                    (Some(b), Some(u)) if u < b => self.urgent.pop().unwrap().0,
+                    (Some(b), _) => {
+                        taken += 1;
+                        b
+                    }
+                    (None, Some(_)) => self.urgent.pop().unwrap().0,
+                    (None, None) => break,
+                };
+                self.merge_at((key >> 32) as u32, key as u32);
+            }
+        }
+    }
+
+    /// Merge the part at `pos` with the next one if that pair still has `rank`.
+    fn merge_at(&mut self, rank: u32, pos: u32) {
+        let p = pos as usize;
+        if self.codes[p] == NO_ID || self.ranks[p] != rank {
+            return; // stale
+        }
+        let right = self.next[p] as usize;
+        let after = self.next[right];
+        self.codes[p] = 256 + rank;
+        self.codes[right] = NO_ID;
+        self.ranks[right] = NO_RANK;
+        self.next[p] = after;
+        if (after as usize) < self.codes.len() {
+            self.prev[after as usize] = pos;
+            let rank = self.table.rank(self.codes[p], self.codes[after as usize]);
+            self.set_rank(pos, rank);
+        } else {
+            self.ranks[p] = NO_RANK;
+        }
+        if p > 0 {
+            let before = self.prev[p];
+            let rank = self.table.rank(self.codes[before as usize], self.codes[p]);
+            self.set_rank(before, rank);
+        }
+    }
+
+    fn set_rank(&mut self, pos: u32, rank: u32) {
+        self.ranks[pos as usize] = rank;
+        if rank != NO_RANK {
+            self.add(rank, pos);
+        }
+    }
+
+    fn ids_into(&self, out: &mut Vec<u32>) {
+        let mut i = 0;
+        while i < self.codes.len() {
+            out.push(self.table.id(self.codes[i]));
+            i = self.next[i] as usize;
+        }
     }
 }
 
@@ -379,11 +890,153 @@ mod tests {
         Encoder::new(tokens, vec![b"ab".to_vec(), b"abc".to_vec()], vec![("<|e|>".into(), 258)], "gpt2").unwrap()
     }
 
+    fn scratch_for(e: &Encoder) -> Scratch {
+        let mut scratch = Scratch::new();
+        scratch.cache.use_for(e.tag);
+        scratch
+    }
+
+    /// Ids by the byte-slice heap merge: the reference for the id-pair merges.
+    fn ids_by_byte_merge(e: &Encoder, piece: &[u8]) -> Vec<u32> {
+        e.merge_heap(piece).windows(2).map(|w| e.id_of(&piece[w[0]..w[1]]).unwrap()).collect()
+    }
+
+    /// Both id-pair merges (forced, whatever the length) and `encode_piece`.
+    fn ids_by_pair_merges(e: &Encoder, piece: &[u8]) -> [Vec<u32>; 3] {
+        let (mut short, mut long, mut whole) = (vec![], vec![], vec![]);
+        e.merge_short(piece, &mut vec![], &mut short);
+        e.merge_long(piece, &mut long).unwrap();
+        e.encode_piece(piece, &mut scratch_for(e), &mut whole).unwrap();
+        [short, long, whole]
+    }
+
+    /// A random table over the bytes `a..=d`: byte ids scrambled (so ids and bytes
+    /// differ), each merge the concatenation of two earlier tokens; with
+    /// `shuffle` the ranks are then permuted, giving tables no trainer makes
+    /// (a merge can create a pair of lower rank than its own).
+    fn random_table(rng: &mut Xoshiro256PlusPlus, n_merges: usize, shuffle: bool) -> Encoder {
+        let mut tokens: Vec<(Vec<u8>, u32)> = (0..=255u8).map(|b| (vec![b], (b as u32 * 7 + 3) % 256)).collect();
+        let mut merged: Vec<Vec<u8>> = vec![];
+        let mut pool: Vec<Vec<u8>> = (b'a'..=b'd').map(|b| vec![b]).collect();
+        while merged.len() < n_merges {
+            let left = &pool[rng.random_range(0..pool.len())];
+            let right = &pool[rng.random_range(0..pool.len())];
+            let token = [left.as_slice(), right.as_slice()].concat();
+            if token.len() <= 12 && !pool.contains(&token) {
+                pool.push(token.clone());
+                merged.push(token);
+            }
+        }
+        if shuffle {
+            for i in (1..merged.len()).rev() {
+                merged.swap(i, rng.random_range(0..=i));
+            }
+        }
+        tokens.extend(merged.iter().enumerate().map(|(r, t)| (t.clone(), 256 + r as u32)));
+        Encoder::new(tokens, merged, vec![], "gpt2").unwrap()
+    }
+
     #[test]
-    fn scan_and_heap_agree() {
+    fn id_pair_merges_equal_byte_merge_on_random_tables() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+        for table in 0..40 {
+            let e = random_table(&mut rng, 60, table % 2 == 1);
+            for _ in 0..50 {
+                let len = rng.random_range(1..300);
+                let piece: Vec<u8> = (0..len).map(|_| b"abcd"[rng.random_range(0..4)]).collect();
+                let want = ids_by_byte_merge(&e, &piece);
+                for got in ids_by_pair_merges(&e, &piece) {
+                    assert_eq!(got, want, "table {table} piece {:?}", String::from_utf8_lossy(&piece));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn long_merge_takes_a_lower_rank_pair_first() {
+        // bc merges first (rank 1), then a+bc is abc (rank 0, below 1).
+        let mut tokens: Vec<(Vec<u8>, u32)> = (0..=255u8).map(|b| (vec![b], b as u32)).collect();
+        tokens.extend([(b"abc".to_vec(), 256), (b"bc".to_vec(), 257), (b"abcabc".to_vec(), 258)]);
+        let e = Encoder::new(tokens, vec![b"abc".to_vec(), b"bc".to_vec(), b"abcabc".to_vec()], vec![], "gpt2").unwrap();
+        let piece = b"abcabcabc";
+        assert_eq!(ids_by_byte_merge(&e, piece), [258, 256]);
+        assert_eq!(ids_by_pair_merges(&e, piece), [[258, 256], [258, 256], [258, 256]]);
+    }
+
+    #[test]
+    fn one_repeated_byte_merges_left_to_right() {
         let e = toy();
+        let mut tokens: Vec<(Vec<u8>, u32)> = (0..=255u8).map(|b| (vec![b], b as u32)).collect();
+        tokens.extend([(b"aa".to_vec(), 256), (b"aaaa".to_vec(), 257), (b"aaa".to_vec(), 258)]);
+        let runs = Encoder::new(tokens, vec![b"aa".to_vec(), b"aaaa".to_vec(), b"aaa".to_vec()], vec![], "gpt2").unwrap();
+        for n in [1, 2, 3, 5, 127, 128, 1001] {
+            let piece = vec![b'a'; n];
+            assert_eq!(ids_by_pair_merges(&runs, &piece)[1], ids_by_byte_merge(&runs, &piece), "n={n}");
+        }
         let piece: Vec<u8> = b"abcabxababcab".iter().cycle().take(1000).copied().collect();
-        assert_eq!(e.merge_scan(&piece), e.merge_heap(&piece));
+        assert_eq!(ids_by_pair_merges(&e, &piece)[1], ids_by_byte_merge(&e, &piece));
+    }
+
+    #[test]
+    fn cached_pieces_give_the_same_ids_across_calls_and_encoders() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(9);
+        let tables = [random_table(&mut rng, 60, false), random_table(&mut rng, 60, true)];
+        let words: Vec<String> =
+            (0..200).map(|_| (0..rng.random_range(1..20)).map(|_| "abcd".as_bytes()[rng.random_range(0..4)] as char).collect()).collect();
+        let text = (0..3000).map(|_| words[rng.random_range(0..words.len())].as_str()).collect::<Vec<_>>().join(" ");
+        for round in 0..3 {
+            // The two encoders take turns on this thread's cache.
+            for e in &tables {
+                let mut want = vec![];
+                e.pre_tokenizer()
+                    .for_each_piece(&text, |piece| match e.ids.get(piece.as_bytes()) {
+                        Some(&id) => want.push(id),
+                        None => want.extend(ids_by_byte_merge(e, piece.as_bytes())),
+                    })
+                    .unwrap();
+                let mut got = vec![];
+                e.encode_ordinary_into(&text, &mut got).unwrap();
+                assert_eq!(got, want, "round {round}");
+            }
+        }
+    }
+
+    #[test]
+    fn packed_and_wide_pair_tables_agree() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+        let mut pairs: Vec<(u32, u32, u32)> = (0..5000).map(|r| (rng.random_range(0..3000), rng.random_range(0..3000), r)).collect();
+        pairs.sort_by_key(|&(l, r, _)| (l, r));
+        pairs.dedup_by_key(|p| (p.0, p.1));
+        let packed = PairTable::new(&pairs, 3000);
+        let wide = PairTable::new(&pairs, 1 << 22);
+        assert!(matches!(packed, PairTable::Packed { .. }) && matches!(wide, PairTable::Wide(_)));
+        for &(l, r, rank) in &pairs {
+            assert_eq!((packed.get(l, r), wide.get(l, r)), (rank, rank));
+        }
+        for _ in 0..20000 {
+            let (l, r) = (rng.random_range(0..3100), rng.random_range(0..3100));
+            assert_eq!(packed.get(l, r), wide.get(l, r));
+        }
+    }
+
+    #[test]
+    fn decode_joins_short_long_and_special_tokens() {
+        let mut tokens: Vec<(Vec<u8>, u32)> = (0..=255u8).map(|b| (vec![b], b as u32)).collect();
+        tokens.push((b"fifteen bytes!!".to_vec(), 256));
+        tokens.push((b"sixteen bytes!!!".to_vec(), 257));
+        let e = Encoder::new(tokens, vec![], vec![("<|e|>".into(), 1 << 31)], "gpt2").unwrap();
+        let ids = [104, 256, 257, 1 << 31, 0, 105];
+        assert_eq!(e.decode_bytes(&ids).unwrap(), b"hfifteen bytes!!sixteen bytes!!!<|e|>\x00i");
+        assert_eq!(e.decode_bytes(&[104, 258]), Err(258));
+        assert_eq!(e.decode_bytes(&[-1]), Err(-1));
+    }
+
+    #[test]
+    fn byte_without_a_token_is_an_error() {
+        let tokens: Vec<(Vec<u8>, u32)> = (0..=254u8).map(|b| (vec![b], b as u32)).collect();
+        let e = Encoder::new(tokens, vec![], vec![], "gpt2").unwrap();
+        let err = e.encode_piece(b"ab\xff", &mut scratch_for(&e), &mut vec![]).unwrap_err();
+        assert!(err.contains("[255]"), "{err}");
     }
 
     #[test]
@@ -501,3 +1154,4 @@ mod recover_tests {
         assert_eq!(run(&[b"a"]), [None]);
     }
 }
+
