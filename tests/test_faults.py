@@ -141,6 +141,23 @@ def test_cli_encode_reads_a_pipe(tmp_path):
     assert np.load(tmp_path / "ids.npy").tolist() == tok.encode(text)
 
 
+@pytest.mark.parametrize("text", ["", "a<|big|>b " * 1000])
+def test_cli_encode_writes_npy_that_numpy_loads(tmp_path, text):
+    """The .npy header is written by numpy and the ids copied after it in blocks:
+    empty input, and uint32 ids (a special token at id 70000)."""
+    import numpy as np
+
+    tok = bytepair.Tokenizer({i: bytes([i]) for i in range(256)}, [], special_tokens={"<|big|>": 70_000})
+    tok.save(tmp_path / "tok.json")
+    (tmp_path / "in.txt").write_text(text)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bytepair.cli", "encode", str(tmp_path / "in.txt"), "-t", str(tmp_path / "tok.json"),
+         "-o", str(tmp_path / "ids.npy"), "--quiet"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    ids = np.load(tmp_path / "ids.npy")
+    assert ids.dtype == np.uint32 and ids.tolist() == tok.encode(text, allowed_special="all")
+
+
 def test_cli_encode_names_the_byte_offset_of_bad_utf8(tmp_path):
     _small_tokenizer().save(tmp_path / "tok.json")
     # A 3-byte character split by the 1 MiB read boundary, then a bad byte.

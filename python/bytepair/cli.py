@@ -16,6 +16,7 @@ import argparse
 import glob
 import os
 import resource
+import shutil
 import sys
 import sysconfig
 import tempfile
@@ -31,6 +32,7 @@ from .tokenizer import Tokenizer
 from .train import train
 
 _DECODE_BLOCK_IDS = 1 << 20
+_COPY_BLOCK_BYTES = 16 << 20
 
 
 def default_corpus() -> list[str]:
@@ -121,11 +123,13 @@ def cmd_encode(args: argparse.Namespace) -> int:
             for ids in tok.encode_blocks(read_text_blocks(args.file, args.errors, on_read), **policy):
                 raw.write(ids.astype(dtype).tobytes())
                 count += len(ids)
-        raw.flush()
+        raw.seek(0)
         with atomic_open(args.output) as out:
-            ids = np.memmap(raw, dtype=dtype, mode="r", shape=(count,)) if count else np.zeros(0, dtype)
-            np.save(out, ids)
-            del ids
+            # .npy = header + raw array bytes; copy in blocks (a memmap would map
+            # the whole id file into this process).
+            header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": (count,)}
+            np.lib.format.write_array_header_1_0(out, header)
+            shutil.copyfileobj(raw, out, _COPY_BLOCK_BYTES)
     print(f"wrote {args.output}: {count:,} tokens ({np.dtype(dtype).name}), {read / max(count, 1):.3f} bytes/token",
           file=sys.stderr)
     return 0
