@@ -26,7 +26,7 @@ use std::collections::BinaryHeap;
 use aho_corasick::AhoCorasick;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::pretokenize::{special_matcher, PreTokenizer};
 
@@ -168,11 +168,21 @@ impl PairRanks {
             [b] => (byte_ids[*b as usize] != NO_ID).then_some(*b as u32),
             _ => merged_codes.get(bytes).copied(),
         };
+        // A split needs a part on each side, so only lengths that some part has
+        // are tried: trying all L - 1 splits of a token, each hashing up to L
+        // bytes, is quadratic, and a vocabulary trained on a long run of one
+        // character has tokens of millions of bytes (lengths 1, 2, 4, ...).
+        let mut part_lengths: Vec<usize> = merged_codes.keys().map(|t| t.len()).collect();
+        part_lengths.push(1);
+        part_lengths.sort_unstable();
+        part_lengths.dedup();
+        let is_part_length: FxHashSet<usize> = part_lengths.iter().copied().collect();
         let mut byte_pairs = vec![NO_RANK; 1 << 16].into_boxed_slice();
         let mut pairs = Vec::new();
         for (&token, &merged) in &merged_codes {
             let rank = merged - 256;
-            for split in 1..token.len() {
+            let splits = part_lengths.iter().copied().take_while(|&n| n < token.len());
+            for split in splits.filter(|&n| is_part_length.contains(&(token.len() - n))) {
                 let Some(left) = code(&token[..split]) else { continue };
                 let Some(right) = code(&token[split..]) else { continue };
                 if token.len() == 2 {

@@ -160,3 +160,21 @@ def test_tokenizer_works_in_worker_processes(small_tokenizer, method):
     with ctx.Pool(2) as pool:
         got = pool.map(_encode_in_worker, [(small_tokenizer, t) for t in texts])
     assert got == want
+
+
+def test_tokenizer_of_one_repeated_character_builds_and_encodes():
+    """Training on 1 MB of one letter gives tokens of up to 1 MB; building the
+    encoder must not try every split of them (that took minutes: quadratic)."""
+    code = (
+        "import bytepair, warnings\n"
+        "warnings.simplefilter('ignore')\n"
+        "text = 'a' * 1_000_000\n"
+        "tok = bytepair.train_from_iterator([text], 300, progress=False)\n"
+        "ids = tok.encode(text)\n"
+        "assert max(len(t) for t in tok.vocab.values()) == len(text)\n"
+        "assert len(ids) == tok.training_stats.tokens and tok.decode(ids) == text\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.stdout.strip() == "ok", result.stderr[-2000:]
+
