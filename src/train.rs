@@ -233,12 +233,18 @@ impl Trainer {
                 if p == pair {
                     // The merged pair is dropped whole below; no need to count it down.
                 } else if d > 0 {
-                    *pair_counts.entry(p).or_insert(0) += freq;
+                    // Every pair counted up holds new_id, so it is brand new: note it
+                    // once, when its count leaves 0 (not once per occurrence, which
+                    // for one long word of a repeated character is ~len/2 entries).
+                    let count = pair_counts.entry(p).or_insert(0);
+                    if *count == 0 {
+                        new_pairs.push(p);
+                    }
+                    *count += freq;
                     let list = where_pair.entry(p).or_default();
                     if list.last() != Some(&wi) {
                         list.push(wi);
                     }
-                    new_pairs.push(p);
                 } else {
                     // Every decrement removes an occurrence that was counted, so no underflow.
                     let c = pair_counts.get_mut(&p).expect("a pair in a word is counted");
