@@ -9,6 +9,10 @@ def recover_merges(merged: list[bytes]) -> list[int | None]:
     """Tokens in rank order (no single bytes) -> byte length of the left part of each
     one's merge (BPE restricted to lower ranks), None where that is not two parts."""
 
+def _panic_for_tests(place: str) -> None:
+    """Test hook: panic on the calling thread ("caller": pyo3 PanicException) or on
+    a worker thread ("worker": RuntimeError "internal error in bytepair ...")."""
+
 class WordCounter:
     """Word counts (pre-token bytes -> count) accumulated from files or texts."""
 
