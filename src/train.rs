@@ -131,19 +131,27 @@ struct Trainer {
     /// Token id -> bytes (ids 0..255 are single bytes), and their prefixes.
     token_bytes: Vec<Vec<u8>>,
     token_prefix: Vec<TokenPrefix>,
-    pair_counts: FxHashMap<Pair, u64>,
-    /// Pair -> indices of words that contained it when it was counted. May hold
-    /// duplicates and words that lost the pair since; the merge re-checks.
-    where_pair: FxHashMap<Pair, Vec<u32>>,
+    /// Every pair with a positive count. One map for the count and the reverse
+    /// index, so counting a new occurrence up is one hash lookup, not two.
+    pairs: FxHashMap<Pair, PairStats>,
     heap: BinaryHeap<Candidate>,
+}
+
+#[derive(Default)]
+struct PairStats {
+    /// Occurrences in the corpus (sum of the frequencies of the words holding it).
+    count: u64,
+    /// Indices of words that contained the pair when it was counted. May hold
+    /// duplicates and words that lost the pair since; the merge re-checks.
+    words: Vec<u32>,
 }
 
 impl Trainer {
     fn new(words: Words, freqs: Vec<u64>) -> Self {
         let token_bytes: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
         let token_prefix = token_bytes.iter().map(|b| TokenPrefix::of(b)).collect();
-        let (pair_counts, where_pair) = initial_pair_index(&words, &freqs);
-        let mut t = Trainer { words, freqs, token_bytes, token_prefix, pair_counts, where_pair, heap: BinaryHeap::new() };
+        let pairs = initial_pair_index(&words, &freqs);
+        let mut t = Trainer { words, freqs, token_bytes, token_prefix, pairs, heap: BinaryHeap::new() };
         t.rebuild_heap();
         t
     }
@@ -181,12 +189,7 @@ impl Trainer {
 
     /// Compaction: rebuild the heap from the live counts, dropping stale entries.
     fn rebuild_heap(&mut self) {
-        let entries: Vec<Candidate> = self
-            .pair_counts
-            .iter()
-            .filter(|(_, &c)| c > 0)
-            .map(|(&p, &c)| self.candidate(p, c))
-            .collect();
+        let entries: Vec<Candidate> = self.pairs.iter().map(|(&p, stats)| self.candidate(p, stats.count)).collect();
         self.heap = BinaryHeap::from(entries);
     }
 
@@ -202,7 +205,7 @@ impl Trainer {
                 group.extend(self.heap.pop());
             }
             for c in group {
-                match self.pair_counts.get(&c.pair).copied().unwrap_or(0) {
+                match self.live_count(c.pair) {
                     n if n == c.count => live.push(c),
                     0 => {}
                     n => self.heap.push(self.candidate(c.pair, n)),
@@ -222,48 +225,52 @@ impl Trainer {
     /// Apply merge `pair -> new_id` to every word that has it, updating pair
     /// counts and the reverse index in place, then push the new pairs on the heap.
     fn apply_merge(&mut self, pair: Pair, new_id: u32) {
-        let mut word_ids = self.where_pair.remove(&pair).unwrap_or_default();
+        let mut word_ids = self.pairs.remove(&pair).map(|stats| stats.words).unwrap_or_default();
         word_ids.sort_unstable();
         word_ids.dedup();
-        let Trainer { words, freqs, pair_counts, where_pair, .. } = self;
+        let Trainer { words, freqs, pairs, .. } = self;
         let mut new_pairs: Vec<Pair> = Vec::new();
         for &wi in &word_ids {
             let freq = freqs[wi as usize];
             words.merge(wi as usize, pair, new_id, |p, d| {
                 if p == pair {
-                    // The merged pair is dropped whole below; no need to count it down.
+                    // The merged pair was removed whole above; no need to count it down.
                 } else if d > 0 {
                     // Every pair counted up holds new_id, so it is brand new: note it
-                    // once, when its count leaves 0 (not once per occurrence, which
+                    // once, when it first appears (not once per occurrence, which
                     // for one long word of a repeated character is ~len/2 entries).
-                    let count = pair_counts.entry(p).or_insert(0);
-                    if *count == 0 {
+                    let stats = pairs.entry(p).or_default();
+                    if stats.count == 0 {
                         new_pairs.push(p);
                     }
-                    *count += freq;
-                    let list = where_pair.entry(p).or_default();
-                    if list.last() != Some(&wi) {
-                        list.push(wi);
+                    stats.count += freq;
+                    if stats.words.last() != Some(&wi) {
+                        stats.words.push(wi);
                     }
                 } else {
-                    // Every decrement removes an occurrence that was counted, so no underflow.
-                    let c = pair_counts.get_mut(&p).expect("a pair in a word is counted");
-                    *c -= freq;
-                    if *c == 0 {
-                        pair_counts.remove(&p);
+                    // Every decrement removes an occurrence that was counted, so no
+                    // underflow. At 0 no word holds the pair: its word list is all stale.
+                    let stats = pairs.get_mut(&p).expect("a pair in a word is counted");
+                    stats.count -= freq;
+                    if stats.count == 0 {
+                        pairs.remove(&p);
                     }
                 }
             });
         }
-        pair_counts.remove(&pair);
         new_pairs.sort_unstable();
         new_pairs.dedup();
         for p in new_pairs {
-            if let Some(&c) = self.pair_counts.get(&p) {
-                let cand = self.candidate(p, c);
+            let count = self.live_count(p);
+            if count > 0 {
+                let cand = self.candidate(p, count);
                 self.heap.push(cand);
             }
         }
+    }
+
+    fn live_count(&self, pair: Pair) -> u64 {
+        self.pairs.get(&pair).map_or(0, |stats| stats.count)
     }
 }
 
@@ -302,35 +309,33 @@ pub fn merge_in_word(word: &mut [u32], pair: Pair, new_id: u32, mut delta: impl 
 }
 
 /// Pair counts and reverse index of the initial words, built in parallel.
-fn initial_pair_index(words: &Words, freqs: &[u64]) -> (FxHashMap<Pair, u64>, FxHashMap<Pair, Vec<u32>>) {
+fn initial_pair_index(words: &Words, freqs: &[u64]) -> FxHashMap<Pair, PairStats> {
     let per_thread = (0..words.count())
         .into_par_iter()
-        .fold(
-            || (FxHashMap::<Pair, u64>::default(), FxHashMap::<Pair, Vec<u32>>::default()),
-            |(mut counts, mut index), i| {
-                for p in words.get(i).windows(2) {
-                    let p = (p[0], p[1]);
-                    *counts.entry(p).or_insert(0) += freqs[i];
-                    let list = index.entry(p).or_default();
-                    if list.last() != Some(&(i as u32)) {
-                        list.push(i as u32);
-                    }
+        .fold(FxHashMap::<Pair, PairStats>::default, |mut pairs, i| {
+            for p in words.get(i).windows(2) {
+                let stats = pairs.entry((p[0], p[1])).or_default();
+                stats.count += freqs[i];
+                if stats.words.last() != Some(&(i as u32)) {
+                    stats.words.push(i as u32);
                 }
-                (counts, index)
-            },
-        )
+            }
+            pairs
+        })
         .collect::<Vec<_>>();
-    let mut counts = FxHashMap::default();
-    let mut index: FxHashMap<Pair, Vec<u32>> = FxHashMap::default();
-    for (c, ix) in per_thread {
-        for (p, n) in c {
-            *counts.entry(p).or_insert(0) += n;
-        }
-        for (p, list) in ix {
-            index.entry(p).or_default().extend(list);
+    let mut pairs: FxHashMap<Pair, PairStats> = FxHashMap::default();
+    for part in per_thread {
+        for (p, stats) in part {
+            let total = pairs.entry(p).or_default();
+            total.count += stats.count;
+            if total.words.is_empty() {
+                total.words = stats.words;
+            } else {
+                total.words.extend(stats.words);
+            }
         }
     }
-    (counts, index)
+    pairs
 }
 
 /// Learn up to `num_merges` merges from `(word bytes, count)` pairs.
@@ -360,7 +365,7 @@ pub fn train(word_counts: Vec<(Vec<u8>, u64)>, num_merges: usize, progress: &Pro
         merges.push(Merge { left: pair.0, right: pair.1, count });
         progress.add(1);
         // Compaction keeps the heap within a small factor of the live pairs.
-        if t.heap.len() > 4 * t.pair_counts.len() + 1024 {
+        if t.heap.len() > 4 * t.pairs.len() + 1024 {
             t.rebuild_heap();
         }
     }
