@@ -43,6 +43,8 @@ pub enum CountError {
     Cancelled,
     /// Corpus bytes that are not UTF-8: file and byte offset of the first bad byte.
     InvalidUtf8 { path: String, offset: u64 },
+    /// The same, in document `index` of a `count_documents` batch (offset within it).
+    InvalidUtf8InDocument { index: usize, offset: u64 },
     Io { path: String, message: String },
     Regex(String),
 }
@@ -116,6 +118,56 @@ pub fn count_texts(pre: &PreTokenizer, texts: &[String], progress: &Progress) ->
     count_parallel(texts.iter().map(Ok), progress, |text, counts| {
         count_text(pre, text, counts).map_err(CountError::Regex)?;
         progress.add(text.len() as u64);
+        Ok(())
+    })
+}
+
+/// Documents per counting job in `count_documents`, so tiny documents do not
+/// pay one lock round-trip each.
+const DOCUMENT_BATCH_BYTES: i64 = 1 << 20;
+
+/// Count documents given in Arrow string layout in parallel: document i is
+/// `data[offsets[i]..offsets[i + 1]]` (n + 1 offsets, as Arrow `large_string`).
+/// Bytes that are not UTF-8 are an error naming `document i` and the byte offset
+/// within it, or U+FFFD when `replace_errors`. Offsets must be valid (checked).
+pub fn count_documents(
+    pre: &PreTokenizer,
+    data: &[u8],
+    offsets: &[i64],
+    replace_errors: bool,
+    progress: &Progress,
+) -> Result<WordCounts, CountError> {
+    let bad = |m: String| CountError::Regex(m);
+    if offsets.is_empty() {
+        return Err(bad("offsets must hold n + 1 positions, got none".into()));
+    }
+    for (i, w) in offsets.windows(2).enumerate() {
+        if w[0] < 0 || w[1] < w[0] || w[1] as u64 > data.len() as u64 {
+            return Err(bad(format!("document {i}: offsets {}..{} outside the {} data bytes", w[0], w[1], data.len())));
+        }
+    }
+    // Jobs are runs of consecutive documents of about DOCUMENT_BATCH_BYTES.
+    let mut starts = vec![0usize];
+    for i in 1..offsets.len() - 1 {
+        if offsets[i] - offsets[*starts.last().unwrap()] >= DOCUMENT_BATCH_BYTES {
+            starts.push(i);
+        }
+    }
+    starts.push(offsets.len() - 1);
+    let jobs = starts.windows(2).map(|w| Ok((w[0], w[1])));
+    count_parallel(jobs, progress, |(first, end), counts| {
+        for i in first..end {
+            let doc = &data[offsets[i] as usize..offsets[i + 1] as usize];
+            let text = match std::str::from_utf8(doc) {
+                Ok(t) => std::borrow::Cow::Borrowed(t),
+                Err(_) if replace_errors => String::from_utf8_lossy(doc),
+                Err(e) => {
+                    return Err(CountError::InvalidUtf8InDocument { index: i, offset: e.valid_up_to() as u64 })
+                }
+            };
+            count_text(pre, &text, counts).map_err(CountError::Regex)?;
+            progress.add(doc.len() as u64);
+        }
         Ok(())
     })
 }

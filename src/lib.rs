@@ -10,6 +10,7 @@ pub mod count;
 pub mod encode;
 pub mod pretokenize;
 pub mod train;
+pub mod wordcounts;
 
 use std::sync::mpsc;
 use std::sync::atomic::Ordering;
@@ -23,6 +24,7 @@ use rayon::prelude::*;
 use count::{CountError, CutRule, Progress, WordCounts};
 use encode::{EncodeError, Encoder};
 use pretokenize::PreTokenizer;
+use wordcounts::ColumnsError;
 
 fn pool(num_threads: Option<usize>) -> PyResult<rayon::ThreadPool> {
     let mut b = rayon::ThreadPoolBuilder::new();
@@ -139,8 +141,33 @@ fn count_error(e: CountError) -> PyErr {
         CountError::InvalidUtf8 { path, offset } => PyValueError::new_err(format!(
             "{path}: invalid UTF-8 at byte offset {offset} (pass errors=\"replace\" to replace bad bytes)"
         )),
+        CountError::InvalidUtf8InDocument { index, offset } => {
+            count_error(CountError::InvalidUtf8 { path: format!("document {index}"), offset })
+        }
         CountError::Io { path, message } => PyOSError::new_err(format!("{path}: {message}")),
         CountError::Regex(m) => PyValueError::new_err(m),
+    }
+}
+
+/// Little-endian i64s from a bytes buffer (Arrow offsets or an INT64 column).
+fn le_i64s(raw: &[u8], what: &str) -> PyResult<Vec<i64>> {
+    if raw.len() % 8 != 0 {
+        return Err(PyValueError::new_err(format!("{what}: {} bytes is not a whole number of int64", raw.len())));
+    }
+    Ok(raw.chunks_exact(8).map(|b| i64::from_le_bytes(b.try_into().unwrap())).collect())
+}
+
+fn columns_error(e: ColumnsError) -> PyErr {
+    match e {
+        ColumnsError::BadOffsets(m) => PyValueError::new_err(format!("bad word offsets: {m}")),
+        ColumnsError::BadCount { word, count } => PyValueError::new_err(format!(
+            "count of word {} is {count}: counts must be in [0, 2**63) (Parquet INT64) and sums must fit u64",
+            String::from_utf8_lossy(&word).escape_debug()
+        )),
+        ColumnsError::Duplicate(word) => PyValueError::new_err(format!(
+            "word {} appears twice in one part (a part holds each word once)",
+            String::from_utf8_lossy(&word).escape_debug()
+        )),
     }
 }
 
@@ -209,6 +236,71 @@ impl WordCounter {
             run_with_progress(py, num_threads, progress, |p| count::count_texts(pre, &texts, p))?.map_err(count_error)?;
         self.counts = count::merge_counts(std::mem::take(&mut self.counts), counts);
         Ok(())
+    }
+
+    /// Count documents in Arrow `large_string` layout: `data` holds their UTF-8
+    /// bytes back to back, `offsets` n + 1 little-endian i64 positions in `data`.
+    /// Progress reports bytes.
+    /// Errors name `source` and, if `first_record` is given, the record number
+    /// (`first_record` + index); else they name `source` alone (one document).
+    #[pyo3(signature = (data, offsets, source, first_record=None, num_threads=None, replace_errors=false, progress=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn count_documents(
+        &mut self,
+        py: Python<'_>,
+        data: &[u8],
+        offsets: &[u8],
+        source: &str,
+        first_record: Option<u64>,
+        num_threads: Option<usize>,
+        replace_errors: bool,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let offsets = le_i64s(offsets, "offsets")?;
+        let pre = &self.pre;
+        let counts = run_with_progress(py, num_threads, progress, |p| {
+            count::count_documents(pre, data, &offsets, replace_errors, p)
+        })?
+            .map_err(|e| match e {
+                CountError::InvalidUtf8InDocument { index, offset } => {
+                    let path = match first_record {
+                        Some(first) => format!("{source}: record {}", first + index as u64),
+                        None => source.to_string(),
+                    };
+                    count_error(CountError::InvalidUtf8 { path, offset })
+                }
+                other => count_error(other),
+            })?;
+        self.counts = count::merge_counts(std::mem::take(&mut self.counts), counts);
+        Ok(())
+    }
+
+    /// Add the rows of one word-counts part (Arrow `large_binary` words: `data`,
+    /// `offsets`; `counts` n little-endian i64). `unique` also rejects a word
+    /// that repeats within the part (a part holds each word once).
+    #[pyo3(signature = (data, offsets, counts, unique=true))]
+    fn add_columns(&mut self, py: Python<'_>, data: &[u8], offsets: &[u8], counts: &[u8], unique: bool) -> PyResult<()> {
+        let (offsets, n) = (le_i64s(offsets, "offsets")?, le_i64s(counts, "counts")?);
+        let words = &mut self.counts;
+        py.detach(|| wordcounts::add_rows(words, data, &offsets, &n, unique)).map_err(columns_error)
+    }
+
+    /// The counts split into `parts` buckets by the stable word hash
+    /// (`wordcounts::bucket_of`), each a sorted part as (data, offsets, counts) bytes.
+    fn to_buckets<'py>(&self, py: Python<'py>, parts: usize) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
+        if parts == 0 {
+            return Err(PyValueError::new_err("parts must be at least 1"));
+        }
+        let counts = &self.counts;
+        let buckets = py.detach(|| wordcounts::to_buckets(counts, parts)).map_err(columns_error)?;
+        Ok(buckets
+            .into_iter()
+            .map(|c| {
+                let offsets: Vec<u8> = c.offsets.iter().flat_map(|x| x.to_le_bytes()).collect();
+                let counts: Vec<u8> = c.counts.iter().flat_map(|x| x.to_le_bytes()).collect();
+                (PyBytes::new(py, &c.data), PyBytes::new(py, &offsets), PyBytes::new(py, &counts))
+            })
+            .collect())
     }
 
     /// Add (word bytes, count) pairs as given, without pre-tokenizing them.

@@ -10,8 +10,14 @@ tiktoken's for the same ranks), and save it as a HuggingFace tokenizer.json.
 """
 
 from ._core import resolve_pattern
+from .counting import count
+from .sources import CountSpec
 from .tokenizer import Tokenizer
 from .train import TrainingStats, train, train_from_counts, train_from_iterator
+from .wordcounts import WordCounts
 
-__all__ = ["Tokenizer", "TrainingStats", "resolve_pattern", "train", "train_from_counts", "train_from_iterator"]
+__all__ = [
+    "CountSpec", "Tokenizer", "TrainingStats", "WordCounts", "count", "resolve_pattern", "train",
+    "train_from_counts", "train_from_iterator",
+]
 __version__ = "0.1.0"

@@ -27,6 +27,11 @@ class ProgressBar:
                 self._bar.update(done - self.n)
             self.n = done
 
+    def set_postfix(self, **values: object) -> None:
+        """Show `values` after the bar (e.g. ``files="3/10"``)."""
+        if self._bar is not None:
+            self._bar.set_postfix(values, refresh=False)
+
     def __enter__(self) -> "ProgressBar":
         return self
 

@@ -22,10 +22,14 @@ import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from . import _core
 from .progress import ProgressBar
 from .tokenizer import Tokenizer
+
+if TYPE_CHECKING:
+    from .wordcounts import WordCounts
 
 # train_from_iterator hands texts to Rust in batches of about this many characters.
 _BATCH_CHARS = 16 << 20
@@ -264,24 +268,32 @@ def train_from_iterator(
 
 
 def train_from_counts(
-    word_counts: Mapping[str | bytes, int],
+    word_counts: "Mapping[str | bytes, int] | WordCounts",
     vocab_size: int,
     *,
-    special_tokens: Sequence[str] = (),
-    pattern: str = "gpt2",
+    special_tokens: Sequence[str] | None = None,
+    pattern: str | None = None,
     num_threads: int | None = None,
     progress: bool | None = None,
     trace: int = 0,
 ) -> Tokenizer:
-    """Train from word counts made elsewhere: keys are pre-tokens, taken as given
-    (str keys are UTF-8 encoded; they are not pre-tokenized again). `pattern` is
-    stored in the tokenizer for encoding. Counts may exceed 2**32 (u64).
+    """Train from word counts made elsewhere: a `bytepair.WordCounts` artifact
+    (from `bytepair.count`, on any engine), or a mapping whose keys are
+    pre-tokens, taken as given (str keys are UTF-8 encoded; they are not
+    pre-tokenized again). Counts may exceed 2**32 (u64).
     `trace=N` prints the first N merges with their pair counts, as in `train`.
+
+    With a WordCounts, `pattern` and `special_tokens` default to the artifact's
+    (the tokenizer keeps its pattern), and the parts stream into Rust as Arrow
+    buffers after their SHA-256 is checked. With a mapping they default to
+    ``"gpt2"`` and none; `pattern` is stored in the tokenizer for encoding.
 
     Raises:
         ValueError: a count that is negative or not an integer (names the word),
-            or vocab_size too small. (Counts without any pair, even none at
-            all, give the byte-level vocabulary and the "no pair left" warning.)
+            vocab_size too small, or a WordCounts counted with another pattern or
+            other special tokens than those given. (Counts without any pair, even
+            none at all, give the byte-level vocabulary and the "no pair left"
+            warning.)
         OverflowError: sum of count x word length reaches 2**64 (a pair count
             could overflow u64).
 
@@ -293,6 +305,13 @@ def train_from_counts(
     step 1: ('u', 'g') -> 'ug' (count 20)
     step 2: ('u', 'n') -> 'un' (count 16)
     """
+    from .wordcounts import WordCounts
+
+    if isinstance(word_counts, WordCounts):
+        return _train_from_artifact(word_counts, vocab_size, special_tokens, pattern,
+                                    num_threads=num_threads, progress=progress, trace=trace)
+    special_tokens = () if special_tokens is None else special_tokens
+    pattern = "gpt2" if pattern is None else pattern
     num_merges = _check_arguments(vocab_size, special_tokens, trace)
     items = []
     total_bytes = 0
@@ -312,5 +331,38 @@ def train_from_counts(
     stats = TrainingStats()
     return _learn(
         counter, num_merges, special_tokens, pattern, stats,
+        num_threads=num_threads, progress=_show_progress(progress), trace=trace,
+    )
+
+
+def _train_from_artifact(
+    counts: "WordCounts",
+    vocab_size: int,
+    special_tokens: Sequence[str] | None,
+    pattern: str | None,
+    *,
+    num_threads: int | None,
+    progress: bool | None,
+    trace: int,
+) -> Tokenizer:
+    """`train_from_counts` on a word-counts artifact (see there)."""
+    if pattern is not None and _core.resolve_pattern(pattern) != counts.pattern:
+        raise ValueError(
+            f"{counts.path}: counted with pattern {counts.pattern_name or counts.pattern!r}, "
+            f"not {pattern!r}: words split by another pattern would train a different tokenizer"
+        )
+    if special_tokens is not None and tuple(special_tokens) != counts.special_tokens:
+        raise ValueError(
+            f"{counts.path}: counted with special tokens {list(counts.special_tokens)!r}, "
+            f"not {list(special_tokens)!r} (text was split at the special tokens when counting)"
+        )
+    special_tokens = counts.special_tokens
+    num_merges = _check_arguments(vocab_size, special_tokens, trace)
+    counter = _core.WordCounter(counts.pattern, list(special_tokens))
+    counts.load_into(counter)
+    t = counts.totals
+    stats = TrainingStats(input_bytes=t.bytes)
+    return _learn(
+        counter, num_merges, special_tokens, counts.pattern_name or counts.pattern, stats,
         num_threads=num_threads, progress=_show_progress(progress), trace=trace,
     )
