@@ -29,7 +29,7 @@ from .atomic import atomic_open
 from .progress import ProgressBar
 from .textfile import read_text_blocks
 from .tokenizer import Tokenizer
-from .train import train
+from .train import train, train_from_counts
 
 _DECODE_BLOCK_IDS = 1 << 20
 _COPY_BLOCK_BYTES = 16 << 20
@@ -56,7 +56,23 @@ def _fmt_bytes(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
+def _train_from_counts(args: argparse.Namespace):
+    if args.files:
+        raise ValueError("give either FILEs or --from-counts, not both")
+    from .wordcounts import WordCounts
+
+    counts = WordCounts.open(args.from_counts)
+    return train_from_counts(
+        counts, args.vocab_size, special_tokens=args.special_token or None, pattern=args.pattern,
+        num_threads=args.threads, progress=not args.quiet, trace=args.trace,
+    ), f"{counts.path} (word counts)"
+
+
 def cmd_train(args: argparse.Namespace) -> int:
+    if args.from_counts:
+        start = time.perf_counter()
+        tok, source = _train_from_counts(args)
+        return _report_training(args, tok, source, start)
     files, errors = args.files, args.errors
     if not files:
         files, errors = default_corpus(), "replace"
@@ -71,19 +87,23 @@ def cmd_train(args: argparse.Namespace) -> int:
         files,
         args.vocab_size,
         special_tokens=args.special_token,
-        pattern=args.pattern,
+        pattern=args.pattern or "gpt2",
         num_threads=args.threads,
         progress=not args.quiet,
         errors=errors,
         trace=args.trace,
     )
+    return _report_training(args, tok, f"{len(files)} file(s)", start)
+
+
+def _report_training(args: argparse.Namespace, tok, source: str, start: float) -> int:
     tok.save(args.output)
     total = time.perf_counter() - start
     s = tok.training_stats
     bpt = s.input_bytes / s.tokens if s.tokens else float("nan")
     print(
         f"wrote {args.output}\n"
-        f"  input          {_fmt_bytes(s.input_bytes)} in {len(files)} file(s)\n"
+        f"  input          {_fmt_bytes(s.input_bytes)} in {source}\n"
         f"  pre-tokens     {s.pre_tokens:,} ({s.distinct_words:,} distinct words)\n"
         f"  merges         {s.merges:,} learned{' (stopped early: no pair left)' if s.stopped_early else ''}\n"
         f"  vocab size     {tok.vocab_size:,} (256 bytes + {s.merges:,} merges + {len(tok.special_tokens)} special)\n"
@@ -163,7 +183,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("files", nargs="*", metavar="FILE", help="UTF-8 text files (default: Python's stdlib sources)")
     t.add_argument("--vocab-size", type=int, required=True, help="256 bytes + merges + special tokens")
     t.add_argument("--special-token", action="append", default=[], metavar="T", help="repeatable, e.g. '<|endoftext|>'")
-    t.add_argument("--pattern", default="gpt2", help="gpt2 (default), cl100k, o200k, or a regex")
+    t.add_argument("--pattern", default=None, help="gpt2 (default), cl100k, o200k, or a regex")
+    t.add_argument("--from-counts", metavar="COUNTS", default=None,
+                   help="train from a word-counts folder (bytepair count) instead of FILEs; "
+                   "pattern and special tokens default to the folder's")
     t.add_argument("--threads", type=int, default=None, help="counting threads (default: all cores)")
     t.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
     t.add_argument("-o", "--output", default="tokenizer.json", help="tokenizer.json to write")
@@ -186,6 +209,11 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("-t", "--tokenizer", required=True)
     d.add_argument("-o", "--output", default=None, help="output file (default: stdout)")
     d.set_defaults(run=cmd_decode)
+    # Counting on many workers, and word-counts folders (bytepair/counts_cli.py).
+    from .counts_cli import register_count, register_counts
+
+    register_count(sub)
+    register_counts(sub)
     # Converting between file formats (bytepair/formats/detect.py).
     from .formats.detect import register_commands
 

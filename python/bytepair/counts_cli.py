@@ -1,0 +1,116 @@
+"""The shell side of word counts: ``bytepair count`` and ``bytepair counts
+inspect | merge | export`` (``bytepair train --from-counts`` lives in cli.py)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from .counting import ENGINES, count
+from .inspect import format_token
+from .sources import FORMATS
+from .wordcounts import WordCounts
+
+
+def cmd_count(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    counts = count(
+        args.inputs, args.output, engine=args.engine, pattern=args.pattern, special_tokens=args.special_token,
+        parts=args.parts, format=args.format, text_field=args.text_field, errors=args.errors,
+        num_workers=args.workers, progress=not args.quiet,
+    )
+    t = counts.totals
+    seconds = time.perf_counter() - start
+    print(
+        f"wrote {counts.path} ({len(counts.manifest['parts'])} parts, engine {args.engine})\n"
+        f"  documents   {t.documents:,}\n"
+        f"  input       {t.bytes / 1e6:,.1f} MB ({t.bytes / 1e6 / max(seconds, 1e-9):,.1f} MB/s)\n"
+        f"  pre-tokens  {t.pre_tokens:,} ({t.distinct:,} distinct words)\n"
+        f"  time        {seconds:.2f} s",
+        file=sys.stderr if args.quiet else sys.stdout,
+    )
+    return 0
+
+
+def format_counts(counts: WordCounts, top: int) -> str:
+    """What `bytepair counts inspect` prints."""
+    m, t = counts.manifest, counts.totals
+    pattern = m["pattern"]["name"] or m["pattern"]["regex"]
+    lines = [
+        f"{counts.path}: word counts ({m['engine']} engine, bytepair {m['bytepair_version']})",
+        f"  pattern         {pattern}",
+        f"  special tokens  {', '.join(map(repr, m['special_tokens'])) or '(none)'}",
+        f"  text            {m['text']['format']}, errors={m['text']['errors']}"
+        + (f", field {m['text']['text_field']!r}" if m["text"]["format"] != "text" else ""),
+        f"  documents       {t.documents:,}",
+        f"  input bytes     {t.bytes:,}",
+        f"  pre-tokens      {t.pre_tokens:,}",
+        f"  distinct words  {t.distinct:,} in {len(m['parts'])} parts",
+    ]
+    if top:
+        lines.append(f"  top {top} words:")
+        lines += [f"    {c:>14,}  {format_token(w)}" for w, c in counts.most_common(top)]
+    return "\n".join(lines)
+
+
+def cmd_counts_inspect(args: argparse.Namespace) -> int:
+    counts = WordCounts.open(args.counts)
+    if args.verify:
+        counts.verify()
+    print(format_counts(counts, args.top))
+    if args.verify:
+        print("  checksums       all parts match the manifest")
+    return 0
+
+
+def cmd_counts_merge(args: argparse.Namespace) -> int:
+    first, *rest = [WordCounts.open(p) for p in args.counts]
+    merged = first
+    for other in rest:
+        merged = merged.merge(other, args.output, parts=args.parts)
+    print(f"wrote {merged!r}")
+    return 0
+
+
+def cmd_counts_export(args: argparse.Namespace) -> int:
+    if not args.tsv:
+        raise ValueError("choose an export format: --tsv FILE")
+    n = WordCounts.open(args.counts).export_tsv(args.tsv)
+    print(f"wrote {args.tsv} ({n:,} lines: word<TAB>count, most frequent first)")
+    return 0
+
+
+def register_count(sub: "argparse._SubParsersAction") -> None:
+    c = sub.add_parser("count", help="count pre-tokens of files into a word-counts folder (any engine)")
+    c.add_argument("inputs", nargs="+", metavar="INPUT", help="files, folders or fsspec URLs")
+    c.add_argument("-o", "--output", required=True, help="word-counts folder to write")
+    c.add_argument("--engine", choices=ENGINES, default="local", help="local process pool (default), ray or spark")
+    c.add_argument("--format", choices=FORMATS, default=None, help="default: from the file extensions, else text")
+    c.add_argument("--text-field", default="text", metavar="F", help="JSON key / Parquet column (default: text)")
+    c.add_argument("--pattern", default="gpt2", help="gpt2 (default), cl100k, o200k, or a regex")
+    c.add_argument("--special-token", action="append", default=[], metavar="T", help="repeatable")
+    c.add_argument("--parts", type=int, default=None, help="Parquet parts to write (default: one per worker)")
+    c.add_argument("--workers", type=int, default=None, help="worker processes / tasks in flight")
+    c.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
+    c.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    c.set_defaults(run=cmd_count)
+
+
+def register_counts(sub: "argparse._SubParsersAction") -> None:
+    p = sub.add_parser("counts", help="inspect, merge or export word-counts folders")
+    s = p.add_subparsers(dest="counts_command", required=True)
+    i = s.add_parser("inspect", help="totals, pattern and the most frequent words")
+    i.add_argument("counts", metavar="COUNTS")
+    i.add_argument("--top", type=int, default=10, help="most frequent words to list (default 10)")
+    i.add_argument("--verify", action="store_true", help="also check every part's SHA-256")
+    i.set_defaults(run=cmd_counts_inspect)
+    m = s.add_parser("merge", help="sum word-counts folders counted with the same pattern")
+    m.add_argument("counts", nargs="+", metavar="COUNTS")
+    m.add_argument("-o", "--output", required=True)
+    m.add_argument("--parts", type=int, default=None)
+    m.set_defaults(run=cmd_counts_merge)
+    e = s.add_parser("export", help="write the counts as a TSV dictionary (word<TAB>count)")
+    e.add_argument("counts", metavar="COUNTS")
+    e.add_argument("--tsv", required=True, metavar="FILE")
+    e.set_defaults(run=cmd_counts_export)

@@ -1,0 +1,286 @@
+"""Word-counts artifacts and the local counting engine (`bytepair.count`).
+
+The local engine (a process pool running `count_shard` then `reduce_bucket`)
+must give exactly the counts of single-process counting, for any number of
+shards and parts; the artifact must refuse to open when incomplete or damaged;
+training from it must equal training on the files.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import bytepair
+from bytepair import _core
+from bytepair.wordcounts import MANIFEST, WordCounts, escape_word
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+EOT = "<|endoftext|>"
+MIB = 1 << 20
+
+
+def single_process_counts(paths, pattern="gpt2", specials=(EOT,), errors="strict") -> dict[bytes, int]:
+    """The oracle: one WordCounter counting every file in this process."""
+    counter = _core.WordCounter(pattern, list(specials))
+    counter.count_files([str(p) for p in paths], 1, 1 << 16, errors == "replace")
+    return dict(counter.items())
+
+
+def content(counts: WordCounts) -> dict[bytes, int]:
+    items = list(counts.items())
+    assert len(items) == len({w for w, _ in items}), "a word appears in two parts"
+    return dict(items)
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory, request) -> list[Path]:
+    """Generated files that stress chunk edges, plus corpus slices when present."""
+    d = tmp_path_factory.mktemp("inputs")
+    files = {
+        # whitespace runs straddling the 1 MiB read-block edge
+        "edges.txt": "a" * (MIB - 3) + " " * 7 + "b\n" + "word " * 1000 + "\n\n\n   \t\n" + "x" * 100,
+        "crlf.txt": "line one\r\nline two\r\n\r\n  indented\r\n" * 500,
+        "special.txt": f"before{EOT}after {EOT}{EOT} the end{EOT}" * 300,
+        "empty.txt": "",
+        "unicode.txt": "naïve café — 東京 😀 ǅ\u00a0nbsp 123 4567\n" * 400,
+    }
+    paths = []
+    for name, text in files.items():
+        (d / name).write_bytes(text.encode())
+        paths.append(d / name)
+    corpora = Path(__file__).parents[1].parent / "shared" / "corpora"
+    for name in ("enwiki.txt", "code.txt", "multilingual.txt"):
+        if (corpora / name).is_file():
+            with open(corpora / name, "rb") as f:
+                raw = f.read(3 * MIB)
+            (d / name).write_bytes(raw[: raw.rfind(b"\n") + 1])
+            paths.append(d / name)
+    return paths
+
+
+@pytest.mark.parametrize("shards,parts", [(1, 1), (1, 5), (3, 2), (5, 5)])
+def test_local_engine_equals_single_process(inputs, tmp_path, shards, parts):
+    counts = bytepair.count(inputs, tmp_path / "counts", special_tokens=[EOT], parts=parts, shards=shards,
+                            num_workers=2, progress=False)
+    expected = single_process_counts(inputs)
+    assert content(counts) == expected
+    t = counts.totals
+    assert (t.documents, t.bytes) == (len(inputs), sum(p.stat().st_size for p in inputs))
+    assert (t.pre_tokens, t.distinct) == (sum(expected.values()), len(expected))
+    assert len(counts.manifest["parts"]) == parts
+    for part in counts.part_paths():  # each part sorted by bytes, words in their stable bucket
+        words = pq.read_table(part).column("word").to_pylist()
+        assert words == sorted(words)
+
+
+def test_bucket_hash_is_xxh3_with_the_fixed_seed(inputs, tmp_path):
+    xxhash = pytest.importorskip("xxhash")
+    counts = bytepair.count(inputs[:2], tmp_path / "c", parts=7, num_workers=1, progress=False)
+    for b, part in enumerate(counts.part_paths()):
+        for w in pq.read_table(part).column("word").to_pylist()[:200]:
+            assert xxhash.xxh3_64_intdigest(w, seed=0x6279746570616972) % 7 == b
+
+
+def test_train_from_counts_equals_train_on_files(inputs, tmp_path):
+    counts = bytepair.count(inputs, tmp_path / "c", special_tokens=[EOT], parts=3, num_workers=2, progress=False)
+    from_counts = bytepair.train_from_counts(counts, 700, progress=False)
+    from_files = bytepair.train([str(p) for p in inputs], 700, special_tokens=[EOT], progress=False)
+    assert from_counts.merges == from_files.merges
+    assert from_counts.special_tokens == from_files.special_tokens == {EOT: 699}
+    assert from_counts.training_stats.tokens == from_files.training_stats.tokens
+
+
+def test_artifact_pins_pattern_and_special_tokens(inputs, tmp_path):
+    counts = bytepair.count(inputs[:3], tmp_path / "c", pattern="cl100k", special_tokens=[EOT], num_workers=1,
+                            progress=False)
+    assert counts.pattern == bytepair.resolve_pattern("cl100k") and counts.pattern_name == "cl100k"
+    assert content(counts) == single_process_counts(inputs[:3], "cl100k")
+    tok = bytepair.train_from_counts(counts, 300, progress=False)
+    assert tok.pattern == "cl100k" and EOT in tok.special_tokens
+    with pytest.raises(ValueError, match="counted with pattern 'cl100k', not 'gpt2'"):
+        bytepair.train_from_counts(counts, 300, pattern="gpt2")
+    with pytest.raises(ValueError, match="counted with special tokens"):
+        bytepair.train_from_counts(counts, 300, special_tokens=[])
+    assert bytepair.train_from_counts(counts, 300, pattern="cl100k", special_tokens=[EOT]).merges == tok.merges
+
+
+def test_a_failed_shard_is_retried_without_counting_twice(inputs, tmp_path):
+    from bytepair.counting import count_locally
+    from bytepair.sources import CountSpec
+
+    marker = tmp_path / "failed-once"
+    spec = CountSpec("gpt2", (EOT,))
+    counts = count_locally([str(p) for p in inputs], spec, str(tmp_path / "c"), parts=3, num_workers=2, shards=2,
+                           _fail_once=str(marker))
+    assert marker.exists(), "the injected failure did not happen"
+    assert content(counts) == single_process_counts(inputs)
+    assert not list(tmp_path.glob(".c.partial-*")), "staging folder left behind"
+
+
+def test_input_errors_name_the_file(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine text\n" * 10 + b"\xff oops")
+    with pytest.raises(ValueError, match=r"bad\.txt: invalid UTF-8 at byte offset 100"):
+        bytepair.count([bad], tmp_path / "c", num_workers=1, progress=False)
+    assert not (tmp_path / "c").exists()
+    replaced = bytepair.count([bad], tmp_path / "c", errors="replace", num_workers=1, progress=False)
+    assert content(replaced) == single_process_counts([bad], specials=(), errors="replace")
+    with pytest.raises(FileNotFoundError, match="nope.txt"):
+        bytepair.count([tmp_path / "nope.txt"], tmp_path / "d", progress=False)
+    with pytest.raises(ValueError, match="engine='dask'"):
+        bytepair.count([bad], tmp_path / "d", engine="dask")
+    with pytest.raises(ValueError, match="parts=0"):
+        bytepair.count([bad], tmp_path / "d", parts=0)
+
+
+def jsonl_and_parquet(tmp_path, texts):
+    jsonl = tmp_path / "docs.jsonl"
+    jsonl.write_text("".join(json.dumps({"id": i, "text": t, "meta": {"x": [1]}}) + "\n" for i, t in enumerate(texts)))
+    parquet = tmp_path / "docs.parquet"
+    pq.write_table(pa.table({"text": texts, "n": list(range(len(texts)))}), parquet, row_group_size=7)
+    return jsonl, parquet
+
+
+def test_jsonl_and_parquet_records_are_documents(tmp_path):
+    texts = ["Hello world", "  two  spaces\r\n", f"a{EOT}b", "", "ünïcödé 😀 " * 50, "x" * 5000] * 5
+    expected = _core.WordCounter("gpt2", [EOT])
+    expected.count_texts(texts)
+    jsonl, parquet = jsonl_and_parquet(tmp_path, texts)
+    for path in (jsonl, parquet):
+        counts = bytepair.count([path], tmp_path / f"c-{path.suffix}", special_tokens=[EOT], num_workers=1,
+                                progress=False)
+        assert counts.manifest["text"]["format"] == path.suffix[1:]
+        assert content(counts) == dict(expected.items())
+        assert counts.totals.documents == len(texts)
+        assert counts.totals.bytes == sum(len(t.encode()) for t in texts)
+
+
+def test_jsonl_and_parquet_errors_name_file_and_record(tmp_path):
+    (tmp_path / "missing.jsonl").write_text('{"text": "a"}\n{"body": "b"}\n')
+    with pytest.raises(ValueError, match=r"missing\.jsonl: record 1 has no 'text' text"):
+        bytepair.count([tmp_path / "missing.jsonl"], tmp_path / "c", num_workers=1, progress=False)
+    (tmp_path / "broken.jsonl").write_text('{"text": "a"}\n{"text": \n')
+    with pytest.raises(ValueError, match=r"broken\.jsonl: not JSON Lines"):
+        bytepair.count([tmp_path / "broken.jsonl"], tmp_path / "c", num_workers=1, progress=False)
+    pq.write_table(pa.table({"body": ["x"]}), tmp_path / "t.parquet")
+    with pytest.raises(ValueError, match=r"t\.parquet: no column 'text' \(columns: body\)"):
+        bytepair.count([tmp_path / "t.parquet"], tmp_path / "c", num_workers=1, progress=False)
+    pq.write_table(pa.table({"text": [b"ok", b"\xc3("]}), tmp_path / "b.parquet")
+    with pytest.raises(ValueError, match=r"b\.parquet: record 1: invalid UTF-8 at byte offset 0"):
+        bytepair.count([tmp_path / "b.parquet"], tmp_path / "c", num_workers=1, progress=False)
+
+
+def test_open_refuses_incomplete_or_damaged_artifacts(inputs, tmp_path):
+    counts = bytepair.count(inputs[:2], tmp_path / "c", parts=2, num_workers=1, progress=False)
+    manifest = Path(counts.path) / MANIFEST
+    original = manifest.read_text()
+    with pytest.raises(FileNotFoundError, match="no such word-counts folder"):
+        WordCounts.open(tmp_path / "absent")
+    manifest.unlink()
+    with pytest.raises(FileNotFoundError, match="not a word-counts artifact"):
+        WordCounts.open(counts.path)
+    for damaged, message in [
+        ("{", "not valid JSON"),
+        ('{"format": "other"}', "not a bytepair word-counts manifest"),
+        (original.replace('"format_version": 1', '"format_version": 99'), "format_version 99"),
+        (original.replace('"rows"', '"rowz"'), "missing or malformed key"),
+        (original.replace("part-00001.parquet", "part-00009.parquet"), "part 'part-00009.parquet' is missing"),
+        (original.replace("part-00001.parquet", "../x.parquet"), "is missing"),
+    ]:
+        manifest.write_text(damaged)
+        with pytest.raises(ValueError, match=message):
+            WordCounts.open(counts.path)
+    manifest.write_text(original)
+    part = Path(counts.part_paths()[1])
+    part.write_bytes(part.read_bytes()[:-10] + b"0123456789")
+    with pytest.raises(ValueError, match=r"part-00001\.parquet: SHA-256 differs"):
+        bytepair.train_from_counts(WordCounts.open(counts.path), 300)
+
+
+def test_killed_run_leaves_no_artifact_and_the_old_one_intact(tmp_path):
+    big = tmp_path / "big.txt"
+    line = "the quick brown fox jumps over the lazy dog 0123456789 " * 20 + "\n"
+    big.write_text(line * 150_000)  # ~170 MB: counting takes a few seconds
+    small = tmp_path / "small.txt"
+    small.write_text("small old corpus\n" * 10)
+    old = bytepair.count([small], tmp_path / "out", num_workers=1, progress=False)
+    before = content(old)
+    for out in ("fresh", "out"):
+        proc = subprocess.Popen([sys.executable, "-m", "bytepair.cli", "count", str(big), "-o", str(tmp_path / out),
+                                 "-q", "--workers", "2"], stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob(f".{out}.partial-*")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)  # workers are counting now
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait() == -signal.SIGKILL, "the count finished before the kill: make the input bigger"
+    with pytest.raises(FileNotFoundError):
+        WordCounts.open(tmp_path / "fresh")
+    assert content(WordCounts.open(tmp_path / "out")) == before
+
+
+def test_merge_sums_and_refuses_other_patterns(inputs, tmp_path):
+    a = bytepair.count(inputs[:2], tmp_path / "a", parts=2, num_workers=1, progress=False)
+    b = bytepair.count(inputs[1:4], tmp_path / "b", parts=3, num_workers=1, progress=False)
+    merged = a.merge(b, tmp_path / "m", parts=4)
+    expected = content(a)
+    for w, c in content(b).items():
+        expected[w] = expected.get(w, 0) + c
+    assert content(merged) == expected and len(merged.manifest["parts"]) == 4
+    assert merged.totals.documents == a.totals.documents + b.totals.documents
+    other = bytepair.count(inputs[:1], tmp_path / "o", pattern="o200k", num_workers=1, progress=False)
+    with pytest.raises(ValueError, match="different patterns"):
+        a.merge(other, tmp_path / "x")
+
+
+def test_export_tsv_escapes_separators(tmp_path):
+    assert escape_word(b"a\tb\nc\\d\re") == "a\\tb\\nc\\\\d\\re"
+    assert escape_word(b"\xff\xc3") == "\\xff\\xc3"
+    assert escape_word(" café".encode()) == " café"
+    (tmp_path / "t.txt").write_text("b b b a a \t\t\n")
+    counts = bytepair.count([tmp_path / "t.txt"], tmp_path / "c", num_workers=1, progress=False)
+    assert counts.export_tsv(tmp_path / "t.tsv") == 4
+    rows = [line.split("\t") for line in (tmp_path / "t.tsv").read_text().splitlines()]
+    assert rows == [[" a", "2"], [" b", "2"], [" \\t\\t\\n", "1"], ["b", "1"]]
+
+
+def test_counts_above_int64_are_refused(tmp_path):
+    from bytepair.wordcounts import reduce_bucket, write_part
+    import numpy as np
+
+    for i in range(2):
+        write_part(str(tmp_path / f"p{i}.parquet"), b"a", np.array([0, 1], "<i8").tobytes(),
+                   np.array([(1 << 62) + 1], "<i8").tobytes())
+    with pytest.raises(ValueError, match=r"counts must be in \[0, 2\*\*63\)"):
+        reduce_bucket([str(tmp_path / "p0.parquet"), str(tmp_path / "p1.parquet")], str(tmp_path / "out.parquet"))
+    assert not (tmp_path / "out.parquet").exists()
+
+
+def test_cli_count_inspect_export_and_train_from_counts(inputs, tmp_path):
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "bytepair.cli", *map(str, args)], capture_output=True,
+                              text=True, cwd=tmp_path)
+
+    r = run("count", *inputs[:3], "-o", "counts", "--special-token", EOT, "--parts", "2", "-q")
+    assert r.returncode == 0, r.stderr
+    r = run("counts", "inspect", "counts", "--verify", "--top", "3")
+    assert r.returncode == 0 and "distinct words" in r.stdout and "all parts match" in r.stdout
+    r = run("counts", "export", "counts", "--tsv", "w.tsv")
+    assert r.returncode == 0 and (tmp_path / "w.tsv").stat().st_size > 0
+    r = run("train", "--from-counts", "counts", "--vocab-size", "300", "-o", "tok.json", "-q")
+    assert r.returncode == 0, r.stderr
+    direct = bytepair.train([str(p) for p in inputs[:3]], 300, special_tokens=[EOT], progress=False)
+    assert bytepair.Tokenizer.load(tmp_path / "tok.json").merges == direct.merges
+    r = run("train", "--from-counts", "counts", "--vocab-size", "300", "--pattern", "o200k")
+    assert r.returncode == 1 and "counted with pattern 'gpt2', not 'o200k'" in r.stderr
+    r = run("count", "missing.txt", "-o", "x")
+    assert r.returncode == 1 and "missing.txt: no such file" in r.stderr
