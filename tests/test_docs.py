@@ -12,6 +12,7 @@ MODULES = [
     "bytepair.tokenizer",
     "bytepair.train",
     "bytepair.formats.bytelevel",
+    "bytepair.wordcounts",
 ]
 
 
