@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import bytepair
@@ -255,7 +256,6 @@ def test_export_tsv_escapes_separators(tmp_path):
 
 def test_counts_above_int64_are_refused(tmp_path):
     from bytepair.wordcounts import reduce_bucket, write_part
-    import numpy as np
 
     for i in range(2):
         write_part(str(tmp_path / f"p{i}.parquet"), b"a", np.array([0, 1], "<i8").tobytes(),
@@ -284,3 +284,42 @@ def test_cli_count_inspect_export_and_train_from_counts(inputs, tmp_path):
     assert r.returncode == 1 and "counted with pattern 'gpt2', not 'o200k'" in r.stderr
     r = run("count", "missing.txt", "-o", "x")
     assert r.returncode == 1 and "missing.txt: no such file" in r.stderr
+
+
+def test_shards_and_parts_of_any_number_sum_to_the_same_counts(tmp_path_factory):
+    """count_shard + reduce_bucket in this process, on generated documents split
+    into random shards and any number of parts, equal one counter over all."""
+    pytest.importorskip("hypothesis")
+    from hypothesis import given, settings, strategies as st
+
+    from bytepair.sources import CountSpec
+    from bytepair.wordcounts import bucket_paths, count_shard, part_batches, part_name, reduce_bucket
+
+    alphabet = st.sampled_from(list("ab \n\t\r.,'é😀1") + [EOT, "  ", "\r\n"])
+    docs = st.lists(st.lists(alphabet, max_size=40).map("".join), min_size=1, max_size=8)
+
+    @settings(max_examples=25)
+    @given(docs, st.integers(1, 4), st.integers(1, 9), st.randoms())
+    def check(texts, shards, parts, rnd):
+        d = tmp_path_factory.mktemp("h")
+        paths = []
+        for i, t in enumerate(texts):
+            (d / f"{i}.txt").write_text(t, newline="")
+            paths.append(str(d / f"{i}.txt"))
+        owner = [rnd.randrange(shards) for _ in paths]
+        spec = CountSpec("gpt2", (EOT,))
+        used = sorted(set(owner))
+        for s in used:
+            count_shard([p for p, o in zip(paths, owner) if o == s], spec, str(d), s, parts, num_threads=1)
+        total: dict[bytes, int] = {}
+        for b in range(parts):
+            reduce_bucket(bucket_paths(str(d), used, b), str(d / part_name(b)))
+            for data, offsets, counts in part_batches(str(d / part_name(b))):
+                o = np.frombuffer(offsets, "<i8").tolist()
+                for i, c in enumerate(np.frombuffer(counts, "<i8").tolist()):
+                    word = data[o[i]:o[i + 1]]
+                    assert word not in total, "a word in two parts"
+                    total[word] = c
+        assert total == single_process_counts(paths)
+
+    check()

@@ -1,0 +1,69 @@
+"""The README's "Beyond one machine" shell block runs as written (Ray and Spark
+on this machine) and gives the tokenizer that training on the files gives."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+import bytepair
+
+README = Path(__file__).parents[1] / "README.md"
+
+
+def engine_available(module: str) -> None:
+    """Skip unless `module` imports (and Java runs, for pyspark); with
+    BYTEPAIR_REQUIRE_ENGINES=1 (set by .ci/run) a missing engine fails instead."""
+    problem = None
+    try:
+        __import__(module)
+    except ImportError as e:
+        problem = f"{module} is not installed ({e})"
+    if problem is None and module == "pyspark" and shutil.which("java") is None:
+        problem = "pyspark needs Java (no `java` on PATH)"
+    if problem:
+        if os.environ.get("BYTEPAIR_REQUIRE_ENGINES") == "1":
+            pytest.fail(f"BYTEPAIR_REQUIRE_ENGINES=1 but {problem}")
+        pytest.skip(problem)
+
+
+def readme_commands() -> list[str]:
+    text = README.read_text()
+    section = text[text.index("## Beyond one machine"):]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    return [line for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_readme_block_runs_as_written(tmp_path, corpus_text):
+    engine_available("ray")
+    engine_available("pyspark")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i, at in enumerate((0.0, 0.3, 0.6)):
+        (corpus / f"part{i}.txt").write_text(corpus_text("enwiki.txt", 400_000, at) + "<|endoftext|>")
+    (corpus / "code.txt").write_text(corpus_text("code.txt", 300_000))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    commands = readme_commands()
+    assert any("--engine ray" in c for c in commands) and any("--engine spark" in c for c in commands)
+    for command in commands:
+        r = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, f"{command}\n{r.stdout}\n{r.stderr}"
+    ray_counts = bytepair.WordCounts.open(tmp_path / "counts")
+    spark_counts = bytepair.WordCounts.open(tmp_path / "counts-spark")
+    assert dict(ray_counts.items()) == dict(spark_counts.items())
+    files = sorted(str(p) for p in corpus.iterdir())
+    with warnings.catch_warnings():  # the small corpus runs out of pairs before 32000: expected
+        warnings.simplefilter("ignore")
+        direct = bytepair.train(files, 32000, special_tokens=["<|endoftext|>"], progress=False)
+    from_counts = bytepair.Tokenizer.load(tmp_path / "tokenizer.json")
+    assert from_counts.merges == direct.merges
+    assert from_counts.special_tokens == direct.special_tokens
+    assert shlex.split(commands[-1])[:3] == ["bytepair", "train", "--from-counts"]
