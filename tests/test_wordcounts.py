@@ -233,11 +233,30 @@ def test_killed_run_leaves_no_artifact_and_the_old_one_intact(tmp_path):
         while not list(tmp_path.glob(f".{out}.partial-*")) and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(1.0)  # workers are counting now
+        workers = children(proc.pid)
         proc.send_signal(signal.SIGKILL)
         assert proc.wait() == -signal.SIGKILL, "the count finished before the kill: make the input bigger"
+        assert workers, "no worker processes seen"
+        deadline = time.monotonic() + 10
+        while any(Path(f"/proc/{w}").exists() for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(Path(f"/proc/{w}").exists() for w in workers), "workers outlived the killed driver"
     with pytest.raises(FileNotFoundError):
         WordCounts.open(tmp_path / "fresh")
     assert content(WordCounts.open(tmp_path / "out")) == before
+
+
+def children(pid: int) -> list[int]:
+    """Pids of the live processes whose parent is `pid` (from /proc; Linux)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
 
 
 def test_merge_sums_and_refuses_other_patterns(inputs, tmp_path):

@@ -10,7 +10,10 @@ the same artifact content as counting in one process.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -149,9 +152,10 @@ def count_locally(
     workers start clean, without forking this process (whose Rust and tqdm
     threads would not survive a fork) and without re-running the caller's
     ``__main__`` as multiprocessing's "spawn" does (which breaks scripts
-    without a ``__main__`` guard and code piped to python). A shard that fails with anything but an
-    input error (ValueError, OSError) is retried once; its retry replaces, never
-    adds to, what the failed attempt wrote."""
+    without a ``__main__`` guard and code piped to python). A shard that fails
+    with anything but an input error (ValueError, OSError) is retried once; its
+    retry replaces, never adds to, what the failed attempt wrote. A failed or
+    interrupted run removes its staging folder; workers exit if the driver dies."""
     cores = os.cpu_count() or 1
     sizes = [input_size(p) for p in paths]
     workers = num_workers or cores
@@ -161,38 +165,54 @@ def count_locally(
     threads = max(1, cores // workers)
     staging = staging_dir(out)
     totals = {"documents": 0, "bytes": 0}
-    with loky.ProcessPoolExecutor(workers) as pool, \
-            ProgressBar(sum(sizes), "counting", unit="B", scale=True, enabled=progress) as bar:
+    try:
+        with loky.ProcessPoolExecutor(workers, initializer=_exit_with_parent, initargs=(os.getpid(),)) as pool, \
+                ProgressBar(sum(sizes), "counting", unit="B", scale=True, enabled=progress) as bar:
 
-        def submit(shard_id: int) -> Future:
-            files = [paths[i] for i in plan[shard_id]]
-            return pool.submit(count_shard, files, spec, staging, shard_id, parts, num_threads=threads,
-                               _fail_after_write=_fail_once)
+            def submit(shard_id: int) -> Future:
+                files = [paths[i] for i in plan[shard_id]]
+                return pool.submit(count_shard, files, spec, staging, shard_id, parts, num_threads=threads,
+                                   _fail_after_write=_fail_once)
 
-        pending = {submit(s): (s, 0) for s in range(len(plan))}
-        files_done = 0
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in done:
-                shard_id, attempt = pending.pop(fut)
-                error = fut.exception()
-                if error is not None:
-                    if attempt == 0 and not isinstance(error, (ValueError, OSError, BrokenProcessPool)):
-                        pending[submit(shard_id)] = (shard_id, 1)
-                        continue
-                    raise error
-                stats = fut.result()
-                totals["documents"] += stats["documents"]
-                totals["bytes"] += stats["bytes"]
-                files_done += stats["files"]
-                bar.update_to(bar.n + sum(sizes[i] for i in plan[shard_id]))
-                bar.set_postfix(files=f"{files_done}/{len(paths)}")
-        written = list(pool.map(
-            reduce_bucket,
-            [bucket_paths(staging, range(len(plan)), b) for b in range(parts)],
-            [os.path.join(staging, part_name(b)) for b in range(parts)],
-        ))
+            pending = {submit(s): (s, 0) for s in range(len(plan))}
+            files_done = 0
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    shard_id, attempt = pending.pop(fut)
+                    error = fut.exception()
+                    if error is not None:
+                        if attempt == 0 and not isinstance(error, (ValueError, OSError, BrokenProcessPool)):
+                            pending[submit(shard_id)] = (shard_id, 1)
+                            continue
+                        raise error
+                    stats = fut.result()
+                    totals["documents"] += stats["documents"]
+                    totals["bytes"] += stats["bytes"]
+                    files_done += stats["files"]
+                    bar.update_to(bar.n + sum(sizes[i] for i in plan[shard_id]))
+                    bar.set_postfix(files=f"{files_done}/{len(paths)}")
+            written = list(pool.map(
+                reduce_bucket,
+                [bucket_paths(staging, range(len(plan)), b) for b in range(parts)],
+                [os.path.join(staging, part_name(b)) for b in range(parts)],
+            ))
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)  # a failed or interrupted run leaves nothing behind
+        raise
     return finish(staging, out, spec, written, totals, engine="local")
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Worker initializer: exit when the driver dies (kill -9, OOM). loky's idle
+    workers otherwise outlive a killed driver, each holding its memory."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="bytepair-parent-watch", daemon=True).start()
 
 
 def finish(
