@@ -70,7 +70,7 @@ def _count_partition_of_files(
     for batch in batches:
         paths, contents = batch.column(0).to_pylist(), batch.column(1)
         for i, path in enumerate(paths):
-            name = names.get(path) or names.get(_local_name(path)) or _local_name(path)
+            name = names.get(_local_name(path), path)
             stats += count_file(counter, name, spec, num_threads=threads, content=contents[i].as_py())
     _maybe_fail(fail_once)
     yield from _counted_batches(counter, stats)
@@ -136,10 +136,11 @@ def _maybe_fail(marker: str | None) -> None:
 
 
 def _local_name(path: str) -> str:
-    """``file:/a/b`` or ``file:///a/b`` (Spark's form of a local path) as ``/a/b``."""
-    from urllib.parse import unquote, urlparse
-
-    return unquote(urlparse(path).path) if path.startswith("file:") else path
+    """``file:/a/b`` (how Spark names a local file) or ``file:///a/b`` as ``/a/b``.
+    Not URL-decoded: Hadoop keeps the file's name as it is."""
+    if path.startswith("file://"):
+        return path[len("file://"):]
+    return path[len("file:"):] if path.startswith("file:") else path
 
 
 # -- the driver: shuffle, write, re-write as parts, commit ---------------------------------
@@ -235,15 +236,28 @@ def count_files_on_spark(
             engine's does), or a bad `parts`.
         ImportError: pyspark is not installed.
     """
+    empty = _empty_local_files(paths, spec)
     session, created = _session(spark, progress)
     try:
-        names = {_spark_key(p): p for p in paths}
+        # Workers name files as the caller did: Spark reports ``file:/abs/path``.
+        names = {_local_name(_spark_key(p)): p for p in paths}
         files = session.read.format("binaryFile").load([_spark_key(p) for p in paths]).select("path", "content")
         fn = functools.partial(_count_partition_of_files, spec=spec, names=names, fail_once=_fail_once)
-        return _write_artifact(files.mapInArrow(fn, _SCHEMA), spec, out, _check_parts(parts, session))
+        return _write_artifact(files.mapInArrow(fn, _SCHEMA), spec, out, _check_parts(parts, session),
+                               documents=empty if spec.format == "text" else 0)
     finally:
         if created:
             session.stop()
+
+
+def _empty_local_files(paths: Sequence[str], spec: CountSpec) -> int:
+    """Spark's file sources skip empty files, so the driver accounts for the
+    local ones as the local engine does: a text document each (no words); not
+    a Parquet file (ValueError). Empty remote files are not seen at all."""
+    empty = [p for p in paths if not is_remote(p) and os.path.getsize(local_path(p)) == 0]
+    if empty and spec.format == "parquet":
+        raise ValueError(f"{empty[0]}: not a Parquet file: the file is empty")
+    return len(empty)
 
 
 def _spark_key(path: str) -> str:
@@ -278,7 +292,7 @@ def _check_parts(parts: int | None, session: "SparkSession") -> int:
     return parts
 
 
-def _write_artifact(counted: "DataFrame", spec: CountSpec, out: str, parts: int) -> WordCounts:
+def _write_artifact(counted: "DataFrame", spec: CountSpec, out: str, parts: int, *, documents: int = 0) -> WordCounts:
     """Shuffle by word, sum, sort, write with Spark; re-write as our parts; commit.
     A failed or interrupted run removes its staging folder."""
     from pyspark.sql import functions as F
@@ -297,6 +311,7 @@ def _write_artifact(counted: "DataFrame", spec: CountSpec, out: str, parts: int)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    totals["documents"] += documents
     totals.update(pre_tokens=sum(p["pre_tokens"] for p in written), distinct=sum(p["rows"] for p in written))
     return commit(staging, out, build_manifest(spec, totals, written, engine="spark", bucket_hash=None))
 
