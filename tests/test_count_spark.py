@@ -166,10 +166,10 @@ def test_a_failed_map_task_is_retried_without_counting_twice(spark, files, tmp_p
 
 
 def test_bad_utf8_names_the_file_and_leaves_nothing_behind(spark, files, tmp_path):
-    bad = tmp_path / "bad name.txt"
+    bad = tmp_path / "bad [name].txt"  # glob characters name the file itself
     bad.write_bytes(b"fine text \xff\xfe then more")
     inputs = files[:2] + [str(bad)]
-    with pytest.raises(ValueError, match=r"bad name\.txt: invalid UTF-8 at byte offset 10"):
+    with pytest.raises(ValueError, match=r"bad \[name\]\.txt: invalid UTF-8 at byte offset 10"):
         bytepair.count(inputs, tmp_path / "c", engine="spark", spark=spark, progress=False)
     assert not os.path.exists(tmp_path / "c")
     assert not [p for p in os.listdir(tmp_path) if p.startswith(".c.partial")], "staging folder left behind"
@@ -177,3 +177,10 @@ def test_bad_utf8_names_the_file_and_leaves_nothing_behind(spark, files, tmp_pat
     counts = bytepair.count(inputs, tmp_path / "c", engine="spark", spark=spark, errors="replace", parts=1,
                             progress=False)
     assert_same_artifact(counts, local(inputs, tmp_path / "l", errors="replace"), 1)
+
+
+def test_a_file_spark_would_skip_is_an_error(spark, files, tmp_path):
+    hidden = tmp_path / "_part.txt"
+    hidden.write_text("text Spark's file sources never read")
+    with pytest.raises(ValueError, match="_part.txt: Spark's file sources skip files whose names start with"):
+        bytepair.count(files[:1] + [str(hidden)], tmp_path / "c", engine="spark", spark=spark, progress=False)

@@ -70,7 +70,7 @@ def _count_partition_of_files(
     for batch in batches:
         paths, contents = batch.column(0).to_pylist(), batch.column(1)
         for i, path in enumerate(paths):
-            name = names.get(_local_name(path), path)
+            name = names.get(_spark_name(path), path)
             stats += count_file(counter, name, spec, num_threads=threads, content=contents[i].as_py())
     _maybe_fail(fail_once)
     yield from _counted_batches(counter, stats)
@@ -135,12 +135,9 @@ def _maybe_fail(marker: str | None) -> None:
         raise RuntimeError("injected failure (first attempt)")
 
 
-def _local_name(path: str) -> str:
-    """``file:/a/b`` (how Spark names a local file) or ``file:///a/b`` as ``/a/b``.
-    Not URL-decoded: Hadoop keeps the file's name as it is."""
-    if path.startswith("file://"):
-        return path[len("file://"):]
-    return path[len("file:"):] if path.startswith("file:") else path
+def _spark_name(path: str) -> str:
+    """A local file as Spark's ``binaryFile`` names it: ``file:/a/b``."""
+    return "file:" + path[len("file://"):] if path.startswith("file:///") else path
 
 
 # -- the driver: shuffle, write, re-write as parts, commit ---------------------------------
@@ -236,11 +233,12 @@ def count_files_on_spark(
             engine's does), or a bad `parts`.
         ImportError: pyspark is not installed.
     """
+    _check_names(paths)
     empty = _empty_local_files(paths, spec)
     session, created = _session(spark, progress)
     try:
         # Workers name files as the caller did: Spark reports ``file:/abs/path``.
-        names = {_local_name(_spark_key(p)): p for p in paths}
+        names = {"file:" + os.path.abspath(local_path(p)) if not is_remote(p) else p: p for p in paths}
         files = session.read.format("binaryFile").load([_spark_key(p) for p in paths]).select("path", "content")
         fn = functools.partial(_count_partition_of_files, spec=spec, names=names, fail_once=_fail_once)
         return _write_artifact(files.mapInArrow(fn, _SCHEMA), spec, out, _check_parts(parts, session),
@@ -262,8 +260,19 @@ def _empty_local_files(paths: Sequence[str], spec: CountSpec) -> int:
 
 def _spark_key(path: str) -> str:
     """The path as given to Spark: local paths absolute (Spark's default
-    filesystem may be HDFS), URLs as they are."""
-    return path if is_remote(path) else "file://" + os.path.abspath(local_path(path))
+    filesystem may be HDFS), URLs as they are; glob characters escaped, so
+    ``a[1].txt`` names that file (Spark would expand it as a pattern)."""
+    path = path if is_remote(path) else "file://" + os.path.abspath(local_path(path))
+    return re.sub(r"([{}\[\]*?\\])", r"\\\1", path)
+
+
+def _check_names(paths: Sequence[str]) -> None:
+    """ValueError for a file Spark's file sources would skip without a word:
+    names starting with ``_`` or ``.`` (hidden, or Spark's own metadata)."""
+    for p in paths:
+        if os.path.basename(p.rstrip("/")).startswith(("_", ".")):
+            raise ValueError(f"{p}: Spark's file sources skip files whose names start with '_' or '.'; "
+                             "rename it, or count with engine='local'")
 
 
 def _session(spark: "SparkSession | None", progress: bool) -> tuple["SparkSession", bool]:
