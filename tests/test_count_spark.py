@@ -138,6 +138,15 @@ def test_count_words_on_a_dataframe_equals_counting_the_texts(spark, texts, tmp_
     assert dict(same.items()) == dict(counts.items())
 
 
+def test_count_words_on_no_documents_gives_empty_parts(spark, tmp_path):
+    from bytepair.spark import count_words
+
+    df = spark.createDataFrame([(None,), (None,)], "text string")
+    counts = count_words(df, "text", tmp_path / "c", parts=2)
+    assert counts.totals == bytepair.wordcounts.Totals(0, 0, 0, 0)
+    assert len(counts.part_paths()) == 2 and list(counts.items()) == []
+
+
 def test_count_words_rejects_a_missing_or_numeric_column(spark, tmp_path):
     from bytepair.spark import count_words
 

@@ -87,15 +87,12 @@ def _count_partition_of_texts(
     threads, replace = _task_threads(), spec.errors == "replace"
     context = TaskContext.get()
     source = f"DataFrame column {column!r}, partition {context.partitionId() if context else 0}"
-    first = 0
     for batch in batches:
-        texts = batch.column(0)
-        present = texts.drop_null()
+        present = batch.column(0).drop_null()
         if len(present):
-            data, offsets, _ = _arrow_documents(present, source, first, column)
+            data, offsets, _ = _arrow_documents(present, source, 0, column)
             counter.count_documents(data, offsets, source, None, threads, replace, None)
             stats += SourceStats(documents=len(present), bytes=len(data))
-        first += len(texts)
     _maybe_fail(fail_once)
     yield from _counted_batches(counter, stats)
 
@@ -230,8 +227,11 @@ def count_files_on_spark(
 
     Raises:
         ValueError: bad input text (the message names the file, as the local
-            engine's does), or a bad `parts`.
-        ImportError: pyspark is not installed.
+            engine's does; Spark retries the task first), a bad `parts`, or a
+            file whose name starts with ``_`` or ``.`` (Spark's file sources
+            skip those without a word).
+        ImportError: pyspark, or pandas (its ``mapInArrow`` needs it), is not
+            installed.
     """
     _check_names(paths)
     empty = _empty_local_files(paths, spec)
