@@ -6,6 +6,8 @@
 * `corpus(name)` gives the path of a real corpus in ../shared/corpora and skips
   the test, saying why, when it is absent; `corpus_text(name, size, at=...)`
   gives a slice of one as text, cut to whole lines;
+* `engine_available(module)` skips a test when a counting engine (ray,
+  pyspark) is not installed, or fails it when BYTEPAIR_REQUIRE_ENGINES=1;
 * hypothesis profile: no deadline (the first call of a pattern compiles it, and
   CI machines vary); each test sets its own max_examples to stay fast.
 """
@@ -103,15 +105,18 @@ def byte_tokenizer(pattern: str = "gpt2", special_tokens=None):
 
 
 def engine_available(module: str) -> None:
-    """Skip unless `module` imports (and Java runs, for pyspark); with
+    """Skip unless `module` imports (and Java and pandas are there, for pyspark); with
     BYTEPAIR_REQUIRE_ENGINES=1 (set by .ci/run) a missing engine fails instead."""
     problem = None
     try:
         __import__(module)
     except ImportError as e:
         problem = f"{module} is not installed ({e})"
-    if problem is None and module == "pyspark" and shutil.which("java") is None:
-        problem = "pyspark needs Java (no `java` on PATH)"
+    if problem is None and module == "pyspark":
+        if shutil.which("java") is None:
+            problem = "pyspark needs Java (no `java` on PATH)"
+        elif importlib.util.find_spec("pandas") is None:
+            problem = "pyspark's mapInArrow needs pandas (pip install 'pyspark[sql]')"
     if problem:
         if os.environ.get("BYTEPAIR_REQUIRE_ENGINES") == "1":
             pytest.fail(f"BYTEPAIR_REQUIRE_ENGINES=1 but {problem}")

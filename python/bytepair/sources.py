@@ -13,6 +13,7 @@ batches, never as one Python object per document.
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -122,10 +123,13 @@ def count_file(
     *,
     num_threads: int | None = None,
     on_bytes: Callable[[int], None] | None = None,
+    content: bytes | None = None,
 ) -> SourceStats:
     """Add the pre-tokens of every document of the file at `path` to `counter`.
 
     `on_bytes(n)` is called with the running count of this file's bytes counted.
+    `content`: the file's bytes, already read elsewhere (Spark's ``binaryFile``
+    source); they are counted as the file would be, and `path` only names it.
 
     Raises:
         FileNotFoundError, OSError: the file cannot be read.
@@ -134,11 +138,11 @@ def count_file(
             (names the file and record number).
     """
     replace = spec.errors == "replace"
-    if spec.format == "text" and not is_remote(path):
+    if spec.format == "text" and not is_remote(path) and content is None:
         counter.count_files([local_path(path)], num_threads, 1 << 20, replace, on_bytes)
         return SourceStats(documents=1, bytes=os.path.getsize(local_path(path)))
     stats = SourceStats()
-    for data, offsets, first in _document_batches(path, spec):
+    for data, offsets, first in _document_batches(path, spec, content):
         done = stats.bytes
         counter.count_documents(
             data, offsets, path, None if spec.format == "text" else first, num_threads, replace,
@@ -149,21 +153,23 @@ def count_file(
     return stats
 
 
-def _document_batches(path: str, spec: CountSpec) -> Iterator[tuple[bytes, bytes, int]]:
+def _document_batches(path: str, spec: CountSpec, content: bytes | None = None) -> Iterator[tuple[bytes, bytes, int]]:
     """(data, offsets, index of the first record) per batch of documents."""
-    if spec.format == "text":  # a remote text file: one document, read whole
-        with _open(path) as f:
+    if spec.format == "text":  # a remote or already read text file: one document, whole
+        with _open(path, content) as f:
             data = f.read()
         yield data, np.array([0, len(data)], dtype="<i8").tobytes(), 0
         return
-    batches = _json_batches(path, spec) if spec.format == "jsonl" else _parquet_batches(path, spec)
+    batches = _json_batches(path, spec, content) if spec.format == "jsonl" else _parquet_batches(path, spec, content)
     first = 0
     for column in batches:
         yield _arrow_documents(column, path, first, spec.text_field)
         first += len(column)
 
 
-def _open(path: str):
+def _open(path: str, content: bytes | None = None):
+    if content is not None:
+        return io.BytesIO(content)
     if is_remote(path):
         import fsspec
 
@@ -171,13 +177,13 @@ def _open(path: str):
     return open(local_path(path), "rb")
 
 
-def _json_batches(path: str, spec: CountSpec):
+def _json_batches(path: str, spec: CountSpec, content: bytes | None = None):
     import pyarrow as pa
     import pyarrow.json as pj
 
     schema = pa.schema([(spec.text_field, pa.large_string())])
     parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-    with _open(path) as f:
+    with _open(path, content) as f:
         try:
             reader = pj.open_json(f, read_options=pj.ReadOptions(block_size=_BATCH_BYTES), parse_options=parse)
             for batch in reader:
@@ -186,11 +192,11 @@ def _json_batches(path: str, spec: CountSpec):
             raise ValueError(f"{path}: not JSON Lines with a string field {spec.text_field!r}: {e}") from None
 
 
-def _parquet_batches(path: str, spec: CountSpec):
+def _parquet_batches(path: str, spec: CountSpec, content: bytes | None = None):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    with _open(path) as f:
+    with _open(path, content) as f:
         try:
             pf = pq.ParquetFile(f)
         except pa.ArrowException as e:

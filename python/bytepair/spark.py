@@ -1,0 +1,393 @@
+"""Count pre-tokens on Apache Spark into a word-counts artifact (see
+`bytepair.wordcounts`).
+
+The Spark engine runs the Rust counter inside ``DataFrame.mapInArrow``: each
+map task counts its whole partition in one `_core.WordCounter` (so each word
+leaves a task once, already summed: the map-side combine is ours), then Spark
+shuffles by word (``repartition(parts, "word")``), sums, sorts within each
+partition and writes Parquet. The driver re-writes each Spark output file as one
+part of our format (binary ``word``, int64 ``count``, zstd, strictly increasing
+words, checked) and commits the manifest. Word counts never reach the driver
+whole: it reads one part at a time.
+
+Two entry points:
+- `count_files_on_spark` (``bytepair.count(..., engine="spark")``): files read
+  by Spark's ``binaryFile`` source, each file's bytes counted by the same readers
+  as the local engine (`bytepair.sources.count_file`), so counts, totals and
+  errors are those of the local engine. A file is one row: at most 2 GiB
+  (Spark's limit for one binary value), and it is not split across tasks.
+- `count_words`: a DataFrame you already hold (any Spark source), one string
+  or binary column of documents; null documents are skipped.
+
+Totals (documents, bytes) travel with the word counts, as one row per map task
+with a null word, so a retried or recomputed task is counted once, as Spark
+guarantees for shuffle data (accumulators in a transformation may count twice).
+
+The artifact folder must be on a filesystem that the driver and every executor
+see at the same path (local mode, or a shared mount): Spark writes into its
+staging folder and the driver reads from it. Spark's hash partitioning is not
+the local engine's bucket hash, so the manifest's ``bucket_hash`` is null: the
+same word may be in a different part than in a local artifact (the content is
+the same). pyspark is imported only when a function here runs.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import sys
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .sources import CountSpec, SourceStats, _arrow_documents, count_file, is_remote, local_path
+from .wordcounts import SHARDS, WordCounts, build_manifest, commit, part_name, staging_dir, write_part
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+
+# mapInArrow output: a word and its count; a row with a null word carries a
+# task's totals instead (documents in `count`, text bytes in `bytes`).
+_SCHEMA = "word binary, count long, bytes long"
+_BATCH_ROWS = 1 << 16  # rows per Arrow batch handed back to Spark
+_SPARK_PART = re.compile(r"^part-(\d+)-.*\.parquet$")
+
+
+# -- the map: one Rust counter per partition ------------------------------------------
+
+
+def _count_partition_of_files(
+    batches: Iterator["pa.RecordBatch"], spec: CountSpec, names: dict[str, str], fail_once: str | None
+) -> Iterator["pa.RecordBatch"]:
+    """mapInArrow function over ``binaryFile`` rows (path, content): count every
+    file of the partition with `count_file`, then yield its word counts."""
+    counter, stats = spec.counter(), SourceStats()
+    threads = _task_threads()
+    for batch in batches:
+        paths, contents = batch.column(0).to_pylist(), batch.column(1)
+        for i, path in enumerate(paths):
+            name = names.get(_spark_name(path), path)
+            stats += count_file(counter, name, spec, num_threads=threads, content=contents[i].as_py())
+    _maybe_fail(fail_once)
+    yield from _counted_batches(counter, stats)
+
+
+def _count_partition_of_texts(
+    batches: Iterator["pa.RecordBatch"], spec: CountSpec, column: str, fail_once: str | None
+) -> Iterator["pa.RecordBatch"]:
+    """mapInArrow function over one string or binary column: documents go to
+    Rust as Arrow buffers, a batch at a time; nulls are skipped."""
+    from pyspark import TaskContext
+
+    counter, stats = spec.counter(), SourceStats()
+    threads, replace = _task_threads(), spec.errors == "replace"
+    context = TaskContext.get()
+    source = f"DataFrame column {column!r}, partition {context.partitionId() if context else 0}"
+    for batch in batches:
+        present = batch.column(0).drop_null()
+        if len(present):
+            data, offsets, _ = _arrow_documents(present, source, 0, column)
+            counter.count_documents(data, offsets, source, None, threads, replace, None)
+            stats += SourceStats(documents=len(present), bytes=len(data))
+    _maybe_fail(fail_once)
+    yield from _counted_batches(counter, stats)
+
+
+def _counted_batches(counter, stats: SourceStats) -> Iterator["pa.RecordBatch"]:
+    """The counter's words as (word, count, null) batches, then one totals row
+    (null word, documents, bytes). Built from the Rust buffers, no per-word objects."""
+    import pyarrow as pa
+
+    (data, offsets, counts), = counter.to_buckets(1)
+    n = len(counts) // 8
+    words = pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    count_col = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(counts)])
+    no_bytes = pa.nulls(min(n, _BATCH_ROWS), pa.int64())
+    for start in range(0, n, _BATCH_ROWS):  # int32 offsets (Spark's binary) hold any slice of this size
+        size = min(_BATCH_ROWS, n - start)
+        yield pa.RecordBatch.from_arrays(
+            [words.slice(start, size).cast(pa.binary()), count_col.slice(start, size), no_bytes.slice(0, size)],
+            ["word", "count", "bytes"])
+    yield pa.RecordBatch.from_arrays(
+        [pa.nulls(1, pa.binary()), pa.array([stats.documents], pa.int64()), pa.array([stats.bytes], pa.int64())],
+        ["word", "count", "bytes"])
+
+
+def _task_threads() -> int:
+    """Counting threads for this task: the cores Spark gave it (``spark.task.cpus``)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return max(1, context.cpus()) if context is not None else 1
+
+
+def _maybe_fail(marker: str | None) -> None:
+    """Fault injection for tests: fail the first task that gets here, after counting."""
+    if marker is not None and not os.path.exists(marker):
+        open(marker, "w").close()
+        raise RuntimeError("injected failure (first attempt)")
+
+
+def _spark_name(path: str) -> str:
+    """A local file as Spark's ``binaryFile`` names it: ``file:/a/b``."""
+    return "file:" + path[len("file://"):] if path.startswith("file:///") else path
+
+
+# -- the driver: shuffle, write, re-write as parts, commit ---------------------------------
+
+
+def count_words(
+    df: "DataFrame",
+    text_col: str = "text",
+    out: str | os.PathLike = "counts",
+    *,
+    pattern: str = "gpt2",
+    special_tokens: Sequence[str] = (),
+    parts: int | None = None,
+    errors: str = "strict",
+    spark: "SparkSession | None" = None,
+    _fail_once: str | None = None,
+) -> WordCounts:
+    """Count the pre-tokens of the documents in column `text_col` of `df` into a
+    word-counts artifact at `out` (algorithm: the module docs; Spark's
+    ``DataFrame.mapInArrow`` runs the Rust counter on each partition).
+
+    >>> df = spark.createDataFrame([("low lower",), (None,)], "text string")  # doctest: +SKIP
+    >>> counts = count_words(df, "text", "counts", parts=2)                  # doctest: +SKIP
+    >>> counts.totals.documents, counts.totals.pre_tokens, dict(counts.items())  # doctest: +SKIP
+    (1, 2, {b'low': 1, b' lower': 1})
+
+    Args:
+        df: a Spark DataFrame; only `text_col` is read.
+        text_col: a string or binary column, one document per row (a pre-token
+            never spans two rows); null rows are skipped and not counted as
+            documents.
+        out: the artifact folder, on a filesystem the driver and executors
+            share (an older artifact there is replaced once the new one is complete).
+        pattern, special_tokens: as in `bytepair.train`.
+        parts: number of Parquet parts; default: Spark's default parallelism.
+        errors: ``strict`` (bytes of a binary column that are not UTF-8 raise)
+            or ``replace`` (U+FFFD).
+        spark: unused here beyond `df`'s own session (accepted for symmetry).
+
+    Returns:
+        WordCounts: the opened artifact; totals count non-null documents and
+        their bytes (UTF-8).
+
+    Raises:
+        ValueError: no column `text_col`, a column that is not string or
+            binary, a bad pattern, special token or `parts`, or bad UTF-8 in
+            strict mode (the message of the worker's error).
+    """
+    from pyspark.sql.types import BinaryType, StringType
+
+    spec = CountSpec(pattern, tuple(special_tokens), "text", text_col, errors)
+    spec.counter()  # a bad pattern fails here, before any task starts
+    if text_col not in df.columns:
+        raise ValueError(f"no column {text_col!r} in the DataFrame (columns: {', '.join(df.columns)})")
+    kind = df.schema[text_col].dataType
+    if not isinstance(kind, (StringType, BinaryType)):
+        raise ValueError(f"column {text_col!r} is {kind.simpleString()}, expected string or binary")
+    fn = functools.partial(_count_partition_of_texts, spec=spec, column=text_col, fail_once=_fail_once)
+    counted = df.select(text_col).mapInArrow(fn, _SCHEMA)
+    return _write_artifact(counted, spec, os.fspath(out), _check_parts(parts, df.sparkSession))
+
+
+def count_files_on_spark(
+    paths: Sequence[str],
+    spec: CountSpec,
+    out: str,
+    *,
+    parts: int | None = None,
+    progress: bool = False,
+    spark: "SparkSession | None" = None,
+    _fail_once: str | None = None,
+) -> WordCounts:
+    """The Spark engine of `bytepair.count`: files read by Spark's ``binaryFile``
+    source (each file one row), counted per partition by `count_file` in
+    ``mapInArrow`` (see the module docs). Counts and totals equal the local engine's.
+
+    Args:
+        paths: input files (local paths or URLs Spark's filesystems read, such
+            as ``hdfs://`` or ``s3a://``), read as `spec.format`.
+        spec: pattern, special tokens, format and decoding policy.
+        out: the artifact folder, on a filesystem the driver and executors share.
+        parts: number of Parquet parts; default: Spark's default parallelism.
+        progress: show Spark's console progress bar (stages and tasks) on a
+            session created here.
+        spark: the SparkSession to run on; default: the active one, else a new
+            ``local[*]`` session, stopped when done.
+
+    Returns:
+        WordCounts: the opened artifact.
+
+    Raises:
+        ValueError: bad input text (the message names the file, as the local
+            engine's does; Spark retries the task first), a bad `parts`, or a
+            file whose name starts with ``_`` or ``.`` (Spark's file sources
+            skip those without a word).
+        ImportError: pyspark, or pandas (its ``mapInArrow`` needs it), is not
+            installed.
+    """
+    _check_names(paths)
+    empty = _empty_local_files(paths, spec)
+    session, created = _session(spark, progress)
+    try:
+        # Workers name files as the caller did: Spark reports ``file:/abs/path``.
+        names = {"file:" + os.path.abspath(local_path(p)) if not is_remote(p) else p: p for p in paths}
+        files = session.read.format("binaryFile").load([_spark_key(p) for p in paths]).select("path", "content")
+        fn = functools.partial(_count_partition_of_files, spec=spec, names=names, fail_once=_fail_once)
+        return _write_artifact(files.mapInArrow(fn, _SCHEMA), spec, out, _check_parts(parts, session),
+                               documents=empty if spec.format == "text" else 0)
+    finally:
+        if created:
+            session.stop()
+
+
+def _empty_local_files(paths: Sequence[str], spec: CountSpec) -> int:
+    """Spark's file sources skip empty files, so the driver accounts for the
+    local ones as the local engine does: a text document each (no words); not
+    a Parquet file (ValueError). Empty remote files are not seen at all."""
+    empty = [p for p in paths if not is_remote(p) and os.path.getsize(local_path(p)) == 0]
+    if empty and spec.format == "parquet":
+        raise ValueError(f"{empty[0]}: not a Parquet file: the file is empty")
+    return len(empty)
+
+
+def _spark_key(path: str) -> str:
+    """The path as given to Spark: local paths absolute (Spark's default
+    filesystem may be HDFS), URLs as they are; glob characters escaped, so
+    ``a[1].txt`` names that file (Spark would expand it as a pattern)."""
+    path = path if is_remote(path) else "file://" + os.path.abspath(local_path(path))
+    return re.sub(r"([{}\[\]*?\\])", r"\\\1", path)
+
+
+def _check_names(paths: Sequence[str]) -> None:
+    """ValueError for a file Spark's file sources would skip without a word:
+    names starting with ``_`` or ``.`` (hidden, or Spark's own metadata)."""
+    for p in paths:
+        if os.path.basename(p.rstrip("/")).startswith(("_", ".")):
+            raise ValueError(f"{p}: Spark's file sources skip files whose names start with '_' or '.'; "
+                             "rename it, or count with engine='local'")
+
+
+def _session(spark: "SparkSession | None", progress: bool) -> tuple["SparkSession", bool]:
+    """(session, created here). Python workers of a session made here run this
+    interpreter, so they import the same bytepair."""
+    from pyspark.sql import SparkSession
+
+    if spark is not None:
+        return spark, False
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active, False
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (SparkSession.builder.master("local[*]").appName("bytepair count")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "true" if progress else "false")
+               .getOrCreate())
+    return session, True
+
+
+def _check_parts(parts: int | None, session: "SparkSession") -> int:
+    if parts is None:
+        return max(1, session.sparkContext.defaultParallelism)
+    if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
+        raise ValueError(f"parts={parts!r} must be a positive integer")
+    return parts
+
+
+def _write_artifact(counted: "DataFrame", spec: CountSpec, out: str, parts: int, *, documents: int = 0) -> WordCounts:
+    """Shuffle by word, sum, sort, write with Spark; re-write as our parts; commit.
+    A failed or interrupted run removes its staging folder."""
+    from pyspark.sql import functions as F
+
+    staging = staging_dir(out)
+    try:
+        scratch = os.path.join(staging, SHARDS, "spark")  # `commit` removes SHARDS
+        # Each task already summed its words, so a map-side combine would gain
+        # nothing: repartition first, and the aggregate reuses that partitioning
+        # (one shuffle, not two).
+        summed = (counted.repartition(parts, "word")
+                  .groupBy("word").agg(F.sum("count").alias("count"), F.sum("bytes").alias("bytes"))
+                  .sortWithinPartitions("word"))
+        _run(lambda: summed.write.mode("overwrite").option("compression", "zstd").parquet("file://" + scratch))
+        written, totals = _rewrite_parts(scratch, staging, parts)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    totals["documents"] += documents
+    totals.update(pre_tokens=sum(p["pre_tokens"] for p in written), distinct=sum(p["rows"] for p in written))
+    return commit(staging, out, build_manifest(spec, totals, written, engine="spark", bucket_hash=None))
+
+
+def _run(action) -> Any:
+    """Run a Spark action; a ValueError raised in a Python worker (bad input
+    text) comes back as a ValueError with the worker's message, not wrapped in
+    Spark's PythonException / Py4JJavaError."""
+    try:
+        return action()
+    except ValueError:
+        raise
+    except Exception as e:
+        found = re.findall(r"^ValueError: (.+)$", str(e), re.M)
+        if found:
+            raise ValueError(found[-1]) from None
+        raise
+
+
+def _rewrite_parts(scratch: str, staging: str, parts: int) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Spark's output file(s) of partition i -> part i (`write_part`: our schema,
+    zstd, SHA-256); partitions Spark wrote no file for become empty parts.
+    Returns (manifest part entries, {"documents", "bytes"})."""
+    import pyarrow.parquet as pq
+
+    by_partition: dict[int, list[str]] = {}
+    for name in sorted(os.listdir(scratch)):
+        m = _SPARK_PART.match(name)
+        if m:
+            by_partition.setdefault(int(m.group(1)), []).append(os.path.join(scratch, name))
+    if any(i >= parts for i in by_partition):
+        raise RuntimeError(f"Spark wrote partitions {sorted(by_partition)}, expected at most {parts}")
+    totals = {"documents": 0, "bytes": 0}
+    written = []
+    for i in range(parts):
+        files = by_partition.get(i, [])
+        table = pq.read_table(files, columns=["word", "count", "bytes"]) if files else None
+        data, offsets, counts = _part_buffers(table, totals, files)
+        entry = write_part(os.path.join(staging, part_name(i)), data, offsets, counts)
+        written.append({"path": part_name(i), **entry})
+    return written, totals
+
+
+def _part_buffers(table, totals: dict[str, int], files: list[str]) -> tuple[bytes, bytes, bytes]:
+    """(data, offsets, counts) buffers of one Spark partition's rows, with the
+    totals rows (null word) added to `totals` and left out. Checks that words
+    are strictly increasing (sorted, each once), as a part must be."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if table is None or table.num_rows == 0:
+        return b"", np.zeros(1, "<i8").tobytes(), b""
+    stats = table.filter(pc.is_null(table.column("word")))
+    totals["documents"] += int(pc.sum(stats.column("count")).as_py() or 0)
+    totals["bytes"] += int(pc.sum(stats.column("bytes")).as_py() or 0)
+    rows = table.filter(pc.is_valid(table.column("word")))
+    words = rows.column("word").combine_chunks().cast(pa.large_binary())
+    counts = rows.column("count").combine_chunks().cast(pa.int64())
+    if len(words) > 1 and not pc.all(pc.less(words.slice(0, len(words) - 1), words.slice(1))).as_py():
+        raise RuntimeError(f"{files}: Spark's output is not sorted by word, each word once")
+    if counts.null_count:
+        raise RuntimeError(f"{files}: a null count in Spark's output")
+    if len(words) == 0:
+        return b"", np.zeros(1, "<i8").tobytes(), b""
+    _, offsets_buf, data_buf = words.buffers()
+    offsets = np.frombuffer(offsets_buf, "<i8", count=len(words) + 1, offset=words.offset * 8)
+    start, end = int(offsets[0]), int(offsets[-1])
+    data = b"" if data_buf is None else data_buf.slice(start, end - start).to_pybytes()
+    count_bytes = np.frombuffer(counts.buffers()[1], "<i8", count=len(counts), offset=counts.offset * 8).tobytes()
+    return data, (offsets - start).tobytes(), count_bytes
