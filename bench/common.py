@@ -90,9 +90,12 @@ def shuffled_paragraphs(names: Sequence[str], size: int, seed: int = 0) -> Itera
         order = list(range(len(paragraphs)))
         random.Random(seed + copy).shuffle(order)
         for i in order:
-            piece = paragraphs[i][: max(left - 2, 0)] + b"\n\n"
-            yield piece
-            left -= len(piece)
+            piece = paragraphs[i]
+            if len(piece) + 2 > left:  # the last piece: cut, but never inside a UTF-8 sequence
+                piece = piece[: max(left - 2, 0)].decode("utf-8", "ignore").encode("utf-8")
+                left = len(piece) + 2
+            yield piece + b"\n\n"
+            left -= len(piece) + 2
             if left <= 0:
                 break
         copy += 1
