@@ -340,7 +340,8 @@ def throughput(folder: Path, repeat: int, pattern: str, scratch_root: Path) -> t
             base = baseline.get(r["cores"]) or baseline.get(max(baseline))
             workers = [x.get("workers_rss_mib") for x in results]
             table_rows.append([
-                r["label"] + suffix, str(r["cores"]), common.fmt(seconds, 1), common.fmt(mb / seconds, 1),
+                r["label"] + suffix, str(r["cores"]), common.fmt(seconds, 1), common.fmt(min(times), 1),
+                common.fmt(mb / seconds, 1),
                 common.fmt(mb / seconds / r["cores"], 1), common.fmt(common.ratio(seconds, base), 2),
                 common.fmt(max(x["rss_mib"] for x in results), 0),
                 "–" if workers[0] is None else common.fmt(max(workers), 0),
@@ -351,7 +352,7 @@ def throughput(folder: Path, repeat: int, pattern: str, scratch_root: Path) -> t
         notes.append(f"Ray rows skipped: `import bytepair.ray` failed ({why_not}).")
     notes.append("Every row counted the same words." if len(checks) == 1
                  else f"**Rows disagree on (distinct, pre-tokens): {sorted(checks)}**")
-    header = ["counter", "cores", "seconds", "MB/s", "MB/s per core", "time vs single-process (same cores)",
+    header = ["counter", "cores", "seconds", "min s", "MB/s", "MB/s per core", "time vs single-process (same cores)",
               "driver peak RSS MiB", "pool peak RSS MiB (sum)"]
     return common.markdown_table(header, table_rows) + "\n\n" + " ".join(notes), runs
 
