@@ -13,6 +13,8 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -98,3 +100,19 @@ def byte_tokenizer(pattern: str = "gpt2", special_tokens=None):
     import bytepair
 
     return bytepair.Tokenizer({i: bytes([i]) for i in range(256)}, [], special_tokens, pattern=pattern)
+
+
+def engine_available(module: str) -> None:
+    """Skip unless `module` imports (and Java runs, for pyspark); with
+    BYTEPAIR_REQUIRE_ENGINES=1 (set by .ci/run) a missing engine fails instead."""
+    problem = None
+    try:
+        __import__(module)
+    except ImportError as e:
+        problem = f"{module} is not installed ({e})"
+    if problem is None and module == "pyspark" and shutil.which("java") is None:
+        problem = "pyspark needs Java (no `java` on PATH)"
+    if problem:
+        if os.environ.get("BYTEPAIR_REQUIRE_ENGINES") == "1":
+            pytest.fail(f"BYTEPAIR_REQUIRE_ENGINES=1 but {problem}")
+        pytest.skip(problem, allow_module_level=True)

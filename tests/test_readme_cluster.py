@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import warnings
@@ -15,24 +14,9 @@ from pathlib import Path
 import pytest
 
 import bytepair
+from conftest import engine_available
 
 README = Path(__file__).parents[1] / "README.md"
-
-
-def engine_available(module: str) -> None:
-    """Skip unless `module` imports (and Java runs, for pyspark); with
-    BYTEPAIR_REQUIRE_ENGINES=1 (set by .ci/run) a missing engine fails instead."""
-    problem = None
-    try:
-        __import__(module)
-    except ImportError as e:
-        problem = f"{module} is not installed ({e})"
-    if problem is None and module == "pyspark" and shutil.which("java") is None:
-        problem = "pyspark needs Java (no `java` on PATH)"
-    if problem:
-        if os.environ.get("BYTEPAIR_REQUIRE_ENGINES") == "1":
-            pytest.fail(f"BYTEPAIR_REQUIRE_ENGINES=1 but {problem}")
-        pytest.skip(problem)
 
 
 def readme_commands() -> list[str]:

@@ -18,7 +18,7 @@ def cmd_count(args: argparse.Namespace) -> int:
     counts = count(
         args.inputs, args.output, engine=args.engine, pattern=args.pattern, special_tokens=args.special_token,
         parts=args.parts, format=args.format, text_field=args.text_field, errors=args.errors,
-        num_workers=args.workers, progress=not args.quiet,
+        num_workers=args.workers, progress=not args.quiet, **engine_options(args),
     )
     t = counts.totals
     seconds = time.perf_counter() - start
@@ -31,6 +31,15 @@ def cmd_count(args: argparse.Namespace) -> int:
         file=sys.stderr if args.quiet else sys.stdout,
     )
     return 0
+
+
+def engine_options(args: argparse.Namespace) -> dict[str, str]:
+    """``--ray-address`` for the Ray engine (refused with the others)."""
+    if args.ray_address is None:
+        return {}
+    if args.engine != "ray":
+        raise ValueError(f"--ray-address is for --engine ray, not --engine {args.engine}")
+    return {"address": args.ray_address}
 
 
 def format_counts(counts: WordCounts, top: int) -> str:
@@ -93,6 +102,8 @@ def register_count(sub: "argparse._SubParsersAction") -> None:
     c.add_argument("--parts", type=int, default=None, help="Parquet parts to write (default: one per worker)")
     c.add_argument("--workers", type=int, default=None, help="worker processes / tasks in flight")
     c.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
+    c.add_argument("--ray-address", default=None, metavar="ADDR",
+                   help="Ray cluster to join (auto, ray://host:10001); default: the running one or a new local one")
     c.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     c.set_defaults(run=cmd_count)
 
