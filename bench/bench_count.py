@@ -105,6 +105,7 @@ class DescendantPeak:
     def __init__(self, interval: float = 0.5):
         self.interval = interval
         self.peaks: dict[int, float] = {}
+        self.names: dict[int, str] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -140,11 +141,12 @@ class DescendantPeak:
         for pid in mine:
             try:
                 with open(f"/proc/{pid}/status") as f:
-                    hwm = next((int(line.split()[1]) / 1024 for line in f if line.startswith("VmHWM:")), None)
+                    fields = dict(line.split(":", 1) for line in f if ":" in line)
             except OSError:
                 continue
-            if hwm is not None:
-                self.peaks[pid] = max(hwm, self.peaks.get(pid, 0.0))
+            if "VmHWM" in fields:
+                self.peaks[pid] = max(int(fields["VmHWM"].split()[0]) / 1024, self.peaks.get(pid, 0.0))
+                self.names[pid] = fields.get("Name", "?").strip()
 
     @property
     def total(self) -> float:
@@ -153,6 +155,13 @@ class DescendantPeak:
     @property
     def largest(self) -> float:
         return max(self.peaks.values(), default=0.0)
+
+    def by_name(self) -> dict[str, float]:
+        """Summed peaks per process name (``python``, ``raylet``, ``gcs_server``...), for the raw results."""
+        out: dict[str, float] = {}
+        for pid, peak in self.peaks.items():
+            out[self.names[pid]] = round(out.get(self.names[pid], 0.0) + peak, 1)
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 def job_single(a: argparse.Namespace) -> dict:
@@ -190,7 +199,8 @@ def job_engine(a: argparse.Namespace) -> dict:
             ray.shutdown()
     shutil.rmtree(out)
     return {**result, "distinct": len(wc), "pre_tokens": wc.totals.pre_tokens,
-            "workers_rss_mib": pool_rss.total, "largest_worker_rss_mib": pool_rss.largest}
+            "workers_rss_mib": pool_rss.total, "largest_worker_rss_mib": pool_rss.largest,
+            "pool_rss_by_name_mib": pool_rss.by_name()}
 
 
 def _warm_worker() -> int:
