@@ -80,7 +80,8 @@ def unique_bytes(mix: str) -> int:
 def heaps_input(folder: Path, mix: str, size: int) -> Path:
     """The first `size` bytes of the mix's paragraph stream (seed 0): every size
     extends the smaller ones, as a corpus that grows."""
-    return common.write_new(folder / f"heaps-{mix}-{size_label(size)}.txt", common.shuffled_paragraphs(mix_files(mix), size))
+    path = folder / f"heaps-{mix}-{size_label(size)}.txt"
+    return common.write_new(path, common.shuffled_paragraphs(mix_files(mix), size))
 
 
 def text_files(folder: str) -> list[str]:
@@ -233,8 +234,8 @@ def job_phases(a: argparse.Namespace) -> dict:
         count_seconds = time.perf_counter() - start
         shard_bytes = sum(f.stat().st_size for f in (staging / SHARDS).rglob("*.parquet"))
         start = time.perf_counter()
-        written = list(pool.map(reduce_bucket, [bucket_paths(str(staging), range(len(plan)), b) for b in range(a.parts)],
-                                [str(staging / part_name(b)) for b in range(a.parts)]))
+        buckets = [bucket_paths(str(staging), range(len(plan)), b) for b in range(a.parts)]
+        written = list(pool.map(reduce_bucket, buckets, [str(staging / part_name(b)) for b in range(a.parts)]))
         reduce_seconds = time.perf_counter() - start
     artifact_bytes = sum((staging / part_name(b)).stat().st_size for b in range(a.parts))
     shutil.rmtree(staging)
@@ -314,7 +315,8 @@ def throughput_rows(ray_ok: bool) -> list[dict]:
     rows = [{"label": f"single-process counter, {t} thread{'s' * (t > 1)}", "job": "single",
              "options": {"threads": t}, "cores": t} for t in (1, 2)]
     rows += [{"label": f"local engine, {w} worker{'s' * (w > 1)}", "job": "engine",
-              "options": {"engine": "local", "workers": w}, "cores": min(CORES, w * max(1, CORES // w))} for w in (1, 2)]
+              "options": {"engine": "local", "workers": w}, "cores": min(CORES, w * max(1, CORES // w))}
+             for w in (1, 2)]
     if ray_ok:
         rows.append({"label": "Ray engine, 2 CPUs", "job": "engine", "options": {"engine": "ray", "workers": 2},
                      "cores": 2})
@@ -458,7 +460,8 @@ QUICK = ["--size", "16M", "--files", "8", "--repeat", "1", "--parts", "1", "4", 
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--size", type=parse_size, default=parse_size("2G"), help="throughput input size (default 2G)")
     p.add_argument("--files", type=int, default=16, help="files of the throughput input (default 16)")
     p.add_argument("--repeat", type=int, default=3, help="rounds; medians are reported (default 3)")
