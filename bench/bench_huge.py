@@ -30,77 +30,25 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import sys
 import time
 from pathlib import Path
 
 import common
+from common import parse_size, size_label
+from common import write_new as _write_new
 
 HUGE_DIR = common.OUT_DIR / "huge"
-SIZE_UNITS = {"K": 10**3, "M": 10**6, "G": 10**9}
-MIXES = {
-    # every corpus: prose, code, 30 languages (~130 MB of distinct text)
-    "all": ("enwiki.txt", "code.txt", "multilingual.txt", "enwik8_head.txt", "shakespeare.txt",
-            "tinystories_v1_train_head.txt", "tinystories_v1_valid_head.txt"),
-    # English prose only (~73 MB): what HF tokenizers trains fastest on, so it can finish 4 GB
-    "english": ("enwiki.txt", "enwik8_head.txt", "shakespeare.txt",
-                "tinystories_v1_train_head.txt", "tinystories_v1_valid_head.txt"),
-}
-
-
-def parse_size(text: str) -> int:
-    """'10M' -> 10_000_000 bytes (decimal units, as in MB/s)."""
-    text = text.strip().upper().removesuffix("B")
-    unit = SIZE_UNITS.get(text[-1:], 1)
-    number = text[:-1] if text[-1:] in SIZE_UNITS else text
-    return int(float(number) * unit)
-
-
-def size_label(n: int) -> str:
-    for suffix, unit in (("G", 10**9), ("M", 10**6), ("K", 10**3)):
-        if n >= unit and n % unit == 0:
-            return f"{n // unit}{suffix}"
-    return str(n)
+MIXES = common.MIXES
 
 
 # ---- building inputs ---------------------------------------------------------------
 
 
-def _write_new(path: Path, chunks) -> Path:
-    """Write the byte chunks to `path` via a temporary name (reused if present)."""
-    if path.exists():
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".partial")
-    with open(tmp, "wb") as f:
-        for chunk in chunks:
-            f.write(chunk)
-    tmp.rename(path)
-    return path
-
-
 def mixed_corpus(size: int, mix: str = "all") -> Path:
     """`size` bytes of the paragraphs of the `mix` corpus files, reshuffled for each copy."""
-    def chunks():
-        paragraphs = []
-        for name in MIXES[mix]:
-            text = common.corpus_path(name).read_bytes()
-            paragraphs += [p for p in text.split(b"\n\n") if p]
-        left, copy = size, 0
-        while left > 0:
-            order = list(range(len(paragraphs)))
-            random.Random(copy).shuffle(order)
-            for i in order:
-                piece = paragraphs[i][: max(left - 2, 0)] + b"\n\n"
-                yield piece
-                left -= len(piece)
-                if left <= 0:
-                    break
-            copy += 1
-
     name = "mixed" if mix == "all" else mix
-    return _write_new(HUGE_DIR / f"{name}-{size_label(size)}.txt", chunks())
+    return _write_new(HUGE_DIR / f"{name}-{size_label(size)}.txt", common.shuffled_paragraphs(MIXES[mix], size))
 
 
 def no_whitespace_corpus(size: int) -> Path:

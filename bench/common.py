@@ -9,13 +9,15 @@ last line of stdout; the parent collects them.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import random
 import resource
 import statistics
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -38,6 +40,78 @@ def corpus_path(name: str, corpora_dir: Path = DEFAULT_CORPORA) -> Path:
 def corpus_label(path: Path) -> str:
     """Short name shown in tables (file name without ``.txt``)."""
     return path.name.removesuffix(".txt")
+
+
+# Corpus files that the big inputs are built from (bench_huge --mix, bench_count).
+MIXES = {
+    # every corpus: prose, code, 30 languages (~130 MB of distinct text)
+    "all": ("enwiki.txt", "code.txt", "multilingual.txt", "enwik8_head.txt", "shakespeare.txt",
+            "tinystories_v1_train_head.txt", "tinystories_v1_valid_head.txt"),
+    # English prose only (~73 MB): what HF tokenizers trains fastest on, so it can finish 4 GB
+    "english": ("enwiki.txt", "enwik8_head.txt", "shakespeare.txt",
+                "tinystories_v1_train_head.txt", "tinystories_v1_valid_head.txt"),
+}
+
+SIZE_UNITS = {"K": 10**3, "M": 10**6, "G": 10**9}
+
+
+def parse_size(text: str) -> int:
+    """'10M' -> 10_000_000 bytes (decimal units, as in MB/s)."""
+    text = text.strip().upper().removesuffix("B")
+    unit = SIZE_UNITS.get(text[-1:], 1)
+    number = text[:-1] if text[-1:] in SIZE_UNITS else text
+    return int(float(number) * unit)
+
+
+def size_label(n: int) -> str:
+    for suffix, unit in (("G", 10**9), ("M", 10**6), ("K", 10**3)):
+        if n >= unit and n % unit == 0:
+            return f"{n // unit}{suffix}"
+    return str(n)
+
+
+@functools.lru_cache(maxsize=4)
+def _paragraphs(names: tuple[str, ...]) -> tuple[bytes, ...]:
+    """The blank-line separated paragraphs of the corpus files `names` (cached:
+    building many inputs from the same files reads them once)."""
+    paragraphs: list[bytes] = []
+    for name in names:
+        paragraphs += [p for p in corpus_path(name).read_bytes().split(b"\n\n") if p]
+    return tuple(paragraphs)
+
+
+def shuffled_paragraphs(names: Sequence[str], size: int, seed: int = 0) -> Iterator[bytes]:
+    """`size` bytes of the paragraphs of the corpus files `names`, each joined by
+    a blank line; copy k of the whole set is shuffled with seed `seed + k`, so no
+    two copies are the same text but the distinct words stay those of the sources."""
+    paragraphs = _paragraphs(tuple(names))
+    left, copy = size, 0
+    while left > 0:
+        order = list(range(len(paragraphs)))
+        random.Random(seed + copy).shuffle(order)
+        for i in order:
+            piece = paragraphs[i]
+            if len(piece) + 2 > left:  # the last piece: cut, but never inside a UTF-8 sequence
+                piece = piece[: max(left - 2, 0)].decode("utf-8", "ignore").encode("utf-8")
+                left = len(piece) + 2
+            yield piece + b"\n\n"
+            left -= len(piece) + 2
+            if left <= 0:
+                break
+        copy += 1
+
+
+def write_new(path: Path, chunks) -> Path:
+    """Write the byte chunks to `path` via a temporary name (reused if present)."""
+    if path.exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".partial")
+    with open(tmp, "wb") as f:
+        for chunk in chunks:
+            f.write(chunk)
+    tmp.rename(path)
+    return path
 
 
 def peak_rss_mib() -> float:

@@ -1,5 +1,5 @@
-"""Run both benchmarks (training, then encoding) with their default sets and
-print the markdown tables.
+"""Run the benchmarks (training, encoding, then counting) with their default
+sets and print the markdown tables.
 
 Usage::
 
@@ -7,8 +7,8 @@ Usage::
     python bench/run.py --train-repeat 5 --encode-repeat 3 --output bench/out/results.md
     python bench/run.py --quick              # smoke test: 1 round, small inputs
 
-Options not listed here: run ``bench/bench_train.py`` or ``bench/bench_encode.py``
-directly (see their ``--help``).
+Options not listed here: run ``bench/bench_train.py``, ``bench/bench_encode.py``
+or ``bench/bench_count.py`` directly (see their ``--help``).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import os
 import platform
 from pathlib import Path
 
+import bench_count
 import bench_encode
 import bench_train
 
@@ -66,8 +67,12 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--encode-repeat", type=int, default=5, help="encoding rounds per measurement (default 5)")
     p.add_argument("--skip-train", action="store_true")
     p.add_argument("--skip-encode", action="store_true")
+    p.add_argument("--skip-count", action="store_true",
+                   help="skip bench_count.py (by default: 2 GB input, 3 rounds, Heaps' law up to 1 GB)")
+    p.add_argument("--count-repeat", type=int, default=3, help="counting rounds per measurement (default 3)")
     p.add_argument("--quick", action="store_true",
-                   help="smoke test: one round, tinystories training at vocab 2000, 2 MB of each encoding corpus")
+                   help="smoke test: one round, tinystories training at vocab 2000, 2 MB of each encoding corpus, "
+                   "counting 16 MB (bench_count.py --quick)")
     p.add_argument("--output", type=Path, help="also write the report (markdown) to this file")
     return p.parse_args()
 
@@ -76,10 +81,12 @@ def main() -> None:
     args = parse_args()
     train_argv = ["--repeat", str(args.train_repeat)]
     encode_argv = ["--repeat", str(args.encode_repeat)]
+    count_argv = ["--repeat", str(args.count_repeat)]
     if args.quick:
         train_argv = ["--repeat", "1", "--corpus", "tinystories_v1_train_head", "--vocab-size", "2000",
                       "--json", "quick-train.json"]
         encode_argv = ["--repeat", "1", "--limit-mb", "2", "--hf-limit-mb", "1", "--json", "quick-encode.json"]
+        count_argv = ["--quick"]
     header = f"Measured {machine_line()}.\n\n{versions_line()}; {git_line()}."
     print(header + "\n", flush=True)
     parts = [header]
@@ -88,6 +95,9 @@ def main() -> None:
         print(flush=True)
     if not args.skip_encode:
         parts.append(bench_encode.main(encode_argv))
+        print(flush=True)
+    if not args.skip_count:
+        parts.append(bench_count.main(count_argv))
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text("\n\n".join(parts) + "\n")
