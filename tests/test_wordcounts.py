@@ -9,6 +9,7 @@ training from it must equal training on the files.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -244,6 +245,22 @@ def test_killed_run_leaves_no_artifact_and_the_old_one_intact(tmp_path):
     with pytest.raises(FileNotFoundError):
         WordCounts.open(tmp_path / "fresh")
     assert content(WordCounts.open(tmp_path / "out")) == before
+    # The killed drivers' staging folders are swept by the next count to the same place.
+    assert list(tmp_path.glob(".fresh.partial-*"))
+    again = bytepair.count([small], tmp_path / "fresh", num_workers=1, progress=False)
+    assert not list(tmp_path.glob(".fresh.partial-*")), "an abandoned staging folder survived"
+    assert sorted(os.listdir(again.path)) == ["_manifest.json", "part-00000.parquet"]
+
+
+def test_staging_folders_of_live_drivers_are_left_alone(tmp_path):
+    from bytepair.wordcounts import staging_dir
+
+    mine = staging_dir(str(tmp_path / "c"))  # this process: alive
+    foreign = tmp_path / ".c.partial-000000000000"  # no owner file: not ours to judge
+    foreign.mkdir()
+    (tmp_path / "c.txt").write_text("a b c")
+    bytepair.count([tmp_path / "c.txt"], tmp_path / "c", num_workers=1, progress=False)
+    assert os.path.isdir(mine) and foreign.is_dir()
 
 
 def children(pid: int) -> list[int]:

@@ -27,11 +27,13 @@ Engines run the same two functions:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import heapq
 import json
 import os
 import shutil
+import socket
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -270,18 +272,52 @@ def build_manifest(
     }
 
 
+OWNER = "_owner.json"
+
+
 def staging_dir(out: str) -> str:
-    """A fresh hidden folder beside `out`, on the same filesystem (for the final rename)."""
+    """A fresh hidden folder beside `out`, on the same filesystem (for the final
+    rename), holding ``_owner.json`` (host and pid of this driver). Staging
+    folders of `out` left by a driver of this host that is gone (kill -9, OOM:
+    no chance to clean up) are removed first; those of live drivers or other
+    hosts are left alone."""
     out = os.path.abspath(out)
-    path = os.path.join(os.path.dirname(out), f".{os.path.basename(out)}.partial-{uuid.uuid4().hex[:12]}")
+    prefix = f".{os.path.basename(out)}.partial-"
+    parent = os.path.dirname(out)
+    for name in os.listdir(parent) if os.path.isdir(parent) else ():
+        if name.startswith(prefix) and _abandoned(os.path.join(parent, name)):
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+    path = os.path.join(parent, prefix + uuid.uuid4().hex[:12])
     os.makedirs(path)
+    atomic_write(os.path.join(path, OWNER), json.dumps({"host": socket.gethostname(), "pid": os.getpid()}).encode())
     return path
+
+
+def _abandoned(staging: str) -> bool:
+    """True for a staging folder whose driver ran on this host and has exited."""
+    try:
+        with open(os.path.join(staging, OWNER)) as f:
+            owner = json.load(f)
+        host, pid = owner["host"], int(owner["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False  # not ours to judge (being created, or an older bytepair)
+    if host != socket.gethostname() or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, another user's
+    return False
 
 
 def commit(staging: str, out: str, manifest: dict[str, Any]) -> "WordCounts":
     """Write the manifest last, then move `staging` to `out`, replacing an older
     artifact there (which stays intact until the final rename)."""
     shutil.rmtree(os.path.join(staging, SHARDS), ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(os.path.join(staging, OWNER))
     atomic_write(os.path.join(staging, MANIFEST), (json.dumps(manifest, indent=1) + "\n").encode())
     out = os.path.abspath(out)
     old = None
