@@ -193,3 +193,12 @@ def test_a_file_spark_would_skip_is_an_error(spark, files, tmp_path):
     hidden.write_text("text Spark's file sources never read")
     with pytest.raises(ValueError, match="_part.txt: Spark's file sources skip files whose names start with"):
         bytepair.count(files[:1] + [str(hidden)], tmp_path / "c", engine="spark", spark=spark, progress=False)
+
+
+def test_progress_bar_counts_files_and_bytes_on_the_driver(spark, files, tmp_path, capfd):
+    counts = bytepair.count(files, tmp_path / "c", engine="spark", spark=spark, special_tokens=[EOT], progress=True)
+    err = capfd.readouterr().err
+    assert f"files={len(files)}/{len(files)}" in err, err[-2000:]
+    assert "counting: 100%" in err
+    assert counts.totals.documents == len(files)
+

@@ -38,12 +38,14 @@ import os
 import re
 import shutil
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .sources import CountSpec, SourceStats, _arrow_documents, count_file, is_remote, local_path
+from .progress import ProgressBar
+from .sources import CountSpec, SourceStats, _arrow_documents, count_file, input_size, is_remote, local_path
 from .wordcounts import SHARDS, WordCounts, build_manifest, commit, part_name, staging_dir, write_part
 
 if TYPE_CHECKING:
@@ -61,17 +63,23 @@ _SPARK_PART = re.compile(r"^part-(\d+)-.*\.parquet$")
 
 
 def _count_partition_of_files(
-    batches: Iterator["pa.RecordBatch"], spec: CountSpec, names: dict[str, str], fail_once: str | None
+    batches: Iterator["pa.RecordBatch"], spec: CountSpec, names: dict[str, str], fail_once: str | None,
+    done: tuple[Any, Any] | None = None,
 ) -> Iterator["pa.RecordBatch"]:
     """mapInArrow function over ``binaryFile`` rows (path, content): count every
-    file of the partition with `count_file`, then yield its word counts."""
+    file of the partition with `count_file`, then yield its word counts.
+    `done`: (files, bytes) accumulators for the driver's progress bar."""
     counter, stats = spec.counter(), SourceStats()
     threads = _task_threads()
     for batch in batches:
         paths, contents = batch.column(0).to_pylist(), batch.column(1)
         for i, path in enumerate(paths):
             name = names.get(_spark_name(path), path)
-            stats += count_file(counter, name, spec, num_threads=threads, content=contents[i].as_py())
+            content = contents[i].as_py()
+            stats += count_file(counter, name, spec, num_threads=threads, content=content)
+            if done is not None:
+                done[0].add(1)
+                done[1].add(len(content))
     _maybe_fail(fail_once)
     yield from _counted_batches(counter, stats)
 
@@ -217,8 +225,9 @@ def count_files_on_spark(
         spec: pattern, special tokens, format and decoding policy.
         out: the artifact folder, on a filesystem the driver and executors share.
         parts: number of Parquet parts; default: Spark's default parallelism.
-        progress: show Spark's console progress bar (stages and tasks) on a
-            session created here.
+        progress: a bar of files and bytes counted on the driver (updated as
+            map tasks finish; Spark's own console bar is off on a session
+            created here, so the two do not overwrite each other).
         spark: the SparkSession to run on; default: the active one, else a new
             ``local[*]`` session, stopped when done.
 
@@ -235,17 +244,53 @@ def count_files_on_spark(
     """
     _check_names(paths)
     empty = _empty_local_files(paths, spec)
-    session, created = _session(spark, progress)
+    session, created = _session(spark)
     try:
         # Workers name files as the caller did: Spark reports ``file:/abs/path``.
         names = {"file:" + os.path.abspath(local_path(p)) if not is_remote(p) else p: p for p in paths}
         files = session.read.format("binaryFile").load([_spark_key(p) for p in paths]).select("path", "content")
-        fn = functools.partial(_count_partition_of_files, spec=spec, names=names, fail_once=_fail_once)
-        return _write_artifact(files.mapInArrow(fn, _SCHEMA), spec, out, _check_parts(parts, session),
-                               documents=empty if spec.format == "text" else 0)
+        done = (session.sparkContext.accumulator(0), session.sparkContext.accumulator(0)) if progress else None
+        fn = functools.partial(_count_partition_of_files, spec=spec, names=names, fail_once=_fail_once, done=done)
+        with _ProgressFromAccumulators(done, paths, skipped=empty):
+            return _write_artifact(files.mapInArrow(fn, _SCHEMA), spec, out, _check_parts(parts, session),
+                                   documents=empty if spec.format == "text" else 0)
     finally:
         if created:
             session.stop()
+
+
+class _ProgressFromAccumulators:
+    """A driver-side bar of files and bytes counted, read twice a second from
+    the map tasks' accumulators (Spark merges them into the driver as each task
+    ends, so the bar moves per finished task). A retried task adds its files
+    again; the bar is capped at the total. `skipped`: empty files, which Spark
+    never hands to a task."""
+
+    def __init__(self, done: tuple[Any, Any] | None, paths: Sequence[str], *, skipped: int = 0):
+        self.done, self.files, self.skipped = done, len(paths), skipped
+        self.total = sum(input_size(p) for p in paths) if done is not None else 0
+        self.stop = threading.Event()
+
+    def __enter__(self) -> "_ProgressFromAccumulators":
+        if self.done is not None:
+            self.bar = ProgressBar(self.total, "counting", unit="B", scale=True)
+            self.thread = threading.Thread(target=self._poll, name="bytepair-spark-progress", daemon=True)
+            self.thread.start()
+        return self
+
+    def _poll(self) -> None:
+        while True:
+            stopping = self.stop.wait(0.5)
+            self.bar.update_to(min(self.total, self.done[1].value))
+            self.bar.set_postfix(files=f"{min(self.files, self.skipped + self.done[0].value)}/{self.files}")
+            if stopping:
+                return
+
+    def __exit__(self, *exc) -> None:
+        if self.done is not None:
+            self.stop.set()
+            self.thread.join()
+            self.bar.__exit__(*exc)
 
 
 def _empty_local_files(paths: Sequence[str], spec: CountSpec) -> int:
@@ -275,7 +320,7 @@ def _check_names(paths: Sequence[str]) -> None:
                              "rename it, or count with engine='local'")
 
 
-def _session(spark: "SparkSession | None", progress: bool) -> tuple["SparkSession", bool]:
+def _session(spark: "SparkSession | None") -> tuple["SparkSession", bool]:
     """(session, created here). Python workers of a session made here run this
     interpreter, so they import the same bytepair."""
     from pyspark.sql import SparkSession
@@ -288,7 +333,7 @@ def _session(spark: "SparkSession | None", progress: bool) -> tuple["SparkSessio
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = (SparkSession.builder.master("local[*]").appName("bytepair count")
                .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "true" if progress else "false")
+               .config("spark.ui.showConsoleProgress", "false")
                .getOrCreate())
     return session, True
 
