@@ -1127,7 +1127,7 @@ fn split_below(ranks: &FxHashMap<&[u8], u32>, token: &[u8], limit: u32) -> Optio
     let mut alive = vec![true; n];
     // (rank, start of left part, end of right part): the pair's bytes are token[start..end].
     let mut heap: BinaryHeap<Reverse<(u32, usize, usize)>> = BinaryHeap::new();
-    let mut push = |heap: &mut BinaryHeap<_>, start: usize, end: usize| {
+    let push = |heap: &mut BinaryHeap<_>, start: usize, end: usize| {
         if let Some(r) = rank(&token[start..end]) {
             heap.push(Reverse((r, start, end)));
         }
