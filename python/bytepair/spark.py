@@ -5,10 +5,10 @@ The Spark engine runs the Rust counter inside ``DataFrame.mapInArrow``: each
 map task counts its whole partition in one `_core.WordCounter` (so each word
 leaves a task once, already summed: the map-side combine is ours), then Spark
 shuffles by word (``repartition(parts, "word")``), sums, sorts within each
-partition and writes Parquet. The driver re-writes each Spark output file as one
-part of our format (binary ``word``, int64 ``count``, zstd, strictly increasing
-words, checked) and commits the manifest. Word counts never reach the driver
-whole: it reads one part at a time.
+partition and writes Parquet. A second small job (one task per part) re-writes
+each Spark output file as one part of our format (binary ``word``, int64
+``count``, zstd, strictly increasing words, checked) and returns its rows and
+SHA-256; the driver writes the manifest. Word counts never reach the driver.
 
 Two entry points:
 - `count_files_on_spark` (``bytepair.count(..., engine="spark")``): files read
@@ -361,7 +361,7 @@ def _write_artifact(counted: "DataFrame", spec: CountSpec, out: str, parts: int,
                   .groupBy("word").agg(F.sum("count").alias("count"), F.sum("bytes").alias("bytes"))
                   .sortWithinPartitions("word"))
         _run(lambda: summed.write.mode("overwrite").option("compression", "zstd").parquet("file://" + scratch))
-        written, totals = _rewrite_parts(scratch, staging, parts)
+        written, totals = _rewrite_parts(counted.sparkSession, scratch, staging, parts)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -385,12 +385,13 @@ def _run(action) -> Any:
         raise
 
 
-def _rewrite_parts(scratch: str, staging: str, parts: int) -> tuple[list[dict[str, Any]], dict[str, int]]:
+def _rewrite_parts(
+    session: "SparkSession", scratch: str, staging: str, parts: int
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Spark's output file(s) of partition i -> part i (`write_part`: our schema,
-    zstd, SHA-256); partitions Spark wrote no file for become empty parts.
-    Returns (manifest part entries, {"documents", "bytes"})."""
-    import pyarrow.parquet as pq
-
+    zstd, SHA-256), one Spark task per part, so the words stay on the executors;
+    partitions Spark wrote no file for become empty parts. Returns (manifest
+    part entries, {"documents", "bytes"}), small."""
     by_partition: dict[int, list[str]] = {}
     for name in sorted(os.listdir(scratch)):
         m = _SPARK_PART.match(name)
@@ -398,15 +399,23 @@ def _rewrite_parts(scratch: str, staging: str, parts: int) -> tuple[list[dict[st
             by_partition.setdefault(int(m.group(1)), []).append(os.path.join(scratch, name))
     if any(i >= parts for i in by_partition):
         raise RuntimeError(f"Spark wrote partitions {sorted(by_partition)}, expected at most {parts}")
+    jobs = [(i, by_partition.get(i, []), staging) for i in range(parts)]
+    results = _run(lambda: session.sparkContext.parallelize(jobs, len(jobs)).map(_rewrite_part).collect())
+    totals = {"documents": sum(r[1] for r in results), "bytes": sum(r[2] for r in results)}
+    return [r[0] for r in sorted(results, key=lambda r: r[0]["path"])], totals
+
+
+def _rewrite_part(job: tuple[int, list[str], str]) -> tuple[dict[str, Any], int, int]:
+    """One Spark task: rewrite partition i's files as part i; returns (manifest
+    entry, documents, bytes) from the totals rows."""
+    import pyarrow.parquet as pq
+
+    i, files, staging = job
+    table = pq.read_table(files, columns=["word", "count", "bytes"]) if files else None
     totals = {"documents": 0, "bytes": 0}
-    written = []
-    for i in range(parts):
-        files = by_partition.get(i, [])
-        table = pq.read_table(files, columns=["word", "count", "bytes"]) if files else None
-        data, offsets, counts = _part_buffers(table, totals, files)
-        entry = write_part(os.path.join(staging, part_name(i)), data, offsets, counts)
-        written.append({"path": part_name(i), **entry})
-    return written, totals
+    data, offsets, counts = _part_buffers(table, totals, files)
+    entry = write_part(os.path.join(staging, part_name(i)), data, offsets, counts)
+    return {"path": part_name(i), **entry}, totals["documents"], totals["bytes"]
 
 
 def _part_buffers(table, totals: dict[str, int], files: list[str]) -> tuple[bytes, bytes, bytes]:
