@@ -79,9 +79,9 @@ pub fn is_preset(name_or_pattern: &str) -> bool {
 }
 
 enum Engine {
-    /// Preset: pattern ids 0 (take), 1 (give back the last char), 2 (take).
-    /// `ascii_gpt2` turns on the hand-written ASCII scanner for the gpt2 preset.
-    Emulated { re: MetaRegex, ascii_gpt2: bool },
+    /// Preset: pattern ids 0 (take), 1 (give back the last char), 2 (take),
+    /// behind the preset's hand-written scanner for pre-tokens decided by ASCII bytes.
+    Emulated { re: MetaRegex, ascii: AsciiScanner },
     Fancy(FancyRegex),
 }
 
@@ -99,7 +99,7 @@ impl PreTokenizer {
             Some(head) => {
                 let re = MetaRegex::new_many(&[head, r"\s+\s", r"\s+"])
                     .map_err(|e| format!("internal preset regex failed to compile: {e}"))?;
-                Engine::Emulated { re, ascii_gpt2: pattern == GPT2_PATTERN }
+                Engine::Emulated { re, ascii: ascii_scanner(pattern) }
             }
             None => Engine::Fancy(
                 FancyRegex::new(pattern).map_err(|e| format!("invalid pattern {pattern:?}: {e}"))?,
@@ -116,15 +116,13 @@ impl PreTokenizer {
         mut f: impl FnMut(&'t str),
     ) -> Result<(), String> {
         match &self.engine {
-            Engine::Emulated { re, ascii_gpt2 } => {
+            Engine::Emulated { re, ascii } => {
                 let mut pos = 0;
                 while pos < text.len() {
-                    if *ascii_gpt2 {
-                        if let Some(end) = gpt2_ascii_piece(text.as_bytes(), pos) {
-                            f(&text[pos..end]);
-                            pos = end;
-                            continue;
-                        }
+                    if let Some(end) = ascii(text.as_bytes(), pos) {
+                        f(&text[pos..end]);
+                        pos = end;
+                        continue;
                     }
                     let input = Input::new(text).range(pos..).anchored(Anchored::Yes);
                     let Some(m) = re.search(&input) else {
@@ -244,6 +242,170 @@ fn gpt2_ascii_piece(bytes: &[u8], pos: usize) -> Option<usize> {
     }
 }
 
+/// A preset's hand-written scanner: the end of the pre-token starting at `pos`
+/// when ASCII bytes alone decide it, None to hand over to the regex engine.
+type AsciiScanner = fn(&[u8], usize) -> Option<usize>;
+
+fn ascii_scanner(pattern: &str) -> AsciiScanner {
+    match pattern {
+        GPT2_PATTERN => gpt2_ascii_piece,
+        CL100K_PATTERN => cl100k_ascii_piece,
+        O200K_PATTERN => o200k_ascii_piece,
+        _ => |_, _| None,
+    }
+}
+
+fn is_newline(b: u8) -> bool {
+    b == b'\r' || b == b'\n'
+}
+
+/// Length of the case-insensitive contraction `'s|'t|'re|'ve|'m|'ll|'d` at
+/// `pos` (which holds `'`): Some(0) if there is none, None if a non-ASCII
+/// character might case-fold into one (`'ſ` is `'s` to a Unicode engine).
+fn contraction_len(bytes: &[u8], pos: usize) -> Option<usize> {
+    let lower = |i: usize| match bytes.get(i) {
+        Some(&b) if b >= 0x80 => None,
+        Some(&b) => Some(Some(b.to_ascii_lowercase())),
+        None => Some(None),
+    };
+    Some(match lower(pos + 1)? {
+        Some(b's' | b't' | b'm' | b'd') => 2,
+        Some(first @ (b'r' | b'v' | b'l')) => match (first, lower(pos + 2)?) {
+            (b'r' | b'v', Some(b'e')) | (b'l', Some(b'l')) => 3,
+            _ => 0,
+        },
+        _ => 0,
+    })
+}
+
+/// `\p{N}{1,3}` from a digit at `pos`.
+fn digits_end(bytes: &[u8], pos: usize) -> Option<usize> {
+    let mut i = pos + 1;
+    while i < bytes.len().min(pos + 3) {
+        match class(bytes[i]) {
+            Class::Digit => i += 1,
+            Class::NonAscii => return None,
+            _ => break,
+        }
+    }
+    Some(i)
+}
+
+/// ` ?[^\s\p{L}\p{N}]+` then a greedy run of bytes in `trail`, from the first
+/// non-space, non-letter, non-digit byte at `start`.
+fn punctuation_end(bytes: &[u8], start: usize, trail: fn(u8) -> bool) -> Option<usize> {
+    let mut end = run_end(bytes, start + 1, Class::Other)?;
+    while end < bytes.len() && trail(bytes[end]) {
+        end += 1;
+    }
+    Some(end)
+}
+
+/// The whitespace run from `pos` and where a newline in it ends last, if any.
+fn whitespace_run(bytes: &[u8], pos: usize) -> Option<(usize, Option<usize>)> {
+    let end = run_end(bytes, pos + 1, Class::Space)?;
+    let last_newline = bytes[pos..end].iter().rposition(|&b| is_newline(b)).map(|k| pos + k + 1);
+    Some((end, last_newline))
+}
+
+/// `\s+(?!\S)|\s+` on a whitespace run `pos..end` with no newline in it:
+/// the whole run at the end of the text; before a non-space, all but its last
+/// character (or the single character).
+fn space_before_text(bytes: &[u8], pos: usize, end: usize) -> usize {
+    if end == bytes.len() || end - pos == 1 {
+        end
+    } else {
+        end - 1
+    }
+}
+
+/// The cl100k pre-token at `pos` when ASCII decides it. Mirrors
+/// `'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|
+///  ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s` branch by branch.
+fn cl100k_ascii_piece(bytes: &[u8], pos: usize) -> Option<usize> {
+    let b = bytes[pos];
+    if b == b'\'' {
+        let n = contraction_len(bytes, pos)?;
+        if n > 0 {
+            return Some(pos + n);
+        }
+    }
+    let first = class(b);
+    match first {
+        Class::Letter => return run_end(bytes, pos + 1, Class::Letter),
+        Class::Digit => return digits_end(bytes, pos),
+        Class::NonAscii => return None,
+        Class::Space | Class::Other => {}
+    }
+    let next = bytes.get(pos + 1).map(|&c| class(c));
+    if !is_newline(b) {
+        match next {
+            Some(Class::Letter) => return run_end(bytes, pos + 2, Class::Letter),
+            Some(Class::NonAscii) => return None,
+            _ => {}
+        }
+    }
+    if first == Class::Other {
+        return punctuation_end(bytes, pos, is_newline);
+    }
+    if b == b' ' && next == Some(Class::Other) {
+        return punctuation_end(bytes, pos + 1, is_newline);
+    }
+    let (end, last_newline) = whitespace_run(bytes, pos)?;
+    if end == bytes.len() {
+        return Some(end);
+    }
+    Some(last_newline.unwrap_or_else(|| space_before_text(bytes, pos, end)))
+}
+
+/// The o200k pre-token at `pos` when ASCII decides it. Mirrors
+/// `[^\r\n\p{L}\p{N}]?[upper]*[lower]+(contraction)?|[^\r\n\p{L}\p{N}]?[upper]+[lower]*(contraction)?|
+/// \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+` branch by branch.
+fn o200k_ascii_piece(bytes: &[u8], pos: usize) -> Option<usize> {
+    let b = bytes[pos];
+    let first = class(b);
+    match first {
+        Class::Letter => return o200k_word_end(bytes, pos),
+        Class::Digit => return digits_end(bytes, pos),
+        Class::NonAscii => return None,
+        Class::Space | Class::Other => {}
+    }
+    let next = bytes.get(pos + 1).map(|&c| class(c));
+    if !is_newline(b) {
+        match next {
+            Some(Class::Letter) => return o200k_word_end(bytes, pos + 1),
+            Some(Class::NonAscii) => return None,
+            _ => {}
+        }
+    }
+    let slash_or_newline = |c: u8| is_newline(c) || c == b'/';
+    if first == Class::Other {
+        return punctuation_end(bytes, pos, slash_or_newline);
+    }
+    if b == b' ' && next == Some(Class::Other) {
+        return punctuation_end(bytes, pos + 1, slash_or_newline);
+    }
+    let (end, last_newline) = whitespace_run(bytes, pos)?;
+    Some(last_newline.unwrap_or_else(|| space_before_text(bytes, pos, end)))
+}
+
+/// An o200k word from the ASCII letter at `start`: upper-case letters, then
+/// lower-case ones (in ASCII the two branches come down to this), then an
+/// optional case-insensitive contraction.
+fn o200k_word_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut i = start;
+    for is_case in [u8::is_ascii_uppercase, u8::is_ascii_lowercase] {
+        while i < bytes.len() && is_case(&bytes[i]) {
+            i += 1;
+        }
+    }
+    match bytes.get(i) {
+        Some(&c) if c >= 0x80 => None,
+        Some(b'\'') => Some(i + contraction_len(bytes, i)?),
+        _ => Some(i),
+    }
+}
+
 /// Leftmost-longest matcher over the special-token strings, or None if there are none.
 pub fn special_matcher(special_tokens: &[String]) -> Result<Option<AhoCorasick>, String> {
     if special_tokens.is_empty() {
@@ -289,15 +451,19 @@ mod tests {
     }
 
     #[test]
-    fn gpt2_ascii_scanner_equals_regex() {
+    fn ascii_scanners_equal_regex() {
         let texts = [
             "it's 'S 'll'' ''s x'd a'b", "  \n\n x  y\t\tz \r\n", "end  ", "a\x1cb\x1f c\x0b\x0cd", "!!  ..a1b2 3.4",
             "caf\u{e9} na\u{ef}ve \u{a0}x 'caf\u{e9}", " \u{3000}y", "x \u{85}\n", "'\u{e9}t\u{e9}'",
+            "IT'S We'Re DON'T x'\u{17f} 'K HTTPServer fooBar ABC1 a\n  ", "1234567 x12y (foo) ...a  \n\n  b\t\tc",
+            "a.\n/b }\n/* c */\n\n", "x\t\ty \t!z \r\n\r\n", "1\u{b2}3 ab\u{301}c",
         ];
-        let re = FancyRegex::new(GPT2_PATTERN).unwrap();
-        for t in texts {
-            let want: Vec<String> = re.find_iter(t).map(|m| m.unwrap().as_str().to_string()).collect();
-            assert_eq!(split("gpt2", t), want, "text {t:?}");
+        for pattern in [GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN] {
+            let re = FancyRegex::new(pattern).unwrap();
+            for t in texts {
+                let want: Vec<String> = re.find_iter(t).map(|m| m.unwrap().as_str().to_string()).collect();
+                assert_eq!(split(pattern, t), want, "pattern {pattern} text {t:?}");
+            }
         }
     }
 
