@@ -521,8 +521,11 @@ impl CoreBPE {
     /// copy of it first (the copy was most of the time decoding took).
     fn decode_bytes<'py>(&self, py: Python<'py>, ids: Bound<'py, PyList>) -> PyResult<Bound<'py, PyBytes>> {
         let mut out = Vec::with_capacity(ids.len() * 4);
-        for item in ids.iter() {
-            let id: i64 = item.extract()?;
+        for i in 0..ids.len() {
+            let id = match exact_int_at(&ids, i) {
+                Some(id) => id,
+                None => ids.get_item(i)?.extract::<i64>()?,
+            };
             if !self.enc.push_token_bytes(id, &mut out) {
                 return Err(PyValueError::new_err(format!("token id {id} is not in the vocabulary")));
             }
@@ -535,6 +538,33 @@ impl CoreBPE {
         let mut out = vec![];
         self.enc.pre_tokenizer().for_each_piece(text, |w| out.push(w.to_string())).map_err(PyValueError::new_err)?;
         Ok(out)
+    }
+}
+
+/// `list[i]` when it is an exact `int` that fits an i64, read through a
+/// borrowed reference: no reference-count traffic per id (measured ~10% of
+/// decoding). Safe because nothing here can run Python code (an exact int has
+/// no `__index__` to call), so the item stays alive. None sends the caller to
+/// the general conversion, which raises the usual errors.
+fn exact_int_at(list: &Bound<'_, PyList>, i: usize) -> Option<i64> {
+    use pyo3::ffi;
+    // SAFETY: `list` is a live list and we hold the GIL; PyList_GetItem checks
+    // the bounds and returns a borrowed reference or NULL with IndexError set.
+    unsafe {
+        let item = ffi::PyList_GetItem(list.as_ptr(), i as ffi::Py_ssize_t);
+        if item.is_null() {
+            ffi::PyErr_Clear();
+            return None;
+        }
+        if ffi::PyLong_CheckExact(item) == 0 {
+            return None;
+        }
+        let value = ffi::PyLong_AsLongLong(item);
+        if value == -1 && !ffi::PyErr_Occurred().is_null() {
+            ffi::PyErr_Clear();
+            return None;
+        }
+        Some(value)
     }
 }
 
