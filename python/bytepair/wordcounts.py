@@ -39,8 +39,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from . import _core
 from .atomic import atomic_open, atomic_write
 from .sources import CountSpec, SourceStats, count_file
@@ -54,6 +52,8 @@ _READ_ROWS = 1 << 16
 
 
 def _pyarrow():
+    """pyarrow and pyarrow.parquet, imported on first use (with numpy, which
+    the callers use on Arrow buffers): `import bytepair` stays light."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -71,6 +71,7 @@ def write_part(path: str, data: bytes, offsets: bytes, counts: bytes) -> dict[st
     """Write one part from Arrow buffers (see `_core.WordCounter.to_buckets`),
     atomically. Returns ``{"rows", "pre_tokens", "sha256"}`` of what was written."""
     pa, pq = _pyarrow()
+    import numpy as np
     n = len(counts) // 8
     words = pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
     count_col = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(counts)])
@@ -109,6 +110,7 @@ def part_batches(path: str, batch_rows: int = _READ_ROWS) -> Iterator[tuple[byte
             count: integer (names the file).
     """
     pa, pq = _pyarrow()
+    import numpy as np
     try:
         pf = pq.ParquetFile(path)
     except pa.ArrowException as e:
@@ -461,6 +463,8 @@ class WordCounts:
 
     def items(self) -> Iterator[tuple[bytes, int]]:
         """Every (word bytes, count), part by part (each part sorted by word)."""
+        import numpy as np
+
         for path in self.part_paths():
             for data, offsets, counts in part_batches(path):
                 o = np.frombuffer(offsets, dtype="<i8").tolist()
