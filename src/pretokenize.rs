@@ -319,53 +319,54 @@ fn space_before_text(bytes: &[u8], pos: usize, end: usize) -> usize {
     }
 }
 
+/// How the cl100k and o200k patterns differ on ASCII text; the rest of their
+/// branches (`[^\r\n\p{L}\p{N}]?` before a word, `\p{N}{1,3}`, ` ?` before
+/// punctuation, the whitespace rules) are the same.
+struct TiktokenAscii {
+    /// End of the word starting at the ASCII letter `start`.
+    word_end: fn(&[u8], usize) -> Option<usize>,
+    /// Bytes a punctuation run takes after it: `[\r\n]*` or `[\r\n/]*`.
+    trail: fn(u8) -> bool,
+    /// cl100k's `\s++$` comes before its newline branch: a whitespace run that
+    /// reaches the end of the text is one pre-token even if it holds a newline.
+    run_to_end_first: bool,
+}
+
+const CL100K_ASCII: TiktokenAscii =
+    TiktokenAscii { word_end: |b, start| run_end(b, start + 1, Class::Letter), trail: is_newline, run_to_end_first: true };
+
+const O200K_ASCII: TiktokenAscii = TiktokenAscii {
+    word_end: o200k_word_end,
+    trail: |c| is_newline(c) || c == b'/',
+    run_to_end_first: false,
+};
+
 /// The cl100k pre-token at `pos` when ASCII decides it. Mirrors
 /// `'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|
 ///  ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s` branch by branch.
 fn cl100k_ascii_piece(bytes: &[u8], pos: usize) -> Option<usize> {
-    let b = bytes[pos];
-    if b == b'\'' {
+    if bytes[pos] == b'\'' {
         let n = contraction_len(bytes, pos)?;
         if n > 0 {
             return Some(pos + n);
         }
     }
-    let first = class(b);
-    match first {
-        Class::Letter => return run_end(bytes, pos + 1, Class::Letter),
-        Class::Digit => return digits_end(bytes, pos),
-        Class::NonAscii => return None,
-        Class::Space | Class::Other => {}
-    }
-    let next = bytes.get(pos + 1).map(|&c| class(c));
-    if !is_newline(b) {
-        match next {
-            Some(Class::Letter) => return run_end(bytes, pos + 2, Class::Letter),
-            Some(Class::NonAscii) => return None,
-            _ => {}
-        }
-    }
-    if first == Class::Other {
-        return punctuation_end(bytes, pos, is_newline);
-    }
-    if b == b' ' && next == Some(Class::Other) {
-        return punctuation_end(bytes, pos + 1, is_newline);
-    }
-    let (end, last_newline) = whitespace_run(bytes, pos)?;
-    if end == bytes.len() {
-        return Some(end);
-    }
-    Some(last_newline.unwrap_or_else(|| space_before_text(bytes, pos, end)))
+    tiktoken_ascii_piece(bytes, pos, &CL100K_ASCII)
 }
 
 /// The o200k pre-token at `pos` when ASCII decides it. Mirrors
 /// `[^\r\n\p{L}\p{N}]?[upper]*[lower]+(contraction)?|[^\r\n\p{L}\p{N}]?[upper]+[lower]*(contraction)?|
 /// \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+` branch by branch.
 fn o200k_ascii_piece(bytes: &[u8], pos: usize) -> Option<usize> {
+    tiktoken_ascii_piece(bytes, pos, &O200K_ASCII)
+}
+
+/// The branches cl100k and o200k share, in their order, from `pos`.
+fn tiktoken_ascii_piece(bytes: &[u8], pos: usize, rules: &TiktokenAscii) -> Option<usize> {
     let b = bytes[pos];
     let first = class(b);
     match first {
-        Class::Letter => return o200k_word_end(bytes, pos),
+        Class::Letter => return (rules.word_end)(bytes, pos),
         Class::Digit => return digits_end(bytes, pos),
         Class::NonAscii => return None,
         Class::Space | Class::Other => {}
@@ -373,19 +374,21 @@ fn o200k_ascii_piece(bytes: &[u8], pos: usize) -> Option<usize> {
     let next = bytes.get(pos + 1).map(|&c| class(c));
     if !is_newline(b) {
         match next {
-            Some(Class::Letter) => return o200k_word_end(bytes, pos + 1),
+            Some(Class::Letter) => return (rules.word_end)(bytes, pos + 1),
             Some(Class::NonAscii) => return None,
             _ => {}
         }
     }
-    let slash_or_newline = |c: u8| is_newline(c) || c == b'/';
     if first == Class::Other {
-        return punctuation_end(bytes, pos, slash_or_newline);
+        return punctuation_end(bytes, pos, rules.trail);
     }
     if b == b' ' && next == Some(Class::Other) {
-        return punctuation_end(bytes, pos + 1, slash_or_newline);
+        return punctuation_end(bytes, pos + 1, rules.trail);
     }
     let (end, last_newline) = whitespace_run(bytes, pos)?;
+    if rules.run_to_end_first && end == bytes.len() {
+        return Some(end);
+    }
     Some(last_newline.unwrap_or_else(|| space_before_text(bytes, pos, end)))
 }
 
