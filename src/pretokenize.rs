@@ -4,7 +4,9 @@
 //! Two engines, one contract: every split must equal Python's `regex` module
 //! (`regex.findall(pattern, text)`) on the same pattern.
 //!
-//! * The presets (`gpt2`, `cl100k`, `o200k`) run on `regex-automata`'s DFA-based
+//! * The presets (`gpt2`, `cl100k`, `o200k`) first try a hand-written scanner
+//!   per preset, which decides a pre-token when only ASCII bytes are involved
+//!   (most of prose and code), and otherwise run on `regex-automata`'s DFA-based
 //!   meta engine, which is several times faster than a backtracking engine but has
 //!   no look-around. Their only look-around is the `\s+(?!\S)` branch, which we
 //!   emulate exactly with a multi-pattern, leftmost-first, anchored search:
@@ -167,7 +169,8 @@ impl PreTokenizer {
     }
 }
 
-/// ASCII character classes as the GPT-2 pattern sees them.
+/// ASCII character classes as the preset patterns see them (`\s` is Unicode
+/// White_Space: \x1c-\x1f are not spaces).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Class {
     Letter,

@@ -104,6 +104,20 @@ def byte_tokenizer(pattern: str = "gpt2", special_tokens=None):
     return bytepair.Tokenizer({i: bytes([i]) for i in range(256)}, [], special_tokens, pattern=pattern)
 
 
+EOT = "<|endoftext|>"
+MIB = 1 << 20
+
+# Documents for the counting engines: whitespace runs straddling the 1 MiB
+# read-block edge, CRLF, special tokens, an empty file, non-ASCII text.
+COUNTING_STRESS_TEXTS = {
+    "edges.txt": "a" * (MIB - 3) + " " * 7 + "b\n" + "word " * 1000 + "\n\n\n   \t\n" + "x" * 100,
+    "crlf.txt": "line one\r\nline two\r\n\r\n  indented\r\n" * 500,
+    "special.txt": f"before{EOT}after {EOT}{EOT} the end{EOT}" * 300,
+    "empty.txt": "",
+    "unicode.txt": "naïve café — 東京 😀 ǅ\u00a0nbsp 123 4567\n" * 400,
+}
+
+
 def engine_available(module: str) -> None:
     """Skip unless `module` imports (and Java and pandas are there, for pyspark); with
     BYTEPAIR_REQUIRE_ENGINES=1 (set by .ci/run) a missing engine fails instead."""

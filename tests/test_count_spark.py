@@ -19,13 +19,10 @@ import pytest
 import bytepair
 from bytepair import _core
 from bytepair.wordcounts import WordCounts, part_batches
-from conftest import engine_available
+from conftest import COUNTING_STRESS_TEXTS, EOT, MIB, engine_available
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
-
-EOT = "<|endoftext|>"
-MIB = 1 << 20
 
 
 @pytest.fixture(scope="module")
@@ -48,16 +45,9 @@ def spark():
 @pytest.fixture(scope="module")
 def texts(corpus_text) -> dict[str, str]:
     """Documents that stress chunk edges, CRLF, special tokens, an empty file; plus corpus slices."""
-    generated = {
-        "edges.txt": "a" * (MIB - 3) + " " * 7 + "b\n" + "word " * 1000 + "\n\n\n   \t\n" + "x" * 100,
-        "crlf.txt": "line one\r\nline two\r\n\r\n  indented\r\n" * 500,
-        "special.txt": f"before{EOT}after {EOT}{EOT} the end{EOT}" * 300,
-        "empty.txt": "",
-        "unicode.txt": "naïve café — 東京 😀 ǅ\u00a0nbsp 123 4567\n" * 400,
-    }
     corpora = {f"{name}.txt": corpus_text(f"{name}.txt", 400_000, at)
                for name, at in (("enwiki", 0.0), ("code", 0.2), ("multilingual", 0.5))}
-    return {**generated, **corpora}
+    return {**COUNTING_STRESS_TEXTS, **corpora}
 
 
 @pytest.fixture(scope="module")

@@ -22,12 +22,10 @@ import pytest
 import bytepair
 from bytepair import _core
 from bytepair.wordcounts import MANIFEST, WordCounts, escape_word
+from conftest import CORPORA, COUNTING_STRESS_TEXTS, EOT, MIB
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
-
-EOT = "<|endoftext|>"
-MIB = 1 << 20
 
 
 def single_process_counts(paths, pattern="gpt2", specials=(EOT,), errors="strict") -> dict[bytes, int]:
@@ -58,22 +56,13 @@ def content(counts: WordCounts) -> dict[bytes, int]:
 def inputs(tmp_path_factory, request) -> list[Path]:
     """Generated files that stress chunk edges, plus corpus slices when present."""
     d = tmp_path_factory.mktemp("inputs")
-    files = {
-        # whitespace runs straddling the 1 MiB read-block edge
-        "edges.txt": "a" * (MIB - 3) + " " * 7 + "b\n" + "word " * 1000 + "\n\n\n   \t\n" + "x" * 100,
-        "crlf.txt": "line one\r\nline two\r\n\r\n  indented\r\n" * 500,
-        "special.txt": f"before{EOT}after {EOT}{EOT} the end{EOT}" * 300,
-        "empty.txt": "",
-        "unicode.txt": "naïve café — 東京 😀 ǅ\u00a0nbsp 123 4567\n" * 400,
-    }
     paths = []
-    for name, text in files.items():
+    for name, text in COUNTING_STRESS_TEXTS.items():
         (d / name).write_bytes(text.encode())
         paths.append(d / name)
-    corpora = Path(__file__).parents[1].parent / "shared" / "corpora"
     for name in ("enwiki.txt", "code.txt", "multilingual.txt"):
-        if (corpora / name).is_file():
-            with open(corpora / name, "rb") as f:
+        if (CORPORA / name).is_file():
+            with open(CORPORA / name, "rb") as f:
                 raw = f.read(3 * MIB)
             (d / name).write_bytes(raw[: raw.rfind(b"\n") + 1])
             paths.append(d / name)

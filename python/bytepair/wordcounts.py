@@ -52,8 +52,8 @@ _READ_ROWS = 1 << 16
 
 
 def _pyarrow():
-    """pyarrow and pyarrow.parquet, imported on first use (with numpy, which
-    the callers use on Arrow buffers): `import bytepair` stays light."""
+    """pyarrow and pyarrow.parquet, imported on first use (as numpy is, by the
+    functions that read Arrow buffers): `import bytepair` stays light."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
