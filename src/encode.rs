@@ -422,6 +422,12 @@ impl Encoder {
         Ok(Encoder { ids, ranks, pair_ranks, decoder, all_specials: special_matcher(&names)?, specials, pre, tag })
     }
 
+    /// Ids below this have a dense decoder slot: every id of a vocabulary
+    /// whose ids are not scattered far apart (see `Decoder`).
+    pub fn dense_id_bound(&self) -> usize {
+        self.decoder.dense.len()
+    }
+
     pub fn pre_tokenizer(&self) -> &PreTokenizer {
         &self.pre
     }

@@ -270,6 +270,17 @@ def test_tokenizer_rejects_out_of_range_ids(bad):
         bytepair.Tokenizer({i: bytes([i]) for i in range(256)}, [], {"<|x|>": bad})
 
 
+def test_ids_far_beyond_the_vocabulary_encode_and_decode():
+    """Ids are handed out as shared Python ints for the dense id range; a special
+    token placed far beyond it (2**31 - 1 here) must come back as the same number."""
+    far = 2**31 - 1
+    tok = bytepair.Tokenizer({i: bytes([i]) for i in range(256)} | {300: b"ab"}, [(b"a", b"b")], {"<|far|>": far})
+    for ids in (tok.encode("ab<|far|>a", allowed_special="all"),
+                tok.encode_batch(["ab<|far|>a"] * 3, num_threads=2, allowed_special="all")[2]):
+        assert ids == [300, far, 97] and all(type(i) is int for i in ids)
+    assert tok.decode([300, far, 97]) == "ab<|far|>a"
+
+
 def test_decode_partial_utf8_gives_replacement_character():
     tok, enc = gpt2_tokenizer(), tiktoken_gpt2()
     euro = "€".encode()  # e2 82 ac
@@ -432,6 +443,18 @@ def test_encode_batch_equals_encode_on_corpus():
     assert tok.encode_batch(with_eot, allowed_special="all") == [tok.encode(d, allowed_special="all") for d in with_eot]
     assert tok.encode_batch(with_eot, disallowed_special=()) == [tok.encode_ordinary(d) for d in with_eot]
     assert tok.encode_batch([]) == []
+
+
+def test_encode_batch_reports_the_first_failing_text():
+    """Texts are shared out to threads one at a time, and every text is encoded
+    even after an error, so the error is always that of the lowest index."""
+    tok = gpt2_tokenizer()
+    docs = [f"doc {i} " * 200 for i in range(400)]
+    for i, pad in ((137, 11), (138, 3), (399, 0)):
+        docs[i] = "x" * pad + EOT
+    for threads in (1, 2, 3):
+        with pytest.raises(ValueError, match="character offset 11[.]"):
+            tok.encode_batch(docs, num_threads=threads)
 
 
 def test_encode_ordinary_batch_matches_tiktoken():

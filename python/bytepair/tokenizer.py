@@ -250,14 +250,21 @@ class Tokenizer:
 
         Args:
             texts: the documents; each is encoded independently, like `encode`.
-            num_threads: worker threads (default: one per core).
+            num_threads: threads encoding, the calling thread included, which
+                also turns finished ids into lists (default: one per core).
 
         Returns:
             list of id lists, one per text, in order.
         """
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
-        texts = [_replace_surrogates(t) if _has_surrogates(t) else t for t in texts]
-        return self._core.encode_batch(texts, allowed, disallowed, num_threads)
+        texts = list(texts)
+        try:
+            return self._core.encode_batch(texts, allowed, disallowed, num_threads)
+        except UnicodeEncodeError:
+            # A lone surrogate (UTF-8 cannot hold it) fails before any work; the
+            # check costs nothing on the texts that have none.
+            texts = [_replace_surrogates(t) if _has_surrogates(t) else t for t in texts]
+            return self._core.encode_batch(texts, allowed, disallowed, num_threads)
 
     def encode_ordinary_batch(self, texts: Sequence[str], *, num_threads: int | None = None) -> list[list[int]]:
         """Encode many texts in parallel, special-token strings as plain text
