@@ -201,6 +201,25 @@ impl PairRanks {
         self.pairs.get(left, right)
     }
 
+    /// `rank`, looked up first in `hot` (see `HotPairs`), which it updates.
+    #[inline]
+    fn rank_via(&self, hot: &mut HotPairs, left: u32, right: u32) -> u32 {
+        if let PairTable::Wide(_) = self.pairs {
+            return self.pairs.get(left, right);
+        }
+        let key = packed_key(left, right);
+        let i = packed_slot(key, 64 - HOT_PAIRS.trailing_zeros());
+        let slot = hot.slots[i];
+        if slot & PACKED_KEY_MASK == key {
+            let rank = slot >> (2 * CODE_BITS);
+            return if rank == HOT_NO_RANK { NO_RANK } else { rank as u32 };
+        }
+        let rank = self.pairs.get(left, right);
+        let stored = if rank == NO_RANK { HOT_NO_RANK } else { rank as u64 };
+        hot.slots[i] = key | stored << (2 * CODE_BITS);
+        rank
+    }
+
     #[inline]
     fn byte_pair_rank(&self, first: u8, second: u8) -> u32 {
         self.byte_pairs[(first as usize) << 8 | second as usize]
@@ -222,6 +241,8 @@ const CODE_BITS: u32 = 21;
 const CODE_MASK: u64 = (1 << CODE_BITS) - 1;
 /// A free slot of the packed table (no pair packs to it: codes stay below 2**21 - 1).
 const FREE: u64 = u64::MAX;
+/// The (left, right) bits of a packed slot.
+const PACKED_KEY_MASK: u64 = CODE_MASK << CODE_BITS | CODE_MASK;
 
 /// (left code, right code) -> rank. Packed: an open-addressing table whose slot
 /// is one u64, left | right << 21 | rank << 42, so a lookup reads one slot (one
@@ -244,7 +265,7 @@ impl PairTable {
         for &(left, right, rank) in pairs {
             let key = packed_key(left, right);
             let mut i = packed_slot(key, shift);
-            while slots[i] != FREE && slots[i] & (CODE_MASK << CODE_BITS | CODE_MASK) != key {
+            while slots[i] != FREE && slots[i] & PACKED_KEY_MASK != key {
                 i = (i + 1) & (capacity - 1);
             }
             slots[i] = key | (rank as u64) << (2 * CODE_BITS);
@@ -263,7 +284,7 @@ impl PairTable {
                     if slot == FREE {
                         return NO_RANK;
                     }
-                    if slot & (CODE_MASK << CODE_BITS | CODE_MASK) == key {
+                    if slot & PACKED_KEY_MASK == key {
                         return (slot >> (2 * CODE_BITS)) as u32;
                     }
                     i = (i + 1) & (slots.len() - 1);
@@ -325,13 +346,15 @@ struct PieceCache {
 }
 
 impl PieceCache {
-    /// Empty the cache unless it holds the pieces of `encoder`.
-    fn use_for(&mut self, encoder: u64) {
-        if self.encoder != encoder || self.slots.is_empty() {
-            self.slots.clear();
-            self.slots.resize(CACHE_SLOTS, CacheSlot::default());
-            self.encoder = encoder;
+    /// Empty the cache unless it holds the pieces of `encoder`; true if it was emptied.
+    fn use_for(&mut self, encoder: u64) -> bool {
+        if self.encoder == encoder && !self.slots.is_empty() {
+            return false;
         }
+        self.slots.clear();
+        self.slots.resize(CACHE_SLOTS, CacheSlot::default());
+        self.encoder = encoder;
+        true
     }
 
     #[inline]
@@ -350,16 +373,38 @@ fn piece_key(piece: &[u8]) -> u128 {
     u128::from_le_bytes(buf)
 }
 
+/// Slots of the hot-pair cache (a power of two): 128 KiB.
+const HOT_PAIRS: usize = 1 << 14;
+/// The rank a hot-pair slot stores for a pair that does not merge (ranks of
+/// the packed table stay below 2**21).
+const HOT_NO_RANK: u64 = (1 << (64 - 2 * CODE_BITS)) - 1;
+
+/// Direct-mapped cache of recent pair lookups, packed like `PairTable` slots,
+/// pairs that do not merge included. Pair lookups are Zipfian like the pieces,
+/// and the packed table of a large vocabulary is far bigger than L2 (o200k:
+/// 442k pairs, 8 MiB), so each lookup there is a cache miss; the merge of a
+/// short piece makes two per merge. Per thread, emptied with the piece cache.
+struct HotPairs {
+    slots: Vec<u64>,
+}
+
+impl HotPairs {
+    fn empty() -> Self {
+        HotPairs { slots: vec![FREE; HOT_PAIRS] }
+    }
+}
+
 /// Buffers kept from one piece to the next, and from one call to the next on
 /// the same thread.
 pub struct Scratch {
     parts: Vec<Part>,
     cache: PieceCache,
+    hot: HotPairs,
 }
 
 impl Scratch {
     fn new() -> Self {
-        Scratch { parts: Vec::new(), cache: PieceCache { encoder: 0, slots: Vec::new() } }
+        Scratch { parts: Vec::new(), cache: PieceCache { encoder: 0, slots: Vec::new() }, hot: HotPairs::empty() }
     }
 }
 
@@ -445,7 +490,9 @@ impl Encoder {
     fn with_scratch<R>(&self, f: impl FnOnce(&mut Scratch) -> R) -> R {
         SCRATCH.with(|cell| {
             let mut scratch = cell.borrow_mut();
-            scratch.cache.use_for(self.tag);
+            if scratch.cache.use_for(self.tag) {
+                scratch.hot = HotPairs::empty();
+            }
             f(&mut scratch)
         })
     }
@@ -552,7 +599,7 @@ impl Encoder {
     /// Encode one pre-token, appending its ids to `out`; short ones through the piece cache.
     fn encode_piece(&self, piece: &[u8], scratch: &mut Scratch, out: &mut Vec<u32>) -> Result<(), String> {
         if piece.len() > CACHED_PIECE {
-            return self.encode_uncached(piece, &mut scratch.parts, out);
+            return self.encode_uncached(piece, &mut scratch.parts, &mut scratch.hot, out);
         }
         let key = piece_key(piece);
         let slot = PieceCache::slot(key);
@@ -562,7 +609,7 @@ impl Encoder {
             return Ok(());
         }
         let start = out.len();
-        self.encode_uncached(piece, &mut scratch.parts, out)?;
+        self.encode_uncached(piece, &mut scratch.parts, &mut scratch.hot, out)?;
         let ids = &out[start..];
         if ids.len() <= CACHED_IDS {
             let slot = &mut scratch.cache.slots[slot];
@@ -574,7 +621,13 @@ impl Encoder {
     }
 
     /// Encode one pre-token without the cache: whole, or by merging.
-    fn encode_uncached(&self, piece: &[u8], parts: &mut Vec<Part>, out: &mut Vec<u32>) -> Result<(), String> {
+    fn encode_uncached(
+        &self,
+        piece: &[u8],
+        parts: &mut Vec<Part>,
+        hot: &mut HotPairs,
+        out: &mut Vec<u32>,
+    ) -> Result<(), String> {
         if let Some(&id) = self.ids.get(piece) {
             out.push(id);
             return Ok(());
@@ -583,7 +636,7 @@ impl Encoder {
             return Err(format!("bytes {:?} are not in the vocabulary", [b]));
         }
         if piece.len() < LONG_PIECE {
-            self.merge_short(piece, parts, out);
+            self.merge_short(piece, parts, hot, out);
         } else {
             self.merge_long(piece, out)?;
         }
@@ -596,7 +649,7 @@ impl Encoder {
 
     /// Merge a short piece by repeated scans for the lowest-ranked pair (the
     /// leftmost on ties), appending its ids. Every byte has an id.
-    fn merge_short(&self, piece: &[u8], parts: &mut Vec<Part>, out: &mut Vec<u32>) {
+    fn merge_short(&self, piece: &[u8], parts: &mut Vec<Part>, hot: &mut HotPairs, out: &mut Vec<u32>) {
         let table = &self.pair_ranks;
         parts.clear();
         parts.extend(piece.windows(2).map(|w| Part { code: w[0] as u32, rank: table.byte_pair_rank(w[0], w[1]) }));
@@ -618,11 +671,11 @@ impl Encoder {
             parts[best].code = 256 + best_rank;
             parts.remove(best + 1);
             parts[best].rank = match parts.get(best + 1) {
-                Some(next) => table.rank(parts[best].code, next.code),
+                Some(next) => table.rank_via(hot, parts[best].code, next.code),
                 None => NO_RANK,
             };
             if best > 0 {
-                parts[best - 1].rank = table.rank(parts[best - 1].code, parts[best].code);
+                parts[best - 1].rank = table.rank_via(hot, parts[best - 1].code, parts[best].code);
             }
         }
         out.extend(parts.iter().map(|p| table.id(p.code)));
@@ -920,7 +973,7 @@ mod tests {
     /// Both id-pair merges (forced, whatever the length) and `encode_piece`.
     fn ids_by_pair_merges(e: &Encoder, piece: &[u8]) -> [Vec<u32>; 3] {
         let (mut short, mut long, mut whole) = (vec![], vec![], vec![]);
-        e.merge_short(piece, &mut vec![], &mut short);
+        e.merge_short(piece, &mut vec![], &mut HotPairs::empty(), &mut short);
         e.merge_long(piece, &mut long).unwrap();
         e.encode_piece(piece, &mut scratch_for(e), &mut whole).unwrap();
         [short, long, whole]
