@@ -344,7 +344,23 @@ fn initial_pair_index(words: &Words, freqs: &[u64]) -> FxHashMap<Pair, PairStats
 /// wait for. If no thread can be started, the closure, trainer included, is
 /// dropped right here.
 fn drop_in_background(t: Trainer) {
-    let _ = std::thread::Builder::new().name("bytepair-free".into()).spawn(move || drop(t));
+    let _ = std::thread::Builder::new().name("bytepair-free".into()).spawn(move || {
+        drop(t);
+        release_freed_memory();
+    });
+}
+
+/// Return the free memory of glibc's heaps and arenas to the OS. Counting and
+/// the merge loop run on worker threads, each allocating from its own arena,
+/// and memory freed in one arena is not reused by the next phase's threads: the
+/// counting maps freed before the merge loop stayed resident under it (training
+/// on code.txt peaked 3-4 MB higher). Other allocators and systems: nothing.
+pub fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases memory that no allocation uses.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 /// Learn up to `num_merges` merges from `(word bytes, count)` pairs.
@@ -358,6 +374,7 @@ pub fn train(word_counts: Vec<(Vec<u8>, u64)>, num_merges: usize, progress: &Pro
     let freqs = kept.iter().map(|(_, c)| *c).collect();
     drop(kept);
     drop(word_counts);
+    release_freed_memory();
     let mut t = Trainer::new(words, freqs);
     let mut merges = Vec::with_capacity(num_merges);
     while merges.len() < num_merges {
