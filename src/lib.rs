@@ -529,6 +529,11 @@ impl CoreBPE {
         PyList::new(py, ids.iter().map(|&id| int(id)))
     }
 
+    /// `Encoder::encode` of `text`, interruptibly.
+    fn encode_ids(&self, py: Python<'_>, text: &str, allowed: &[String], disallowed: &[String]) -> PyResult<Vec<u32>> {
+        self.encode_interruptibly(py, text, |segment| self.enc.encode(segment, allowed, disallowed))
+    }
+
     /// Encode `text` without the GIL. A long text with a preset pattern is cut
     /// at safe cuts (`count::CutRule`: the segments encode to the ids of the
     /// whole) into segments of about `SEGMENT_BYTES`, and Ctrl-C is checked
@@ -644,7 +649,7 @@ impl CoreBPE {
         allowed: Vec<String>,
         disallowed: Vec<String>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let ids = self.encode_interruptibly(py, text, |segment| self.enc.encode(segment, &allowed, &disallowed))?;
+        let ids = self.encode_ids(py, text, &allowed, &disallowed)?;
         self.id_list(py, &ids)
     }
 
@@ -676,7 +681,7 @@ impl CoreBPE {
         allowed: Vec<String>,
         disallowed: Vec<String>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let ids = self.encode_interruptibly(py, text, |segment| self.enc.encode(segment, &allowed, &disallowed))?;
+        let ids = self.encode_ids(py, text, &allowed, &disallowed)?;
         let bytes: Vec<u8> = ids.iter().flat_map(|id| id.to_le_bytes()).collect();
         Ok(PyBytes::new(py, &bytes))
     }

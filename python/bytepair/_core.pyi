@@ -58,6 +58,8 @@ class CoreBPE:
         """Ids as little-endian uint32 bytes."""
     def encode_batch(
         self, texts: list[str], allowed: list[str], disallowed: list[str], num_threads: int | None = None
-    ) -> list[list[int]]: ...
+    ) -> list[list[int]]:
+        """num_threads counts the calling thread, which also builds the lists;
+        UnicodeEncodeError (before any work) if a text holds a lone surrogate."""
     def decode_bytes(self, ids: list[int]) -> bytes: ...
     def pretokenize(self, text: str) -> list[str]: ...
