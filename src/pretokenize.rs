@@ -27,7 +27,10 @@
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use fancy_regex::Regex as FancyRegex;
-use regex_automata::meta::Regex as MetaRegex;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use regex_automata::meta::{Cache as MetaCache, Regex as MetaRegex};
 use regex_automata::{Anchored, Input};
 
 /// GPT-2's pattern (tiktoken `gpt2`, HF ByteLevel).
@@ -83,8 +86,50 @@ pub fn is_preset(name_or_pattern: &str) -> bool {
 enum Engine {
     /// Preset: pattern ids 0 (take), 1 (give back the last char), 2 (take),
     /// behind the preset's hand-written scanner for pre-tokens decided by ASCII bytes.
-    Emulated { re: MetaRegex, ascii: AsciiScanner },
+    /// `tag` names the regex in the threads' search caches (`RegexCaches`).
+    Emulated { re: MetaRegex, ascii: AsciiScanner, tag: u64 },
     Fancy(FancyRegex),
+}
+
+/// Source of the `Engine::Emulated` tags: a number no other regex in this process has.
+static NEXT_REGEX_TAG: AtomicU64 = AtomicU64::new(1);
+
+/// Search caches (the lazy DFA's states) of the last few preset regexes this
+/// thread used, by tag. `MetaRegex::search` fetches a cache from the regex's
+/// pool and puts it back on every call, and its dispatch costs as much again:
+/// ~8% of encoding random Latin-1 text, which is all short non-ASCII
+/// pre-tokens. A cache per `for_each_piece` call would rebuild the DFA for
+/// every short document of a batch, so caches stay with the thread.
+struct RegexCaches(Vec<(u64, MetaCache)>);
+
+/// Caches a thread keeps (a trainer's counter and an encoder or two).
+const CACHED_REGEXES: usize = 4;
+
+thread_local! {
+    static REGEX_CACHES: RefCell<RegexCaches> = const { RefCell::new(RegexCaches(Vec::new())) };
+}
+
+impl RegexCaches {
+    /// This thread's cache for the regex `tag`, taken out (a nested call gets a new one).
+    fn take(tag: u64, re: &MetaRegex) -> MetaCache {
+        let found = REGEX_CACHES.with(|caches| {
+            let mut caches = caches.borrow_mut();
+            let i = caches.0.iter().position(|(t, _)| *t == tag)?;
+            Some(caches.0.swap_remove(i).1)
+        });
+        found.unwrap_or_else(|| re.create_cache())
+    }
+
+    /// Give the cache back, dropping the oldest beyond `CACHED_REGEXES`.
+    fn put(tag: u64, cache: MetaCache) {
+        REGEX_CACHES.with(|caches| {
+            let mut caches = caches.borrow_mut();
+            if caches.0.len() >= CACHED_REGEXES {
+                caches.0.remove(0);
+            }
+            caches.0.push((tag, cache));
+        });
+    }
 }
 
 /// A compiled pre-tokenizer: regex plus special-token splitter.
@@ -101,7 +146,7 @@ impl PreTokenizer {
             Some(head) => {
                 let re = MetaRegex::new_many(&[head, r"\s+\s", r"\s+"])
                     .map_err(|e| format!("internal preset regex failed to compile: {e}"))?;
-                Engine::Emulated { re, ascii: ascii_scanner(pattern) }
+                Engine::Emulated { re, ascii: ascii_scanner(pattern), tag: NEXT_REGEX_TAG.fetch_add(1, Ordering::Relaxed) }
             }
             None => Engine::Fancy(
                 FancyRegex::new(pattern).map_err(|e| format!("invalid pattern {pattern:?}: {e}"))?,
@@ -118,7 +163,8 @@ impl PreTokenizer {
         mut f: impl FnMut(&'t str),
     ) -> Result<(), String> {
         match &self.engine {
-            Engine::Emulated { re, ascii } => {
+            Engine::Emulated { re, ascii, tag } => {
+                let mut cache = RegexCaches::take(*tag, re);
                 let mut pos = 0;
                 while pos < text.len() {
                     if let Some(end) = ascii(text.as_bytes(), pos) {
@@ -127,7 +173,7 @@ impl PreTokenizer {
                         continue;
                     }
                     let input = Input::new(text).range(pos..).anchored(Anchored::Yes);
-                    let Some(m) = re.search(&input) else {
+                    let Some(m) = re.search_with(&mut cache, &input) else {
                         // Every preset covers every character; skip one if not.
                         pos += text[pos..].chars().next().map_or(1, char::len_utf8);
                         continue;
@@ -139,6 +185,7 @@ impl PreTokenizer {
                     f(&text[pos..end]);
                     pos = end;
                 }
+                RegexCaches::put(*tag, cache);
             }
             Engine::Fancy(re) => {
                 for m in re.find_iter(text) {
