@@ -339,22 +339,22 @@ struct CacheSlot {
 /// thousand distinct pieces make most of it, and a hit here costs one access to a
 /// table that fits in L2, where the vocabulary lookup and the merge it replaces
 /// miss the cache two or three times per hash lookup. One per thread (no
-/// locking), tagged with the encoder that filled it.
+/// locking), tagged with the encoder that filled it, and so are its hot pairs.
 struct PieceCache {
     encoder: u64,
     slots: Vec<CacheSlot>,
+    hot: HotPairs,
 }
 
 impl PieceCache {
-    /// Empty the cache unless it holds the pieces of `encoder`; true if it was emptied.
-    fn use_for(&mut self, encoder: u64) -> bool {
-        if self.encoder == encoder && !self.slots.is_empty() {
-            return false;
+    /// Empty the cache and its hot pairs unless they hold those of `encoder`.
+    fn use_for(&mut self, encoder: u64) {
+        if self.encoder != encoder || self.slots.is_empty() {
+            self.slots.clear();
+            self.slots.resize(CACHE_SLOTS, CacheSlot::default());
+            self.hot = HotPairs::empty();
+            self.encoder = encoder;
         }
-        self.slots.clear();
-        self.slots.resize(CACHE_SLOTS, CacheSlot::default());
-        self.encoder = encoder;
-        true
     }
 
     #[inline]
@@ -383,7 +383,7 @@ const HOT_NO_RANK: u64 = (1 << (64 - 2 * CODE_BITS)) - 1;
 /// pairs that do not merge included. Pair lookups are Zipfian like the pieces,
 /// and the packed table of a large vocabulary is far bigger than L2 (o200k:
 /// 442k pairs, 8 MiB), so each lookup there is a cache miss; the merge of a
-/// short piece makes two per merge. Per thread, emptied with the piece cache.
+/// short piece makes two per merge. Part of the thread's `PieceCache`.
 struct HotPairs {
     slots: Vec<u64>,
 }
@@ -399,12 +399,12 @@ impl HotPairs {
 pub struct Scratch {
     parts: Vec<Part>,
     cache: PieceCache,
-    hot: HotPairs,
 }
 
 impl Scratch {
     fn new() -> Self {
-        Scratch { parts: Vec::new(), cache: PieceCache { encoder: 0, slots: Vec::new() }, hot: HotPairs::empty() }
+        let hot = HotPairs { slots: Vec::new() };
+        Scratch { parts: Vec::new(), cache: PieceCache { encoder: 0, slots: Vec::new(), hot } }
     }
 }
 
@@ -490,9 +490,7 @@ impl Encoder {
     fn with_scratch<R>(&self, f: impl FnOnce(&mut Scratch) -> R) -> R {
         SCRATCH.with(|cell| {
             let mut scratch = cell.borrow_mut();
-            if scratch.cache.use_for(self.tag) {
-                scratch.hot = HotPairs::empty();
-            }
+            scratch.cache.use_for(self.tag);
             f(&mut scratch)
         })
     }
@@ -599,7 +597,7 @@ impl Encoder {
     /// Encode one pre-token, appending its ids to `out`; short ones through the piece cache.
     fn encode_piece(&self, piece: &[u8], scratch: &mut Scratch, out: &mut Vec<u32>) -> Result<(), String> {
         if piece.len() > CACHED_PIECE {
-            return self.encode_uncached(piece, &mut scratch.parts, &mut scratch.hot, out);
+            return self.encode_uncached(piece, &mut scratch.parts, &mut scratch.cache.hot, out);
         }
         let key = piece_key(piece);
         let slot = PieceCache::slot(key);
@@ -609,7 +607,7 @@ impl Encoder {
             return Ok(());
         }
         let start = out.len();
-        self.encode_uncached(piece, &mut scratch.parts, &mut scratch.hot, out)?;
+        self.encode_uncached(piece, &mut scratch.parts, &mut scratch.cache.hot, out)?;
         let ids = &out[start..];
         if ids.len() <= CACHED_IDS {
             let slot = &mut scratch.cache.slots[slot];

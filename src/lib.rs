@@ -67,16 +67,6 @@ fn run_with_progress<R: Send>(
     work: impl FnOnce(&Progress) -> R + Send,
 ) -> PyResult<R> {
     let pool = pool(num_threads)?;
-    run_polling(py, Some(&pool), callback, work)
-}
-
-/// `run_with_progress` on `pool`, or on rayon's global pool when None.
-fn run_polling<R: Send>(
-    py: Python<'_>,
-    pool: Option<&rayon::ThreadPool>,
-    callback: Option<Py<PyAny>>,
-    work: impl FnOnce(&Progress) -> R + Send,
-) -> PyResult<R> {
     let progress = Progress::default();
     let report = |done: u64| -> PyResult<()> {
         Python::attach(|py| {
@@ -94,10 +84,7 @@ fn run_polling<R: Send>(
             s.spawn(move || {
                 // A panic (a bug) becomes an error for the caller instead of
                 // re-panicking out of the scope.
-                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match pool {
-                    Some(pool) => pool.install(|| work(progress)),
-                    None => work(progress),
-                }));
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.install(|| work(progress))));
                 let _ = tx.send(outcome.map_err(|payload| panic_message(payload.as_ref())));
             });
             let mut error = None;

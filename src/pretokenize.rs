@@ -25,11 +25,11 @@
 //! Special tokens are found with Aho-Corasick, leftmost-longest: when two special
 //! tokens overlap, the longest wins.
 
-use aho_corasick::{AhoCorasick, MatchKind};
-use fancy_regex::Regex as FancyRegex;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use aho_corasick::{AhoCorasick, MatchKind};
+use fancy_regex::Regex as FancyRegex;
 use regex_automata::meta::{Cache as MetaCache, Regex as MetaRegex};
 use regex_automata::{Anchored, Input};
 
