@@ -91,17 +91,8 @@ impl Decoder {
     #[inline]
     fn push(&self, id: u32, out: &mut Vec<u8>) -> bool {
         if let Some(entry) = self.short.get(id as usize) {
-            let len = entry[15] as usize;
-            if len > 0 {
-                out.reserve(16);
-                // SAFETY: `reserve` left at least 16 bytes of capacity after
-                // `out.len()`; all 16 are written, and only the `len` <= 15 that
-                // belong to the token are made part of the vector.
-                unsafe {
-                    let end = out.len();
-                    std::ptr::copy_nonoverlapping(entry.as_ptr(), out.as_mut_ptr().add(end), 16);
-                    out.set_len(end + len);
-                }
+            if entry[15] > 0 {
+                Encoder::push_inline(entry, out);
                 return true;
             }
         }
@@ -471,6 +462,28 @@ impl Encoder {
     /// whose ids are not scattered far apart (see `Decoder`).
     pub fn dense_id_bound(&self) -> usize {
         self.decoder.dense.len()
+    }
+
+    /// Token `id` inline as `Decoder::short` holds it (bytes, then the length
+    /// in the last byte), or zeros for a token longer than 15 bytes or unknown.
+    pub fn inline_token(&self, id: u32) -> [u8; 16] {
+        self.decoder.short.get(id as usize).copied().unwrap_or([0; 16])
+    }
+
+    /// Append the token held inline in `entry` (its bytes, then its length,
+    /// at least 1, in the last byte, as `inline_token`) to `out`, as one
+    /// fixed-size copy.
+    #[inline]
+    pub fn push_inline<const N: usize>(entry: &[u8; N], out: &mut Vec<u8>) {
+        out.reserve(N);
+        // SAFETY: `reserve` left at least N bytes of capacity after
+        // `out.len()`; all N are written, and only the `len` < N that belong
+        // to the token are made part of the vector.
+        unsafe {
+            let end = out.len();
+            std::ptr::copy_nonoverlapping(entry.as_ptr(), out.as_mut_ptr().add(end), N);
+            out.set_len(end + entry[N - 1] as usize);
+        }
     }
 
     pub fn pre_tokenizer(&self) -> &PreTokenizer {

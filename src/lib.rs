@@ -11,6 +11,7 @@
 pub mod count;
 pub mod encode;
 pub mod pretokenize;
+mod shared_ints;
 pub mod train;
 pub mod wordcounts;
 
@@ -22,12 +23,13 @@ use std::time::Duration;
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyInt, PyList, PyString};
+use pyo3::types::{PyBytes, PyList, PyString};
 use rayon::prelude::*;
 
 use count::{CountError, CutRule, Progress, WordCounts};
 use encode::{EncodeError, Encoder};
 use pretokenize::PreTokenizer;
+use shared_ints::{SharedInts, TokensByAddress};
 use wordcounts::ColumnsError;
 
 fn pool(num_threads: Option<usize>) -> PyResult<rayon::ThreadPool> {
@@ -504,16 +506,36 @@ const SEGMENT_BYTES: usize = 1 << 20;
 impl CoreBPE {
     /// `ids` as a Python list of ints, sharing the ints of `self.ints`.
     fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        let new_int = |id: u32| {
-            let Ok(int) = id.into_pyobject(py);
-            int
-        };
-        let ints = self.ints.get_or_init(py, || (0..self.enc.dense_id_bound() as u32).map(|id| new_int(id).unbind()).collect());
-        let int = |id: u32| match ints.get(id as usize) {
-            Some(int) => int.bind(py).clone(),
-            None => new_int(id),
-        };
-        PyList::new(py, ids.iter().map(|&id| int(id)))
+        let shared = self.shared_ints(py);
+        PyList::new(py, ids.iter().map(|&id| shared.int(py, id)))
+    }
+
+    fn shared_ints(&self, py: Python<'_>) -> &SharedInts {
+        self.ints.get_or_init(py, || SharedInts::new(py, self.enc.dense_id_bound() as u32))
+    }
+
+    /// The joined bytes of the ids in `ids`, read straight from the list: no
+    /// Vec<i64> copy of it first (the copy was most of the time decoding took).
+    /// A shared int of a short token is found by its address (`SharedInts`).
+    fn joined_bytes(&self, py: Python<'_>, ids: &Bound<'_, PyList>) -> PyResult<Vec<u8>> {
+        let by_address = self.ints.get(py).map(|ints| {
+            self.tokens_by_address.get_or_init(py, || ints.tokens_by_address(|id| self.enc.inline_token(id)))
+        });
+        let mut out = Vec::with_capacity(ids.len() * 4);
+        for i in 0..ids.len() {
+            let item = borrowed_item(ids, i);
+            if by_address.is_some_and(|t| t.push_token_at(item as usize, &mut out)) {
+                continue;
+            }
+            let id = match exact_int(item) {
+                Some(id) => id,
+                None => ids.get_item(i)?.extract::<i64>()?,
+            };
+            if !self.enc.push_token_bytes(id, &mut out) {
+                return Err(PyValueError::new_err(format!("token id {id} is not in the vocabulary")));
+            }
+        }
+        Ok(out)
     }
 
     /// `Encoder::encode` of `text`, interruptibly.
@@ -591,12 +613,11 @@ fn encode_error(e: EncodeError, text: &str) -> PyErr {
 struct CoreBPE {
     enc: Encoder,
     cut: CutRule,
-    /// One Python int per id below `Encoder::dense_id_bound`, made on the first
-    /// encode: an id list holds references to them, so building it is an
-    /// increment per id instead of allocating a new int (that was 28 ns per
-    /// token, a quarter of encoding 10 MB of prose), and a list of n ids takes
-    /// 8n bytes instead of 40n.
-    ints: PyOnceLock<Vec<Py<PyInt>>>,
+    /// The ints id lists share, made on the first encode (`SharedInts`).
+    ints: PyOnceLock<SharedInts>,
+    /// Their tokens by address, made on the first decode after them; sound
+    /// because `ints`, which keeps every int at its address, lives as long.
+    tokens_by_address: PyOnceLock<TokensByAddress>,
 }
 
 #[pymethods]
@@ -611,7 +632,7 @@ impl CoreBPE {
         let names: Vec<String> = specials.iter().map(|(t, _)| t.clone()).collect();
         let cut = CutRule::new(pattern, &names);
         let enc = Encoder::new(tokens, merged, specials, pattern).map_err(PyValueError::new_err)?;
-        Ok(CoreBPE { enc, cut, ints: PyOnceLock::new() })
+        Ok(CoreBPE { enc, cut, ints: PyOnceLock::new(), tokens_by_address: PyOnceLock::new() })
     }
 
     /// Number of characters after the last safe cut of `text` (see `count::CutRule`),
@@ -710,20 +731,23 @@ impl CoreBPE {
         })
     }
 
-    /// Joined bytes of a list of ids, read straight from the list: no Vec<i64>
-    /// copy of it first (the copy was most of the time decoding took).
+    /// Joined bytes of a list of ids.
     fn decode_bytes<'py>(&self, py: Python<'py>, ids: Bound<'py, PyList>) -> PyResult<Bound<'py, PyBytes>> {
-        let mut out = Vec::with_capacity(ids.len() * 4);
-        for i in 0..ids.len() {
-            let id = match exact_int_at(&ids, i) {
-                Some(id) => id,
-                None => ids.get_item(i)?.extract::<i64>()?,
-            };
-            if !self.enc.push_token_bytes(id, &mut out) {
-                return Err(PyValueError::new_err(format!("token id {id} is not in the vocabulary")));
-            }
+        Ok(PyBytes::new(py, &self.joined_bytes(py, &ids)?))
+    }
+
+    /// The text of a list of ids: their joined bytes decoded as UTF-8 with the
+    /// error handler `errors` ("strict", "replace", ...), as `bytes.decode`
+    /// does, but with no bytes object between (one 4-byte-per-id copy fewer).
+    fn decode_text<'py>(&self, py: Python<'py>, ids: Bound<'py, PyList>, errors: &str) -> PyResult<Bound<'py, PyAny>> {
+        let out = self.joined_bytes(py, &ids)?;
+        let errors = std::ffi::CString::new(errors).map_err(|_| PyValueError::new_err("errors holds a NUL character"))?;
+        // SAFETY: the buffer and the handler name outlive the call, which
+        // returns a new reference or NULL with an exception set.
+        unsafe {
+            let text = pyo3::ffi::PyUnicode_DecodeUTF8(out.as_ptr().cast(), out.len() as pyo3::ffi::Py_ssize_t, errors.as_ptr());
+            Bound::from_owned_ptr_or_err(py, text)
         }
-        Ok(PyBytes::new(py, &out))
     }
 
     /// The pre-tokens of `text` (special tokens not treated), for tests and inspection.
@@ -734,21 +758,31 @@ impl CoreBPE {
     }
 }
 
-/// `list[i]` when it is an exact `int` that fits an i64, read through a
-/// borrowed reference: no reference-count traffic per id (measured ~10% of
-/// decoding). Safe because nothing here can run Python code (an exact int has
-/// no `__index__` to call), so the item stays alive. None sends the caller to
-/// the general conversion, which raises the usual errors.
-fn exact_int_at(list: &Bound<'_, PyList>, i: usize) -> Option<i64> {
-    use pyo3::ffi;
+/// `list[i]` as a borrowed pointer (NULL if out of range): no reference-count
+/// traffic per id (measured ~10% of decoding). Safe to use while nothing can
+/// run Python code, which would be free to change the list.
+fn borrowed_item(list: &Bound<'_, PyList>, i: usize) -> *mut pyo3::ffi::PyObject {
     // SAFETY: `list` is a live list and we hold the GIL; PyList_GetItem checks
     // the bounds and returns a borrowed reference or NULL with IndexError set.
     unsafe {
-        let item = ffi::PyList_GetItem(list.as_ptr(), i as ffi::Py_ssize_t);
+        let item = pyo3::ffi::PyList_GetItem(list.as_ptr(), i as pyo3::ffi::Py_ssize_t);
         if item.is_null() {
-            ffi::PyErr_Clear();
-            return None;
+            pyo3::ffi::PyErr_Clear();
         }
+        item
+    }
+}
+
+/// The value of `item` (from `borrowed_item`) when it is an exact `int` that
+/// fits an i64. None sends the caller to the general conversion, which raises
+/// the usual errors; an exact int has no `__index__`, so no Python code runs.
+fn exact_int(item: *mut pyo3::ffi::PyObject) -> Option<i64> {
+    use pyo3::ffi;
+    if item.is_null() {
+        return None;
+    }
+    // SAFETY: `item` is a live object, borrowed from a list we hold, and we hold the GIL.
+    unsafe {
         if ffi::PyLong_CheckExact(item) == 0 {
             return None;
         }

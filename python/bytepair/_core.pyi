@@ -62,4 +62,6 @@ class CoreBPE:
         """num_threads counts the calling thread, which also builds the lists;
         UnicodeEncodeError (before any work) if a text holds a lone surrogate."""
     def decode_bytes(self, ids: list[int]) -> bytes: ...
+    def decode_text(self, ids: list[int], errors: str) -> str:
+        """The joined bytes of ids decoded as UTF-8 with the error handler `errors`."""
     def pretokenize(self, text: str) -> list[str]: ...

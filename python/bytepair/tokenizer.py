@@ -347,23 +347,32 @@ class Tokenizer:
         Raises:
             ValueError: an id that is not in the vocabulary (the message names it).
         """
-        if not isinstance(ids, list):
-            ids = list(ids)
-        try:
-            return self._core.decode_bytes(ids)
-        except (OverflowError, TypeError):
-            bad = next(i for i in ids if not _fits_i64(i))
-            raise ValueError(f"token id {bad!r} is not in the vocabulary") from None
+        return self._from_ids(self._core.decode_bytes, ids)
 
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         """Decode ids to text; bytes that are not UTF-8 follow `errors` (default
         ``"replace"``, as tiktoken).
 
+        Raises:
+            ValueError: an id that is not in the vocabulary (the message names it).
+            UnicodeDecodeError: invalid UTF-8 with ``errors="strict"``.
+
         >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [])
         >>> tok.decode([104, 105, 255])
         'hi\\ufffd'
         """
-        return self.decode_bytes(ids).decode("utf-8", errors=errors)
+        return self._from_ids(lambda ids: self._core.decode_text(ids, errors), ids)
+
+    @staticmethod
+    def _from_ids(core_fn, ids: Iterable[int]):
+        """`core_fn(ids)` on ids as a list, an out-of-range id as ValueError."""
+        if not isinstance(ids, list):
+            ids = list(ids)
+        try:
+            return core_fn(ids)
+        except (OverflowError, TypeError):
+            bad = next(i for i in ids if not _fits_i64(i))
+            raise ValueError(f"token id {bad!r} is not in the vocabulary") from None
 
     def decode_single_token_bytes(self, token_id: int) -> bytes:
         """The bytes of one token id."""
