@@ -660,7 +660,8 @@ impl Encoder {
     where
         F: FnMut(&[u8], &mut Vec<u32>) -> Result<(), String>,
     {
-        let mut out = Vec::with_capacity(text.len() / 4);
+        // Room for ~2 bytes per token (code and most prose need no regrowth).
+        let mut out = Vec::with_capacity(text.len() / 2 + 16);
         if let Some(m) = self.matcher_for(disallowed).map_err(EncodeError::Other)? {
             if let Some(found) = m.find(text) {
                 let token = text[found.start()..found.end()].to_string();
