@@ -5,8 +5,9 @@
 //! (`regex.findall(pattern, text)`) on the same pattern.
 //!
 //! * The presets (`gpt2`, `cl100k`, `o200k`) first try a hand-written scanner
-//!   per preset, which decides a pre-token when only ASCII bytes are involved
-//!   (most of prose and code), and otherwise run on `regex-automata`'s DFA-based
+//!   per preset, which decides a pre-token when only ASCII characters (and,
+//!   for gpt2 and cl100k, 2-byte ones: Latin, Greek, Cyrillic, Hebrew,
+//!   Arabic...) are involved, and otherwise run on `regex-automata`'s DFA-based
 //!   meta engine, which is several times faster than a backtracking engine but has
 //!   no look-around. Their only look-around is the `\s+(?!\S)` branch, which we
 //!   emulate exactly with a multi-pattern, leftmost-first, anchored search:
@@ -85,9 +86,9 @@ pub fn is_preset(name_or_pattern: &str) -> bool {
 
 enum Engine {
     /// Preset: pattern ids 0 (take), 1 (give back the last char), 2 (take),
-    /// behind the preset's hand-written scanner for pre-tokens decided by ASCII bytes.
+    /// behind the preset's hand-written scanner for the pre-tokens it can decide.
     /// `tag` names the regex in the threads' search caches (`RegexCaches`).
-    Emulated { re: MetaRegex, ascii: AsciiScanner, tag: u64 },
+    Emulated { re: MetaRegex, scan: Scanner, tag: u64 },
     Fancy(FancyRegex),
 }
 
@@ -146,7 +147,7 @@ impl PreTokenizer {
             Some(head) => {
                 let re = MetaRegex::new_many(&[head, r"\s+\s", r"\s+"])
                     .map_err(|e| format!("internal preset regex failed to compile: {e}"))?;
-                Engine::Emulated { re, ascii: ascii_scanner(pattern), tag: NEXT_REGEX_TAG.fetch_add(1, Ordering::Relaxed) }
+                Engine::Emulated { re, scan: scanner(pattern), tag: NEXT_REGEX_TAG.fetch_add(1, Ordering::Relaxed) }
             }
             None => Engine::Fancy(
                 FancyRegex::new(pattern).map_err(|e| format!("invalid pattern {pattern:?}: {e}"))?,
@@ -163,11 +164,11 @@ impl PreTokenizer {
         mut f: impl FnMut(&'t str),
     ) -> Result<(), String> {
         match &self.engine {
-            Engine::Emulated { re, ascii, tag } => {
+            Engine::Emulated { re, scan, tag } => {
                 let mut cache = RegexCaches::take(*tag, re);
                 let mut pos = 0;
                 while pos < text.len() {
-                    if let Some(end) = ascii(text.as_bytes(), pos) {
+                    if let Some(end) = scan(text.as_bytes(), pos) {
                         f(&text[pos..end]);
                         pos = end;
                         continue;
@@ -216,49 +217,148 @@ impl PreTokenizer {
     }
 }
 
-/// ASCII character classes as the preset patterns see them (`\s` is Unicode
-/// White_Space: \x1c-\x1f are not spaces).
+/// Character classes as the preset patterns see them (`\s` is Unicode
+/// White_Space: \x1c-\x1f are not spaces, U+0085 and U+00A0 are).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Class {
     Letter,
     Digit,
     Space,
     Other,
-    /// A byte >= 0x80: the class of its character is not known here.
-    NonAscii,
+    /// A character the scanner does not classify (3 or 4 bytes of UTF-8, or
+    /// any non-ASCII one for a scanner that only reads ASCII): ask the regex.
+    Unknown,
 }
 
-fn class(b: u8) -> Class {
+/// `ascii_class` as a table, for the scanners' inner loops.
+static ASCII_CLASSES: [Class; 128] = {
+    let mut table = [Class::Other; 128];
+    let mut b = 0;
+    while b < 128 {
+        table[b] = ascii_class(b as u8);
+        b += 1;
+    }
+    table
+};
+
+const fn ascii_class(b: u8) -> Class {
     match b {
         b'a'..=b'z' | b'A'..=b'Z' => Class::Letter,
         b'0'..=b'9' => Class::Digit,
         b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r' => Class::Space,
-        0x80.. => Class::NonAscii,
+        0x80.. => Class::Unknown,
         _ => Class::Other,
     }
 }
 
-/// End of the run of bytes of class `c` starting at `i`, or None if the run
-/// reaches a non-ASCII byte (which might continue it).
-fn run_end(bytes: &[u8], mut i: usize, c: Class) -> Option<usize> {
+/// Classes of the 2-byte UTF-8 characters (U+0080..U+07FF: Latin-1 and the
+/// Latin extensions, Greek, Cyrillic, Armenian, Hebrew, Arabic, ...), by code
+/// point, taken from the regex engine's own `\p{L}`, `\p{N}` and `\s`, so the
+/// scanners and the regex agree on every character by construction.
+fn two_byte_classes() -> &'static [Class; 0x800] {
+    static TABLE: std::sync::OnceLock<[Class; 0x800]> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let is = |class: &str| MetaRegex::new(&format!(r"\A{class}\z")).expect("a Unicode class compiles");
+        let (letter, digit, space) = (is(r"\p{L}"), is(r"\p{N}"), is(r"\s"));
+        let mut table = [Class::Unknown; 0x800];
+        for (cp, slot) in table.iter_mut().enumerate().skip(0x80) {
+            let c = char::from_u32(cp as u32).expect("U+0080..U+07FF are chars").to_string();
+            *slot = if letter.is_match(&c) {
+                Class::Letter
+            } else if digit.is_match(&c) {
+                Class::Digit
+            } else if space.is_match(&c) {
+                Class::Space
+            } else {
+                Class::Other
+            };
+        }
+        table
+    })
+}
+
+/// The class and byte length of the character at `i` (< bytes.len()). A
+/// `wide` scanner also classifies 2-byte characters; otherwise, and for
+/// longer ones, a non-ASCII character is Unknown (length 1).
+#[inline(always)]
+fn char_at(bytes: &[u8], i: usize, wide: bool) -> (Class, usize) {
+    let b = bytes[i];
+    if b < 0x80 {
+        (ASCII_CLASSES[b as usize], 1)
+    } else {
+        wide_char_at(bytes, i, wide)
+    }
+}
+
+/// `char_at` for a non-ASCII character, out of line to keep the ASCII loops small.
+#[inline(never)]
+fn wide_char_at(bytes: &[u8], i: usize, wide: bool) -> (Class, usize) {
+    let b = bytes[i];
+    if wide && (0xC2..=0xDF).contains(&b) {
+        // Valid UTF-8 (the text is a str): a continuation byte follows.
+        let cp = ((b as usize & 0x1F) << 6) | (bytes[i + 1] as usize & 0x3F);
+        return (two_byte_classes()[cp], 2);
+    }
+    (Class::Unknown, 1)
+}
+
+/// End of the run of characters of class `c` starting at `i`, or None if the
+/// run reaches an Unknown character (which might continue it).
+fn run_end(bytes: &[u8], mut i: usize, c: Class, wide: bool) -> Option<usize> {
     while i < bytes.len() {
-        match class(bytes[i]) {
-            k if k == c => i += 1,
-            Class::NonAscii => return None,
-            _ => return Some(i),
+        let b = bytes[i];
+        let (k, len) = if b < 0x80 { (ASCII_CLASSES[b as usize], 1) } else { wide_char_at(bytes, i, wide) };
+        if k == c {
+            i += len;
+        } else if k == Class::Unknown {
+            return None;
+        } else {
+            return Some(i);
         }
     }
     Some(i)
 }
 
+/// The whitespace run from `pos` (a space character): its end, the start of
+/// its last character, and where a newline in it ends last, if any; None if
+/// an Unknown character ends it (it might be a space).
+fn whitespace_run(bytes: &[u8], pos: usize, wide: bool) -> Option<(usize, usize, Option<usize>)> {
+    let (mut end, mut last, mut last_newline) = (pos, pos, None);
+    while end < bytes.len() {
+        match char_at(bytes, end, wide) {
+            (Class::Space, len) => {
+                last = end;
+                end += len;
+                if is_newline(bytes[last]) {
+                    last_newline = Some(end);
+                }
+            }
+            (Class::Unknown, _) => return None,
+            _ => break,
+        }
+    }
+    Some((end, last, last_newline))
+}
+
+/// `\s+(?!\S)|\s+` on a whitespace run `pos..end` whose last character starts
+/// at `last`: the whole run at the end of the text; before a non-space, all
+/// but its last character (or the single character).
+fn space_before_text(bytes: &[u8], pos: usize, end: usize, last: usize) -> usize {
+    if end == bytes.len() || last == pos {
+        end
+    } else {
+        last
+    }
+}
+
 /// The GPT-2 pre-token starting at `pos`, found by hand when the decision only
-/// involves ASCII bytes; None means "ask the regex" (exactness over speed).
-/// Mirrors the pattern branch by branch:
+/// involves ASCII and 2-byte characters; None means "ask the regex"
+/// (exactness over speed). Mirrors the pattern branch by branch:
 /// `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`.
-fn gpt2_ascii_piece(bytes: &[u8], pos: usize) -> Option<usize> {
+fn gpt2_piece(bytes: &[u8], pos: usize) -> Option<usize> {
     let at = |i: usize| bytes.get(i).copied();
-    let first = class(bytes[pos]);
     if bytes[pos] == b'\'' {
+        // Case-sensitive: no other character can match.
         let contraction = match (at(pos + 1), at(pos + 2)) {
             (Some(b's' | b't' | b'm' | b'd'), _) => Some(2),
             (Some(b'r'), Some(b'e')) | (Some(b'v'), Some(b'e')) | (Some(b'l'), Some(b'l')) => Some(3),
@@ -268,38 +368,33 @@ fn gpt2_ascii_piece(bytes: &[u8], pos: usize) -> Option<usize> {
             return Some(pos + n);
         }
     }
+    let (first, len) = char_at(bytes, pos, true);
     match first {
-        Class::Letter | Class::Digit | Class::Other => run_end(bytes, pos + 1, first),
+        Class::Letter | Class::Digit | Class::Other => run_end(bytes, pos + len, first, true),
         Class::Space => {
             // ` ?X+`: a space followed by a letter, digit or other character.
-            if bytes[pos] == b' ' {
-                match at(pos + 1).map(class) {
-                    Some(c @ (Class::Letter | Class::Digit | Class::Other)) => return run_end(bytes, pos + 2, c),
-                    Some(Class::NonAscii) => return None,
-                    _ => {}
+            if bytes[pos] == b' ' && pos + 1 < bytes.len() {
+                match char_at(bytes, pos + 1, true) {
+                    (c @ (Class::Letter | Class::Digit | Class::Other), n) => return run_end(bytes, pos + 1 + n, c, true),
+                    (Class::Unknown, _) => return None,
+                    (Class::Space, _) => {}
                 }
             }
-            // `\s+(?!\S)|\s+`: the whole run at the end of text; before a
-            // non-space, all but its last character (or the single character).
-            let end = run_end(bytes, pos + 1, Class::Space)?;
-            if end == bytes.len() || end - pos == 1 {
-                Some(end)
-            } else {
-                Some(end - 1)
-            }
+            let (end, last, _) = whitespace_run(bytes, pos, true)?;
+            Some(space_before_text(bytes, pos, end, last))
         }
-        Class::NonAscii => None,
+        Class::Unknown => None,
     }
 }
 
 /// A preset's hand-written scanner: the end of the pre-token starting at `pos`
-/// when ASCII bytes alone decide it, None to hand over to the regex engine.
-type AsciiScanner = fn(&[u8], usize) -> Option<usize>;
+/// when the characters it reads decide it, None to hand over to the regex engine.
+type Scanner = fn(&[u8], usize) -> Option<usize>;
 
-fn ascii_scanner(pattern: &str) -> AsciiScanner {
+fn scanner(pattern: &str) -> Scanner {
     match pattern {
-        GPT2_PATTERN => gpt2_ascii_piece,
-        CL100K_PATTERN => cl100k_ascii_piece,
+        GPT2_PATTERN => gpt2_piece,
+        CL100K_PATTERN => cl100k_piece,
         O200K_PATTERN => o200k_ascii_piece,
         _ => |_, _| None,
     }
@@ -329,12 +424,15 @@ fn contraction_len(bytes: &[u8], pos: usize) -> Option<usize> {
 }
 
 /// `\p{N}{1,3}` from a digit at `pos`.
-fn digits_end(bytes: &[u8], pos: usize) -> Option<usize> {
-    let mut i = pos + 1;
-    while i < bytes.len().min(pos + 3) {
-        match class(bytes[i]) {
-            Class::Digit => i += 1,
-            Class::NonAscii => return None,
+fn digits_end(bytes: &[u8], pos: usize, wide: bool) -> Option<usize> {
+    let mut i = pos;
+    for _ in 0..3 {
+        if i == bytes.len() {
+            break;
+        }
+        match char_at(bytes, i, wide) {
+            (Class::Digit, len) => i += len,
+            (Class::Unknown, _) => return None,
             _ => break,
         }
     }
@@ -342,104 +440,96 @@ fn digits_end(bytes: &[u8], pos: usize) -> Option<usize> {
 }
 
 /// ` ?[^\s\p{L}\p{N}]+` then a greedy run of bytes in `trail`, from the first
-/// non-space, non-letter, non-digit byte at `start`.
-fn punctuation_end(bytes: &[u8], start: usize, trail: fn(u8) -> bool) -> Option<usize> {
-    let mut end = run_end(bytes, start + 1, Class::Other)?;
+/// non-space, non-letter, non-digit character at `start`.
+fn punctuation_end(bytes: &[u8], start: usize, trail: fn(u8) -> bool, wide: bool) -> Option<usize> {
+    let mut end = run_end(bytes, start, Class::Other, wide)?;
     while end < bytes.len() && trail(bytes[end]) {
         end += 1;
     }
     Some(end)
 }
 
-/// The whitespace run from `pos` and where a newline in it ends last, if any.
-fn whitespace_run(bytes: &[u8], pos: usize) -> Option<(usize, Option<usize>)> {
-    let end = run_end(bytes, pos + 1, Class::Space)?;
-    let last_newline = bytes[pos..end].iter().rposition(|&b| is_newline(b)).map(|k| pos + k + 1);
-    Some((end, last_newline))
-}
-
-/// `\s+(?!\S)|\s+` on a whitespace run `pos..end` with no newline in it:
-/// the whole run at the end of the text; before a non-space, all but its last
-/// character (or the single character).
-fn space_before_text(bytes: &[u8], pos: usize, end: usize) -> usize {
-    if end == bytes.len() || end - pos == 1 {
-        end
-    } else {
-        end - 1
-    }
-}
-
-/// How the cl100k and o200k patterns differ on ASCII text; the rest of their
-/// branches (`[^\r\n\p{L}\p{N}]?` before a word, `\p{N}{1,3}`, ` ?` before
+/// How the cl100k and o200k patterns differ; the rest of their branches
+/// (`[^\r\n\p{L}\p{N}]?` before a word, `\p{N}{1,3}`, ` ?` before
 /// punctuation, the whitespace rules) are the same.
-struct TiktokenAscii {
-    /// End of the word starting at the ASCII letter `start`.
+struct TiktokenRules {
+    /// End of the word starting at the letter `start`.
     word_end: fn(&[u8], usize) -> Option<usize>,
     /// Bytes a punctuation run takes after it: `[\r\n]*` or `[\r\n/]*`.
     trail: fn(u8) -> bool,
     /// cl100k's `\s++$` comes before its newline branch: a whitespace run that
     /// reaches the end of the text is one pre-token even if it holds a newline.
     run_to_end_first: bool,
+    /// Classify 2-byte characters too (`char_at`). o200k reads ASCII only:
+    /// its words split on letter case and take marks (`\p{M}`), which the
+    /// class table does not tell apart.
+    wide: bool,
 }
 
-const CL100K_ASCII: TiktokenAscii =
-    TiktokenAscii { word_end: |b, start| run_end(b, start + 1, Class::Letter), trail: is_newline, run_to_end_first: true };
+const CL100K_RULES: TiktokenRules = TiktokenRules {
+    word_end: |b, start| run_end(b, start, Class::Letter, true),
+    trail: is_newline,
+    run_to_end_first: true,
+    wide: true,
+};
 
-const O200K_ASCII: TiktokenAscii = TiktokenAscii {
+const O200K_RULES: TiktokenRules = TiktokenRules {
     word_end: o200k_word_end,
     trail: |c| is_newline(c) || c == b'/',
     run_to_end_first: false,
+    wide: false,
 };
 
-/// The cl100k pre-token at `pos` when ASCII decides it. Mirrors
-/// `'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|
+/// The cl100k pre-token at `pos` when ASCII and 2-byte characters decide it.
+/// Mirrors `'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|
 ///  ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s` branch by branch.
-fn cl100k_ascii_piece(bytes: &[u8], pos: usize) -> Option<usize> {
+fn cl100k_piece(bytes: &[u8], pos: usize) -> Option<usize> {
     if bytes[pos] == b'\'' {
         let n = contraction_len(bytes, pos)?;
         if n > 0 {
             return Some(pos + n);
         }
     }
-    tiktoken_ascii_piece(bytes, pos, &CL100K_ASCII)
+    tiktoken_piece(bytes, pos, &CL100K_RULES)
 }
 
 /// The o200k pre-token at `pos` when ASCII decides it. Mirrors
 /// `[^\r\n\p{L}\p{N}]?[upper]*[lower]+(contraction)?|[^\r\n\p{L}\p{N}]?[upper]+[lower]*(contraction)?|
 /// \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+` branch by branch.
 fn o200k_ascii_piece(bytes: &[u8], pos: usize) -> Option<usize> {
-    tiktoken_ascii_piece(bytes, pos, &O200K_ASCII)
+    tiktoken_piece(bytes, pos, &O200K_RULES)
 }
 
 /// The branches cl100k and o200k share, in their order, from `pos`.
-fn tiktoken_ascii_piece(bytes: &[u8], pos: usize, rules: &TiktokenAscii) -> Option<usize> {
+fn tiktoken_piece(bytes: &[u8], pos: usize, rules: &TiktokenRules) -> Option<usize> {
     let b = bytes[pos];
-    let first = class(b);
+    let (first, len) = char_at(bytes, pos, rules.wide);
     match first {
         Class::Letter => return (rules.word_end)(bytes, pos),
-        Class::Digit => return digits_end(bytes, pos),
-        Class::NonAscii => return None,
+        Class::Digit => return digits_end(bytes, pos, rules.wide),
+        Class::Unknown => return None,
         Class::Space | Class::Other => {}
     }
-    let next = bytes.get(pos + 1).map(|&c| class(c));
+    let next = (pos + len < bytes.len()).then(|| char_at(bytes, pos + len, rules.wide).0);
     if !is_newline(b) {
+        // `[^\r\n\p{L}\p{N}]?` before a word: any space or other character.
         match next {
-            Some(Class::Letter) => return (rules.word_end)(bytes, pos + 1),
-            Some(Class::NonAscii) => return None,
+            Some(Class::Letter) => return (rules.word_end)(bytes, pos + len),
+            Some(Class::Unknown) => return None,
             _ => {}
         }
     }
     if first == Class::Other {
-        return punctuation_end(bytes, pos, rules.trail);
+        return punctuation_end(bytes, pos, rules.trail, rules.wide);
     }
     if b == b' ' && next == Some(Class::Other) {
-        return punctuation_end(bytes, pos + 1, rules.trail);
+        return punctuation_end(bytes, pos + 1, rules.trail, rules.wide);
     }
-    let (end, last_newline) = whitespace_run(bytes, pos)?;
+    let (end, last, last_newline) = whitespace_run(bytes, pos, rules.wide)?;
     if rules.run_to_end_first && end == bytes.len() {
         return Some(end);
     }
-    Some(last_newline.unwrap_or_else(|| space_before_text(bytes, pos, end)))
+    Some(last_newline.unwrap_or_else(|| space_before_text(bytes, pos, end, last)))
 }
 
 /// An o200k word from the ASCII letter at `start`: upper-case letters, then
@@ -504,12 +594,17 @@ mod tests {
     }
 
     #[test]
-    fn ascii_scanners_equal_regex() {
+    fn scanners_equal_regex() {
         let texts = [
             "it's 'S 'll'' ''s x'd a'b", "  \n\n x  y\t\tz \r\n", "end  ", "a\x1cb\x1f c\x0b\x0cd", "!!  ..a1b2 3.4",
             "caf\u{e9} na\u{ef}ve \u{a0}x 'caf\u{e9}", " \u{3000}y", "x \u{85}\n", "'\u{e9}t\u{e9}'",
             "IT'S We'Re DON'T x'\u{17f} 'K HTTPServer fooBar ABC1 a\n  ", "1234567 x12y (foo) ...a  \n\n  b\t\tc",
             "a.\n/b }\n/* c */\n\n", "x\t\ty \t!z \r\n\r\n", "1\u{b2}3 ab\u{301}c",
+            // 2-byte characters, which the gpt2 and cl100k scanners classify.
+            "\u{3b1}\u{3b2}\u{3b3} \u{43f}\u{440}\u{438}\u{432}\u{435}\u{442} \u{5e9}\u{5dc}\u{5d5}\u{5dd}, \u{627}\u{644}\u{639}\u{631}\u{628}\u{64a}\u{629}!",
+            "\u{a0}\u{a0}x \u{a0}\u{a0} \u{85}y\u{a0}", "\u{b2}\u{b3}\u{b9}4 \u{660}\u{661}\u{662}\u{663}\u{664} 1\u{bd}", "\u{a0}\u{e9}t\u{e9} \u{bf}qu\u{e9}? \u{ab}\u{bb}\u{a7}\u{b6}",
+            "e\u{301}t\u{301} \u{301}\u{301}x \u{2c6}\u{2b0}a", "\u{e9}\u{4e2d}\u{6587} \u{3b1}\u{2003}\u{3b2}", "'\u{17f} x'\u{e9} \u{c9}T\u{c9}'S", "\u{a0}\u{a0}",
+            "\u{100}\u{17f}\u{180}\u{24f}\u{250}\u{2af}\u{370}\u{3ff}\u{400}\u{4ff}\u{500}\u{7ff} \u{5be}\u{5c0}\u{5c3}\u{5c6}", "\r\n\u{a0}\n\u{85} z",
         ];
         for pattern in [GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN] {
             let re = FancyRegex::new(pattern).unwrap();
