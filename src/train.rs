@@ -135,6 +135,16 @@ struct Trainer {
     /// index, so counting a new occurrence up is one hash lookup, not two.
     pairs: FxHashMap<Pair, PairStats>,
     heap: BinaryHeap<Candidate>,
+    /// The pair-count changes of the merge being applied (kept for its capacity).
+    changes: FxHashMap<Pair, PairChange>,
+}
+
+/// What one merge did to a pair: net count change, and the words where it
+/// was counted up.
+#[derive(Default)]
+struct PairChange {
+    count: i64,
+    words: Vec<u32>,
 }
 
 #[derive(Default)]
@@ -151,7 +161,7 @@ impl Trainer {
         let token_bytes: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
         let token_prefix = token_bytes.iter().map(|b| TokenPrefix::of(b)).collect();
         let pairs = initial_pair_index(&words, &freqs);
-        let mut t = Trainer { words, freqs, token_bytes, token_prefix, pairs, heap: BinaryHeap::new() };
+        let mut t = Trainer { words, freqs, token_bytes, token_prefix, pairs, heap: BinaryHeap::new(), changes: FxHashMap::default() };
         t.rebuild_heap();
         t
     }
@@ -223,49 +233,55 @@ impl Trainer {
     }
 
     /// Apply merge `pair -> new_id` to every word that has it, updating pair
-    /// counts and the reverse index in place, then push the new pairs on the heap.
+    /// counts and the reverse index, then push the new pairs on the heap.
+    ///
+    /// The count changes are summed per pair in a small map first and applied
+    /// to the pair map once per pair: an occurrence makes four or five
+    /// changes, and the pair map (hundreds of thousands of pairs, tens of MB)
+    /// misses the cache on nearly every update, while the pairs one merge
+    /// touches are few (the merged tokens' neighbours).
     fn apply_merge(&mut self, pair: Pair, new_id: u32) {
         let mut word_ids = self.pairs.remove(&pair).map(|stats| stats.words).unwrap_or_default();
         word_ids.sort_unstable();
         word_ids.dedup();
-        let Trainer { words, freqs, pairs, .. } = self;
-        let mut new_pairs: Vec<Pair> = Vec::new();
+        let Trainer { words, freqs, pairs, changes, .. } = self;
+        changes.clear();
         for &wi in &word_ids {
-            let freq = freqs[wi as usize];
+            let freq = freqs[wi as usize] as i64;
             words.merge(wi as usize, pair, new_id, |p, d| {
-                if p == pair {
-                    // The merged pair was removed whole above; no need to count it down.
-                } else if d > 0 {
-                    // Every pair counted up holds new_id, so it is brand new: note it
-                    // once, when it first appears (not once per occurrence, which
-                    // for one long word of a repeated character is ~len/2 entries).
-                    let stats = pairs.entry(p).or_default();
-                    if stats.count == 0 {
-                        new_pairs.push(p);
-                    }
-                    stats.count += freq;
-                    if stats.words.last() != Some(&wi) {
-                        stats.words.push(wi);
-                    }
-                } else {
-                    // Every decrement removes an occurrence that was counted, so no
-                    // underflow. At 0 no word holds the pair: its word list is all stale.
-                    let stats = pairs.get_mut(&p).expect("a pair in a word is counted");
-                    stats.count -= freq;
-                    if stats.count == 0 {
-                        pairs.remove(&p);
+                // The merged pair was removed whole above; no need to count it down.
+                if p != pair {
+                    let change = changes.entry(p).or_default();
+                    change.count += d * freq;
+                    // Every pair counted up holds new_id: note its words.
+                    if d > 0 && change.words.last() != Some(&wi) {
+                        change.words.push(wi);
                     }
                 }
             });
         }
-        new_pairs.sort_unstable();
-        new_pairs.dedup();
-        for p in new_pairs {
-            let count = self.live_count(p);
-            if count > 0 {
-                let cand = self.candidate(p, count);
-                self.heap.push(cand);
+        let mut new_pairs: Vec<Pair> = Vec::new();
+        for (p, change) in changes.drain() {
+            if p.0 == new_id || p.1 == new_id {
+                // Brand new: its net count is what the words hold now (0 if an
+                // occurrence was made and merged again, as in `a b a b`).
+                if change.count > 0 {
+                    pairs.insert(p, PairStats { count: change.count as u64, words: change.words });
+                    new_pairs.push(p);
+                }
+            } else if change.count != 0 {
+                // Only counted down, by occurrences that were counted: no underflow.
+                let stats = pairs.get_mut(&p).expect("a pair in a word is counted");
+                stats.count -= change.count.unsigned_abs();
+                if stats.count == 0 {
+                    pairs.remove(&p);
+                }
             }
+        }
+        new_pairs.sort_unstable();
+        for p in new_pairs {
+            let cand = self.candidate(p, self.pairs[&p].count);
+            self.heap.push(cand);
         }
     }
 
