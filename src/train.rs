@@ -118,10 +118,84 @@ impl Words {
         &self.symbols[self.start[i]..self.start[i] + self.len[i] as usize]
     }
 
+    /// All the words, for `merge_words`, and where each starts.
+    fn view(&mut self) -> (WordsView<'_>, &[usize]) {
+        (WordsView { first: 0, base: 0, symbols: &mut self.symbols, len: &mut self.len }, &self.start)
+    }
+}
+
+/// The symbols and lengths of the words from id `first` on, which start at
+/// symbol `base`: a part of `Words` that one thread merges in.
+struct WordsView<'a> {
+    first: usize,
+    base: usize,
+    symbols: &'a mut [u32],
+    len: &'a mut [u32],
+}
+
+impl<'a> WordsView<'a> {
+    /// The words before `word` and those from it on.
+    fn split_at(self, word: usize, start: &[usize]) -> (WordsView<'a>, WordsView<'a>) {
+        let (symbols, rest_symbols) = self.symbols.split_at_mut(start[word] - self.base);
+        let (len, rest_len) = self.len.split_at_mut(word - self.first);
+        (
+            WordsView { first: self.first, base: self.base, symbols, len },
+            WordsView { first: word, base: start[word], symbols: rest_symbols, len: rest_len },
+        )
+    }
+
     /// Apply `pair -> new_id` to word `i` (see `merge_in_word`).
-    fn merge(&mut self, i: usize, pair: Pair, new_id: u32, delta: impl FnMut(Pair, i64)) {
-        let word = &mut self.symbols[self.start[i]..self.start[i] + self.len[i] as usize];
-        self.len[i] = merge_in_word(word, pair, new_id, delta) as u32;
+    fn merge(&mut self, i: usize, start: usize, pair: Pair, new_id: u32, delta: impl FnMut(Pair, i64)) {
+        let len = &mut self.len[i - self.first];
+        let word = &mut self.symbols[start - self.base..start - self.base + *len as usize];
+        *len = merge_in_word(word, pair, new_id, delta) as u32;
+    }
+}
+
+/// A merge with at least this many words merges them on all threads.
+const PARALLEL_MERGE_WORDS: usize = 1024;
+
+/// Apply `pair -> new_id` to the words `word_ids` (sorted) of `view`, adding
+/// up the pair-count changes in `changes`. Many words are split in two halves
+/// merged in parallel, each into its own changes, then added up: the sums
+/// and the word lists (left half first, so still sorted) come out the same
+/// whatever the threads do.
+fn merge_words(
+    mut view: WordsView<'_>,
+    start: &[usize],
+    freqs: &[u64],
+    word_ids: &[u32],
+    (pair, new_id): (Pair, u32),
+    changes: &mut FxHashMap<Pair, PairChange>,
+) {
+    if word_ids.len() >= PARALLEL_MERGE_WORDS {
+        let mid = word_ids.len() / 2;
+        let (left, right) = view.split_at(word_ids[mid] as usize, start);
+        let mut right_changes = FxHashMap::default();
+        rayon::join(
+            || merge_words(left, start, freqs, &word_ids[..mid], (pair, new_id), changes),
+            || merge_words(right, start, freqs, &word_ids[mid..], (pair, new_id), &mut right_changes),
+        );
+        for (p, change) in right_changes {
+            let total = changes.entry(p).or_default();
+            total.count += change.count;
+            total.words.extend(change.words);
+        }
+        return;
+    }
+    for &wi in word_ids {
+        let freq = freqs[wi as usize] as i64;
+        view.merge(wi as usize, start[wi as usize], pair, new_id, |p, d| {
+            // The merged pair was removed whole; no need to count it down.
+            if p != pair {
+                let change = changes.entry(p).or_default();
+                change.count += d * freq;
+                // Every pair counted up holds new_id: note its words.
+                if d > 0 && change.words.last() != Some(&wi) {
+                    change.words.push(wi);
+                }
+            }
+        });
     }
 }
 
@@ -246,20 +320,8 @@ impl Trainer {
         word_ids.dedup();
         let Trainer { words, freqs, pairs, changes, .. } = self;
         changes.clear();
-        for &wi in &word_ids {
-            let freq = freqs[wi as usize] as i64;
-            words.merge(wi as usize, pair, new_id, |p, d| {
-                // The merged pair was removed whole above; no need to count it down.
-                if p != pair {
-                    let change = changes.entry(p).or_default();
-                    change.count += d * freq;
-                    // Every pair counted up holds new_id: note its words.
-                    if d > 0 && change.words.last() != Some(&wi) {
-                        change.words.push(wi);
-                    }
-                }
-            });
-        }
+        let (view, start) = words.view();
+        merge_words(view, start, freqs, &word_ids, (pair, new_id), changes);
         let mut new_pairs: Vec<Pair> = Vec::new();
         for (p, change) in changes.drain() {
             if p.0 == new_id || p.1 == new_id {
