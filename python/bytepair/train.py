@@ -139,7 +139,7 @@ def _learn(
         vocab[256 + rank] = vocab[a] + vocab[b]
     first_special = 256 + len(learned)
     specials = {t: first_special + k for k, t in enumerate(special_tokens)}
-    tok = Tokenizer(vocab, merges, special_tokens=specials, pattern=pattern)
+    tok = Tokenizer._trusted(vocab, merges, specials, pattern)
     tok.training_stats = stats
     if trace:
         from .inspect import print_trace
