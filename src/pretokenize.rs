@@ -5,9 +5,9 @@
 //! (`regex.findall(pattern, text)`) on the same pattern.
 //!
 //! * The presets (`gpt2`, `cl100k`, `o200k`) first try a hand-written scanner
-//!   per preset, which decides a pre-token when only ASCII characters (and,
-//!   for gpt2 and cl100k, 2-byte ones: Latin, Greek, Cyrillic, Hebrew,
-//!   Arabic...) are involved, and otherwise run on `regex-automata`'s DFA-based
+//!   per preset, which decides a pre-token when only ASCII and 2-byte
+//!   characters (Latin, Greek, Cyrillic, Hebrew, Arabic...; for o200k not its
+//!   other letters and marks) are involved, and otherwise run on `regex-automata`'s DFA-based
 //!   meta engine, which is several times faster than a backtracking engine but has
 //!   no look-around. Their only look-around is the `\s+(?!\S)` branch, which we
 //!   emulate exactly with a multi-pattern, leftmost-first, anchored search:
@@ -225,8 +225,8 @@ enum Class {
     Digit,
     Space,
     Other,
-    /// A character the scanner does not classify (3 or 4 bytes of UTF-8, or
-    /// any non-ASCII one for a scanner that only reads ASCII): ask the regex.
+    /// A character the scanner does not classify (3 or 4 bytes of UTF-8; for
+    /// o200k also Lm, Lo and marks): ask the regex.
     Unknown,
 }
 
@@ -251,63 +251,96 @@ const fn ascii_class(b: u8) -> Class {
     }
 }
 
-/// Classes of the 2-byte UTF-8 characters (U+0080..U+07FF: Latin-1 and the
-/// Latin extensions, Greek, Cyrillic, Armenian, Hebrew, Arabic, ...), by code
-/// point, taken from the regex engine's own `\p{L}`, `\p{N}` and `\s`, so the
+/// Unicode categories of a 2-byte character, as far as the presets tell them
+/// apart. o200k's words take `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*` then
+/// `[\p{Ll}\p{Lm}\p{Lo}\p{M}]+` (or `+` then `*`), so for it upper-case
+/// letters, lower-case ones and the rest (Lm, Lo, and marks, which are not
+/// letters to `\p{L}`) behave differently.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Category {
+    /// Lu, Lt.
+    Upper,
+    /// Ll.
+    Lower,
+    /// Lm, Lo.
+    OtherLetter,
+    /// \p{M}.
+    Mark,
+    Digit,
+    Space,
+    Other,
+}
+
+/// Categories of the 2-byte UTF-8 characters (U+0080..U+07FF: Latin-1 and
+/// the Latin extensions, Greek, Cyrillic, Armenian, Hebrew, Arabic, ...), by
+/// code point, taken from the regex engine's own Unicode classes, so the
 /// scanners and the regex agree on every character by construction.
-fn two_byte_classes() -> &'static [Class; 0x800] {
-    static TABLE: std::sync::OnceLock<[Class; 0x800]> = std::sync::OnceLock::new();
+fn two_byte_categories() -> &'static [Category; 0x800] {
+    static TABLE: std::sync::OnceLock<[Category; 0x800]> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
         let is = |class: &str| MetaRegex::new(&format!(r"\A{class}\z")).expect("a Unicode class compiles");
-        let (letter, digit, space) = (is(r"\p{L}"), is(r"\p{N}"), is(r"\s"));
-        let mut table = [Class::Unknown; 0x800];
+        let categories = [
+            (is(r"[\p{Lu}\p{Lt}]"), Category::Upper),
+            (is(r"\p{Ll}"), Category::Lower),
+            (is(r"\p{L}"), Category::OtherLetter),
+            (is(r"\p{M}"), Category::Mark),
+            (is(r"\p{N}"), Category::Digit),
+            (is(r"\s"), Category::Space),
+        ];
+        let mut table = [Category::Other; 0x800];
         for (cp, slot) in table.iter_mut().enumerate().skip(0x80) {
             let c = char::from_u32(cp as u32).expect("U+0080..U+07FF are chars").to_string();
-            *slot = if letter.is_match(&c) {
-                Class::Letter
-            } else if digit.is_match(&c) {
-                Class::Digit
-            } else if space.is_match(&c) {
-                Class::Space
-            } else {
-                Class::Other
-            };
+            *slot = categories.iter().find(|(re, _)| re.is_match(&c)).map_or(Category::Other, |&(_, cat)| cat);
         }
         table
     })
 }
 
-/// The class and byte length of the character at `i` (< bytes.len()). A
-/// `wide` scanner also classifies 2-byte characters; otherwise, and for
-/// longer ones, a non-ASCII character is Unknown (length 1).
+/// The class and byte length of the character at `i` (< bytes.len()): ASCII
+/// and 2-byte characters are classified; longer ones are Unknown (length 1).
+/// A `cased` scanner (o200k) reads upper- and lower-case letters as letters
+/// and the other letters and marks as Unknown; the others read all letters as
+/// letters and marks as other characters.
 #[inline(always)]
-fn char_at(bytes: &[u8], i: usize, wide: bool) -> (Class, usize) {
+fn char_at(bytes: &[u8], i: usize, cased: bool) -> (Class, usize) {
     let b = bytes[i];
     if b < 0x80 {
         (ASCII_CLASSES[b as usize], 1)
     } else {
-        wide_char_at(bytes, i, wide)
+        wide_char_at(bytes, i, cased)
     }
 }
 
 /// `char_at` for a non-ASCII character, out of line to keep the ASCII loops small.
 #[inline(never)]
-fn wide_char_at(bytes: &[u8], i: usize, wide: bool) -> (Class, usize) {
+fn wide_char_at(bytes: &[u8], i: usize, cased: bool) -> (Class, usize) {
+    let Some(category) = two_byte_category(bytes, i) else { return (Class::Unknown, 1) };
+    let class = match category {
+        Category::Upper | Category::Lower => Class::Letter,
+        Category::OtherLetter if !cased => Class::Letter,
+        Category::Mark if !cased => Class::Other,
+        Category::OtherLetter | Category::Mark => Class::Unknown,
+        Category::Digit => Class::Digit,
+        Category::Space => Class::Space,
+        Category::Other => Class::Other,
+    };
+    (class, 2)
+}
+
+/// The category of the 2-byte character at `i`, None for any other.
+#[inline]
+fn two_byte_category(bytes: &[u8], i: usize) -> Option<Category> {
     let b = bytes[i];
-    if wide && (0xC2..=0xDF).contains(&b) {
-        // Valid UTF-8 (the text is a str): a continuation byte follows.
-        let cp = ((b as usize & 0x1F) << 6) | (bytes[i + 1] as usize & 0x3F);
-        return (two_byte_classes()[cp], 2);
-    }
-    (Class::Unknown, 1)
+    // Valid UTF-8 (the text is a str): a continuation byte follows a lead byte.
+    (0xC2..=0xDF).contains(&b).then(|| two_byte_categories()[((b as usize & 0x1F) << 6) | (bytes[i + 1] as usize & 0x3F)])
 }
 
 /// End of the run of characters of class `c` starting at `i`, or None if the
 /// run reaches an Unknown character (which might continue it).
-fn run_end(bytes: &[u8], mut i: usize, c: Class, wide: bool) -> Option<usize> {
+fn run_end(bytes: &[u8], mut i: usize, c: Class, cased: bool) -> Option<usize> {
     while i < bytes.len() {
         let b = bytes[i];
-        let (k, len) = if b < 0x80 { (ASCII_CLASSES[b as usize], 1) } else { wide_char_at(bytes, i, wide) };
+        let (k, len) = if b < 0x80 { (ASCII_CLASSES[b as usize], 1) } else { wide_char_at(bytes, i, cased) };
         if k == c {
             i += len;
         } else if k == Class::Unknown {
@@ -322,10 +355,10 @@ fn run_end(bytes: &[u8], mut i: usize, c: Class, wide: bool) -> Option<usize> {
 /// The whitespace run from `pos` (a space character): its end, the start of
 /// its last character, and where a newline in it ends last, if any; None if
 /// an Unknown character ends it (it might be a space).
-fn whitespace_run(bytes: &[u8], pos: usize, wide: bool) -> Option<(usize, usize, Option<usize>)> {
+fn whitespace_run(bytes: &[u8], pos: usize, cased: bool) -> Option<(usize, usize, Option<usize>)> {
     let (mut end, mut last, mut last_newline) = (pos, pos, None);
     while end < bytes.len() {
-        match char_at(bytes, end, wide) {
+        match char_at(bytes, end, cased) {
             (Class::Space, len) => {
                 last = end;
                 end += len;
@@ -368,19 +401,19 @@ fn gpt2_piece(bytes: &[u8], pos: usize) -> Option<usize> {
             return Some(pos + n);
         }
     }
-    let (first, len) = char_at(bytes, pos, true);
+    let (first, len) = char_at(bytes, pos, false);
     match first {
-        Class::Letter | Class::Digit | Class::Other => run_end(bytes, pos + len, first, true),
+        Class::Letter | Class::Digit | Class::Other => run_end(bytes, pos + len, first, false),
         Class::Space => {
             // ` ?X+`: a space followed by a letter, digit or other character.
             if bytes[pos] == b' ' && pos + 1 < bytes.len() {
-                match char_at(bytes, pos + 1, true) {
-                    (c @ (Class::Letter | Class::Digit | Class::Other), n) => return run_end(bytes, pos + 1 + n, c, true),
+                match char_at(bytes, pos + 1, false) {
+                    (c @ (Class::Letter | Class::Digit | Class::Other), n) => return run_end(bytes, pos + 1 + n, c, false),
                     (Class::Unknown, _) => return None,
                     (Class::Space, _) => {}
                 }
             }
-            let (end, last, _) = whitespace_run(bytes, pos, true)?;
+            let (end, last, _) = whitespace_run(bytes, pos, false)?;
             Some(space_before_text(bytes, pos, end, last))
         }
         Class::Unknown => None,
@@ -395,7 +428,7 @@ fn scanner(pattern: &str) -> Scanner {
     match pattern {
         GPT2_PATTERN => gpt2_piece,
         CL100K_PATTERN => cl100k_piece,
-        O200K_PATTERN => o200k_ascii_piece,
+        O200K_PATTERN => o200k_piece,
         _ => |_, _| None,
     }
 }
@@ -424,13 +457,13 @@ fn contraction_len(bytes: &[u8], pos: usize) -> Option<usize> {
 }
 
 /// `\p{N}{1,3}` from a digit at `pos`.
-fn digits_end(bytes: &[u8], pos: usize, wide: bool) -> Option<usize> {
+fn digits_end(bytes: &[u8], pos: usize, cased: bool) -> Option<usize> {
     let mut i = pos;
     for _ in 0..3 {
         if i == bytes.len() {
             break;
         }
-        match char_at(bytes, i, wide) {
+        match char_at(bytes, i, cased) {
             (Class::Digit, len) => i += len,
             (Class::Unknown, _) => return None,
             _ => break,
@@ -441,8 +474,8 @@ fn digits_end(bytes: &[u8], pos: usize, wide: bool) -> Option<usize> {
 
 /// ` ?[^\s\p{L}\p{N}]+` then a greedy run of bytes in `trail`, from the first
 /// non-space, non-letter, non-digit character at `start`.
-fn punctuation_end(bytes: &[u8], start: usize, trail: fn(u8) -> bool, wide: bool) -> Option<usize> {
-    let mut end = run_end(bytes, start, Class::Other, wide)?;
+fn punctuation_end(bytes: &[u8], start: usize, trail: fn(u8) -> bool, cased: bool) -> Option<usize> {
+    let mut end = run_end(bytes, start, Class::Other, cased)?;
     while end < bytes.len() && trail(bytes[end]) {
         end += 1;
     }
@@ -460,24 +493,22 @@ struct TiktokenRules {
     /// cl100k's `\s++$` comes before its newline branch: a whitespace run that
     /// reaches the end of the text is one pre-token even if it holds a newline.
     run_to_end_first: bool,
-    /// Classify 2-byte characters too (`char_at`). o200k reads ASCII only:
-    /// its words split on letter case and take marks (`\p{M}`), which the
-    /// class table does not tell apart.
-    wide: bool,
+    /// Letters by case, other letters and marks Unknown (`char_at`): o200k.
+    cased: bool,
 }
 
 const CL100K_RULES: TiktokenRules = TiktokenRules {
-    word_end: |b, start| run_end(b, start, Class::Letter, true),
+    word_end: |b, start| run_end(b, start, Class::Letter, false),
     trail: is_newline,
     run_to_end_first: true,
-    wide: true,
+    cased: false,
 };
 
 const O200K_RULES: TiktokenRules = TiktokenRules {
     word_end: o200k_word_end,
     trail: |c| is_newline(c) || c == b'/',
     run_to_end_first: false,
-    wide: false,
+    cased: true,
 };
 
 /// The cl100k pre-token at `pos` when ASCII and 2-byte characters decide it.
@@ -493,24 +524,25 @@ fn cl100k_piece(bytes: &[u8], pos: usize) -> Option<usize> {
     tiktoken_piece(bytes, pos, &CL100K_RULES)
 }
 
-/// The o200k pre-token at `pos` when ASCII decides it. Mirrors
+/// The o200k pre-token at `pos` when ASCII and 2-byte characters other than
+/// Lm, Lo and marks decide it. Mirrors
 /// `[^\r\n\p{L}\p{N}]?[upper]*[lower]+(contraction)?|[^\r\n\p{L}\p{N}]?[upper]+[lower]*(contraction)?|
 /// \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+` branch by branch.
-fn o200k_ascii_piece(bytes: &[u8], pos: usize) -> Option<usize> {
+fn o200k_piece(bytes: &[u8], pos: usize) -> Option<usize> {
     tiktoken_piece(bytes, pos, &O200K_RULES)
 }
 
 /// The branches cl100k and o200k share, in their order, from `pos`.
 fn tiktoken_piece(bytes: &[u8], pos: usize, rules: &TiktokenRules) -> Option<usize> {
     let b = bytes[pos];
-    let (first, len) = char_at(bytes, pos, rules.wide);
+    let (first, len) = char_at(bytes, pos, rules.cased);
     match first {
         Class::Letter => return (rules.word_end)(bytes, pos),
-        Class::Digit => return digits_end(bytes, pos, rules.wide),
+        Class::Digit => return digits_end(bytes, pos, rules.cased),
         Class::Unknown => return None,
         Class::Space | Class::Other => {}
     }
-    let next = (pos + len < bytes.len()).then(|| char_at(bytes, pos + len, rules.wide).0);
+    let next = (pos + len < bytes.len()).then(|| char_at(bytes, pos + len, rules.cased).0);
     if !is_newline(b) {
         // `[^\r\n\p{L}\p{N}]?` before a word: any space or other character.
         match next {
@@ -520,32 +552,41 @@ fn tiktoken_piece(bytes: &[u8], pos: usize, rules: &TiktokenRules) -> Option<usi
         }
     }
     if first == Class::Other {
-        return punctuation_end(bytes, pos, rules.trail, rules.wide);
+        return punctuation_end(bytes, pos, rules.trail, rules.cased);
     }
     if b == b' ' && next == Some(Class::Other) {
-        return punctuation_end(bytes, pos + 1, rules.trail, rules.wide);
+        return punctuation_end(bytes, pos + 1, rules.trail, rules.cased);
     }
-    let (end, last, last_newline) = whitespace_run(bytes, pos, rules.wide)?;
+    let (end, last, last_newline) = whitespace_run(bytes, pos, rules.cased)?;
     if rules.run_to_end_first && end == bytes.len() {
         return Some(end);
     }
     Some(last_newline.unwrap_or_else(|| space_before_text(bytes, pos, end, last)))
 }
 
-/// An o200k word from the ASCII letter at `start`: upper-case letters, then
-/// lower-case ones (in ASCII the two branches come down to this), then an
-/// optional case-insensitive contraction.
+/// An o200k word from the letter at `start`: upper-case letters, then
+/// lower-case ones (without other letters and marks, which are Unknown, the
+/// two word branches come down to this), then an optional case-insensitive
+/// contraction.
 fn o200k_word_end(bytes: &[u8], start: usize) -> Option<usize> {
     let mut i = start;
-    for is_case in [u8::is_ascii_uppercase, u8::is_ascii_lowercase] {
-        while i < bytes.len() && is_case(&bytes[i]) {
-            i += 1;
+    for (case, is_ascii_case) in [(Category::Upper, u8::is_ascii_uppercase as fn(&u8) -> bool), (Category::Lower, u8::is_ascii_lowercase)] {
+        while i < bytes.len() {
+            let b = bytes[i];
+            if is_ascii_case(&b) {
+                i += 1;
+            } else if b >= 0x80 && two_byte_category(bytes, i) == Some(case) {
+                i += 2;
+            } else {
+                break;
+            }
         }
     }
     match bytes.get(i) {
-        Some(&c) if c >= 0x80 => None,
+        None => Some(i),
         Some(b'\'') => Some(i + contraction_len(bytes, i)?),
-        _ => Some(i),
+        Some(&b) if b < 0x80 => Some(i),
+        Some(_) => (wide_char_at(bytes, i, true).0 != Class::Unknown).then_some(i),
     }
 }
 
@@ -605,6 +646,9 @@ mod tests {
             "\u{a0}\u{a0}x \u{a0}\u{a0} \u{85}y\u{a0}", "\u{b2}\u{b3}\u{b9}4 \u{660}\u{661}\u{662}\u{663}\u{664} 1\u{bd}", "\u{a0}\u{e9}t\u{e9} \u{bf}qu\u{e9}? \u{ab}\u{bb}\u{a7}\u{b6}",
             "e\u{301}t\u{301} \u{301}\u{301}x \u{2c6}\u{2b0}a", "\u{e9}\u{4e2d}\u{6587} \u{3b1}\u{2003}\u{3b2}", "'\u{17f} x'\u{e9} \u{c9}T\u{c9}'S", "\u{a0}\u{a0}",
             "\u{100}\u{17f}\u{180}\u{24f}\u{250}\u{2af}\u{370}\u{3ff}\u{400}\u{4ff}\u{500}\u{7ff} \u{5be}\u{5c0}\u{5c3}\u{5c6}", "\r\n\u{a0}\n\u{85} z",
+            // o200k's cased words: Lt, Lm, Lo and marks in and next to words.
+            "\u{c0}\u{c9}cole \u{e9}T\u{c9} \u{c9}T\u{c9}'S \u{1c5}x \u{1c4}\u{1c5}\u{1c6} a\u{c9}b", "\u{2b0}a b\u{2b0} \u{5d0}b x\u{301}y \u{301}z",
+            "\u{391}\u{3b8}\u{3ae}\u{3bd}\u{3b1} \u{41c}\u{41e}\u{421}\u{41a}\u{412}\u{410} \u{410}\u{431}\u{432}'\u{434} \u{ab}\u{41c}\u{438}\u{440}\u{bb}",
         ];
         for pattern in [GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN] {
             let re = FancyRegex::new(pattern).unwrap();
