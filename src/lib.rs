@@ -516,7 +516,7 @@ impl CoreBPE {
 
     /// The joined bytes of the ids in `ids`, read straight from the list: no
     /// Vec<i64> copy of it first (the copy was most of the time decoding took).
-    /// A shared int of a short token is found by its address (`SharedInts`).
+    /// A shared int of a short token is found by its address (`TokensByAddress`).
     fn joined_bytes(&self, py: Python<'_>, ids: &Bound<'_, PyList>) -> PyResult<Vec<u8>> {
         let by_address = self.ints.get(py).map(|ints| {
             self.tokens_by_address.get_or_init(py, || ints.tokens_by_address(|id| self.enc.inline_token(id)))
@@ -697,9 +697,9 @@ impl CoreBPE {
     /// Encode many texts on `num_threads` threads, the calling thread being one
     /// of them (default: rayon's thread count, one per core). The texts are
     /// borrowed, not copied: a str exposes its UTF-8 buffer, and the list
-    /// keeps every str alive. A text with a lone
-    /// surrogate raises UnicodeEncodeError before any work (the Python side
-    /// then replaces them and calls again).
+    /// keeps every str alive. A text with a lone surrogate raises
+    /// UnicodeEncodeError before any work (the Python side then replaces them
+    /// and calls again).
     #[pyo3(signature = (texts, allowed, disallowed, num_threads=None))]
     fn encode_batch<'py>(
         &self,

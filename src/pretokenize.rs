@@ -339,8 +339,7 @@ fn two_byte_category(bytes: &[u8], i: usize) -> Option<Category> {
 /// run reaches an Unknown character (which might continue it).
 fn run_end(bytes: &[u8], mut i: usize, c: Class, cased: bool) -> Option<usize> {
     while i < bytes.len() {
-        let b = bytes[i];
-        let (k, len) = if b < 0x80 { (ASCII_CLASSES[b as usize], 1) } else { wide_char_at(bytes, i, cased) };
+        let (k, len) = char_at(bytes, i, cased);
         if k == c {
             i += len;
         } else if k == Class::Unknown {

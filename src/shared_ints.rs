@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyInt;
 
-use crate::encode::Encoder;
+use crate::encode::push_inline;
 
 /// One Python int per id below `Encoder::dense_id_bound`, made on the first
 /// encode: an id list holds references to them, so building it is an
@@ -68,9 +68,9 @@ impl TokensByAddress {
     #[inline]
     pub fn push_token_at(&self, address: usize, out: &mut Vec<u8>) -> bool {
         if let Some(entry) = self.small.get(address) {
-            Encoder::push_inline(entry, out);
+            push_inline(entry, out);
         } else if let Some(entry) = self.rest.get(address) {
-            Encoder::push_inline(entry, out);
+            push_inline(entry, out);
         } else {
             return false;
         }
