@@ -24,7 +24,6 @@ use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyList, PyString};
-use rayon::prelude::*;
 
 use count::{CountError, CutRule, Progress, WordCounts};
 use encode::{EncodeError, Encoder};
@@ -488,11 +487,7 @@ impl WordCounter {
         num_threads: Option<usize>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<(Vec<(u32, u32, u64)>, bool, u64)> {
-        let mut words: Vec<(Vec<u8>, u64)> = std::mem::take(&mut self.counts).into_iter().collect();
-        // Word order only affects internal indices, never the merges. Sorted, words
-        // that share a prefix sit together, so the words of one pair are close in
-        // memory: measured 25-35% faster merging on enwiki than hash-map order.
-        words.par_sort_unstable();
+        let words = std::mem::take(&mut self.counts);
         let trained = run_with_progress(py, num_threads, progress, |p| train::train(words, num_merges, p))?
             .ok_or_else(|| PyRuntimeError::new_err("cancelled"))?;
         let merges = trained.merges.into_iter().map(|m| (m.left, m.right, m.count)).collect();

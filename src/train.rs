@@ -24,7 +24,7 @@ use std::collections::BinaryHeap;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use crate::count::Progress;
+use crate::count::{Progress, WordCounts};
 
 type Pair = (u32, u32);
 
@@ -100,14 +100,28 @@ struct Words {
 }
 
 impl Words {
-    fn from_bytes<'a>(words: impl Iterator<Item = &'a [u8]>) -> Self {
-        let mut w = Words { symbols: Vec::new(), start: Vec::new(), len: Vec::new() };
-        for bytes in words {
-            w.start.push(w.symbols.len());
-            w.len.push(bytes.len() as u32);
-            w.symbols.extend(bytes.iter().map(|&b| u32::from(b)));
+    /// The words of `counts` with at least two bytes and a positive count, in
+    /// the order of their first 8 bytes, and their counts. Order only affects
+    /// internal indices, never the merges; in this order words sharing a
+    /// prefix sit together, so the words of one pair are close in memory
+    /// (measured 25-35% faster merging on enwiki than hash-map order). The
+    /// prefix is sorted on as one integer: sorting by the whole bytes spent
+    /// ~0.1 s (multilingual, 475k words) comparing words through pointers.
+    fn from_counts(counts: &WordCounts) -> (Self, Vec<u64>) {
+        let mut kept: Vec<(u64, &[u8], u64)> = counts
+            .iter()
+            .filter(|(w, &c)| w.len() >= 2 && c > 0)
+            .map(|(w, &c)| (TokenPrefix::of(w).prefix, &w[..], c))
+            .collect();
+        kept.par_sort_unstable_by_key(|&(prefix, _, _)| prefix);
+        let total: usize = kept.iter().map(|(_, w, _)| w.len()).sum();
+        let mut words = Words { symbols: Vec::with_capacity(total), start: Vec::with_capacity(kept.len()), len: Vec::with_capacity(kept.len()) };
+        for &(_, bytes, _) in &kept {
+            words.start.push(words.symbols.len());
+            words.len.push(bytes.len() as u32);
+            words.symbols.extend(bytes.iter().map(|&b| u32::from(b)));
         }
-        w
+        (words, kept.iter().map(|&(_, _, c)| c).collect())
     }
 
     fn count(&self) -> usize {
@@ -416,14 +430,15 @@ fn initial_pair_index(words: &Words, freqs: &[u64]) -> FxHashMap<Pair, PairStats
     pairs
 }
 
-/// Free the trainer on another thread: it owns a few hundred thousand to
-/// millions of small allocations (a word list per pair), and freeing them took
-/// ~0.2 s of a 2 s training run (multilingual corpus), time the caller need not
-/// wait for. If no thread can be started, the closure, trainer included, is
-/// dropped right here.
-fn drop_in_background(t: Trainer) {
+/// Free `value` on another thread: the word counts and the trainer each own
+/// hundreds of thousands to millions of small allocations (a byte string per
+/// word, a word list per pair); freeing the trainer took ~0.2 s of a 2 s
+/// training run (multilingual corpus), time the caller need not wait for.
+/// If no thread can be started, the closure, value included, is dropped
+/// right here.
+fn drop_in_background<T: Send + 'static>(value: T) {
     let _ = std::thread::Builder::new().name("bytepair-free".into()).spawn(move || {
-        drop(t);
+        drop(value);
         release_freed_memory();
     });
 }
@@ -442,18 +457,14 @@ fn release_freed_memory() {
     }
 }
 
-/// Learn up to `num_merges` merges from `(word bytes, count)` pairs.
+/// Learn up to `num_merges` merges from word counts (word bytes -> count).
 ///
 /// Words of one byte carry no pair and are skipped. `progress.done` counts merges.
 /// Returns None if cancelled through `progress`.
-pub fn train(word_counts: Vec<(Vec<u8>, u64)>, num_merges: usize, progress: &Progress) -> Option<Trained> {
+pub fn train(word_counts: WordCounts, num_merges: usize, progress: &Progress) -> Option<Trained> {
     let single_byte_tokens: u64 = word_counts.iter().filter(|(w, _)| w.len() == 1).map(|(_, c)| c).sum();
-    let kept: Vec<&(Vec<u8>, u64)> = word_counts.iter().filter(|(w, c)| w.len() >= 2 && *c > 0).collect();
-    let words = Words::from_bytes(kept.iter().map(|(w, _)| &w[..]));
-    let freqs = kept.iter().map(|(_, c)| *c).collect();
-    drop(kept);
-    drop(word_counts);
-    release_freed_memory();
+    let (words, freqs) = Words::from_counts(&word_counts);
+    drop_in_background(word_counts);
     let mut t = Trainer::new(words, freqs);
     let mut merges = Vec::with_capacity(num_merges);
     while merges.len() < num_merges {
@@ -516,7 +527,7 @@ mod tests {
 
     #[test]
     fn stops_early_when_no_pair_is_left() {
-        let t = train(vec![(b"ab".to_vec(), 3)], 10, &Progress::default()).unwrap();
+        let t = train([(b"ab".to_vec(), 3)].into_iter().collect(), 10, &Progress::default()).unwrap();
         assert_eq!(t.merges.len(), 1);
         assert!(t.stopped_early);
     }
