@@ -158,6 +158,12 @@ impl<'a> WordsView<'a> {
         )
     }
 
+    /// Ask for the length of word `i` and its first symbols, at symbol `start`.
+    fn prefetch(&self, i: usize, start: usize) {
+        prefetch(&self.len[i - self.first]);
+        prefetch(&self.symbols[start - self.base]);
+    }
+
     /// Apply `pair -> new_id` to word `i` (see `merge_in_word`).
     fn merge(&mut self, i: usize, start: usize, pair: Pair, new_id: u32, delta: impl FnMut(Pair, i64)) {
         let len = &mut self.len[i - self.first];
@@ -165,6 +171,20 @@ impl<'a> WordsView<'a> {
         *len = merge_in_word(word, pair, new_id, delta) as u32;
     }
 }
+
+/// Hint the CPU to load the cache line of `value` (no effect on other targets).
+#[inline(always)]
+fn prefetch<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch only hints the cache; `value` is a valid reference anyway.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch((value as *const T).cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
+    }
+}
+
+/// How many words ahead `merge_words` asks for a word's symbols (and twice
+/// as far ahead, for its start and count).
+const PREFETCH_WORDS: usize = 4;
 
 /// A merge with at least this many words merges them on all threads.
 const PARALLEL_MERGE_WORDS: usize = 1024;
@@ -197,7 +217,17 @@ fn merge_words(
         }
         return;
     }
-    for &wi in word_ids {
+    // The words of one merge are scattered over tens of MB, and waiting for
+    // each word's first load was half the time `merge_words` took: ask for
+    // the memory of the words a few steps ahead while these merge.
+    for (k, &wi) in word_ids.iter().enumerate() {
+        if let Some(&w) = word_ids.get(k + 2 * PREFETCH_WORDS) {
+            prefetch(&start[w as usize]);
+            prefetch(&freqs[w as usize]);
+        }
+        if let Some(&w) = word_ids.get(k + PREFETCH_WORDS) {
+            view.prefetch(w as usize, start[w as usize]);
+        }
         let freq = freqs[wi as usize] as i64;
         view.merge(wi as usize, start[wi as usize], pair, new_id, |p, d| {
             // The merged pair was removed whole; no need to count it down.
