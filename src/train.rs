@@ -165,10 +165,10 @@ impl<'a> WordsView<'a> {
     }
 
     /// Apply `pair -> new_id` to word `i` (see `merge_in_word`).
-    fn merge(&mut self, i: usize, start: usize, pair: Pair, new_id: u32, delta: impl FnMut(Pair, i64)) {
+    fn merge(&mut self, i: usize, start: usize, pair: Pair, new_id: u32, seam: impl FnMut(Seam)) {
         let len = &mut self.len[i - self.first];
         let word = &mut self.symbols[start - self.base..start - self.base + *len as usize];
-        *len = merge_in_word(word, pair, new_id, delta) as u32;
+        *len = merge_in_word(word, pair, new_id, seam) as u32;
     }
 }
 
@@ -190,31 +190,29 @@ const PREFETCH_WORDS: usize = 4;
 const PARALLEL_MERGE_WORDS: usize = 1024;
 
 /// Apply `pair -> new_id` to the words `word_ids` (sorted) of `view`, adding
-/// up the pair-count changes in `changes`. Many words are split in two halves
-/// merged in parallel, each into its own changes, then added up: the sums
-/// and the word lists (left half first, so still sorted) come out the same
-/// whatever the threads do.
+/// up the pair-count changes in `changes`. Many words are split in up to
+/// `parts` parts merged in parallel, each into its own changes, then added
+/// up: the sums and the word lists (left part first, so still sorted) come
+/// out the same whatever the threads do. (A fixed number of parts, not
+/// rayon's splitting down to small jobs: each part's changes hold two
+/// vocabulary-sized tables.)
 fn merge_words(
     mut view: WordsView<'_>,
-    start: &[usize],
-    freqs: &[u64],
+    (start, freqs): (&[usize], &[u64]),
     word_ids: &[u32],
+    parts: usize,
     (pair, new_id): (Pair, u32),
-    changes: &mut FxHashMap<Pair, PairChange>,
+    changes: &mut SeamChanges,
 ) {
-    if word_ids.len() >= PARALLEL_MERGE_WORDS {
+    if parts > 1 && word_ids.len() >= PARALLEL_MERGE_WORDS {
         let mid = word_ids.len() / 2;
         let (left, right) = view.split_at(word_ids[mid] as usize, start);
-        let mut right_changes = FxHashMap::default();
+        let mut right_changes = SeamChanges::for_vocabulary(new_id as usize + 1);
         rayon::join(
-            || merge_words(left, start, freqs, &word_ids[..mid], (pair, new_id), changes),
-            || merge_words(right, start, freqs, &word_ids[mid..], (pair, new_id), &mut right_changes),
+            || merge_words(left, (start, freqs), &word_ids[..mid], parts / 2, (pair, new_id), changes),
+            || merge_words(right, (start, freqs), &word_ids[mid..], parts - parts / 2, (pair, new_id), &mut right_changes),
         );
-        for (p, change) in right_changes {
-            let total = changes.entry(p).or_default();
-            total.count += change.count;
-            total.words.extend(change.words);
-        }
+        changes.absorb(right_changes);
         return;
     }
     // The words of one merge are scattered over tens of MB, and waiting for
@@ -228,18 +226,98 @@ fn merge_words(
         if let Some(&w) = word_ids.get(k + PREFETCH_WORDS) {
             view.prefetch(w as usize, start[w as usize]);
         }
-        let freq = freqs[wi as usize] as i64;
-        view.merge(wi as usize, start[wi as usize], pair, new_id, |p, d| {
-            // The merged pair was removed whole; no need to count it down.
-            if p != pair {
-                let change = changes.entry(p).or_default();
-                change.count += d * freq;
-                // Every pair counted up holds new_id: note its words.
-                if d > 0 && change.words.last() != Some(&wi) {
-                    change.words.push(wi);
-                }
-            }
+        let freq = freqs[wi as usize];
+        view.merge(wi as usize, start[wi as usize], pair, new_id, |seam| match seam {
+            Seam::Left(x) => changes.left.add(x, freq, wi),
+            Seam::Right(y) => changes.right.add(y, freq, wi),
         });
+    }
+}
+
+/// What merging `(a, b) -> new` did next to its occurrences, keyed by the
+/// neighbouring token: `left[x]` occurrences had `x` on their left, so `x a`
+/// became `x new`; `right[y]` had `y` on their right, so `b y` became `new y`.
+/// Every pair-count change of the merge follows from these two tables (see
+/// `Trainer::apply_changes`), and a token id indexes them directly: no
+/// hashing for the four or five changes each occurrence makes.
+struct SeamChanges {
+    left: NeighbourCounts,
+    right: NeighbourCounts,
+}
+
+impl SeamChanges {
+    /// Empty tables for neighbours with ids below `vocabulary`.
+    fn for_vocabulary(vocabulary: usize) -> Self {
+        let mut changes = SeamChanges { left: NeighbourCounts::default(), right: NeighbourCounts::default() };
+        changes.grow(vocabulary);
+        changes
+    }
+
+    fn grow(&mut self, vocabulary: usize) {
+        self.left.slot.resize(vocabulary, 0);
+        self.right.slot.resize(vocabulary, 0);
+    }
+
+    /// Add `other`, the changes in words after all of this one's.
+    fn absorb(&mut self, other: SeamChanges) {
+        self.left.absorb(other.left);
+        self.right.absorb(other.right);
+    }
+}
+
+/// Weighted counts per neighbouring token, with the words where each was seen.
+#[derive(Default)]
+struct NeighbourCounts {
+    /// Token id -> 1 + its index in `seen`, or 0 if not seen yet.
+    slot: Vec<u32>,
+    /// Tokens in first-seen order, with their count and words (increasing,
+    /// no repeats).
+    seen: Vec<(u32, u64, Vec<u32>)>,
+}
+
+impl NeighbourCounts {
+    #[inline]
+    fn add(&mut self, token: u32, count: u64, word: u32) {
+        let slot = &mut self.slot[token as usize];
+        if *slot == 0 {
+            self.seen.push((token, 0, Vec::new()));
+            *slot = self.seen.len() as u32;
+        }
+        let (_, total, words) = &mut self.seen[*slot as usize - 1];
+        *total += count;
+        if words.last() != Some(&word) {
+            words.push(word);
+        }
+    }
+
+    fn absorb(&mut self, other: NeighbourCounts) {
+        for (token, count, words) in other.seen {
+            let slot = &mut self.slot[token as usize];
+            if *slot == 0 {
+                self.seen.push((token, count, words));
+                *slot = self.seen.len() as u32;
+            } else {
+                let (_, total, mine) = &mut self.seen[*slot as usize - 1];
+                *total += count;
+                mine.extend(words);
+            }
+        }
+    }
+
+    /// The tokens seen, each with its count and words; leaves the table empty.
+    fn drain(&mut self) -> std::vec::Drain<'_, (u32, u64, Vec<u32>)> {
+        for &(token, _, _) in &self.seen {
+            self.slot[token as usize] = 0;
+        }
+        self.seen.drain(..)
+    }
+
+    /// The count of `token`, 0 if not seen.
+    fn count_of(&self, token: u32) -> u64 {
+        match self.slot[token as usize] {
+            0 => 0,
+            slot => self.seen[slot as usize - 1].1,
+        }
     }
 }
 
@@ -253,16 +331,8 @@ struct Trainer {
     /// index, so counting a new occurrence up is one hash lookup, not two.
     pairs: FxHashMap<Pair, PairStats>,
     heap: BinaryHeap<Candidate>,
-    /// The pair-count changes of the merge being applied (kept for its capacity).
-    changes: FxHashMap<Pair, PairChange>,
-}
-
-/// What one merge did to a pair: net count change, and the words where it
-/// was counted up.
-#[derive(Default)]
-struct PairChange {
-    count: i64,
-    words: Vec<u32>,
+    /// The changes of the merge being applied (kept for its tables).
+    changes: SeamChanges,
 }
 
 #[derive(Default)]
@@ -279,7 +349,7 @@ impl Trainer {
         let token_bytes: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
         let token_prefix = token_bytes.iter().map(|b| TokenPrefix::of(b)).collect();
         let pairs = initial_pair_index(&words, &freqs);
-        let mut t = Trainer { words, freqs, token_bytes, token_prefix, pairs, heap: BinaryHeap::new(), changes: FxHashMap::default() };
+        let mut t = Trainer { words, freqs, token_bytes, token_prefix, pairs, heap: BinaryHeap::new(), changes: SeamChanges::for_vocabulary(256) };
         t.rebuild_heap();
         t
     }
@@ -352,38 +422,16 @@ impl Trainer {
 
     /// Apply merge `pair -> new_id` to every word that has it, updating pair
     /// counts and the reverse index, then push the new pairs on the heap.
-    ///
-    /// The count changes are summed per pair in a small map first and applied
-    /// to the pair map once per pair: an occurrence makes four or five
-    /// changes, and the pair map (hundreds of thousands of pairs, tens of MB)
-    /// misses the cache on nearly every update, while the pairs one merge
-    /// touches are few (the merged tokens' neighbours).
     fn apply_merge(&mut self, pair: Pair, new_id: u32) {
         let mut word_ids = self.pairs.remove(&pair).map(|stats| stats.words).unwrap_or_default();
         word_ids.sort_unstable();
         word_ids.dedup();
-        let Trainer { words, freqs, pairs, changes, .. } = self;
-        changes.clear();
+        let Trainer { words, freqs, changes, .. } = self;
+        changes.grow(new_id as usize + 1);
+        let parts = 2 * rayon::current_num_threads();
         let (view, start) = words.view();
-        merge_words(view, start, freqs, &word_ids, (pair, new_id), changes);
-        let mut new_pairs: Vec<Pair> = Vec::new();
-        for (p, change) in changes.drain() {
-            if p.0 == new_id || p.1 == new_id {
-                // Brand new: its net count is what the words hold now (0 if an
-                // occurrence was made and merged again, as in `a b a b`).
-                if change.count > 0 {
-                    pairs.insert(p, PairStats { count: change.count as u64, words: change.words });
-                    new_pairs.push(p);
-                }
-            } else if change.count != 0 {
-                // Only counted down, by occurrences that were counted: no underflow.
-                let stats = pairs.get_mut(&p).expect("a pair in a word is counted");
-                stats.count -= change.count.unsigned_abs();
-                if stats.count == 0 {
-                    pairs.remove(&p);
-                }
-            }
-        }
+        merge_words(view, (start, freqs), &word_ids, parts, (pair, new_id), changes);
+        let mut new_pairs = self.apply_changes(pair, new_id);
         new_pairs.sort_unstable();
         for p in new_pairs {
             let cand = self.candidate(p, self.pairs[&p].count);
@@ -391,15 +439,73 @@ impl Trainer {
         }
     }
 
+    /// Turn the seam changes of merge `(a, b) -> new` into pair counts:
+    /// `left[x]` moves that many `(x, a)` to `(x, new)`, `right[y]` moves
+    /// `(b, y)` to `(new, y)`. Returns the new pairs.
+    ///
+    /// Each old pair is counted down once per table it appears in (`(b, a)`
+    /// can be in both, as in `b a b`), and never below zero: only counted
+    /// occurrences move. The merged pair itself was removed whole. The one
+    /// new pair both tables touch is `(new, a)`: an occurrence right after
+    /// another (`a b a b`) adds one through `right[a]` and takes it back
+    /// through `left[new]`, so it keeps the difference (possibly 0).
+    ///
+    /// Why tables and not one change per pair: an occurrence makes four or
+    /// five changes, and the pair map (hundreds of thousands of pairs, tens
+    /// of MB) misses the cache on nearly every update, while the neighbours
+    /// of one merge are few.
+    fn apply_changes(&mut self, pair: Pair, new_id: u32) -> Vec<Pair> {
+        let (a, b) = pair;
+        let Trainer { pairs, changes, .. } = self;
+        let back_from_new = changes.left.count_of(new_id);
+        let mut count_down = |p: Pair, n: u64| {
+            if p != pair {
+                let stats = pairs.get_mut(&p).expect("a pair in a word is counted");
+                stats.count -= n;
+                if stats.count == 0 {
+                    pairs.remove(&p);
+                }
+            }
+        };
+        for &(x, n, _) in &changes.left.seen {
+            if x != new_id {
+                count_down((x, a), n);
+            }
+        }
+        for &(y, n, _) in &changes.right.seen {
+            count_down((b, y), n);
+        }
+        let mut new_pairs = Vec::with_capacity(changes.left.seen.len() + changes.right.seen.len());
+        let lefts = changes.left.drain().map(|(x, n, words)| ((x, new_id), n, words));
+        let rights = changes.right.drain().map(|(y, n, words)| ((new_id, y), if y == a { n - back_from_new } else { n }, words));
+        for (p, n, words) in lefts.chain(rights) {
+            if n > 0 {
+                pairs.insert(p, PairStats { count: n, words });
+                new_pairs.push(p);
+            }
+        }
+        new_pairs
+    }
+
     fn live_count(&self, pair: Pair) -> u64 {
         self.pairs.get(&pair).map_or(0, |stats| stats.count)
     }
 }
 
+/// A seam that merging `(a, b) -> new` made in a word: the token on the left
+/// of an occurrence (`x a b` became `x new`) or on its right (`a b y` became
+/// `new y`). The left neighbour is read after earlier merges in the word, so
+/// it may be `new` itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seam {
+    Left(u32),
+    Right(u32),
+}
+
 /// Merge every occurrence of `pair` in `word`, left to right (`A A A` -> `AA A`),
-/// reporting each pair-count change at the seams to `delta(pair, +1 | -1)`.
+/// reporting the neighbours of each occurrence to `seam`.
 /// The merged word is left in `word[..n]`; returns `n`.
-pub fn merge_in_word(word: &mut [u32], pair: Pair, new_id: u32, mut delta: impl FnMut(Pair, i64)) -> usize {
+pub fn merge_in_word(word: &mut [u32], pair: Pair, new_id: u32, mut seam: impl FnMut(Seam)) -> usize {
     let (a, b) = pair;
     let n = word.len();
     // The reverse index may list words that lost the pair since: leave those
@@ -409,16 +515,11 @@ pub fn merge_in_word(word: &mut [u32], pair: Pair, new_id: u32, mut delta: impl 
     while read < n {
         if read + 1 < n && word[read] == a && word[read + 1] == b {
             if write > 0 {
-                let x = word[write - 1];
-                delta((x, a), -1);
-                delta((x, new_id), 1);
+                seam(Seam::Left(word[write - 1]));
             }
             if read + 2 < n {
-                let y = word[read + 2];
-                delta((b, y), -1);
-                delta((new_id, y), 1);
+                seam(Seam::Right(word[read + 2]));
             }
-            delta((a, b), -1);
             word[write] = new_id;
             read += 2;
         } else {
@@ -547,12 +648,30 @@ mod tests {
     #[test]
     fn overlapping_pairs_merge_left_to_right() {
         let mut w = vec![1, 1, 1];
-        let mut d = vec![];
-        let n = merge_in_word(&mut w, (1, 1), 9, |p, x| d.push((p, x)));
+        let mut seams = vec![];
+        let n = merge_in_word(&mut w, (1, 1), 9, |s| seams.push(s));
         assert_eq!(w[..n], [9, 1]);
-        let net = |p: Pair| d.iter().filter(|(q, _)| *q == p).map(|(_, x)| x).sum::<i64>();
-        assert_eq!(net((1, 1)), -2);
-        assert_eq!(net((9, 1)), 1);
+        assert_eq!(seams, [Seam::Right(1)]);
+    }
+
+    #[test]
+    fn seams_see_earlier_merges_in_the_word() {
+        let mut w = vec![5, 1, 2, 1, 2, 7];
+        let mut seams = vec![];
+        let n = merge_in_word(&mut w, (1, 2), 9, |s| seams.push(s));
+        assert_eq!(w[..n], [5, 9, 9, 7]);
+        assert_eq!(seams, [Seam::Left(5), Seam::Right(1), Seam::Left(9), Seam::Right(7)]);
+    }
+
+    #[test]
+    fn back_to_back_occurrences_leave_no_phantom_pair() {
+        // a b a b -> ab ab: the seam after the first ab briefly counts
+        // (ab, a), which the second takes back. Were it kept, a bogus
+        // "aba" would be merged after "abab" instead of stopping.
+        assert_eq!(learn(&[("abab", 5)], 3), ["ab", "abab"]);
+        // (b, a) loses both its occurrences: one left of the first ab and
+        // one between the two.
+        assert_eq!(learn(&[("babab", 3), ("ab", 1)], 3), ["ab", "bab", "babab"]);
     }
 
     #[test]
