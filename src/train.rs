@@ -8,8 +8,8 @@
 //!   live count when popped and pushed back with the live count if stale;
 //! * only pairs with a count of at least `threshold` (a power of two) are on the
 //!   heap; the others wait in buckets by the power of two below their count, and
-//!   a bucket joins the heap when the best count on the heap falls below the
-//!   threshold and the threshold is halved.
+//!   when the heap runs empty the threshold is halved and the bucket it reaches
+//!   joins the heap.
 //!
 //! Why lazy deletion is exact here: after the merge that creates token `N`, pairs
 //! that do not involve `N` can only lose count, so every heap entry is an upper
@@ -496,7 +496,7 @@ impl Trainer {
     }
 
     /// Apply merge `pair -> new_id` to every word that has it, updating pair
-    /// counts and the reverse index, then push the new pairs on the heap.
+    /// counts and the reverse index, then queue the new pairs.
     fn apply_merge(&mut self, pair: Pair, new_id: u32) {
         let mut word_ids = self.pairs.remove(&pair).map(|stats| stats.words).unwrap_or_default();
         word_ids.sort_unstable();
