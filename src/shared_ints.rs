@@ -21,6 +21,11 @@ pub struct SharedInts {
 }
 
 impl SharedInts {
+    /// How many ints (ids `0..len()`).
+    pub fn len(&self) -> usize {
+        self.ints.len()
+    }
+
     /// Ints for ids `0..n`.
     pub fn new(py: Python<'_>, n: u32) -> Self {
         SharedInts { ints: (0..n).map(|id| new_int(py, id).unbind()).collect() }
@@ -52,7 +57,8 @@ fn new_int(py: Python<'_>, id: u32) -> Bound<'_, PyInt> {
 }
 
 /// The token bytes of the shared ints of short tokens, by the int's address
-/// (about 16 bytes per id: 4 MiB for o200k, built on the first decode).
+/// (about 16 bytes per id: 4 MiB for o200k, built once decodes have used
+/// enough ids, see `CoreBPE::tokens_by_address`).
 pub struct TokensByAddress {
     /// The ints that lie in one array from id 0 on: CPython's cache of small
     /// ints (0 to 256, the byte tokens, frequent in any non-English text).

@@ -283,8 +283,9 @@ def test_ids_far_beyond_the_vocabulary_encode_and_decode():
 
 def test_decode_reads_shared_ints_fresh_ints_and_int_like_items_alike():
     """Decoding finds the tokens of the ints encode shares by their address
-    (src/shared_ints.rs): short tokens from CPython's small-int array or the
-    address table, longer ones (over 11 bytes) the long way. Every item kind must
+    (src/shared_ints.rs), once the table is built: short tokens from CPython's
+    small-int array or the address table, longer ones (over 11 bytes) the long
+    way. Every item kind must
     give the vocabulary's bytes: shared ints, equal ints that are other objects,
     bools and int subclasses (which take the general conversion)."""
 
@@ -301,11 +302,16 @@ def test_decode_reads_shared_ints_fresh_ints_and_int_like_items_alike():
         assert len(set(shared)) > 0.9 * len(tok.vocab)
         assert any(len(tok.vocab[i]) > 11 for i in shared) and any(i < 256 for i in shared)
         want = b"".join(tok.vocab[i] for i in shared)
-        assert tok.decode_bytes(shared) == want
-        assert tok.decode_bytes([int(str(i)) for i in shared]) == want
         mixed = [Id(i) if k % 3 == 0 else i for k, i in enumerate(shared)] + [True, False]
-        assert tok.decode_bytes(mixed) == want + tok.vocab[1] + tok.vocab[0]
-        assert tok.decode(shared) == want.decode("utf-8", errors="replace")
+        # Before and after the address table exists: it is built once decodes
+        # have used 4 ids per shared int (`CoreBPE::tokens_by_address`).
+        for before_table in (True, False):
+            assert tok.decode_bytes(shared) == want
+            assert tok.decode_bytes([int(str(i)) for i in shared]) == want
+            assert tok.decode_bytes(mixed) == want + tok.vocab[1] + tok.vocab[0]
+            assert tok.decode(shared) == want.decode("utf-8", errors="replace")
+            if before_table:
+                assert tok.decode_bytes(shared * 8) == want * 8
 
 
 def test_decode_partial_utf8_gives_replacement_character():
