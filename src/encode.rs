@@ -469,10 +469,10 @@ impl TokenIds {
 
     #[inline]
     fn get(&self, bytes: &[u8]) -> Option<u32> {
-        if bytes.len() <= CACHED_PIECE {
-            self.get_short(piece_key(bytes))
-        } else {
-            self.long.get(bytes).copied()
+        match *bytes {
+            [first, second] => Some(self.two_byte[(first as usize) << 8 | second as usize]).filter(|&id| id != NO_ID),
+            _ if bytes.len() <= CACHED_PIECE => self.get_short(piece_key(bytes)),
+            _ => self.long.get(bytes).copied(),
         }
     }
 
@@ -719,21 +719,12 @@ impl Encoder {
 
     /// Encode one pre-token, appending its ids to `out`; short ones through the piece cache.
     fn encode_piece(&self, piece: &[u8], scratch: &mut Scratch, out: &mut Vec<u32>) -> Result<(), String> {
-        if let [first, second] = piece[..] {
-            // Two-byte pieces (`in`, `, `, a Latin-1, Greek or Cyrillic
-            // letter...) skip the piece cache: a table of 65536 ids holds them
-            // all, where random Latin-1 text has too many for the cache and
-            // each miss cost a hash lookup.
-            return match self.ids.two_byte[(first as usize) << 8 | second as usize] {
-                NO_ID => self.merge_piece(piece, &mut scratch.parts, &mut scratch.cache.hot, out),
-                id => Ok(out.push(id)),
-            };
-        }
-        if piece.len() > CACHED_PIECE {
-            return match self.ids.long.get(piece) {
-                Some(&id) => Ok(out.push(id)),
-                None => self.merge_piece(piece, &mut scratch.parts, &mut scratch.cache.hot, out),
-            };
+        // Two-byte pieces (`in`, `, `, a Latin-1, Greek or Cyrillic letter...)
+        // skip the piece cache: `TokenIds::two_byte` holds them all, where
+        // random Latin-1 text has too many for the cache and each miss cost a
+        // hash lookup. Long pieces are too rare to cache.
+        if piece.len() == 2 || piece.len() > CACHED_PIECE {
+            return self.whole_or_merged(self.ids.get(piece), piece, scratch, out);
         }
         let key = piece_key(piece);
         let slot = PieceCache::slot(key);
@@ -743,10 +734,7 @@ impl Encoder {
             return Ok(());
         }
         let start = out.len();
-        match self.ids.get_short(key) {
-            Some(id) => out.push(id),
-            None => self.merge_piece(piece, &mut scratch.parts, &mut scratch.cache.hot, out)?,
-        }
+        self.whole_or_merged(self.ids.get_short(key), piece, scratch, out)?;
         let ids = &out[start..];
         if ids.len() <= CACHED_IDS {
             let slot = &mut scratch.cache.slots[slot];
@@ -755,6 +743,19 @@ impl Encoder {
             slot.ids[..ids.len()].copy_from_slice(ids);
         }
         Ok(())
+    }
+
+    /// Append `whole`, the id of `piece` as one token if it is one, or else
+    /// the ids of merging it.
+    #[inline]
+    fn whole_or_merged(&self, whole: Option<u32>, piece: &[u8], scratch: &mut Scratch, out: &mut Vec<u32>) -> Result<(), String> {
+        match whole {
+            Some(id) => {
+                out.push(id);
+                Ok(())
+            }
+            None => self.merge_piece(piece, &mut scratch.parts, &mut scratch.cache.hot, out),
+        }
     }
 
     /// Merge a piece that is not a token, appending its ids.

@@ -628,8 +628,9 @@ struct CoreBPE {
     cut: CutRule,
     /// The ints id lists share, made on the first encode (`SharedInts`).
     ints: PyOnceLock<SharedInts>,
-    /// Their tokens by address, made on the first decode after them; sound
-    /// because `ints`, which keeps every int at its address, lives as long.
+    /// Their tokens by address, made by the decode that brings
+    /// `ids_decoded_without_table` to its threshold; sound because `ints`,
+    /// which keeps every int at its address, lives as long.
     tokens_by_address: PyOnceLock<TokensByAddress>,
     /// Ids decoded before `tokens_by_address` was built.
     ids_decoded_without_table: AtomicUsize,

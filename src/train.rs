@@ -421,17 +421,12 @@ impl Trainer {
     /// Compaction: queue every pair afresh with its live count, dropping stale
     /// heap entries and waiting pairs.
     fn rebuild_queue(&mut self) {
-        let threshold = self.threshold;
-        let mut hot = Vec::new();
+        self.heap.clear();
         self.waiting.iter_mut().for_each(Vec::clear);
-        for (&p, stats) in &self.pairs {
-            if stats.count >= threshold {
-                hot.push(self.candidate(p, stats.count));
-            } else {
-                self.waiting[bucket_of(stats.count)].push(p);
-            }
+        let live: Vec<(Pair, u64)> = self.pairs.iter().map(|(&p, stats)| (p, stats.count)).collect();
+        for (p, count) in live {
+            self.enqueue(p, count);
         }
-        self.heap = BinaryHeap::from(hot);
     }
 
     /// Queue `pair` with its live `count` (positive): on the heap if it is at
@@ -704,17 +699,19 @@ pub fn train(word_counts: WordCounts, num_merges: usize, progress: &Progress) ->
 mod tests {
     use super::*;
 
+    /// The bytes of the token each merge makes, in rank order.
+    fn merged_tokens(merges: &[Merge]) -> Vec<Vec<u8>> {
+        let mut bytes: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        for m in merges {
+            bytes.push([bytes[m.left as usize].clone(), bytes[m.right as usize].clone()].concat());
+        }
+        bytes.split_off(256)
+    }
+
     fn learn(words: &[(&str, u64)], n: usize) -> Vec<String> {
         let wc = words.iter().map(|(w, c)| (w.as_bytes().to_vec(), *c)).collect();
         let t = train(wc, n, &Progress::default()).unwrap();
-        let mut bytes: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
-        let mut out = vec![];
-        for m in t.merges {
-            let nb = [bytes[m.left as usize].clone(), bytes[m.right as usize].clone()].concat();
-            out.push(String::from_utf8(nb.clone()).unwrap());
-            bytes.push(nb);
-        }
-        out
+        merged_tokens(&t.merges).into_iter().map(|b| String::from_utf8(b).unwrap()).collect()
     }
 
     /// The merges by recounting every pair of every word at each step (the
@@ -768,11 +765,7 @@ mod tests {
             let words: Vec<(Vec<u8>, u64)> = counts.iter().map(|(w, c)| (w.clone(), *c)).collect();
             let expected = learn_by_recounting(&words, 40);
             let trained = train(counts, 40, &Progress::default()).unwrap();
-            let mut bytes: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
-            for m in &trained.merges {
-                bytes.push([bytes[m.left as usize].clone(), bytes[m.right as usize].clone()].concat());
-            }
-            assert_eq!(bytes[256..], expected[..], "words {words:?}");
+            assert_eq!(merged_tokens(&trained.merges), expected, "words {words:?}");
         }
     }
 
