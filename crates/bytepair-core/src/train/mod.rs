@@ -31,13 +31,23 @@
 //!
 //! Counts are u64 throughout (HF's 32-bit pair counts overflow on big corpora).
 
+
+mod changes;
+mod words;
+
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::BinaryHeap;
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use crate::count::{Progress, WordCounts};
+use crate::count::WordCounts;
+use crate::memory::drop_in_background;
+use crate::progress::Progress;
+use changes::SeamChanges;
+use words::{merge_words, Words};
+
+pub use words::{merge_in_word, Seam};
 
 type Pair = (u32, u32);
 
@@ -56,6 +66,19 @@ pub struct Trained {
     pub stopped_early: bool,
     /// Tokens the counted text holds after all merges (sum of count x word length).
     pub tokens: u64,
+}
+
+impl Trained {
+    /// The bytes of the token each merge makes, in rank order: merge `r`
+    /// makes id `256 + r`, the concatenation of its two parts.
+    pub fn merged_tokens(&self) -> Vec<Vec<u8>> {
+        let mut bytes: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        for m in &self.merges {
+            let token = [&bytes[m.left as usize][..], &bytes[m.right as usize][..]].concat();
+            bytes.push(token);
+        }
+        bytes.split_off(256)
+    }
 }
 
 /// The first 8 bytes of a token (big-endian, zero-padded) and its length capped
@@ -99,238 +122,6 @@ impl Candidate {
     fn same_key(&self, other: &Candidate) -> bool {
         (self.count, self.left_prefix, self.left_len, self.right_prefix, self.right_len)
             == (other.count, other.left_prefix, other.left_len, other.right_prefix, other.right_len)
-    }
-}
-
-/// Every distinct word as a sequence of token ids, stored back to back in one
-/// buffer: a merge visits its words in increasing id order, so it walks memory
-/// forwards instead of chasing one heap allocation per word. Words only shrink,
-/// in place.
-struct Words {
-    symbols: Vec<u32>,
-    start: Vec<usize>,
-    len: Vec<u32>,
-}
-
-impl Words {
-    /// The words of `counts` with at least two bytes and a positive count, in
-    /// the order of their first 8 bytes, and their counts. Order only affects
-    /// internal indices, never the merges; in this order words sharing a
-    /// prefix sit together, so the words of one pair are close in memory
-    /// (measured 25-35% faster merging on enwiki than hash-map order). The
-    /// prefix is sorted on as one integer: sorting by the whole bytes spent
-    /// ~0.1 s (multilingual, 475k words) comparing words through pointers.
-    fn from_counts(counts: &WordCounts) -> (Self, Vec<u64>) {
-        let mut kept: Vec<(u64, &[u8], u64)> = counts
-            .iter()
-            .filter(|(w, &c)| w.len() >= 2 && c > 0)
-            .map(|(w, &c)| (TokenPrefix::of(w).prefix, &w[..], c))
-            .collect();
-        kept.par_sort_unstable_by_key(|&(prefix, _, _)| prefix);
-        let total: usize = kept.iter().map(|(_, w, _)| w.len()).sum();
-        let mut words = Words { symbols: Vec::with_capacity(total), start: Vec::with_capacity(kept.len()), len: Vec::with_capacity(kept.len()) };
-        for &(_, bytes, _) in &kept {
-            words.start.push(words.symbols.len());
-            words.len.push(bytes.len() as u32);
-            words.symbols.extend(bytes.iter().map(|&b| u32::from(b)));
-        }
-        (words, kept.iter().map(|&(_, _, c)| c).collect())
-    }
-
-    fn count(&self) -> usize {
-        self.start.len()
-    }
-
-    fn get(&self, i: usize) -> &[u32] {
-        &self.symbols[self.start[i]..self.start[i] + self.len[i] as usize]
-    }
-
-    /// All the words, for `merge_words`, and where each starts.
-    fn view(&mut self) -> (WordsView<'_>, &[usize]) {
-        (WordsView { first: 0, base: 0, symbols: &mut self.symbols, len: &mut self.len }, &self.start)
-    }
-}
-
-/// The symbols and lengths of the words from id `first` on, which start at
-/// symbol `base`: a part of `Words` that one thread merges in.
-struct WordsView<'a> {
-    first: usize,
-    base: usize,
-    symbols: &'a mut [u32],
-    len: &'a mut [u32],
-}
-
-impl<'a> WordsView<'a> {
-    /// The words before `word` and those from it on.
-    fn split_at(self, word: usize, start: &[usize]) -> (WordsView<'a>, WordsView<'a>) {
-        let (symbols, rest_symbols) = self.symbols.split_at_mut(start[word] - self.base);
-        let (len, rest_len) = self.len.split_at_mut(word - self.first);
-        (
-            WordsView { first: self.first, base: self.base, symbols, len },
-            WordsView { first: word, base: start[word], symbols: rest_symbols, len: rest_len },
-        )
-    }
-
-    /// Ask for the length of word `i` and its first symbols, at symbol `start`.
-    fn prefetch(&self, i: usize, start: usize) {
-        prefetch(&self.len[i - self.first]);
-        prefetch(&self.symbols[start - self.base]);
-    }
-
-    /// Apply `pair -> new_id` to word `i` (see `merge_in_word`).
-    fn merge(&mut self, i: usize, start: usize, pair: Pair, new_id: u32, seam: impl FnMut(Seam)) {
-        let len = &mut self.len[i - self.first];
-        let word = &mut self.symbols[start - self.base..start - self.base + *len as usize];
-        *len = merge_in_word(word, pair, new_id, seam) as u32;
-    }
-}
-
-/// Hint the CPU to load the cache line of `value` (no effect on other targets).
-#[inline(always)]
-fn prefetch<T>(value: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch only hints the cache; `value` is a valid reference anyway.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch((value as *const T).cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
-    }
-}
-
-/// How many words ahead `merge_words` asks for a word's symbols (and twice
-/// as far ahead, for its start and count).
-const PREFETCH_WORDS: usize = 4;
-
-/// A merge with at least this many words merges them on all threads.
-const PARALLEL_MERGE_WORDS: usize = 1024;
-
-/// Apply `pair -> new_id` to the words `word_ids` (sorted) of `view`, adding
-/// up the pair-count changes in `changes`. Many words are split in up to
-/// `parts` parts merged in parallel, each into its own changes, then added
-/// up: the sums and the word lists (left part first, so still sorted) come
-/// out the same whatever the threads do. (A fixed number of parts, not
-/// rayon's splitting down to small jobs: each part's changes hold two
-/// vocabulary-sized tables.)
-fn merge_words(
-    mut view: WordsView<'_>,
-    (start, freqs): (&[usize], &[u64]),
-    word_ids: &[u32],
-    parts: usize,
-    (pair, new_id): (Pair, u32),
-    changes: &mut SeamChanges,
-) {
-    if parts > 1 && word_ids.len() >= PARALLEL_MERGE_WORDS {
-        let mid = word_ids.len() / 2;
-        let (left, right) = view.split_at(word_ids[mid] as usize, start);
-        let mut right_changes = SeamChanges::for_vocabulary(new_id as usize + 1);
-        rayon::join(
-            || merge_words(left, (start, freqs), &word_ids[..mid], parts / 2, (pair, new_id), changes),
-            || merge_words(right, (start, freqs), &word_ids[mid..], parts - parts / 2, (pair, new_id), &mut right_changes),
-        );
-        changes.absorb(right_changes);
-        return;
-    }
-    // The words of one merge are scattered over tens of MB, and waiting for
-    // each word's first load was half the time `merge_words` took: ask for
-    // the memory of the words a few steps ahead while these merge.
-    for (k, &wi) in word_ids.iter().enumerate() {
-        if let Some(&w) = word_ids.get(k + 2 * PREFETCH_WORDS) {
-            prefetch(&start[w as usize]);
-            prefetch(&freqs[w as usize]);
-        }
-        if let Some(&w) = word_ids.get(k + PREFETCH_WORDS) {
-            view.prefetch(w as usize, start[w as usize]);
-        }
-        let freq = freqs[wi as usize];
-        view.merge(wi as usize, start[wi as usize], pair, new_id, |seam| match seam {
-            Seam::Left(x) => changes.left.add(x, freq, wi),
-            Seam::Right(y) => changes.right.add(y, freq, wi),
-        });
-    }
-}
-
-/// What merging `(a, b) -> new` did next to its occurrences, keyed by the
-/// neighbouring token: `left[x]` occurrences had `x` on their left, so `x a`
-/// became `x new`; `right[y]` had `y` on their right, so `b y` became `new y`.
-/// Every pair-count change of the merge follows from these two tables (see
-/// `Trainer::apply_changes`), and a token id indexes them directly: no
-/// hashing for the four or five changes each occurrence makes.
-struct SeamChanges {
-    left: NeighbourCounts,
-    right: NeighbourCounts,
-}
-
-impl SeamChanges {
-    /// Empty tables for neighbours with ids below `vocabulary`.
-    fn for_vocabulary(vocabulary: usize) -> Self {
-        let mut changes = SeamChanges { left: NeighbourCounts::default(), right: NeighbourCounts::default() };
-        changes.grow(vocabulary);
-        changes
-    }
-
-    fn grow(&mut self, vocabulary: usize) {
-        self.left.slot.resize(vocabulary, 0);
-        self.right.slot.resize(vocabulary, 0);
-    }
-
-    /// Add `other`, the changes in words after all of this one's.
-    fn absorb(&mut self, other: SeamChanges) {
-        self.left.absorb(other.left);
-        self.right.absorb(other.right);
-    }
-}
-
-/// Weighted counts per neighbouring token, with the words where each was seen.
-#[derive(Default)]
-struct NeighbourCounts {
-    /// Token id -> 1 + its index in `seen`, or 0 if not seen yet.
-    slot: Vec<u32>,
-    /// Tokens in first-seen order, with their count and words (increasing,
-    /// no repeats).
-    seen: Vec<(u32, u64, Vec<u32>)>,
-}
-
-impl NeighbourCounts {
-    #[inline]
-    fn add(&mut self, token: u32, count: u64, word: u32) {
-        let slot = &mut self.slot[token as usize];
-        if *slot == 0 {
-            self.seen.push((token, 0, Vec::new()));
-            *slot = self.seen.len() as u32;
-        }
-        let (_, total, words) = &mut self.seen[*slot as usize - 1];
-        *total += count;
-        if words.last() != Some(&word) {
-            words.push(word);
-        }
-    }
-
-    fn absorb(&mut self, other: NeighbourCounts) {
-        for (token, count, words) in other.seen {
-            let slot = &mut self.slot[token as usize];
-            if *slot == 0 {
-                self.seen.push((token, count, words));
-                *slot = self.seen.len() as u32;
-            } else {
-                let (_, total, mine) = &mut self.seen[*slot as usize - 1];
-                *total += count;
-                mine.extend(words);
-            }
-        }
-    }
-
-    /// The tokens seen, each with its count and words; leaves the table empty.
-    fn drain(&mut self) -> std::vec::Drain<'_, (u32, u64, Vec<u32>)> {
-        for &(token, _, _) in &self.seen {
-            self.slot[token as usize] = 0;
-        }
-        self.seen.drain(..)
-    }
-
-    /// The count of `token`, 0 if not seen.
-    fn count_of(&self, token: u32) -> u64 {
-        match self.slot[token as usize] {
-            0 => 0,
-            slot => self.seen[slot as usize - 1].1,
-        }
     }
 }
 
@@ -554,54 +345,20 @@ impl Trainer {
         new_pairs
     }
 
+    /// Distinct pairs with a positive count: an upper bound of the merges left.
+    fn pair_count(&self) -> usize {
+        self.pairs.len()
+    }
+
     fn live_count(&self, pair: Pair) -> u64 {
         self.pairs.get(&pair).map_or(0, |stats| stats.count)
     }
-}
-
-/// A seam that merging `(a, b) -> new` made in a word: the token on the left
-/// of an occurrence (`x a b` became `x new`) or on its right (`a b y` became
-/// `new y`). The left neighbour is read after earlier merges in the word, so
-/// it may be `new` itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Seam {
-    Left(u32),
-    Right(u32),
 }
 
 /// The bucket of `Trainer::waiting` for a positive count: the exponent of the
 /// power of two at or below it.
 fn bucket_of(count: u64) -> usize {
     63 - count.leading_zeros() as usize
-}
-
-/// Merge every occurrence of `pair` in `word`, left to right (`A A A` -> `AA A`),
-/// reporting the neighbours of each occurrence to `seam`.
-/// The merged word is left in `word[..n]`; returns `n`.
-pub fn merge_in_word(word: &mut [u32], pair: Pair, new_id: u32, mut seam: impl FnMut(Seam)) -> usize {
-    let (a, b) = pair;
-    let n = word.len();
-    // The reverse index may list words that lost the pair since: leave those
-    // (and the untouched prefix of the others) without writing anything.
-    let Some(first) = word.windows(2).position(|w| w[0] == a && w[1] == b) else { return n };
-    let (mut read, mut write) = (first, first);
-    while read < n {
-        if read + 1 < n && word[read] == a && word[read + 1] == b {
-            if write > 0 {
-                seam(Seam::Left(word[write - 1]));
-            }
-            if read + 2 < n {
-                seam(Seam::Right(word[read + 2]));
-            }
-            word[write] = new_id;
-            read += 2;
-        } else {
-            word[write] = word[read];
-            read += 1;
-        }
-        write += 1;
-    }
-    write
 }
 
 /// Pair counts and reverse index of the initial words, built in parallel.
@@ -634,33 +391,6 @@ fn initial_pair_index(words: &Words, freqs: &[u64]) -> FxHashMap<Pair, PairStats
     pairs
 }
 
-/// Free `value` on another thread: the word counts and the trainer each own
-/// hundreds of thousands to millions of small allocations (a byte string per
-/// word, a word list per pair); freeing the trainer took ~0.2 s of a 2 s
-/// training run (multilingual corpus), time the caller need not wait for.
-/// If no thread can be started, the closure, value included, is dropped
-/// right here.
-fn drop_in_background<T: Send + 'static>(value: T) {
-    let _ = std::thread::Builder::new().name("bytepair-free".into()).spawn(move || {
-        drop(value);
-        release_freed_memory();
-    });
-}
-
-/// Return the free memory of glibc's heaps and arenas to the OS. Counting and
-/// the merge loop run on worker threads, each allocating from its own arena,
-/// and memory freed in one arena is not reused by the next phase's threads:
-/// the counting maps stayed resident under the merge loop, and the trainer
-/// under the Tokenizer built in Python (peak RSS of training on code.txt
-/// 89-91 MB, 71-74 with both trims). Other allocators and systems: nothing.
-fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases memory that no allocation uses.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
 /// Learn up to `num_merges` merges from word counts (word bytes -> count).
 ///
 /// Words of one byte carry no pair and are skipped. `progress.done` counts merges.
@@ -670,7 +400,9 @@ pub fn train(word_counts: WordCounts, num_merges: usize, progress: &Progress) ->
     let (words, freqs) = Words::from_counts(&word_counts);
     drop_in_background(word_counts);
     let mut t = Trainer::new(words, freqs);
-    let mut merges = Vec::with_capacity(num_merges);
+    // Capacity from what the words can hold, not from the request: a vocab_size of
+    // 10^10 must not reserve 160 GB up front.
+    let mut merges = Vec::with_capacity(num_merges.min(t.pair_count()));
     while merges.len() < num_merges {
         if progress.is_cancelled() {
             return None;
@@ -699,19 +431,10 @@ pub fn train(word_counts: WordCounts, num_merges: usize, progress: &Progress) ->
 mod tests {
     use super::*;
 
-    /// The bytes of the token each merge makes, in rank order.
-    fn merged_tokens(merges: &[Merge]) -> Vec<Vec<u8>> {
-        let mut bytes: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
-        for m in merges {
-            bytes.push([bytes[m.left as usize].clone(), bytes[m.right as usize].clone()].concat());
-        }
-        bytes.split_off(256)
-    }
-
     fn learn(words: &[(&str, u64)], n: usize) -> Vec<String> {
         let wc = words.iter().map(|(w, c)| (w.as_bytes().to_vec(), *c)).collect();
         let t = train(wc, n, &Progress::default()).unwrap();
-        merged_tokens(&t.merges).into_iter().map(|b| String::from_utf8(b).unwrap()).collect()
+        t.merged_tokens().into_iter().map(|b| String::from_utf8(b).unwrap()).collect()
     }
 
     /// The merges by recounting every pair of every word at each step (the
@@ -765,7 +488,7 @@ mod tests {
             let words: Vec<(Vec<u8>, u64)> = counts.iter().map(|(w, c)| (w.clone(), *c)).collect();
             let expected = learn_by_recounting(&words, 40);
             let trained = train(counts, 40, &Progress::default()).unwrap();
-            assert_eq!(merged_tokens(&trained.merges), expected, "words {words:?}");
+            assert_eq!(trained.merged_tokens(), expected, "words {words:?}");
         }
     }
 
@@ -773,24 +496,6 @@ mod tests {
     fn hugging_face_course_example() {
         let got = learn(&[("hug", 10), ("pug", 5), ("pun", 12), ("bun", 4), ("hugs", 5)], 4);
         assert_eq!(got, ["ug", "un", "hug", "pun"]);
-    }
-
-    #[test]
-    fn overlapping_pairs_merge_left_to_right() {
-        let mut w = vec![1, 1, 1];
-        let mut seams = vec![];
-        let n = merge_in_word(&mut w, (1, 1), 9, |s| seams.push(s));
-        assert_eq!(w[..n], [9, 1]);
-        assert_eq!(seams, [Seam::Right(1)]);
-    }
-
-    #[test]
-    fn seams_see_earlier_merges_in_the_word() {
-        let mut w = vec![5, 1, 2, 1, 2, 7];
-        let mut seams = vec![];
-        let n = merge_in_word(&mut w, (1, 2), 9, |s| seams.push(s));
-        assert_eq!(w[..n], [5, 9, 9, 7]);
-        assert_eq!(seams, [Seam::Left(5), Seam::Right(1), Seam::Left(9), Seam::Right(7)]);
     }
 
     #[test]

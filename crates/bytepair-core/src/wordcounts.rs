@@ -27,14 +27,22 @@ pub struct Columns {
 }
 
 /// Why a set of columns cannot be read or written.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, PartialEq, thiserror::Error)]
 pub enum ColumnsError {
     /// Offsets that are not n + 1 non-decreasing positions inside `data`.
+    #[error("bad word offsets: {0}")]
     BadOffsets(String),
     /// A count that is negative (when reading) or beyond i64 (when writing).
+    #[error("count of word {} is {count}: counts must be in [0, 2**63) (Parquet INT64) and sums must fit u64", escaped(word))]
     BadCount { word: Vec<u8>, count: i128 },
     /// The same word twice within one part.
+    #[error("word {} appears twice in one part (a part holds each word once)", escaped(.0))]
     Duplicate(Vec<u8>),
+}
+
+/// A word for an error message: its text with non-printing characters escaped.
+fn escaped(word: &[u8]) -> String {
+    String::from_utf8_lossy(word).escape_debug().to_string()
 }
 
 /// The bucket of `word` among `parts` buckets (stable everywhere, see module docs).

@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyInt;
 
-use crate::encode::push_inline;
+use bytepair_core::encode::push_inline;
 
 /// One Python int per id below `Encoder::dense_id_bound`, made on the first
 /// encode: an id list holds references to them, so building it is an
@@ -58,7 +58,7 @@ fn new_int(py: Python<'_>, id: u32) -> Bound<'_, PyInt> {
 
 /// The token bytes of the shared ints of short tokens, by the int's address
 /// (about 16 bytes per id: 4 MiB for o200k, built once decodes have used
-/// enough ids, see `CoreBPE::tokens_by_address`).
+/// enough ids, see `IdLists::tokens_by_address`).
 pub struct TokensByAddress {
     /// The ints that lie in one array from id 0 on: CPython's cache of small
     /// ints (0 to 256, the byte tokens, frequent in any non-English text).
@@ -105,7 +105,7 @@ impl SmallRun {
     #[inline]
     fn get(&self, address: usize) -> Option<&[u8; 16]> {
         let offset = address.wrapping_sub(self.base);
-        if offset % INT_STRIDE != 0 {
+        if !offset.is_multiple_of(INT_STRIDE) {
             return None;
         }
         self.entries.get(offset / INT_STRIDE).filter(|entry| entry[15] != 0)
@@ -161,7 +161,7 @@ impl AddressTable {
     #[inline]
     fn key(&self, address: usize) -> Option<u32> {
         let offset = address.wrapping_sub(self.base);
-        if offset % UNIT != 0 {
+        if !offset.is_multiple_of(UNIT) {
             return None;
         }
         u32::try_from(offset / UNIT).ok()?.checked_add(1)

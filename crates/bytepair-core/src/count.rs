@@ -11,46 +11,49 @@
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
 
-use crate::pretokenize::PreTokenizer;
+use crate::cut::CutRule;
+use crate::pretokenize::{PreTokenizer, SearchError};
+use crate::progress::Progress;
 
 /// Word (pre-token bytes) -> number of occurrences.
 pub type WordCounts = FxHashMap<Vec<u8>, u64>;
 
-/// Shared between the workers and the thread reporting progress.
-#[derive(Default)]
-pub struct Progress {
-    pub done: AtomicU64,
-    pub cancelled: AtomicBool,
-}
-
-impl Progress {
-    pub fn add(&self, n: u64) {
-        self.done.fetch_add(n, Ordering::Relaxed);
-    }
-    pub fn is_cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::Relaxed)
-    }
-}
-
 /// Why counting stopped.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum CountError {
+    /// `Progress::cancel` was called.
+    #[error("cancelled")]
     Cancelled,
     /// Corpus bytes that are not UTF-8: file and byte offset of the first bad byte.
+    #[error("{path}: invalid UTF-8 at byte offset {offset}")]
     InvalidUtf8 { path: String, offset: u64 },
     /// The same, in document `index` of a `count_documents` batch (offset within it).
+    #[error("document {index}: invalid UTF-8 at byte offset {offset}")]
     InvalidUtf8InDocument { index: usize, offset: u64 },
-    Io { path: String, message: String },
-    Regex(String),
+    /// A file could not be opened or read.
+    #[error("{path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    /// Documents whose offsets are not n + 1 non-decreasing positions in the data.
+    #[error("{0}")]
+    BadOffsets(String),
+    /// The backtracking engine gave up on a custom pattern.
+    #[error(transparent)]
+    Search(#[from] SearchError),
+}
+
+impl CountError {
+    fn io(path: &str, source: std::io::Error) -> Self {
+        CountError::Io { path: path.to_string(), source }
+    }
 }
 
 /// Add the pre-tokens of `text` (a whole document) to `counts`.
-pub fn count_text(pre: &PreTokenizer, text: &str, counts: &mut WordCounts) -> Result<(), String> {
+pub fn count_text(pre: &PreTokenizer, text: &str, counts: &mut WordCounts) -> Result<(), SearchError> {
     pre.for_each_word(text, |w| add_word(counts, w.as_bytes(), 1))
 }
 
@@ -116,7 +119,7 @@ fn count_parallel<J: Send>(
 /// Count a batch of independent documents in parallel.
 pub fn count_texts(pre: &PreTokenizer, texts: &[String], progress: &Progress) -> Result<WordCounts, CountError> {
     count_parallel(texts.iter().map(Ok), progress, |text, counts| {
-        count_text(pre, text, counts).map_err(CountError::Regex)?;
+        count_text(pre, text, counts)?;
         progress.add(text.len() as u64);
         Ok(())
     })
@@ -137,7 +140,7 @@ pub fn count_documents(
     replace_errors: bool,
     progress: &Progress,
 ) -> Result<WordCounts, CountError> {
-    let bad = |m: String| CountError::Regex(m);
+    let bad = CountError::BadOffsets;
     if offsets.is_empty() {
         return Err(bad("offsets must hold n + 1 positions, got none".into()));
     }
@@ -165,7 +168,7 @@ pub fn count_documents(
                     return Err(CountError::InvalidUtf8InDocument { index: i, offset: e.valid_up_to() as u64 })
                 }
             };
-            count_text(pre, &text, counts).map_err(CountError::Regex)?;
+            count_text(pre, &text, counts)?;
             progress.add(doc.len() as u64);
         }
         Ok(())
@@ -199,7 +202,7 @@ pub fn count_files(
                 return Err(CountError::InvalidUtf8 { path: chunk.path.to_string(), offset });
             }
         };
-        count_text(pre, &text, counts).map_err(CountError::Regex)?;
+        count_text(pre, &text, counts)?;
         progress.add(chunk.bytes.len() as u64);
         Ok(())
     })
@@ -228,9 +231,9 @@ pub struct ChunkReader {
 impl ChunkReader {
     pub fn open(path: &str, chunk_size: usize, rule: CutRule) -> Result<Self, CountError> {
         if Path::new(path).is_dir() {
-            return Err(CountError::Io { path: path.into(), message: "is a directory".into() });
+            return Err(CountError::io(path, std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory")));
         }
-        let file = File::open(path).map_err(|e| CountError::Io { path: path.into(), message: e.to_string() })?;
+        let file = File::open(path).map_err(|e| CountError::io(path, e))?;
         Ok(ChunkReader { file, path: Arc::from(path), chunk_size: chunk_size.max(1), rule, carry: vec![], offset: 0, eof: false })
     }
 
@@ -241,7 +244,7 @@ impl ChunkReader {
         let got = (&mut self.file)
             .take(want)
             .read_to_end(&mut self.carry)
-            .map_err(|e| CountError::Io { path: self.path.to_string(), message: e.to_string() })?;
+            .map_err(|e| CountError::io(&self.path, e))?;
         if (got as u64) < want {
             self.eof = true;
         }
@@ -285,78 +288,6 @@ impl Iterator for ChunkReader {
     }
 }
 
-/// Where a text may be cut so that its two halves pre-tokenize (and match
-/// special tokens) exactly as the whole text does. Used to stream files in
-/// blocks for counting and for `encode_iterable`.
-///
-/// Two kinds of cut, both between two ASCII bytes (so a cut never splits a
-/// UTF-8 sequence, and replacing invalid bytes per block equals replacing them
-/// in the whole text):
-///
-/// * **Newline**: right after a `\n` preceded by a printable ASCII character and
-///   followed by an ASCII letter or digit (`x\ny`). No preset branch matches a
-///   newline followed by a letter or digit (o200k's `[\r\n/]*` does continue
-///   into `/`, hence the restriction on `y`), and the block that ends in `x\n`
-///   pre-tokenizes its tail exactly as the whole text would: the `\n` is either
-///   taken by the punctuation run before it (cl100k, o200k) or is a pre-token of
-///   its own, `\s+(?!\S)` at the end of the block and `\s+` in the whole text.
-///   Used for custom patterns too (documented: a custom pattern that matches
-///   across `x\ny` sees different splits).
-/// * **Letter, punctuation** (presets only, for text without newlines): between
-///   an ASCII letter and ASCII punctuation other than `'`. No branch of the
-///   gpt2, cl100k or o200k pattern matches a letter followed by such a character
-///   (o200k's letter runs may end in a contraction, hence no `'`), so no
-///   pre-token crosses the cut; and no match that ends before the cut can end
-///   with a look-ahead there, because the character before it is not whitespace.
-///
-/// A cut inside (or at the end of the buffer, possibly inside) an occurrence
-/// of a special token is never taken.
-#[derive(Clone, Debug)]
-pub struct CutRule {
-    letter_punct: bool,
-    specials: Vec<Vec<u8>>,
-}
-
-impl CutRule {
-    /// The rule for `pattern` (preset name or regex) with these special tokens.
-    pub fn new(pattern: &str, special_tokens: &[String]) -> Self {
-        CutRule {
-            letter_punct: crate::pretokenize::is_preset(pattern),
-            specials: special_tokens.iter().map(|t| t.as_bytes().to_vec()).collect(),
-        }
-    }
-
-    /// Are the cuts proven for this pattern? True for the presets; for a custom
-    /// pattern the newline cut is an assumption (fine for streaming counts of a
-    /// corpus, not for encoding one text).
-    pub fn is_exact(&self) -> bool {
-        self.letter_punct
-    }
-
-    /// The last safe cut in `buf` (an index in `1..buf.len()`), if any.
-    pub fn last_cut(&self, buf: &[u8]) -> Option<usize> {
-        (1..buf.len()).rev().find(|&i| self.is_cut(buf, i) && !self.inside_special(buf, i))
-    }
-
-    fn is_cut(&self, buf: &[u8], i: usize) -> bool {
-        let (before, after) = (buf[i - 1], buf[i]);
-        let newline = before == b'\n' && i >= 2 && buf[i - 2].is_ascii_graphic() && after.is_ascii_alphanumeric();
-        newline || (self.letter_punct && before.is_ascii_alphabetic() && after.is_ascii_punctuation() && after != b'\'')
-    }
-
-    /// Could an occurrence of a special token cover both `buf[i - 1]` and `buf[i]`?
-    /// An occurrence cut off by the end of `buf` counts as one.
-    fn inside_special(&self, buf: &[u8], i: usize) -> bool {
-        self.specials.iter().any(|s| {
-            (1..s.len().min(i + 1)).any(|k| {
-                let tail = &buf[i - k..];
-                let n = tail.len().min(s.len());
-                tail[..n] == s[..n]
-            })
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -388,35 +319,6 @@ mod tests {
     }
 
     #[test]
-    fn newline_cut_needs_non_space_on_both_sides() {
-        let rule = CutRule::new("my custom pattern", &[]);
-        assert_eq!(rule.last_cut(b"a\nb"), Some(2));
-        assert_eq!(rule.last_cut(b"a\n b"), None);
-        assert_eq!(rule.last_cut(b"a \nb"), None);
-        assert_eq!(rule.last_cut(b"a\nb\nc"), Some(4));
-        assert_eq!(rule.last_cut(b"}\n/"), None, "o200k matches a brace, newline and slash as one pre-token");
-        assert_eq!(rule.last_cut(b"word."), None, "letter-punctuation cuts are for presets only");
-    }
-
-    #[test]
-    fn letter_punctuation_cut_for_presets() {
-        let rule = CutRule::new("o200k", &[]);
-        assert_eq!(rule.last_cut(b"ab.cd"), Some(2));
-        assert_eq!(rule.last_cut(b"ab.cd,e"), Some(5));
-        assert_eq!(rule.last_cut(b"it's"), None, "o200k keeps a contraction with its word");
-        assert_eq!(rule.last_cut(b"a .b1,"), None);
-    }
-
-    #[test]
-    fn no_cut_inside_a_special_token() {
-        let rule = CutRule::new("gpt2", &["<|endoftext|>".to_string(), "x\nY".to_string()]);
-        assert_eq!(rule.last_cut(b"a.<|endoftext|>"), Some(1));
-        assert_eq!(rule.last_cut(b"a.<|endoft"), Some(1), "a special token may continue past the buffer");
-        assert_eq!(rule.last_cut(b"ab\nx\nY"), Some(3));
-        assert_eq!(CutRule::new("gpt2", &[]).last_cut(b"ab\nx\nY"), Some(5));
-    }
-
-    #[test]
     fn a_line_without_newlines_is_read_in_chunks() {
         let text = "Word,".repeat(1000);
         let path = std::env::temp_dir().join(format!("bytepair-line-{}.txt", std::process::id()));
@@ -428,3 +330,4 @@ mod tests {
         assert_eq!(chunks.iter().map(|c| c.bytes.len()).sum::<usize>(), text.len());
     }
 }
+

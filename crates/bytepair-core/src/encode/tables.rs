@@ -1,0 +1,260 @@
+//! The tables the encoder looks tokens and pairs up in: token bytes -> id
+//! (`TokenIds`), and (left part, right part) -> rank (`PairRanks`, over the
+//! packed open-addressing `PairTable`).
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+/// Rank of a pair that does not merge.
+pub(super) const NO_RANK: u32 = u32::MAX;
+/// Id of a byte (or rank) that has no token.
+pub(super) const NO_ID: u32 = u32::MAX;
+
+/// The merge table on parts: (left part, right part) -> rank of the token whose
+/// bytes are their concatenation, for every split of every ranked token into
+/// two parts (so it also holds pairs no merge names, as tiktoken's
+/// rank-of-concatenation rule requires).
+///
+/// Parts are named by dense codes, not by token ids: byte `b` is `b`, the token
+/// of rank `r` is `256 + r`. Every part of a piece being merged is one or the
+/// other (a single byte, or a concatenation that has a rank), merging two parts
+/// gives code `256 + rank` with no lookup, and dense codes pack a pair and its
+/// rank into one u64 (`PairTable`).
+pub(super) struct PairRanks {
+    /// Byte -> id of its single-byte token (NO_ID if it has none).
+    pub(super) byte_ids: [u32; 256],
+    /// `(first << 8) | second` -> rank of that two-byte token: the first round
+    /// of every piece, looked up without hashing.
+    byte_pairs: Box<[u32]>,
+    /// Pairs with a part of two bytes or more (pairs of single bytes only meet
+    /// in the first round).
+    pub(super) pairs: PairTable,
+    /// Rank -> id of the merged token.
+    merged_ids: Vec<u32>,
+}
+
+impl PairRanks {
+    pub(super) fn new(ids: &TokenIds, ranks: &FxHashMap<Vec<u8>, u32>, n_ranks: usize) -> Self {
+        let mut byte_ids = [NO_ID; 256];
+        for b in 0..=255u8 {
+            if let Some(id) = ids.get(&[b][..]) {
+                byte_ids[b as usize] = id;
+            }
+        }
+        // A part is a single byte with a token, or bytes with a rank and an id
+        // (a ranked token without an id can never be output, so it never merges).
+        let mut merged_ids = vec![NO_ID; n_ranks];
+        let mut merged_codes: FxHashMap<&[u8], u32> = FxHashMap::default();
+        for (token, &rank) in ranks {
+            if let Some(id) = ids.get(token) {
+                merged_ids[rank as usize] = id;
+                merged_codes.insert(token, 256 + rank);
+            }
+        }
+        let code = |bytes: &[u8]| match bytes {
+            [b] => (byte_ids[*b as usize] != NO_ID).then_some(*b as u32),
+            _ => merged_codes.get(bytes).copied(),
+        };
+        // A split needs a part on each side, so only lengths that some part has
+        // are tried: trying all L - 1 splits of a token, each hashing up to L
+        // bytes, is quadratic, and a vocabulary trained on a long run of one
+        // character has tokens of millions of bytes (lengths 1, 2, 4, ...).
+        let mut part_lengths: Vec<usize> = merged_codes.keys().map(|t| t.len()).collect();
+        part_lengths.push(1);
+        part_lengths.sort_unstable();
+        part_lengths.dedup();
+        let is_part_length: FxHashSet<usize> = part_lengths.iter().copied().collect();
+        let mut byte_pairs = vec![NO_RANK; 1 << 16].into_boxed_slice();
+        let mut pairs = Vec::new();
+        for (&token, &merged) in &merged_codes {
+            let rank = merged - 256;
+            let splits = part_lengths.iter().copied().take_while(|&n| n < token.len());
+            for split in splits.filter(|&n| is_part_length.contains(&(token.len() - n))) {
+                let Some(left) = code(&token[..split]) else { continue };
+                let Some(right) = code(&token[split..]) else { continue };
+                if token.len() == 2 {
+                    byte_pairs[(token[0] as usize) << 8 | token[1] as usize] = rank;
+                } else {
+                    pairs.push((left, right, rank));
+                }
+            }
+        }
+        PairRanks { byte_ids, byte_pairs, pairs: PairTable::new(&pairs, n_ranks + 256), merged_ids }
+    }
+
+    /// Rank of merging the parts `left` and `right` (NO_RANK: they do not merge).
+    #[inline]
+    pub(super) fn rank(&self, left: u32, right: u32) -> u32 {
+        self.pairs.get(left, right)
+    }
+
+    #[inline]
+    pub(super) fn byte_pair_rank(&self, first: u8, second: u8) -> u32 {
+        self.byte_pairs[(first as usize) << 8 | second as usize]
+    }
+
+    /// Token id of a part.
+    #[inline]
+    pub(super) fn id(&self, code: u32) -> u32 {
+        if code < 256 {
+            self.byte_ids[code as usize]
+        } else {
+            self.merged_ids[(code - 256) as usize]
+        }
+    }
+}
+
+/// Bits of a part code in a packed pair.
+pub(super) const CODE_BITS: u32 = 21;
+const CODE_MASK: u64 = (1 << CODE_BITS) - 1;
+/// A free slot of the packed table (no pair packs to it: codes stay below 2**21 - 1).
+pub(super) const FREE: u64 = u64::MAX;
+/// The (left, right) bits of a packed slot.
+pub(super) const PACKED_KEY_MASK: u64 = CODE_MASK << CODE_BITS | CODE_MASK;
+
+/// (left code, right code) -> rank. Packed: an open-addressing table whose slot
+/// is one u64, left | right << 21 | rank << 42, so a lookup reads one slot (one
+/// cache miss at most, where a general hash map reads its control bytes and
+/// then the entry), at most half full so that misses stop early. Used when codes
+/// fit in 21 bits (fewer than two million merges); a hash map otherwise.
+pub(super) enum PairTable {
+    Packed { slots: Box<[u64]>, shift: u32 },
+    Wide(FxHashMap<u64, u32>),
+}
+
+impl PairTable {
+    pub(super) fn new(pairs: &[(u32, u32, u32)], n_codes: usize) -> Self {
+        if n_codes as u64 >= CODE_MASK {
+            return PairTable::Wide(pairs.iter().map(|&(l, r, rank)| ((l as u64) << 32 | r as u64, rank)).collect());
+        }
+        let capacity = (2 * pairs.len()).next_power_of_two().max(16);
+        let shift = 64 - capacity.trailing_zeros();
+        let mut slots = vec![FREE; capacity].into_boxed_slice();
+        for &(left, right, rank) in pairs {
+            let key = packed_key(left, right);
+            let mut i = packed_slot(key, shift);
+            while slots[i] != FREE && slots[i] & PACKED_KEY_MASK != key {
+                i = (i + 1) & (capacity - 1);
+            }
+            slots[i] = key | (rank as u64) << (2 * CODE_BITS);
+        }
+        PairTable::Packed { slots, shift }
+    }
+
+    #[inline]
+    pub(super) fn get(&self, left: u32, right: u32) -> u32 {
+        match self {
+            PairTable::Packed { slots, shift } => {
+                let key = packed_key(left, right);
+                let mut i = packed_slot(key, *shift);
+                loop {
+                    let slot = slots[i];
+                    if slot == FREE {
+                        return NO_RANK;
+                    }
+                    if slot & PACKED_KEY_MASK == key {
+                        return (slot >> (2 * CODE_BITS)) as u32;
+                    }
+                    i = (i + 1) & (slots.len() - 1);
+                }
+            }
+            PairTable::Wide(map) => map.get(&((left as u64) << 32 | right as u64)).copied().unwrap_or(NO_RANK),
+        }
+    }
+}
+
+#[inline]
+pub(super) fn packed_key(left: u32, right: u32) -> u64 {
+    left as u64 | (right as u64) << CODE_BITS
+}
+
+#[inline]
+pub(super) fn packed_slot(key: u64, shift: u32) -> usize {
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize
+}
+
+/// Pieces of at most this many bytes go through the piece cache.
+pub(super) const CACHED_PIECE: usize = 15;
+
+/// The bytes of a piece of at most `CACHED_PIECE` bytes and its length, as one number.
+#[inline]
+pub(super) fn piece_key(piece: &[u8]) -> u128 {
+    let mut buf = [0u8; 16];
+    buf[..piece.len()].copy_from_slice(piece);
+    buf[15] = piece.len() as u8;
+    u128::from_le_bytes(buf)
+}
+
+/// Token bytes -> id. Tokens of at most `CACHED_PIECE` bytes (nearly all)
+/// are keyed by `piece_key`: a lookup probes one table with no heap-allocated
+/// key to compare (the byte-slice map took three cache misses and a memcmp
+/// call, ~15% of encoding o200k prose, paid by every piece-cache miss).
+/// Two-byte tokens are also in a table indexed by their bytes.
+pub(super) struct TokenIds {
+    short: FxHashMap<u128, u32>,
+    /// One bit per `SHORT_FILTER_BITS`-bit hash of a short token's key: a
+    /// clear bit proves a piece is not a token without touching `short`.
+    short_filter: Box<[u64]>,
+    long: FxHashMap<Vec<u8>, u32>,
+    /// `(first << 8) | second` -> id of that two-byte token, or NO_ID.
+    two_byte: Box<[u32]>,
+}
+
+/// Bits of the short-token filter's hash: 2^20 bits, 128 KiB, which stays in
+/// L2 where the map of o200k's short tokens (6 MiB) misses. With 200k tokens
+/// ~18% of the bits are set, so ~80% of the pieces that are not tokens (most
+/// pieces the cache misses in random or rare text) skip the map.
+const SHORT_FILTER_BITS: u32 = 20;
+
+#[inline]
+fn short_filter_bit(key: u128) -> usize {
+    let folded = (key as u64) ^ ((key >> 64) as u64).rotate_left(29);
+    (folded.wrapping_mul(0xD6E8_FEB8_6659_FD93) >> (64 - SHORT_FILTER_BITS)) as usize
+}
+
+impl TokenIds {
+    pub(super) fn new() -> Self {
+        TokenIds {
+            short: FxHashMap::default(),
+            short_filter: vec![0; (1 << SHORT_FILTER_BITS) / 64].into_boxed_slice(),
+            long: FxHashMap::default(),
+            two_byte: vec![NO_ID; 1 << 16].into_boxed_slice(),
+        }
+    }
+
+    /// Add a token unless its bytes already have an id (the first id wins).
+    pub(super) fn insert(&mut self, bytes: Vec<u8>, id: u32) {
+        if let [first, second] = bytes[..] {
+            let slot = &mut self.two_byte[(first as usize) << 8 | second as usize];
+            if *slot == NO_ID {
+                *slot = id;
+            }
+        }
+        if bytes.len() <= CACHED_PIECE {
+            let key = piece_key(&bytes);
+            let bit = short_filter_bit(key);
+            self.short_filter[bit / 64] |= 1 << (bit % 64);
+            self.short.entry(key).or_insert(id);
+        } else {
+            self.long.entry(bytes).or_insert(id);
+        }
+    }
+
+    #[inline]
+    pub(super) fn get(&self, bytes: &[u8]) -> Option<u32> {
+        match *bytes {
+            [first, second] => Some(self.two_byte[(first as usize) << 8 | second as usize]).filter(|&id| id != NO_ID),
+            _ if bytes.len() <= CACHED_PIECE => self.get_short(piece_key(bytes)),
+            _ => self.long.get(bytes).copied(),
+        }
+    }
+
+    /// The id of the short token of `piece_key` `key`.
+    #[inline]
+    pub(super) fn get_short(&self, key: u128) -> Option<u32> {
+        let bit = short_filter_bit(key);
+        if self.short_filter[bit / 64] & 1 << (bit % 64) == 0 {
+            return None;
+        }
+        self.short.get(&key).copied()
+    }
+}

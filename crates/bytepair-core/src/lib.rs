@@ -1,0 +1,62 @@
+//! # bytepair-core
+//!
+//! Byte-level BPE (the GPT-2 / tiktoken kind) in pure Rust: pre-tokenization,
+//! word counting, the merge loop that learns a merge table, and an encoder
+//! whose ids equal tiktoken's for the same ranks, pattern and special tokens.
+//! The Python package `bytepair` is a thin layer over this crate; nothing here
+//! depends on Python.
+//!
+//! One module per stage of the pipeline:
+//!
+//! | module | stage |
+//! |---|---|
+//! | [`pretokenize`] | split text into pre-tokens with a preset or custom regex; special tokens |
+//! | [`cut`] | safe cuts: where a text may be split without changing its pre-tokens |
+//! | [`count`] | stream files or texts and count each distinct pre-token (word counts) |
+//! | [`wordcounts`] | the word-counts artifact's columns (Arrow layout) and stable buckets |
+//! | [`train`] | the merge loop: learn merges from word counts |
+//! | [`encode`] | encode text to ids (rank-ordered merges) and decode ids to bytes |
+//! | [`recover`] | recover the merges of a rank table (a `.tiktoken` file) |
+//! | [`progress`] | progress and cancellation of long work |
+//!
+//! The contract (id layout, tie-break, special-token semantics) is in
+//! `docs/design.md` of the repository.
+//!
+//! ## Example: train on a text, then encode and decode with the result
+//!
+//! ```
+//! use bytepair_core::{count, train, Encoder, PreTokenizer, Progress};
+//!
+//! let text = "the cat sat on the mat; the cat ate the rat";
+//! // Count pre-tokens with GPT-2's pattern (special tokens would split the text first).
+//! let pre = PreTokenizer::new("gpt2", &[]).unwrap();
+//! let mut counts = count::WordCounts::default();
+//! count::count_text(&pre, text, &mut counts).unwrap();
+//! assert_eq!(counts[&b" the"[..]], 3);
+//!
+//! // Learn 5 merges; ties go to the lexicographically greatest pair of bytes.
+//! let trained = train::train(counts, 5, &Progress::default()).expect("not cancelled");
+//! let merged = trained.merged_tokens();
+//! assert_eq!(merged[0], b"at");
+//!
+//! // Encode with the result: ids 0..=255 are the bytes, 256 + r the token of merge r.
+//! let enc = Encoder::from_merged(merged, &[], "gpt2").unwrap();
+//! let ids = enc.encode(" the cat", &[], &[]).unwrap();
+//! let decoded: Vec<i64> = ids.iter().map(|&id| id as i64).collect();
+//! assert_eq!(enc.decode_bytes(&decoded).unwrap(), b" the cat");
+//! ```
+
+pub mod count;
+pub mod cut;
+pub mod encode;
+mod memory;
+pub mod pretokenize;
+pub mod progress;
+pub mod recover;
+pub mod train;
+pub mod wordcounts;
+
+pub use cut::CutRule;
+pub use encode::{EncodeError, Encoder, EncoderError};
+pub use pretokenize::{PatternError, PreTokenizer};
+pub use progress::Progress;

@@ -1,0 +1,261 @@
+//! Pre-tokenization: split text into pre-tokens ("words") with a regex, after
+//! cutting it at special-token strings.
+//!
+//! Two engines, one contract: every split must equal Python's `regex` module
+//! (`regex.findall(pattern, text)`) on the same pattern.
+//!
+//! * The presets (`gpt2`, `cl100k`, `o200k`) first try a hand-written scanner
+//!   per preset, which decides a pre-token when only ASCII and 2-byte
+//!   characters (Latin, Greek, Cyrillic, Hebrew, Arabic...; for o200k not its
+//!   other letters and marks) are involved, and otherwise run on `regex-automata`'s DFA-based
+//!   meta engine, which is several times faster than a backtracking engine but has
+//!   no look-around. Their only look-around is the `\s+(?!\S)` branch, which we
+//!   emulate exactly with a multi-pattern, leftmost-first, anchored search:
+//!   - pattern 0: every branch before `\s+(?!\S)`, with `\s+\z` in its place in
+//!     the order (a whitespace run that reaches the end of the text satisfies
+//!     the look-ahead whole);
+//!   - pattern 1: `\s+\s`, and we give the last character back: a run followed
+//!     by a non-space keeps all but its last character, which is exactly what
+//!     the backtracking engine ends up matching;
+//!   - pattern 2: `\s+` (the final fallback branch).
+//!
+//!   Possessive quantifiers in cl100k (`?+`, `++`) are written as plain ones: in
+//!   those positions backtracking can never produce a different match, because the
+//!   character classes on either side are disjoint.
+//! * Custom patterns run on `fancy-regex`, the backtracking engine tiktoken uses.
+//!
+//! Special tokens are found with Aho-Corasick, leftmost-longest: when two special
+//! tokens overlap, the longest wins.
+
+mod presets;
+mod scan;
+mod special;
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use aho_corasick::AhoCorasick;
+use fancy_regex::Regex as FancyRegex;
+use regex_automata::meta::{Cache as MetaCache, Regex as MetaRegex};
+use regex_automata::{Anchored, Input};
+
+pub use presets::{is_preset, resolve_pattern, CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN};
+pub use special::special_matcher;
+
+use presets::preset_head;
+use scan::{scanner, Scanner};
+
+/// Why a pattern or a set of special tokens cannot be compiled.
+#[derive(Debug, thiserror::Error)]
+pub enum PatternError {
+    /// The regex does not compile (the message is the engine's).
+    #[error("invalid pattern {pattern:?}: {message}")]
+    Invalid { pattern: String, message: String },
+    /// A special token that is the empty string (it would match everywhere).
+    #[error("special token {0:?} is empty")]
+    EmptySpecialToken(String),
+    /// The special-token matcher could not be built (too many or too long tokens).
+    #[error("cannot build special-token matcher: {0}")]
+    SpecialMatcher(String),
+}
+
+/// The backtracking engine gave up on a text (a catastrophic custom pattern
+/// exceeded its backtrack limit); the presets never fail.
+#[derive(Debug, thiserror::Error)]
+#[error("regex engine error: {0}")]
+pub struct SearchError(pub String);
+
+enum Engine {
+    /// Preset: pattern ids 0 (take), 1 (give back the last char), 2 (take),
+    /// behind the preset's hand-written scanner for the pre-tokens it can decide.
+    /// `tag` names the regex in the threads' search caches (`RegexCaches`).
+    Emulated { re: MetaRegex, scan: Scanner, tag: u64 },
+    Fancy(FancyRegex),
+}
+
+/// Source of the `Engine::Emulated` tags: a number no other regex in this process has.
+static NEXT_REGEX_TAG: AtomicU64 = AtomicU64::new(1);
+
+/// Search caches (the lazy DFA's states) of the last few preset regexes this
+/// thread used, by tag. `MetaRegex::search` fetches a cache from the regex's
+/// pool and puts it back on every call, and its dispatch costs as much again:
+/// ~8% of encoding random Latin-1 text, which is all short non-ASCII
+/// pre-tokens. A cache per `for_each_piece` call would rebuild the DFA for
+/// every short document of a batch, so caches stay with the thread.
+struct RegexCaches(Vec<(u64, MetaCache)>);
+
+/// Caches a thread keeps (a trainer's counter and an encoder or two).
+const CACHED_REGEXES: usize = 4;
+
+thread_local! {
+    static REGEX_CACHES: RefCell<RegexCaches> = const { RefCell::new(RegexCaches(Vec::new())) };
+}
+
+impl RegexCaches {
+    /// This thread's cache for the regex `tag`, taken out (a nested call gets a new one).
+    fn take(tag: u64, re: &MetaRegex) -> MetaCache {
+        let found = REGEX_CACHES.with(|caches| {
+            let mut caches = caches.borrow_mut();
+            let i = caches.0.iter().position(|(t, _)| *t == tag)?;
+            Some(caches.0.swap_remove(i).1)
+        });
+        found.unwrap_or_else(|| re.create_cache())
+    }
+
+    /// Give the cache back, dropping the oldest beyond `CACHED_REGEXES`.
+    fn put(tag: u64, cache: MetaCache) {
+        REGEX_CACHES.with(|caches| {
+            let mut caches = caches.borrow_mut();
+            if caches.0.len() >= CACHED_REGEXES {
+                caches.0.remove(0);
+            }
+            caches.0.push((tag, cache));
+        });
+    }
+}
+
+/// A compiled pre-tokenizer: regex plus special-token splitter.
+pub struct PreTokenizer {
+    engine: Engine,
+    specials: Option<AhoCorasick>,
+}
+
+impl PreTokenizer {
+    /// Compile `pattern` (a preset name or a regex) with the given special tokens.
+    pub fn new(pattern: &str, special_tokens: &[String]) -> Result<Self, PatternError> {
+        let pattern = resolve_pattern(pattern);
+        let invalid = |e: &dyn std::fmt::Display| PatternError::Invalid { pattern: pattern.to_string(), message: e.to_string() };
+        let engine = match preset_head(pattern) {
+            Some(head) => {
+                // A preset always compiles; the error is there for the type's sake.
+                let re = MetaRegex::new_many(&[head, r"\s+\s", r"\s+"]).map_err(|e| invalid(&e))?;
+                Engine::Emulated { re, scan: scanner(pattern), tag: NEXT_REGEX_TAG.fetch_add(1, Ordering::Relaxed) }
+            }
+            None => Engine::Fancy(FancyRegex::new(pattern).map_err(|e| invalid(&e))?),
+        };
+        Ok(PreTokenizer { engine, specials: special_matcher(special_tokens)? })
+    }
+
+    /// Call `f` on every pre-token of `text`, which holds no special tokens.
+    /// Errors only when the backtracking engine gives up (catastrophic pattern).
+    pub fn for_each_piece<'t>(
+        &self,
+        text: &'t str,
+        mut f: impl FnMut(&'t str),
+    ) -> Result<(), SearchError> {
+        match &self.engine {
+            Engine::Emulated { re, scan, tag } => {
+                let mut cache = RegexCaches::take(*tag, re);
+                let mut pos = 0;
+                while pos < text.len() {
+                    if let Some(end) = scan(text.as_bytes(), pos) {
+                        f(&text[pos..end]);
+                        pos = end;
+                        continue;
+                    }
+                    let input = Input::new(text).range(pos..).anchored(Anchored::Yes);
+                    let Some(m) = re.search_with(&mut cache, &input) else {
+                        // Every preset covers every character; skip one if not.
+                        pos += text[pos..].chars().next().map_or(1, char::len_utf8);
+                        continue;
+                    };
+                    let mut end = m.end();
+                    if m.pattern().as_usize() == 1 {
+                        end -= text[..end].chars().next_back().map_or(0, char::len_utf8);
+                    }
+                    f(&text[pos..end]);
+                    pos = end;
+                }
+                RegexCaches::put(*tag, cache);
+            }
+            Engine::Fancy(re) => {
+                for m in re.find_iter(text) {
+                    let m = m.map_err(|e| SearchError(e.to_string()))?;
+                    if !m.as_str().is_empty() {
+                        f(m.as_str());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Call `f` on every pre-token of `text`, cutting first at special tokens,
+    /// which are dropped (they are hard boundaries and never counted as text).
+    pub fn for_each_word<'t>(&self, text: &'t str, mut f: impl FnMut(&'t str)) -> Result<(), SearchError> {
+        match &self.specials {
+            None => self.for_each_piece(text, f),
+            Some(ac) => {
+                let mut start = 0;
+                for m in ac.find_iter(text) {
+                    self.for_each_piece(&text[start..m.start()], &mut f)?;
+                    start = m.end();
+                }
+                self.for_each_piece(&text[start..], f)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(pattern: &str, text: &str) -> Vec<String> {
+        let p = PreTokenizer::new(pattern, &[]).unwrap();
+        let mut out = vec![];
+        p.for_each_piece(text, |w| out.push(w.to_string())).unwrap();
+        out
+    }
+
+    #[test]
+    fn gpt2_emulation_equals_backtracking() {
+        let texts = [
+            "Hello world", "a  b", "a \n\n b", "  lead", "trail  ", "x\n", "it's 12 o'clock!!",
+            " \t\n x", "\n\n\n", "", "a\n  ", "a.\n \n", "x\n\ny  ", "héllo wörld 123 ...", "a\u{a0}\u{a0}b",
+        ];
+        for pat in ["gpt2", "cl100k", "o200k"] {
+            let full = resolve_pattern(pat);
+            for t in texts {
+                let fancy = {
+                    let re = FancyRegex::new(full).unwrap();
+                    re.find_iter(t).map(|m| m.unwrap().as_str().to_string()).collect::<Vec<_>>()
+                };
+                assert_eq!(split(pat, t), fancy, "pattern {pat} text {t:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn scanners_equal_regex() {
+        let texts = [
+            "it's 'S 'll'' ''s x'd a'b", "  \n\n x  y\t\tz \r\n", "end  ", "a\x1cb\x1f c\x0b\x0cd", "!!  ..a1b2 3.4",
+            "caf\u{e9} na\u{ef}ve \u{a0}x 'caf\u{e9}", " \u{3000}y", "x \u{85}\n", "'\u{e9}t\u{e9}'",
+            "IT'S We'Re DON'T x'\u{17f} 'K HTTPServer fooBar ABC1 a\n  ", "1234567 x12y (foo) ...a  \n\n  b\t\tc",
+            "a.\n/b }\n/* c */\n\n", "x\t\ty \t!z \r\n\r\n", "1\u{b2}3 ab\u{301}c",
+            // 2-byte characters, which the gpt2 and cl100k scanners classify.
+            "\u{3b1}\u{3b2}\u{3b3} \u{43f}\u{440}\u{438}\u{432}\u{435}\u{442} \u{5e9}\u{5dc}\u{5d5}\u{5dd}, \u{627}\u{644}\u{639}\u{631}\u{628}\u{64a}\u{629}!",
+            "\u{a0}\u{a0}x \u{a0}\u{a0} \u{85}y\u{a0}", "\u{b2}\u{b3}\u{b9}4 \u{660}\u{661}\u{662}\u{663}\u{664} 1\u{bd}", "\u{a0}\u{e9}t\u{e9} \u{bf}qu\u{e9}? \u{ab}\u{bb}\u{a7}\u{b6}",
+            "e\u{301}t\u{301} \u{301}\u{301}x \u{2c6}\u{2b0}a", "\u{e9}\u{4e2d}\u{6587} \u{3b1}\u{2003}\u{3b2}", "'\u{17f} x'\u{e9} \u{c9}T\u{c9}'S", "\u{a0}\u{a0}",
+            "\u{100}\u{17f}\u{180}\u{24f}\u{250}\u{2af}\u{370}\u{3ff}\u{400}\u{4ff}\u{500}\u{7ff} \u{5be}\u{5c0}\u{5c3}\u{5c6}", "\r\n\u{a0}\n\u{85} z",
+            // o200k's cased words: Lt, Lm, Lo and marks in and next to words.
+            "\u{c0}\u{c9}cole \u{e9}T\u{c9} \u{c9}T\u{c9}'S \u{1c5}x \u{1c4}\u{1c5}\u{1c6} a\u{c9}b", "\u{2b0}a b\u{2b0} \u{5d0}b x\u{301}y \u{301}z",
+            "\u{391}\u{3b8}\u{3ae}\u{3bd}\u{3b1} \u{41c}\u{41e}\u{421}\u{41a}\u{412}\u{410} \u{410}\u{431}\u{432}'\u{434} \u{ab}\u{41c}\u{438}\u{440}\u{bb}",
+        ];
+        for pattern in [GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN] {
+            let re = FancyRegex::new(pattern).unwrap();
+            for t in texts {
+                let want: Vec<String> = re.find_iter(t).map(|m| m.unwrap().as_str().to_string()).collect();
+                assert_eq!(split(pattern, t), want, "pattern {pattern} text {t:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn specials_are_dropped_longest_first() {
+        let p = PreTokenizer::new("gpt2", &["<|a|>".into(), "<|a|><|b|>".into()]).unwrap();
+        let mut out = vec![];
+        p.for_each_word("x<|a|><|b|>y<|a|>z", |w| out.push(w)).unwrap();
+        assert_eq!(out, ["x", "y", "z"]);
+    }
+}

@@ -1,0 +1,186 @@
+//! `WordCounter`: word counts accumulated from files, texts, documents in
+//! Arrow layout or word-counts parts, then trained on (`train`).
+
+use bytepair_core::count::{self, CountError, WordCounts};
+use bytepair_core::{train, wordcounts, CutRule, PreTokenizer};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::errors::{columns_error, count_error, pattern_error};
+use crate::runtime::run_with_progress;
+
+/// What `WordCounter::train` returns: ([(left id, right id, pair count)],
+/// stopped early, tokens in the counted text after all merges).
+type TrainResult = (Vec<(u32, u32, u64)>, bool, u64);
+
+/// One word-counts part as Arrow buffers: (data, offsets, counts) bytes.
+type PartBuffers<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+
+/// Little-endian i64s from a bytes buffer (Arrow offsets or an INT64 column).
+fn le_i64s(raw: &[u8], what: &str) -> PyResult<Vec<i64>> {
+    if !raw.len().is_multiple_of(8) {
+        return Err(PyValueError::new_err(format!("{what}: {} bytes is not a whole number of int64", raw.len())));
+    }
+    Ok(raw.chunks_exact(8).map(|b| i64::from_le_bytes(b.try_into().unwrap())).collect())
+}
+
+/// Word counts accumulated from texts or files, then trained on.
+#[pyclass(module = "bytepair._core")]
+pub struct WordCounter {
+    pre: PreTokenizer,
+    cut: CutRule,
+    counts: WordCounts,
+}
+
+#[pymethods]
+impl WordCounter {
+    #[new]
+    fn new(pattern: &str, special_tokens: Vec<String>) -> PyResult<Self> {
+        let pre = PreTokenizer::new(pattern, &special_tokens).map_err(pattern_error)?;
+        let cut = CutRule::new(pattern, &special_tokens);
+        Ok(WordCounter { pre, cut, counts: WordCounts::default() })
+    }
+
+    /// Count UTF-8 files, each one document; progress reports bytes read.
+    #[pyo3(signature = (paths, num_threads=None, chunk_size=1 << 20, replace_errors=false, progress=None))]
+    fn count_files(
+        &mut self,
+        py: Python<'_>,
+        paths: Vec<String>,
+        num_threads: Option<usize>,
+        chunk_size: usize,
+        replace_errors: bool,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let (pre, cut) = (&self.pre, &self.cut);
+        let counts = run_with_progress(py, num_threads, progress, |p| {
+            count::count_files(pre, cut, &paths, chunk_size, replace_errors, p)
+        })?
+            .map_err(count_error)?;
+        self.counts = count::merge_counts(std::mem::take(&mut self.counts), counts);
+        Ok(())
+    }
+
+    /// Count a batch of texts, each one document; progress reports UTF-8 bytes.
+    #[pyo3(signature = (texts, num_threads=None, progress=None))]
+    fn count_texts(
+        &mut self,
+        py: Python<'_>,
+        texts: Vec<String>,
+        num_threads: Option<usize>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let pre = &self.pre;
+        let counts =
+            run_with_progress(py, num_threads, progress, |p| count::count_texts(pre, &texts, p))?.map_err(count_error)?;
+        self.counts = count::merge_counts(std::mem::take(&mut self.counts), counts);
+        Ok(())
+    }
+
+    /// Count documents in Arrow `large_string` layout: `data` holds their UTF-8
+    /// bytes back to back, `offsets` n + 1 little-endian i64 positions in `data`.
+    /// Progress reports bytes.
+    /// Errors name `source` and, if `first_record` is given, the record number
+    /// (`first_record` + index); else they name `source` alone (one document).
+    #[pyo3(signature = (data, offsets, source, first_record=None, num_threads=None, replace_errors=false, progress=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn count_documents(
+        &mut self,
+        py: Python<'_>,
+        data: &[u8],
+        offsets: &[u8],
+        source: &str,
+        first_record: Option<u64>,
+        num_threads: Option<usize>,
+        replace_errors: bool,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let offsets = le_i64s(offsets, "offsets")?;
+        let pre = &self.pre;
+        let counts = run_with_progress(py, num_threads, progress, |p| {
+            count::count_documents(pre, data, &offsets, replace_errors, p)
+        })?
+            .map_err(|e| match e {
+                CountError::InvalidUtf8InDocument { index, offset } => {
+                    let path = match first_record {
+                        Some(first) => format!("{source}: record {}", first + index as u64),
+                        None => source.to_string(),
+                    };
+                    count_error(CountError::InvalidUtf8 { path, offset })
+                }
+                other => count_error(other),
+            })?;
+        self.counts = count::merge_counts(std::mem::take(&mut self.counts), counts);
+        Ok(())
+    }
+
+    /// Add the rows of one word-counts part (Arrow `large_binary` words: `data`,
+    /// `offsets`; `counts` n little-endian i64). `unique` also rejects a word
+    /// that repeats within the part (a part holds each word once).
+    #[pyo3(signature = (data, offsets, counts, unique=true))]
+    fn add_columns(&mut self, py: Python<'_>, data: &[u8], offsets: &[u8], counts: &[u8], unique: bool) -> PyResult<()> {
+        let (offsets, n) = (le_i64s(offsets, "offsets")?, le_i64s(counts, "counts")?);
+        let words = &mut self.counts;
+        py.detach(|| wordcounts::add_rows(words, data, &offsets, &n, unique)).map_err(columns_error)
+    }
+
+    /// The counts split into `parts` buckets by the stable word hash
+    /// (`wordcounts::bucket_of`), each a sorted part as (data, offsets, counts) bytes.
+    fn to_buckets<'py>(&self, py: Python<'py>, parts: usize) -> PyResult<Vec<PartBuffers<'py>>> {
+        if parts == 0 {
+            return Err(PyValueError::new_err("parts must be at least 1"));
+        }
+        let counts = &self.counts;
+        let buckets = py.detach(|| wordcounts::to_buckets(counts, parts)).map_err(columns_error)?;
+        Ok(buckets
+            .into_iter()
+            .map(|c| {
+                let offsets: Vec<u8> = c.offsets.iter().flat_map(|x| x.to_le_bytes()).collect();
+                let counts: Vec<u8> = c.counts.iter().flat_map(|x| x.to_le_bytes()).collect();
+                (PyBytes::new(py, &c.data), PyBytes::new(py, &offsets), PyBytes::new(py, &counts))
+            })
+            .collect())
+    }
+
+    /// Add (word bytes, count) pairs as given, without pre-tokenizing them.
+    fn add_counts(&mut self, items: Vec<(Vec<u8>, u64)>) {
+        for (w, n) in items {
+            count::add_word(&mut self.counts, &w, n);
+        }
+    }
+
+    fn __len__(&self) -> usize {
+        self.counts.len()
+    }
+
+    /// Total number of pre-tokens counted.
+    fn total(&self) -> u64 {
+        self.counts.values().sum()
+    }
+
+    /// All (word bytes, count), sorted by count descending then bytes.
+    fn items<'py>(&self, py: Python<'py>) -> Vec<(Bound<'py, PyBytes>, u64)> {
+        let mut v: Vec<(&Vec<u8>, &u64)> = self.counts.iter().collect();
+        v.sort_unstable_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        v.into_iter().map(|(w, &n)| (PyBytes::new(py, w), n)).collect()
+    }
+
+    /// Learn up to `num_merges` merges from the counts (which are consumed).
+    /// Returns ([(left id, right id, count)], stopped_early, tokens after merging);
+    /// progress reports merges.
+    #[pyo3(signature = (num_merges, num_threads=None, progress=None))]
+    fn train(
+        &mut self,
+        py: Python<'_>,
+        num_merges: usize,
+        num_threads: Option<usize>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<TrainResult> {
+        let words = std::mem::take(&mut self.counts);
+        let trained = run_with_progress(py, num_threads, progress, |p| train::train(words, num_merges, p))?
+            .ok_or_else(|| PyRuntimeError::new_err("cancelled"))?;
+        let merges = trained.merges.into_iter().map(|m| (m.left, m.right, m.count)).collect();
+        Ok((merges, trained.stopped_early, trained.tokens))
+    }
+}

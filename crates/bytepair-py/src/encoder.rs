@@ -1,0 +1,173 @@
+//! `CoreBPE`: the encoder as Python sees it. Encoding runs without the GIL; a
+//! long text is cut at safe cuts into segments with a Ctrl-C check between
+//! them; id lists are built and read back by `IdLists`.
+
+use bytepair_core::cut::{segments, CutRule};
+use bytepair_core::{EncodeError, Encoder};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyString};
+
+use crate::batch::{encode_batch, BatchError};
+use crate::errors::{encode_error, encoder_error};
+use crate::id_lists::IdLists;
+
+/// Texts longer than this are encoded in segments, with a Ctrl-C check between them.
+const SEGMENT_BYTES: usize = 1 << 20;
+
+/// The encoder: vocabulary, merge ranks, special tokens and pattern.
+#[pyclass(module = "bytepair._core", frozen)]
+pub struct CoreBPE {
+    enc: Encoder,
+    cut: CutRule,
+    lists: IdLists,
+}
+
+impl CoreBPE {
+    fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
+        self.lists.to_list(py, &self.enc, ids)
+    }
+
+    /// `Encoder::encode` of `text`, interruptibly.
+    fn encode_ids(&self, py: Python<'_>, text: &str, allowed: &[String], disallowed: &[String]) -> PyResult<Vec<u32>> {
+        self.encode_interruptibly(py, text, |segment| self.enc.encode(segment, allowed, disallowed))
+    }
+
+    /// Encode `text` without the GIL. A long text with a preset pattern is cut
+    /// at safe cuts (`bytepair_core::cut`: the segments encode to the ids of
+    /// the whole) into segments of about `SEGMENT_BYTES`, and Ctrl-C is checked
+    /// between them, so KeyboardInterrupt stops a huge `encode` promptly.
+    fn encode_interruptibly(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        encode: impl Fn(&str) -> Result<Vec<u32>, EncodeError> + Sync,
+    ) -> PyResult<Vec<u32>> {
+        let mut ids: Vec<u32> = Vec::new();
+        for (start, segment) in segments(&self.cut, text, SEGMENT_BYTES) {
+            if start > 0 {
+                py.check_signals()?;
+            }
+            let more = py.detach(|| encode(segment)).map_err(|e| encode_error(e.shifted(start), text))?;
+            if ids.is_empty() {
+                ids = more;
+            } else {
+                ids.extend_from_slice(&more);
+            }
+        }
+        Ok(ids)
+    }
+}
+
+#[pymethods]
+impl CoreBPE {
+    #[new]
+    fn new(tokens: Vec<(Vec<u8>, u32)>, merged: Vec<Vec<u8>>, specials: Vec<(String, u32)>, pattern: &str) -> PyResult<Self> {
+        let names: Vec<String> = specials.iter().map(|(t, _)| t.clone()).collect();
+        let cut = CutRule::new(pattern, &names);
+        let enc = Encoder::new(tokens, merged, specials, pattern).map_err(encoder_error)?;
+        Ok(CoreBPE { enc, cut, lists: IdLists::new() })
+    }
+
+    /// Number of characters after the last safe cut of `text` (see `bytepair_core::cut`),
+    /// or None if there is none: `text[:len(text) - n]` and the rest encode
+    /// independently to the ids of `text`.
+    fn chars_after_last_cut(&self, text: &str) -> Option<usize> {
+        self.cut.last_cut(text.as_bytes()).map(|i| text[i..].chars().count())
+    }
+
+    fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
+        let ids = self.encode_interruptibly(py, text, |segment| {
+            let mut out = Vec::with_capacity(segment.len() / 4);
+            self.enc.encode_ordinary_into(segment, &mut out).map(|_| out)
+        })?;
+        self.id_list(py, &ids)
+    }
+
+    fn encode<'py>(&self, py: Python<'py>, text: &str, allowed: Vec<String>, disallowed: Vec<String>) -> PyResult<Bound<'py, PyList>> {
+        let ids = self.encode_ids(py, text, &allowed, &disallowed)?;
+        self.id_list(py, &ids)
+    }
+
+    /// `encode` with BPE-dropout: each candidate merge is skipped with probability
+    /// `dropout` (0 <= dropout < 1); the same `seed` gives the same ids.
+    fn encode_with_dropout<'py>(
+        &self,
+        py: Python<'py>,
+        text: &str,
+        allowed: Vec<String>,
+        disallowed: Vec<String>,
+        dropout: f64,
+        seed: u64,
+    ) -> PyResult<Bound<'py, PyList>> {
+        if !(0.0..1.0).contains(&dropout) {
+            return Err(PyValueError::new_err(format!("dropout={dropout} must be in [0, 1)")));
+        }
+        let ids = py
+            .detach(|| self.enc.encode_with_dropout(text, &allowed, &disallowed, dropout, seed))
+            .map_err(|e| encode_error(e, text))?;
+        self.id_list(py, &ids)
+    }
+
+    /// Like `encode`, but the ids come back as little-endian uint32 bytes.
+    fn encode_to_bytes<'py>(&self, py: Python<'py>, text: &str, allowed: Vec<String>, disallowed: Vec<String>) -> PyResult<Bound<'py, PyBytes>> {
+        let ids = self.encode_ids(py, text, &allowed, &disallowed)?;
+        let bytes: Vec<u8> = ids.iter().flat_map(|id| id.to_le_bytes()).collect();
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Encode many texts on `num_threads` threads, the calling thread being one
+    /// of them (default: rayon's thread count, one per core). The texts are
+    /// borrowed, not copied: a str exposes its UTF-8 buffer, and the list
+    /// keeps every str alive. A text with a lone surrogate raises
+    /// UnicodeEncodeError before any work (the Python side then replaces them
+    /// and calls again).
+    #[pyo3(signature = (texts, allowed, disallowed, num_threads=None))]
+    fn encode_batch<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<Bound<'py, PyString>>,
+        allowed: Vec<String>,
+        disallowed: Vec<String>,
+        num_threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
+        let threads = match num_threads {
+            Some(0) => return Err(PyValueError::new_err("num_threads must be at least 1")),
+            Some(n) => n,
+            None => rayon::current_num_threads(),
+        };
+        let encode = |i: usize| self.enc.encode(texts[i], &allowed, &disallowed);
+        let to_list = |ids: &[u32]| self.id_list(py, ids);
+        encode_batch(py, &texts, threads, &encode, &to_list).map_err(|e| match e {
+            BatchError::Python(e) => e,
+            BatchError::Encode(e, i) => encode_error(e, texts[i]),
+        })
+    }
+
+    /// Joined bytes of a list of ids.
+    fn decode_bytes<'py>(&self, py: Python<'py>, ids: Bound<'py, PyList>) -> PyResult<Bound<'py, PyBytes>> {
+        Ok(PyBytes::new(py, &self.lists.joined_bytes(py, &self.enc, &ids)?))
+    }
+
+    /// The text of a list of ids: their joined bytes decoded as UTF-8 with the
+    /// error handler `errors` ("strict", "replace", ...), as `bytes.decode`
+    /// does, but with no bytes object between (one 4-byte-per-id copy fewer).
+    fn decode_text<'py>(&self, py: Python<'py>, ids: Bound<'py, PyList>, errors: &str) -> PyResult<Bound<'py, PyAny>> {
+        let out = self.lists.joined_bytes(py, &self.enc, &ids)?;
+        let errors = std::ffi::CString::new(errors).map_err(|_| PyValueError::new_err("errors holds a NUL character"))?;
+        // SAFETY: the buffer and the handler name outlive the call, which
+        // returns a new reference or NULL with an exception set.
+        unsafe {
+            let text = pyo3::ffi::PyUnicode_DecodeUTF8(out.as_ptr().cast(), out.len() as pyo3::ffi::Py_ssize_t, errors.as_ptr());
+            Bound::from_owned_ptr_or_err(py, text)
+        }
+    }
+
+    /// The pre-tokens of `text` (special tokens not treated), for tests and inspection.
+    fn pretokenize(&self, text: &str) -> PyResult<Vec<String>> {
+        let mut out = vec![];
+        self.enc.pre_tokenizer().for_each_piece(text, |w| out.push(w.to_string())).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(out)
+    }
+}

@@ -1,0 +1,60 @@
+//! Python bindings of `bytepair_core`: the extension module `bytepair._core`.
+//!
+//! The core knows nothing of Python; this crate converts arguments and errors,
+//! releases the GIL around heavy work and keeps Ctrl-C working:
+//!
+//! * `runtime`: long calls (counting, the merge loop) run on a worker thread
+//!   while the calling thread wakes every 100 ms to report progress and check
+//!   signals; a panic becomes a Python exception;
+//! * `counter`: `WordCounter`, word counts and training;
+//! * `encoder`: `CoreBPE`, encoding (segmented at safe cuts) and decoding;
+//! * `batch`: `encode_batch`'s scheduler, which overlaps building Python lists
+//!   on the calling thread with encoding on the others;
+//! * `id_lists`, `shared_ints`: CPython-specific speed-ups for id lists.
+
+mod batch;
+mod counter;
+mod encoder;
+mod errors;
+mod id_lists;
+mod runtime;
+mod shared_ints;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+/// Resolve a preset name (`gpt2`, `cl100k`, `o200k`) to its regex; other strings pass through.
+#[pyfunction]
+fn resolve_pattern(name_or_pattern: &str) -> String {
+    bytepair_core::pretokenize::resolve_pattern(name_or_pattern).to_string()
+}
+
+/// For tokens in rank order (single bytes left out), the byte length of the left
+/// part of each one's merge, or None where BPE with lower ranks does not leave
+/// exactly two parts (see `bytepair_core::recover::recover_merges`).
+#[pyfunction]
+fn recover_merges(py: Python<'_>, merged: Vec<Vec<u8>>) -> Vec<Option<usize>> {
+    py.detach(|| bytepair_core::recover::recover_merges(&merged))
+}
+
+/// Test hook: panic on the calling thread (`"caller"`, surfaces as pyo3's
+/// `PanicException`) or on a worker thread (`"worker"`, surfaces as `RuntimeError`),
+/// to check that a panic never aborts the interpreter.
+#[pyfunction]
+fn _panic_for_tests(py: Python<'_>, place: &str) -> PyResult<()> {
+    match place {
+        "caller" => panic!("panic requested by a test"),
+        "worker" => runtime::run_with_progress(py, Some(2), None, |_| -> () { panic!("panic requested by a test") }),
+        other => Err(PyValueError::new_err(format!("place {other:?}: expected 'caller' or 'worker'"))),
+    }
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(resolve_pattern, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
+    m.add_function(wrap_pyfunction!(recover_merges, m)?)?;
+    m.add_class::<counter::WordCounter>()?;
+    m.add_class::<encoder::CoreBPE>()?;
+    Ok(())
+}

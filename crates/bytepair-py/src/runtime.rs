@@ -1,0 +1,98 @@
+//! The GIL and signal runtime: long work runs on a worker thread with the GIL
+//! released, while the calling thread wakes every 100 ms to report progress to
+//! Python and to check for Ctrl-C; a panic in the core becomes an exception.
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use bytepair_core::Progress;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+/// How often the calling thread reports progress and checks for Ctrl-C.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(100);
+
+/// A thread pool of `num_threads` threads (default: one per core).
+pub fn pool(num_threads: Option<usize>) -> PyResult<rayon::ThreadPool> {
+    let mut b = rayon::ThreadPoolBuilder::new();
+    if let Some(n) = num_threads {
+        if n == 0 {
+            return Err(PyValueError::new_err("num_threads must be at least 1"));
+        }
+        b = b.num_threads(n);
+    }
+    b.build().map_err(|e| PyRuntimeError::new_err(format!("cannot start thread pool: {e}")))
+}
+
+/// Run `work` without the GIL on its own thread pool; every `POLL_INTERVAL`
+/// call `callback(progress.done())` and check signals. A Python error (Ctrl-C,
+/// or one raised by the callback) cancels the work and is returned.
+pub fn run_with_progress<R: Send>(
+    py: Python<'_>,
+    num_threads: Option<usize>,
+    callback: Option<Py<PyAny>>,
+    work: impl FnOnce(&Progress) -> R + Send,
+) -> PyResult<R> {
+    let pool = pool(num_threads)?;
+    let progress = Progress::default();
+    let report = |done: u64| -> PyResult<()> {
+        Python::attach(|py| {
+            py.check_signals()?;
+            if let Some(cb) = &callback {
+                cb.call1(py, (done,))?;
+            }
+            Ok(())
+        })
+    };
+    let (result, error) = py.detach(|| {
+        std::thread::scope(|s| {
+            let (tx, rx) = mpsc::channel();
+            let progress = &progress;
+            s.spawn(move || {
+                // A panic (a bug) becomes an error for the caller instead of
+                // re-panicking out of the scope.
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.install(|| work(progress))));
+                let _ = tx.send(outcome.map_err(|payload| panic_message(payload.as_ref())));
+            });
+            let mut error = None;
+            loop {
+                match rx.recv_timeout(POLL_INTERVAL) {
+                    Ok(r) => return (Some(r), error),
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        if error.is_none() {
+                            if let Err(e) = report(progress.done()) {
+                                progress.cancel();
+                                error = Some(e);
+                            }
+                        }
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return (None, error),
+                }
+            }
+        })
+    });
+    if let Some(e) = error {
+        return Err(e);
+    }
+    let result = match result {
+        Some(Ok(r)) => r,
+        Some(Err(message)) => return Err(internal_error(&message)),
+        None => return Err(internal_error("worker thread ended without a result")),
+    };
+    report(progress.done())?;
+    Ok(result)
+}
+
+/// The text of a panic payload (`panic!` with a literal or a formatted message).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string())
+}
+
+/// A bug in bytepair, raised as an ordinary exception instead of aborting.
+pub fn internal_error(message: &str) -> PyErr {
+    PyRuntimeError::new_err(format!("internal error in bytepair (Rust panic: {message}); please report it"))
+}
