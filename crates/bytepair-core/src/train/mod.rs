@@ -26,7 +26,7 @@
 //! of all of them (900k entries, 36 MB) missed the cache on most levels of each
 //! pop; the heap now holds the pairs within a factor of two of the best.
 //!
-//! Tie-break (DESIGN.md): highest count, then the lexicographically greatest
+//! Tie-break (docs/design.md): highest count, then the lexicographically greatest
 //! `(bytes(A), bytes(B))`, so results never depend on hash or thread order.
 //!
 //! Counts are u64 throughout (HF's 32-bit pair counts overflow on big corpora).
