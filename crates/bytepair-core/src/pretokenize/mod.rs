@@ -4,46 +4,26 @@
 //! Two engines, one contract: every split must equal Python's `regex` module
 //! (`regex.findall(pattern, text)`) on the same pattern.
 //!
-//! * The presets (`gpt2`, `cl100k`, `o200k`) first try a hand-written scanner
-//!   per preset, which decides a pre-token when only ASCII and 2-byte
-//!   characters (Latin, Greek, Cyrillic, Hebrew, Arabic...; for o200k not its
-//!   other letters and marks) are involved, and otherwise run on `regex-automata`'s DFA-based
-//!   meta engine, which is several times faster than a backtracking engine but has
-//!   no look-around. Their only look-around is the `\s+(?!\S)` branch, which we
-//!   emulate exactly with a multi-pattern, leftmost-first, anchored search:
-//!   - pattern 0: every branch before `\s+(?!\S)`, with `\s+\z` in its place in
-//!     the order (a whitespace run that reaches the end of the text satisfies
-//!     the look-ahead whole);
-//!   - pattern 1: `\s+\s`, and we give the last character back: a run followed
-//!     by a non-space keeps all but its last character, which is exactly what
-//!     the backtracking engine ends up matching;
-//!   - pattern 2: `\s+` (the final fallback branch).
-//!
-//!   Possessive quantifiers in cl100k (`?+`, `++`) are written as plain ones: in
-//!   those positions backtracking can never produce a different match, because the
-//!   character classes on either side are disjoint.
+//! * The presets (`gpt2`, `cl100k`, `o200k`) run without a regex engine: each
+//!   is a scalar state machine that mirrors its pattern branch by branch, with
+//!   the look-ahead `\s+(?!\S)` and the backtracking of o200k's optional
+//!   prefix written out (`scalar`), over a table of Unicode character classes
+//!   built from the regex engine's own property data (`unicode`).
 //! * Custom patterns run on `fancy-regex`, the backtracking engine tiktoken uses.
 //!
 //! Special tokens are found with Aho-Corasick, leftmost-longest: when two special
 //! tokens overlap, the longest wins.
 
 mod presets;
-mod scan;
+mod scalar;
 mod special;
-
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+pub mod unicode;
 
 use aho_corasick::AhoCorasick;
 use fancy_regex::Regex as FancyRegex;
-use regex_automata::meta::{Cache as MetaCache, Regex as MetaRegex};
-use regex_automata::{Anchored, Input};
 
-pub use presets::{is_preset, resolve_pattern, CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN};
+pub use presets::{is_preset, resolve_pattern, Preset, CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN};
 pub use special::special_matcher;
-
-use presets::preset_head;
-use scan::{scanner, Scanner};
 
 /// Why a pattern or a set of special tokens cannot be compiled.
 #[derive(Debug, thiserror::Error)]
@@ -66,52 +46,8 @@ pub enum PatternError {
 pub struct SearchError(pub String);
 
 enum Engine {
-    /// Preset: pattern ids 0 (take), 1 (give back the last char), 2 (take),
-    /// behind the preset's hand-written scanner for the pre-tokens it can decide.
-    /// `tag` names the regex in the threads' search caches (`RegexCaches`).
-    Emulated { re: MetaRegex, scan: Scanner, tag: u64 },
+    Preset(Preset),
     Fancy(FancyRegex),
-}
-
-/// Source of the `Engine::Emulated` tags: a number no other regex in this process has.
-static NEXT_REGEX_TAG: AtomicU64 = AtomicU64::new(1);
-
-/// Search caches (the lazy DFA's states) of the last few preset regexes this
-/// thread used, by tag. `MetaRegex::search` fetches a cache from the regex's
-/// pool and puts it back on every call, and its dispatch costs as much again:
-/// ~8% of encoding random Latin-1 text, which is all short non-ASCII
-/// pre-tokens. A cache per `for_each_piece` call would rebuild the DFA for
-/// every short document of a batch, so caches stay with the thread.
-struct RegexCaches(Vec<(u64, MetaCache)>);
-
-/// Caches a thread keeps (a trainer's counter and an encoder or two).
-const CACHED_REGEXES: usize = 4;
-
-thread_local! {
-    static REGEX_CACHES: RefCell<RegexCaches> = const { RefCell::new(RegexCaches(Vec::new())) };
-}
-
-impl RegexCaches {
-    /// This thread's cache for the regex `tag`, taken out (a nested call gets a new one).
-    fn take(tag: u64, re: &MetaRegex) -> MetaCache {
-        let found = REGEX_CACHES.with(|caches| {
-            let mut caches = caches.borrow_mut();
-            let i = caches.0.iter().position(|(t, _)| *t == tag)?;
-            Some(caches.0.swap_remove(i).1)
-        });
-        found.unwrap_or_else(|| re.create_cache())
-    }
-
-    /// Give the cache back, dropping the oldest beyond `CACHED_REGEXES`.
-    fn put(tag: u64, cache: MetaCache) {
-        REGEX_CACHES.with(|caches| {
-            let mut caches = caches.borrow_mut();
-            if caches.0.len() >= CACHED_REGEXES {
-                caches.0.remove(0);
-            }
-            caches.0.push((tag, cache));
-        });
-    }
 }
 
 /// A compiled pre-tokenizer: regex plus special-token splitter.
@@ -124,14 +60,12 @@ impl PreTokenizer {
     /// Compile `pattern` (a preset name or a regex) with the given special tokens.
     pub fn new(pattern: &str, special_tokens: &[String]) -> Result<Self, PatternError> {
         let pattern = resolve_pattern(pattern);
-        let invalid = |e: &dyn std::fmt::Display| PatternError::Invalid { pattern: pattern.to_string(), message: e.to_string() };
-        let engine = match preset_head(pattern) {
-            Some(head) => {
-                // A preset always compiles; the error is there for the type's sake.
-                let re = MetaRegex::new_many(&[head, r"\s+\s", r"\s+"]).map_err(|e| invalid(&e))?;
-                Engine::Emulated { re, scan: scanner(pattern), tag: NEXT_REGEX_TAG.fetch_add(1, Ordering::Relaxed) }
-            }
-            None => Engine::Fancy(FancyRegex::new(pattern).map_err(|e| invalid(&e))?),
+        let engine = match Preset::of(pattern) {
+            Some(preset) => Engine::Preset(preset),
+            None => Engine::Fancy(FancyRegex::new(pattern).map_err(|e| PatternError::Invalid {
+                pattern: pattern.to_string(),
+                message: e.to_string(),
+            })?),
         };
         Ok(PreTokenizer { engine, specials: special_matcher(special_tokens)? })
     }
@@ -144,29 +78,14 @@ impl PreTokenizer {
         mut f: impl FnMut(&'t str),
     ) -> Result<(), SearchError> {
         match &self.engine {
-            Engine::Emulated { re, scan, tag } => {
-                let mut cache = RegexCaches::take(*tag, re);
+            Engine::Preset(preset) => {
+                let bytes = text.as_bytes();
                 let mut pos = 0;
-                while pos < text.len() {
-                    if let Some(end) = scan(text.as_bytes(), pos) {
-                        f(&text[pos..end]);
-                        pos = end;
-                        continue;
-                    }
-                    let input = Input::new(text).range(pos..).anchored(Anchored::Yes);
-                    let Some(m) = re.search_with(&mut cache, &input) else {
-                        // Every preset covers every character; skip one if not.
-                        pos += text[pos..].chars().next().map_or(1, char::len_utf8);
-                        continue;
-                    };
-                    let mut end = m.end();
-                    if m.pattern().as_usize() == 1 {
-                        end -= text[..end].chars().next_back().map_or(0, char::len_utf8);
-                    }
+                while pos < bytes.len() {
+                    let end = preset.advance(bytes, pos);
                     f(&text[pos..end]);
                     pos = end;
                 }
-                RegexCaches::put(*tag, cache);
             }
             Engine::Fancy(re) => {
                 for m in re.find_iter(text) {

@@ -1,5 +1,4 @@
-//! The preset patterns (`gpt2`, `cl100k`, `o200k`, as tiktoken ships them)
-//! and their look-ahead-free rewrites for the DFA engine.
+//! The preset patterns (`gpt2`, `cl100k`, `o200k`, as tiktoken ships them).
 
 /// GPT-2's pattern (tiktoken `gpt2`, HF ByteLevel).
 pub const GPT2_PATTERN: &str =
@@ -15,24 +14,35 @@ pub const O200K_PATTERN: &str = concat!(
     r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 );
 
-/// The look-ahead-free rewrite of a preset: every branch before `\s+(?!\S)`,
-/// with `\s+\z` for the whitespace run that reaches the end of the text (it
-/// satisfies the look-ahead whole; cl100k's own `\s++$` branch is the same thing,
-/// `$` being the end of the text in tiktoken's engine and, after a possessive
-/// `\s++`, in Python's too). Possessive quantifiers become plain ones: in these
-/// positions backtracking never changes the match, as the classes are disjoint.
-pub(super) fn preset_head(pattern: &str) -> Option<&'static str> {
-    match pattern {
-        GPT2_PATTERN => Some(r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+\z"),
-        CL100K_PATTERN => Some(
-            r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s+\z|\s*[\r\n]",
-        ),
-        O200K_PATTERN => Some(concat!(
-            r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-            r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-            r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+\z"
-        )),
-        _ => None,
+/// A preset pattern, run by its scalar state machine (`super::scalar`) and
+/// the block scanner (`super::blocks`), never by a regex engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Preset {
+    Gpt2,
+    Cl100k,
+    O200k,
+}
+
+impl Preset {
+    /// The preset a name (`gpt2`, `r50k_base`, `cl100k_base`, ...) or a full
+    /// regex stands for, if any.
+    pub fn of(name_or_pattern: &str) -> Option<Preset> {
+        match resolve_pattern(name_or_pattern) {
+            GPT2_PATTERN => Some(Preset::Gpt2),
+            CL100K_PATTERN => Some(Preset::Cl100k),
+            O200K_PATTERN => Some(Preset::O200k),
+            _ => None,
+        }
+    }
+
+    /// The end of the pre-token that starts at `pos` (see `super::scalar`).
+    #[inline]
+    pub fn advance(self, text: &[u8], pos: usize) -> usize {
+        match self {
+            Preset::Gpt2 => super::scalar::gpt2(text, pos),
+            Preset::Cl100k => super::scalar::cl100k(text, pos),
+            Preset::O200k => super::scalar::o200k(text, pos),
+        }
     }
 }
 
@@ -48,5 +58,5 @@ pub fn resolve_pattern(name_or_pattern: &str) -> &str {
 
 /// Is `name_or_pattern` one of the presets (gpt2, cl100k, o200k; by name or regex)?
 pub fn is_preset(name_or_pattern: &str) -> bool {
-    preset_head(resolve_pattern(name_or_pattern)).is_some()
+    Preset::of(name_or_pattern).is_some()
 }

@@ -1,0 +1,321 @@
+//! The preset patterns as scalar state machines: `advance(text, pos)` is the
+//! end of the pre-token that starts at `pos`, exactly as Python's `regex`
+//! (leftmost-first alternation with backtracking) matches there. They are the
+//! reference of the block scanner (`super::blocks`) and its fallback for what
+//! it leaves undecided; no regex engine runs for a preset.
+//!
+//! Each function mirrors its pattern branch by branch, in order. Character
+//! classes come from `super::unicode` (any code point); the text is valid
+//! UTF-8 and `pos` a character boundary before its end.
+
+use super::unicode::{flags_at, has_at, CASELESS, LETTER, LOWER, LOWER_SET, MARK, NUMBER, SPACE, UPPER_SET};
+
+/// Classes of the GPT-2 and cl100k runs: a character is a letter, a number,
+/// a space or, being none of these, "other" (punctuation, symbols, marks).
+const OTHER: u8 = 0;
+
+/// The run class of a character's flags (`LETTER`, `NUMBER`, `SPACE` or `OTHER`).
+#[inline]
+fn kind(flags: u8) -> u8 {
+    flags & (LETTER | NUMBER | SPACE)
+}
+
+/// End of the run of characters of run class `class` from byte `i`.
+#[inline]
+fn run_end(b: &[u8], mut i: usize, class: u8) -> usize {
+    while i < b.len() {
+        let c = b[i];
+        if c < 0x80 {
+            if kind(super::unicode::ASCII[c as usize]) != class {
+                break;
+            }
+            i += 1;
+        } else {
+            let (f, len) = flags_at(b, i);
+            if kind(f) != class {
+                break;
+            }
+            i += len;
+        }
+    }
+    i
+}
+
+/// End of the run of characters that have any of the flags `set`, from byte `i`.
+#[inline]
+fn set_run_end(b: &[u8], mut i: usize, set: u8) -> usize {
+    while i < b.len() {
+        let (f, len) = flags_at(b, i);
+        if f & set == 0 {
+            break;
+        }
+        i += len;
+    }
+    i
+}
+
+#[inline]
+fn is_newline(c: u8) -> bool {
+    c == b'\r' || c == b'\n'
+}
+
+/// The whitespace run from `pos` (a space character): its end, the start of
+/// its last character, and the end of its last `\r` or `\n`, if any.
+#[inline]
+fn whitespace_run(b: &[u8], pos: usize) -> (usize, usize, Option<usize>) {
+    let (mut end, mut last, mut newline_end) = (pos, pos, None);
+    while end < b.len() {
+        let (f, len) = flags_at(b, end);
+        if f & SPACE == 0 {
+            break;
+        }
+        last = end;
+        end += len;
+        if is_newline(b[last]) {
+            newline_end = Some(end);
+        }
+    }
+    (end, last, newline_end)
+}
+
+/// `\s+(?!\S)`: a whitespace run `pos..end` whose last character starts at
+/// `last` matches whole at the end of the text, else without its last
+/// character (which is followed by a non-space); None if that leaves nothing.
+#[inline]
+fn space_not_before_text(b: &[u8], pos: usize, end: usize, last: usize) -> Option<usize> {
+    if end == b.len() {
+        Some(end)
+    } else {
+        (last > pos).then_some(last)
+    }
+}
+
+/// Length in bytes of the case-sensitive contraction `'s|'t|'re|'ve|'m|'ll|'d`
+/// at `pos` (which holds `'`), 0 if there is none.
+#[inline]
+fn contraction(b: &[u8], pos: usize) -> usize {
+    match (b.get(pos + 1), b.get(pos + 2)) {
+        (Some(b's' | b't' | b'm' | b'd'), _) => 2,
+        (Some(b'r'), Some(b'e')) | (Some(b'v'), Some(b'e')) | (Some(b'l'), Some(b'l')) => 3,
+        _ => 0,
+    }
+}
+
+/// Length in bytes of the case-insensitive contraction
+/// `(?i:'s|'t|'re|'ve|'m|'ll|'d)` at `pos`, 0 if there is none. Under simple
+/// case folding the only non-ASCII character that folds into one of these
+/// letters is U+017F (`ſ`, folds to `s`).
+#[inline]
+pub(super) fn contraction_ci(b: &[u8], pos: usize) -> usize {
+    if b.get(pos) != Some(&b'\'') {
+        return 0;
+    }
+    let lower = |i: usize| b.get(i).map(u8::to_ascii_lowercase);
+    match (lower(pos + 1), lower(pos + 2)) {
+        (Some(b's' | b't' | b'm' | b'd'), _) => 2,
+        (Some(0xC5), Some(0xBF)) => 3, // ſ
+        (Some(b'r'), Some(b'e')) | (Some(b'v'), Some(b'e')) | (Some(b'l'), Some(b'l')) => 3,
+        _ => 0,
+    }
+}
+
+/// `\p{N}{1,3}` from the number at `pos`.
+#[inline]
+fn digits3(b: &[u8], pos: usize) -> usize {
+    let mut i = pos;
+    for _ in 0..3 {
+        if !has_at(b, i, NUMBER) {
+            break;
+        }
+        i += flags_at(b, i).1;
+    }
+    i
+}
+
+/// GPT-2: `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`.
+pub fn gpt2(b: &[u8], pos: usize) -> usize {
+    if b[pos] == b'\'' {
+        let n = contraction(b, pos);
+        if n > 0 {
+            return pos + n;
+        }
+    }
+    let (f, len) = flags_at(b, pos);
+    let class = kind(f);
+    if class != SPACE {
+        return run_end(b, pos + len, class);
+    }
+    if b[pos] == b' ' && pos + 1 < b.len() {
+        let (next, next_len) = flags_at(b, pos + 1);
+        if kind(next) != SPACE {
+            return run_end(b, pos + 1 + next_len, kind(next));
+        }
+    }
+    let (end, last, _) = whitespace_run(b, pos);
+    space_not_before_text(b, pos, end, last).unwrap_or(end)
+}
+
+/// cl100k: `'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|
+///  ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s`.
+pub fn cl100k(b: &[u8], pos: usize) -> usize {
+    let n = contraction_ci(b, pos);
+    if n > 0 {
+        return pos + n;
+    }
+    let c = b[pos];
+    let (f, len) = flags_at(b, pos);
+    let class = kind(f);
+    if class == LETTER {
+        return run_end(b, pos + len, LETTER);
+    }
+    // A prefix: anything but \r, \n, a letter or a number, before letters.
+    if class != NUMBER && !is_newline(c) && has_at(b, pos + len, LETTER) {
+        return run_end(b, pos + len, LETTER);
+    }
+    if class == NUMBER {
+        return digits3(b, pos);
+    }
+    if class == OTHER {
+        return newlines_end(b, run_end(b, pos + len, OTHER), |c| is_newline(c));
+    }
+    if c == b' ' && pos + 1 < b.len() {
+        let (next, next_len) = flags_at(b, pos + 1);
+        if kind(next) == OTHER {
+            return newlines_end(b, run_end(b, pos + 1 + next_len, OTHER), |c| is_newline(c));
+        }
+    }
+    let (end, last, newline_end) = whitespace_run(b, pos);
+    if end == b.len() {
+        return end; // \s++$
+    }
+    if let Some(e) = newline_end {
+        return e; // \s*[\r\n]: up to the last newline of the run
+    }
+    space_not_before_text(b, pos, end, last).unwrap_or(pos + len)
+}
+
+/// End of the run of ASCII bytes `trail` accepts, from `i` (`[\r\n]*`, `[\r\n/]*`).
+#[inline]
+fn newlines_end(b: &[u8], mut i: usize, trail: impl Fn(u8) -> bool) -> usize {
+    while i < b.len() && trail(b[i]) {
+        i += 1;
+    }
+    i
+}
+
+/// o200k: `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
+/// [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
+/// \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`.
+pub fn o200k(b: &[u8], pos: usize) -> usize {
+    let c = b[pos];
+    let (f, len) = flags_at(b, pos);
+    let class = kind(f);
+    let prefix = class != LETTER && class != NUMBER && !is_newline(c);
+    if let Some(end) = o200k_word(b, pos, len, prefix) {
+        return end + contraction_ci(b, end);
+    }
+    if class == NUMBER {
+        return digits3(b, pos);
+    }
+    let slash_or_newline = |c: u8| is_newline(c) || c == b'/';
+    if class == OTHER {
+        return newlines_end(b, run_end(b, pos + len, OTHER), slash_or_newline);
+    }
+    if c == b' ' && pos + 1 < b.len() {
+        let (next, next_len) = flags_at(b, pos + 1);
+        if kind(next) == OTHER {
+            return newlines_end(b, run_end(b, pos + 1 + next_len, OTHER), slash_or_newline);
+        }
+    }
+    let (end, last, newline_end) = whitespace_run(b, pos);
+    if let Some(e) = newline_end {
+        return e; // \s*[\r\n]+: up to the last newline of the run
+    }
+    space_not_before_text(b, pos, end, last).unwrap_or(end)
+}
+
+/// The end of o200k's word branches at `pos` (before the contraction
+/// suffix), trying each branch first after the one-character prefix (when
+/// `prefix`: the character at `pos`, `len` bytes, may be one) and then
+/// without it, as the backtracking engine does; None if neither matches.
+fn o200k_word(b: &[u8], pos: usize, len: usize, prefix: bool) -> Option<usize> {
+    let starts = if prefix { [Some(pos + len), Some(pos)] } else { [Some(pos), None] };
+    for branch in [o200k_lower_branch as fn(&[u8], usize) -> Option<usize>, o200k_upper_branch] {
+        for start in starts.into_iter().flatten() {
+            if let Some(end) = branch(b, start) {
+                return Some(end);
+            }
+        }
+    }
+    None
+}
+
+/// `[upper set]*[lower set]+` from `q`: the upper-set run U (greedy), then a
+/// lower-set run; on backtracking, U gives back characters until one it gives
+/// back is also in the lower set (Lm, Lo, M), which then ends the match (the
+/// characters after it in U are Lu or Lt). None if U holds no such character
+/// and none follows it.
+fn o200k_lower_branch(b: &[u8], q: usize) -> Option<usize> {
+    let mut i = q;
+    let mut last_caseless_end = None;
+    while i < b.len() {
+        let (f, len) = flags_at(b, i);
+        if f & UPPER_SET == 0 {
+            break;
+        }
+        i += len;
+        if f & (CASELESS | MARK) != 0 {
+            last_caseless_end = Some(i);
+        }
+    }
+    if has_at(b, i, LOWER) {
+        return Some(set_run_end(b, i, LOWER_SET));
+    }
+    last_caseless_end
+}
+
+/// `[upper set]+[lower set]*` from `q`.
+fn o200k_upper_branch(b: &[u8], q: usize) -> Option<usize> {
+    let u_end = set_run_end(b, q, UPPER_SET);
+    (u_end > q).then(|| set_run_end(b, u_end, LOWER_SET))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(advance: fn(&[u8], usize) -> usize, text: &str) -> Vec<&str> {
+        let (b, mut pos, mut out) = (text.as_bytes(), 0, vec![]);
+        while pos < b.len() {
+            let end = advance(b, pos);
+            assert!(end > pos && text.is_char_boundary(end), "{text:?} at {pos}");
+            out.push(&text[pos..end]);
+            pos = end;
+        }
+        out
+    }
+
+    #[test]
+    fn gpt2_examples() {
+        assert_eq!(split(gpt2, "it's  a test!!\n\n x"), ["it", "'s", " ", " a", " test", "!!", "\n\n", " x"]);
+        assert_eq!(split(gpt2, "a  "), ["a", "  "]);
+        assert_eq!(split(gpt2, " 's 'x\t b"), [" '", "s", " '", "x", "\t", " b"]);
+    }
+
+    #[test]
+    fn cl100k_examples() {
+        assert_eq!(split(cl100k, "It'S (hello) 12345\n\n  x"), ["It", "'S", " (", "hello", ")", " ", "123", "45", "\n\n", " ", " x"]);
+        assert_eq!(split(cl100k, "a\n  "), ["a", "\n  "]);
+        assert_eq!(split(cl100k, "..x\u{17f}'\u{17f}"), ["..", "x\u{17f}", "'\u{17f}"]);
+    }
+
+    #[test]
+    fn o200k_examples() {
+        assert_eq!(split(o200k, "HTTPServer fooBar ABC1 it's"), ["HTTPServer", " foo", "Bar", " ABC", "1", " it's"]);
+        assert_eq!(split(o200k, "a\n  "), ["a", "\n", "  "]);
+        // A mark alone: the prefix-less branch takes it as the word.
+        assert_eq!(split(o200k, "\u{301}!x"), ["\u{301}", "!x"]);
+        assert_eq!(split(o200k, "A\u{3042}B"), ["A\u{3042}", "B"]);
+        assert_eq!(split(o200k, "}\n/x"), ["}\n/", "x"]);
+    }
+}
