@@ -1,77 +1,206 @@
-//! Per-thread caches of the encoder: short pieces -> ids (`PieceCache`), recent
-//! pair lookups (`HotPairs`), and the merge buffer, kept from one piece and one
-//! call to the next (`Scratch`). Fixed sizes: 512 KiB each, whatever the input.
+//! Per-thread caches of the encoder, kept from one piece and one call to the
+//! next: the ids of pieces seen before (`PieceCache` for pieces of up to 15
+//! bytes, `LongCache` for longer ones), recent pair lookups (`HotPairs`) and
+//! the merge buffer (`Scratch`).
+//!
+//! Text follows Zipf's law: a few tens of thousands of distinct pieces make
+//! most of it, so after the first occurrences nearly every piece is a hit, and a
+//! hit costs one probe of an open-addressing table instead of a vocabulary
+//! lookup and a merge. Every cache is bounded: a table that reaches its budget
+//! is emptied and fills again (`CacheBudget`, default 16 MiB of piece slots per
+//! thread and encoder, set with `set_cache_budget`).
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use rustc_hash::FxHashMap;
 
 use super::decode::push_fixed;
 use super::merge::Part;
 use super::tables::{packed_key, packed_slot, PairRanks, PairTable, CODE_BITS, FREE, NO_RANK, PACKED_KEY_MASK};
 
-/// Ids a cache slot holds; pieces that encode to more are not cached.
-const CACHED_IDS: usize = 3;
-/// Slots in the piece cache (a power of two): 512 KiB, about an L2 cache.
-const CACHE_SLOTS: usize = 1 << 14;
+/// Ids a piece slot holds inline; a piece that encodes to more keeps them in
+/// the cache's spill list.
+const INLINE_IDS: usize = 3;
+/// Slots of a new piece cache (a power of two): 512 KiB.
+const INITIAL_SLOTS: usize = 1 << 14;
+/// Default `max_slots` of a piece cache: 2^19 slots of 32 bytes, 16 MiB.
+/// 10 MB of English prose has ~115k distinct pieces of up to 15 bytes, of
+/// code ~45k, of text in 30 languages ~265k.
+pub const DEFAULT_CACHE_BYTES: usize = 16 << 20;
 
-/// A short piece and its ids. `key` packs the piece's bytes and its length
-/// (`piece_key`), so 0 is never a key and marks an empty slot.
-#[derive(Clone, Copy, Default)]
-struct CacheSlot {
-    key: u128,
-    ids: [u32; CACHED_IDS],
-    len: u32,
+/// Bytes of piece slots a thread's cache may use per encoder (a power of two
+/// of 32-byte slots, at least `INITIAL_SLOTS`); long pieces and spilled ids may
+/// use as much again.
+static CACHE_BYTES: AtomicUsize = AtomicUsize::new(DEFAULT_CACHE_BYTES);
+
+/// Set the memory budget of the encoder's per-thread piece caches, in bytes
+/// (rounded down to a power of two of 32-byte slots, at least 512 KiB); caches
+/// made afterwards use it. Returns the budget in effect.
+pub fn set_cache_budget(bytes: usize) -> usize {
+    let slots = (bytes / std::mem::size_of::<Slot>()).max(INITIAL_SLOTS);
+    let slots = 1usize << (usize::BITS - 1 - slots.leading_zeros());
+    let bytes = slots * std::mem::size_of::<Slot>();
+    CACHE_BYTES.store(bytes, Ordering::Relaxed);
+    bytes
 }
 
-/// Direct-mapped cache of short pieces -> ids. Text follows Zipf's law: a few
-/// thousand distinct pieces make most of it, and a hit here costs one access to a
-/// table that fits in L2, where the vocabulary lookup and the merge it replaces
-/// miss the cache two or three times per hash lookup. One per thread (no
-/// locking), tagged with the encoder that filled it, and so are its hot pairs.
+/// The budget `set_cache_budget` set, in bytes.
+pub fn cache_budget() -> usize {
+    CACHE_BYTES.load(Ordering::Relaxed)
+}
+
+/// A cached piece: its key (`tables::piece_key`: the bytes and the length; 0
+/// marks an empty slot) and its ids, inline or, beyond `INLINE_IDS`, as
+/// (offset, count) in the spill list.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(32))]
+struct Slot {
+    key: u128,
+    ids: [u32; INLINE_IDS],
+    count: u32,
+}
+
+/// Short pieces (up to 15 bytes) -> ids: open addressing with linear probing,
+/// at most half full below the budget, three quarters at it; then emptied.
 pub(super) struct PieceCache {
-    encoder: u64,
-    slots: Vec<CacheSlot>,
-    pub(super) hot: HotPairs,
+    slots: Vec<Slot>,
+    len: usize,
+    max_slots: usize,
+    spill: Vec<u32>,
+}
+
+/// The hash of a piece key (the top bits pick its home slot).
+#[inline]
+pub(super) fn hash_key(key: u128) -> u64 {
+    let folded = (key as u64) ^ ((key >> 64) as u64).rotate_left(23);
+    folded.wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 impl PieceCache {
-    /// Empty the cache and its hot pairs unless they hold those of `encoder`.
-    fn use_for(&mut self, encoder: u64) {
-        if self.encoder != encoder || self.slots.is_empty() {
-            self.slots.clear();
-            self.slots.resize(CACHE_SLOTS, CacheSlot::default());
-            self.hot = HotPairs::empty();
-            self.encoder = encoder;
+    fn new() -> Self {
+        let max_slots = (cache_budget() / std::mem::size_of::<Slot>()).max(INITIAL_SLOTS);
+        PieceCache { slots: vec![Slot::default(); INITIAL_SLOTS], len: 0, max_slots, spill: Vec::new() }
+    }
+
+    #[inline]
+    fn home(&self, hash: u64) -> usize {
+        (hash >> (64 - self.slots.len().trailing_zeros())) as usize
+    }
+
+    /// Ask for the cache line of `hash`'s home slot ahead of its probe.
+    #[inline]
+    pub(super) fn prefetch(&self, hash: u64) {
+        crate::memory::prefetch(&self.slots[self.home(hash)]);
+    }
+
+    /// Append the cached ids of `key` (hash `hash`) to `out`; false on a miss.
+    #[inline]
+    pub(super) fn push_hit(&self, key: u128, hash: u64, out: &mut Vec<u32>) -> bool {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(hash);
+        loop {
+            let slot = &self.slots[i];
+            if slot.key == key {
+                if slot.count as usize <= INLINE_IDS {
+                    push_fixed(&slot.ids, slot.count as usize, out);
+                } else {
+                    let start = slot.ids[0] as usize;
+                    out.extend_from_slice(&self.spill[start..start + slot.count as usize]);
+                }
+                return true;
+            }
+            if slot.key == 0 {
+                return false;
+            }
+            i = (i + 1) & mask;
         }
     }
 
-    /// The slot a piece of `piece_key` `key` lives in.
-    #[inline]
-    pub(super) fn slot(key: u128) -> usize {
-        let folded = (key as u64) ^ ((key >> 64) as u64).rotate_left(23);
-        (folded.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - CACHE_SLOTS.trailing_zeros())) as usize
-    }
-
-    /// Append the cached ids of `key` (in `slot`) to `out`; false on a miss.
-    #[inline]
-    pub(super) fn push_hit(&self, slot: usize, key: u128, out: &mut Vec<u32>) -> bool {
-        let cached = &self.slots[slot];
-        if cached.key != key {
-            return false;
+    /// Remember `ids` (at least one) as the ids of `key`, which is not cached.
+    pub(super) fn insert(&mut self, key: u128, hash: u64, ids: &[u32]) {
+        if 2 * (self.len + 1) > self.slots.len() {
+            if self.slots.len() < self.max_slots {
+                self.grow();
+            } else if 4 * (self.len + 1) > 3 * self.slots.len() {
+                self.clear();
+            }
         }
-        push_fixed(&cached.ids, cached.len as usize, out);
-        true
-    }
-
-    /// Remember `ids` for `key` in `slot`, if they are few enough to hold.
-    #[inline]
-    pub(super) fn store(&mut self, slot: usize, key: u128, ids: &[u32]) {
-        if ids.len() <= CACHED_IDS {
-            let slot = &mut self.slots[slot];
-            slot.key = key;
-            slot.len = ids.len() as u32;
+        let mut slot = Slot { key, ids: [0; INLINE_IDS], count: ids.len() as u32 };
+        if ids.len() <= INLINE_IDS {
             slot.ids[..ids.len()].copy_from_slice(ids);
+        } else {
+            slot.ids[0] = self.spill.len() as u32;
+            self.spill.extend_from_slice(ids);
         }
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(hash);
+        while self.slots[i].key != 0 {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = slot;
+        self.len += 1;
+    }
+
+    /// Double the table, re-placing every slot.
+    fn grow(&mut self) {
+        let doubled = vec![Slot::default(); 2 * self.slots.len()];
+        let old = std::mem::replace(&mut self.slots, doubled);
+        let mask = self.slots.len() - 1;
+        for slot in old.into_iter().filter(|s| s.key != 0) {
+            let mut i = self.home(hash_key(slot.key));
+            while self.slots[i].key != 0 {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = slot;
+        }
+    }
+
+    /// Forget every piece (the table keeps its size).
+    fn clear(&mut self) {
+        self.slots.fill(Slot::default());
+        self.spill.clear();
+        self.len = 0;
+    }
+}
+
+/// Pieces of more than 15 bytes -> ids (offset and count in `ids`), bounded
+/// like the piece cache: emptied when its ids reach the budget's worth.
+pub(super) struct LongCache {
+    pieces: FxHashMap<Box<[u8]>, (u32, u32)>,
+    ids: Vec<u32>,
+    max_ids: usize,
+}
+
+impl LongCache {
+    fn new() -> Self {
+        LongCache { pieces: FxHashMap::default(), ids: Vec::new(), max_ids: cache_budget() / 8 }
+    }
+
+    /// Append the cached ids of `piece` to `out`; false on a miss.
+    #[inline]
+    pub(super) fn push_hit(&self, piece: &[u8], out: &mut Vec<u32>) -> bool {
+        match self.pieces.get(piece) {
+            Some(&(start, count)) => {
+                out.extend_from_slice(&self.ids[start as usize..(start + count) as usize]);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Remember `ids` as the ids of `piece`; pieces of over 64 KiB are not
+    /// kept (a run of one character, say: rare, and large).
+    pub(super) fn insert(&mut self, piece: &[u8], ids: &[u32]) {
+        if piece.len() > 1 << 16 {
+            return;
+        }
+        if self.ids.len() + ids.len() > self.max_ids {
+            self.pieces.clear();
+            self.ids.clear();
+        }
+        self.pieces.insert(piece.into(), (self.ids.len() as u32, ids.len() as u32));
+        self.ids.extend_from_slice(ids);
     }
 }
 
@@ -87,7 +216,7 @@ const HOT_NO_RANK: u64 = (1 << (64 - 2 * CODE_BITS)) - 1;
 /// pairs that do not merge included. Pair lookups are Zipfian like the pieces,
 /// and the packed table of a large vocabulary is far bigger than L2 (o200k:
 /// 442k pairs, 8 MiB), so each lookup there is a cache miss; the merge of a
-/// short piece makes two per merge. Part of the thread's `PieceCache`.
+/// short piece makes two per merge.
 pub(super) struct HotPairs {
     slots: Vec<u64>,
 }
@@ -117,29 +246,30 @@ impl HotPairs {
     }
 }
 
-/// Buffers kept from one piece to the next, and from one call to the next on
-/// the same thread.
+/// One encoder's caches and buffers on one thread.
 pub(super) struct Scratch {
+    /// The encoder the caches belong to.
+    encoder: u64,
     pub(super) parts: Vec<Part>,
-    pub(super) cache: PieceCache,
+    pub(super) pieces: PieceCache,
+    pub(super) long: LongCache,
+    pub(super) hot: HotPairs,
 }
 
 impl Scratch {
-    /// Empty buffers; the caches are allocated on first use (`with_scratch`).
-    pub(super) fn new() -> Self {
-        let hot = HotPairs { slots: Vec::new() };
-        Scratch { parts: Vec::new(), cache: PieceCache { encoder: 0, slots: Vec::new(), hot } }
-    }
-
-    /// These buffers with the caches set up for the encoder tagged `encoder`.
-    pub(super) fn for_encoder(mut self, encoder: u64) -> Self {
-        self.cache.use_for(encoder);
-        self
+    /// Empty caches for the encoder tagged `encoder`.
+    pub(super) fn new(encoder: u64) -> Self {
+        Scratch { encoder, parts: Vec::new(), pieces: PieceCache::new(), long: LongCache::new(), hot: HotPairs::empty() }
     }
 }
 
+/// Encoders whose caches a thread keeps at once: two tokenizers used in turn
+/// (compared, or one per field of a dataset) do not empty each other's.
+const SCRATCHES_PER_THREAD: usize = 2;
+
 thread_local! {
-    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::new());
+    /// This thread's caches, the most recently used last.
+    static SCRATCH: RefCell<Vec<Scratch>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Source of encoder tags: a number no other encoder in this process has.
@@ -150,15 +280,58 @@ pub(super) fn new_encoder_tag() -> u64 {
     NEXT_ENCODER_TAG.fetch_add(1, Ordering::Relaxed)
 }
 
-/// Run `f` with this thread's scratch buffers, the caches set up for the
-/// encoder tagged `encoder`. A nested call (an encode inside `f`) gets fresh
-/// buffers instead of panicking on the borrowed ones.
+/// Run `f` with this thread's caches for the encoder tagged `encoder` (made
+/// on first use; the least recently used encoder's are dropped beyond
+/// `SCRATCHES_PER_THREAD`). A nested call gets fresh caches.
 pub(super) fn with_scratch<R>(encoder: u64, f: impl FnOnce(&mut Scratch) -> R) -> R {
-    SCRATCH.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut scratch) => {
-            scratch.cache.use_for(encoder);
-            f(&mut scratch)
+    SCRATCH.with(|cell| {
+        let Ok(mut all) = cell.try_borrow_mut() else {
+            return f(&mut Scratch::new(encoder));
+        };
+        match all.iter().position(|s| s.encoder == encoder) {
+            Some(i) => {
+                let mine = all.remove(i);
+                all.push(mine);
+            }
+            None => {
+                if all.len() >= SCRATCHES_PER_THREAD {
+                    all.remove(0);
+                }
+                all.push(Scratch::new(encoder));
+            }
         }
-        Err(_) => f(&mut Scratch::new().for_encoder(encoder)),
+        f(all.last_mut().expect("just pushed"))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encode::tables::piece_key;
+
+    #[test]
+    fn piece_cache_grows_then_empties_at_its_budget() {
+        let mut cache = PieceCache::new();
+        cache.max_slots = 2 * INITIAL_SLOTS;
+        let keys: Vec<u128> = (0..INITIAL_SLOTS as u32 * 2).map(|i| piece_key(&i.to_le_bytes())).collect();
+        for (n, &key) in keys.iter().enumerate() {
+            let ids = [n as u32, 1, 2, 3][..1 + n % 4].to_vec();
+            cache.insert(key, hash_key(key), &ids);
+            let mut out = vec![];
+            assert!(cache.push_hit(key, hash_key(key), &mut out));
+            assert_eq!(out, ids);
+        }
+        assert_eq!(cache.slots.len(), 2 * INITIAL_SLOTS, "grew once, to its budget");
+        assert!(cache.len <= 3 * cache.slots.len() / 4, "emptied instead of overfilling");
+        let mut out = vec![];
+        assert!(!cache.push_hit(keys[0], hash_key(keys[0]), &mut out), "the first keys were dropped");
+    }
+
+    #[test]
+    fn budget_rounds_to_a_power_of_two_of_slots() {
+        let old = cache_budget();
+        assert_eq!(set_cache_budget(3 << 20), 2 << 20);
+        assert_eq!(set_cache_budget(1), INITIAL_SLOTS * 32);
+        set_cache_budget(old);
+    }
 }

@@ -33,14 +33,18 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rustc_hash::FxHashMap;
 
-use crate::pretokenize::{special_matcher, PatternError, PreTokenizer, SearchError};
-use cache::{new_encoder_tag, with_scratch, PieceCache, Scratch};
+use crate::pretokenize::{special_matcher, PatternError, PreTokenizer, Preset, SearchError};
+use cache::{hash_key, new_encoder_tag, with_scratch, Scratch};
 use decode::Decoder;
 use merge::{merge_long, merge_short, LONG_PIECE};
-use tables::{piece_key, PairRanks, TokenIds, CACHED_PIECE, NO_ID};
+use tables::{load_key, piece_key, PairRanks, TokenIds, CACHED_PIECE, NO_ID};
 
+pub use cache::{cache_budget, set_cache_budget, DEFAULT_CACHE_BYTES};
 pub use decode::push_inline;
 pub(crate) use merge::merge_by_rank;
+
+/// Pieces the pre-tokenizer hands over at a time (see `encode_preset_pieces`).
+const BATCH: usize = 128;
 
 /// A special-token string found where it is not allowed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -190,7 +194,7 @@ impl Encoder {
     /// Encode `text` with special-token strings taken as plain text,
     /// appending ids to `out`.
     pub fn encode_ordinary_into(&self, text: &str, out: &mut Vec<u32>) -> Result<(), EncodeError> {
-        with_scratch(self.tag, |scratch| self.pieces_into(text, out, &mut |piece, out| self.encode_piece(piece, scratch, out)))
+        with_scratch(self.tag, |scratch| self.encode_pieces(text, scratch, out))
     }
 
     /// Encode with tiktoken's special-token semantics: fail on the first
@@ -208,7 +212,7 @@ impl Encoder {
     /// ```
     pub fn encode(&self, text: &str, allowed: &[String], disallowed: &[String]) -> Result<Vec<u32>, EncodeError> {
         with_scratch(self.tag, |scratch| {
-            self.encode_with(text, allowed, disallowed, &mut |piece, out| self.encode_piece(piece, scratch, out))
+            self.encode_with(text, allowed, disallowed, &mut |text, out| self.encode_pieces(text, scratch, out))
         })
     }
 
@@ -234,9 +238,11 @@ impl Encoder {
             return self.encode(text, allowed, disallowed);
         }
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-        self.encode_with(text, allowed, disallowed, &mut |piece, out| {
-            let bounds = merge_by_rank(piece, |bytes| self.ranks.get(bytes).copied(), || rng.random_bool(p));
-            self.push_parts(piece, &bounds, out)
+        self.encode_with(text, allowed, disallowed, &mut |text, out| {
+            self.pieces_into(text, out, &mut |piece, out| {
+                let bounds = merge_by_rank(piece, |bytes| self.ranks.get(bytes).copied(), || rng.random_bool(p));
+                self.push_parts(piece, &bounds, out)
+            })
         })
     }
 
@@ -266,16 +272,17 @@ impl Encoder {
         Ok(special_matcher(names)?.map(Cow::Owned))
     }
 
-    /// The special-token policy of `encode`, with pieces encoded by `encode_piece`.
+    /// The special-token policy of `encode`; the text between special tokens
+    /// is encoded by `encode_text`.
     fn encode_with<F>(
         &self,
         text: &str,
         allowed: &[String],
         disallowed: &[String],
-        encode_piece: &mut F,
+        encode_text: &mut F,
     ) -> Result<Vec<u32>, EncodeError>
     where
-        F: FnMut(&[u8], &mut Vec<u32>) -> Result<(), EncodeError>,
+        F: FnMut(&str, &mut Vec<u32>) -> Result<(), EncodeError>,
     {
         // Room for ~2 bytes per token (code and most prose need no regrowth).
         let mut out = Vec::with_capacity(text.len() / 2 + 16);
@@ -288,13 +295,13 @@ impl Encoder {
         let mut start = 0;
         if let Some(m) = self.matcher_for(allowed)? {
             for found in m.find_iter(text) {
-                self.pieces_into(&text[start..found.start()], &mut out, encode_piece)?;
+                encode_text(&text[start..found.start()], &mut out)?;
                 let token = &text[found.start()..found.end()];
                 out.push(self.special_id(token).expect("matched a special token"));
                 start = found.end();
             }
         }
-        self.pieces_into(&text[start..], &mut out, encode_piece)?;
+        encode_text(&text[start..], &mut out)?;
         Ok(out)
     }
 
@@ -307,23 +314,99 @@ impl Encoder {
         Ok(())
     }
 
-    /// Encode one pre-token, appending its ids to `out`; short ones through the piece cache.
+    /// Encode `text` (holding no special tokens), appending its ids to `out`.
+    /// Every piece is encoded; the first that fails is the error.
+    fn encode_pieces(&self, text: &str, scratch: &mut Scratch, out: &mut Vec<u32>) -> Result<(), EncodeError> {
+        match self.pre.preset() {
+            Some(preset) => self.encode_preset_pieces(preset, text, scratch, out),
+            None => self.pieces_into(text, out, &mut |piece, out| self.encode_piece(piece, scratch, out)),
+        }
+    }
+
+    /// `encode_pieces` for a preset pattern, in batches of `BATCH` pieces: the
+    /// pre-tokenizer fills the batch's boundaries, then every short piece's key
+    /// and hash are computed and its cache slot fetched ahead (a cache of
+    /// 10^5 pieces does not fit the CPU's caches), then the pieces are looked up
+    /// in turn, so the loads of one batch overlap instead of waiting one by one.
+    fn encode_preset_pieces(&self, preset: Preset, text: &str, scratch: &mut Scratch, out: &mut Vec<u32>) -> Result<(), EncodeError> {
+        let b = text.as_bytes();
+        let mut bounds = [0usize; BATCH + 1];
+        let mut keys = [0u128; BATCH];
+        let mut hashes = [0u64; BATCH];
+        let mut error = None;
+        let mut pos = 0;
+        while pos < b.len() {
+            let mut n = 0;
+            bounds[0] = pos;
+            while n < BATCH && pos < b.len() {
+                pos = preset.advance(b, pos);
+                n += 1;
+                bounds[n] = pos;
+            }
+            for i in 0..n {
+                let len = bounds[i + 1] - bounds[i];
+                keys[i] = 0;
+                if (3..=CACHED_PIECE).contains(&len) {
+                    keys[i] = load_key(b, bounds[i], len);
+                    hashes[i] = hash_key(keys[i]);
+                    scratch.pieces.prefetch(hashes[i]);
+                }
+            }
+            for i in 0..n {
+                let piece = &b[bounds[i]..bounds[i + 1]];
+                let done = match keys[i] {
+                    0 => self.encode_piece(piece, scratch, out),
+                    key if scratch.pieces.push_hit(key, hashes[i], out) => Ok(()),
+                    key => self.encode_short_miss(piece, key, hashes[i], scratch, out),
+                };
+                if let Err(e) = done {
+                    error.get_or_insert(e);
+                }
+            }
+        }
+        error.map_or(Ok(()), Err)
+    }
+
+    /// Encode one pre-token, appending its ids to `out`: one or two bytes from
+    /// the vocabulary's tables, others through the caches.
     fn encode_piece(&self, piece: &[u8], scratch: &mut Scratch, out: &mut Vec<u32>) -> Result<(), EncodeError> {
-        // Two-byte pieces (`in`, `, `, a Latin-1, Greek or Cyrillic letter...)
-        // skip the piece cache: `TokenIds::two_byte` holds them all, where
-        // random Latin-1 text has too many for the cache and each miss cost a
-        // hash lookup. Long pieces are too rare to cache.
-        if piece.len() == 2 || piece.len() > CACHED_PIECE {
-            return self.whole_or_merged(self.ids.get(piece), piece, scratch, out);
+        match piece.len() {
+            0 => Ok(()),
+            // Single bytes and byte pairs are array lookups: cheaper than the
+            // cache, and random Latin-1 text has too many pairs for it.
+            1 | 2 => match self.ids.get(piece) {
+                Some(id) => {
+                    out.push(id);
+                    Ok(())
+                }
+                None => self.merge_piece(piece, scratch, out),
+            },
+            len if len <= CACHED_PIECE => {
+                let key = piece_key(piece);
+                let hash = hash_key(key);
+                if scratch.pieces.push_hit(key, hash, out) {
+                    return Ok(());
+                }
+                self.encode_short_miss(piece, key, hash, scratch, out)
+            }
+            _ => {
+                if scratch.long.push_hit(piece, out) {
+                    return Ok(());
+                }
+                let start = out.len();
+                self.whole_or_merged(self.ids.get(piece), piece, scratch, out)?;
+                scratch.long.insert(piece, &out[start..]);
+                Ok(())
+            }
         }
-        let key = piece_key(piece);
-        let slot = PieceCache::slot(key);
-        if scratch.cache.push_hit(slot, key, out) {
-            return Ok(());
-        }
+    }
+
+    /// A piece of 3 to 15 bytes the cache does not hold: its id if it is a
+    /// token, else the ids of merging it; then cached.
+    fn encode_short_miss(&self, piece: &[u8], key: u128, hash: u64, scratch: &mut Scratch, out: &mut Vec<u32>) -> Result<(), EncodeError> {
         let start = out.len();
         self.whole_or_merged(self.ids.get_short(key), piece, scratch, out)?;
-        scratch.cache.store(slot, key, &out[start..]);
+        scratch.pieces.insert(key, hash, &out[start..]);
         Ok(())
     }
 
@@ -346,7 +429,7 @@ impl Encoder {
             return Err(EncodeError::NotInVocabulary(vec![b]));
         }
         if piece.len() < LONG_PIECE {
-            merge_short(&self.pair_ranks, piece, &mut scratch.parts, &mut scratch.cache.hot, out);
+            merge_short(&self.pair_ranks, piece, &mut scratch.parts, &mut scratch.hot, out);
         } else if piece.len() < u32::MAX as usize {
             merge_long(&self.pair_ranks, piece, out);
         } else {

@@ -184,6 +184,19 @@ pub(super) fn piece_key(piece: &[u8]) -> u128 {
     u128::from_le_bytes(buf)
 }
 
+/// `piece_key` of the `len` bytes (at most `CACHED_PIECE`) of `text` from
+/// `start`: one 16-byte load and a mask where the text has 16 bytes there.
+#[inline]
+pub(super) fn load_key(text: &[u8], start: usize, len: usize) -> u128 {
+    debug_assert!(len <= CACHED_PIECE && start + len <= text.len());
+    let raw = match text.get(start..start + 16) {
+        Some(window) => u128::from_le_bytes(window.try_into().expect("16 bytes")),
+        None => return piece_key(&text[start..start + len]),
+    };
+    let mask = (1u128 << (8 * len)) - 1;
+    (raw & mask) | (len as u128) << 120
+}
+
 /// Token bytes -> id. Tokens of at most `CACHED_PIECE` bytes (nearly all)
 /// are keyed by `piece_key`: a lookup probes one table with no heap-allocated
 /// key to compare (the byte-slice map took three cache misses and a memcmp
@@ -195,6 +208,8 @@ pub(super) struct TokenIds {
     /// clear bit proves a piece is not a token without touching `short`.
     short_filter: Box<[u64]>,
     long: FxHashMap<Vec<u8>, u32>,
+    /// Byte -> id of that one-byte token, or NO_ID.
+    one_byte: [u32; 256],
     /// `(first << 8) | second` -> id of that two-byte token, or NO_ID.
     two_byte: Box<[u32]>,
 }
@@ -217,12 +232,19 @@ impl TokenIds {
             short: FxHashMap::default(),
             short_filter: vec![0; (1 << SHORT_FILTER_BITS) / 64].into_boxed_slice(),
             long: FxHashMap::default(),
+            one_byte: [NO_ID; 256],
             two_byte: vec![NO_ID; 1 << 16].into_boxed_slice(),
         }
     }
 
     /// Add a token unless its bytes already have an id (the first id wins).
     pub(super) fn insert(&mut self, bytes: Vec<u8>, id: u32) {
+        if let [byte] = bytes[..] {
+            let slot = &mut self.one_byte[byte as usize];
+            if *slot == NO_ID {
+                *slot = id;
+            }
+        }
         if let [first, second] = bytes[..] {
             let slot = &mut self.two_byte[(first as usize) << 8 | second as usize];
             if *slot == NO_ID {
@@ -242,6 +264,7 @@ impl TokenIds {
     #[inline]
     pub(super) fn get(&self, bytes: &[u8]) -> Option<u32> {
         match *bytes {
+            [byte] => Some(self.one_byte[byte as usize]).filter(|&id| id != NO_ID),
             [first, second] => Some(self.two_byte[(first as usize) << 8 | second as usize]).filter(|&id| id != NO_ID),
             _ if bytes.len() <= CACHED_PIECE => self.get_short(piece_key(bytes)),
             _ => self.long.get(bytes).copied(),

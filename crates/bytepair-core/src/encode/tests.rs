@@ -18,7 +18,7 @@ fn toy() -> Encoder {
 }
 
 fn scratch_for(e: &Encoder) -> Scratch {
-    Scratch::new().for_encoder(e.tag)
+    Scratch::new(e.tag)
 }
 
 /// Part boundaries by the byte-slice heap merge.

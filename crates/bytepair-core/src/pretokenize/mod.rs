@@ -70,6 +70,14 @@ impl PreTokenizer {
         Ok(PreTokenizer { engine, specials: special_matcher(special_tokens)? })
     }
 
+    /// The preset this pre-tokenizer runs, None for a custom pattern.
+    pub fn preset(&self) -> Option<Preset> {
+        match self.engine {
+            Engine::Preset(preset) => Some(preset),
+            Engine::Fancy(_) => None,
+        }
+    }
+
     /// Call `f` on every pre-token of `text`, which holds no special tokens.
     /// Errors only when the backtracking engine gives up (catastrophic pattern).
     pub fn for_each_piece<'t>(

@@ -116,7 +116,7 @@ fn build() -> Table {
 }
 
 /// The character at byte `i` of valid UTF-8 `bytes` and its length in bytes.
-#[inline]
+#[inline(always)]
 pub fn char_at(bytes: &[u8], i: usize) -> (char, usize) {
     let b = bytes[i];
     if b < 0x80 {
@@ -136,7 +136,7 @@ pub fn char_at(bytes: &[u8], i: usize) -> (char, usize) {
 }
 
 /// The flags and byte length of the character at byte `i` of valid UTF-8 `bytes`.
-#[inline]
+#[inline(always)]
 pub fn flags_at(bytes: &[u8], i: usize) -> (u8, usize) {
     let b = bytes[i];
     if b < 0x80 {
@@ -148,7 +148,7 @@ pub fn flags_at(bytes: &[u8], i: usize) -> (u8, usize) {
 
 /// Does the character at byte `i` of valid UTF-8 `bytes` have any of `set`?
 /// The end of the text has none.
-#[inline]
+#[inline(always)]
 pub fn has_at(bytes: &[u8], i: usize, set: u8) -> bool {
     i < bytes.len() && flags_at(bytes, i).0 & set != 0
 }

@@ -7,6 +7,7 @@ use rayon::prelude::*;
 use super::changes::SeamChanges;
 use super::{Pair, TokenPrefix};
 use crate::count::WordCounts;
+use crate::memory::prefetch;
 
 /// Every distinct word as a sequence of token ids, stored back to back in one
 /// buffer: a merge visits its words in increasing id order, so it walks memory
@@ -88,16 +89,6 @@ impl<'a> WordsView<'a> {
         let len = &mut self.len[i - self.first];
         let word = &mut self.symbols[start - self.base..start - self.base + *len as usize];
         *len = merge_in_word(word, pair, new_id, seam) as u32;
-    }
-}
-
-/// Hint the CPU to load the cache line of `value` (no effect on other targets).
-#[inline(always)]
-pub(super) fn prefetch<T>(value: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch only hints the cache; `value` is a valid reference anyway.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch((value as *const T).cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
     }
 }
 

@@ -1,0 +1,52 @@
+//! Encode a text file with a tiktoken rank file, for profiling the encoder
+//! without Python: `cargo run --release -p bytepair-core --example encode_file --
+//! RANKS.tiktoken PRESET TEXT [MB] [ROUNDS]` prints the throughput of a cold
+//! first call and the median of the warm ones (one thread).
+
+use std::time::Instant;
+
+use base64::Engine as _;
+use bytepair_core::Encoder;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 4 {
+        eprintln!("usage: encode_file RANKS.tiktoken PRESET TEXT [MB] [ROUNDS]");
+        std::process::exit(2);
+    }
+    let ranks = std::fs::read_to_string(&args[1]).expect("rank file");
+    let mut tokens: Vec<(Vec<u8>, u32)> = ranks
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (token, rank) = l.split_once(' ').expect("'base64 rank' lines");
+            (base64::engine::general_purpose::STANDARD.decode(token).expect("base64"), rank.parse().expect("rank"))
+        })
+        .collect();
+    tokens.sort_by_key(|&(_, rank)| rank);
+    let merged: Vec<Vec<u8>> = tokens.iter().filter(|(t, _)| t.len() > 1).map(|(t, _)| t.clone()).collect();
+    let enc = Encoder::new(tokens, merged, vec![], &args[2]).expect("encoder");
+    let limit = args.get(4).map_or(10.0, |s| s.parse::<f64>().expect("MB")) * 1e6;
+    let rounds: usize = args.get(5).map_or(5, |s| s.parse().expect("rounds"));
+    let bytes = std::fs::read(&args[3]).expect("text file");
+    let mut end = bytes.len().min(limit as usize);
+    while end < bytes.len() && (bytes[end] & 0xC0) == 0x80 {
+        end -= 1;
+    }
+    let text = std::str::from_utf8(&bytes[..end]).expect("UTF-8 text");
+    let mut times = vec![];
+    let mut count = 0;
+    for _ in 0..rounds {
+        let start = Instant::now();
+        let mut ids = Vec::new();
+        enc.encode_ordinary_into(text, &mut ids).expect("encodes");
+        times.push(start.elapsed().as_secs_f64());
+        count = ids.len();
+    }
+    let cold = times[0];
+    let mut warm = times[1..].to_vec();
+    warm.sort_by(f64::total_cmp);
+    let median = warm.get(warm.len() / 2).copied().unwrap_or(cold);
+    let mb = text.len() as f64 / 1e6;
+    println!("{:.1} MB, {count} tokens: cold {:.1} MB/s, warm {:.1} MB/s", mb, mb / cold, mb / median);
+}
