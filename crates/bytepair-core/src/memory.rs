@@ -38,3 +38,71 @@ pub(crate) fn prefetch<T>(value: &T) {
     }
 }
 
+
+/// A zero-filled slice of plain-data items (all-zero bytes must be a valid
+/// value of `T`), on transparent huge pages where the OS offers them: aligned
+/// to 2 MiB and advised (`MADV_HUGEPAGE`) before its first touch. A random
+/// probe into a table of megabytes then rarely misses the TLB (with 4 KiB
+/// pages an 8 MiB table spans 2048 pages, more than the TLB holds).
+pub(crate) struct ZeroedSlice<T: Copy> {
+    ptr: std::ptr::NonNull<T>,
+    len: usize,
+}
+
+/// Tables this large or larger get the huge-page alignment and advice.
+const HUGE_PAGE: usize = 2 << 20;
+
+impl<T: Copy> ZeroedSlice<T> {
+    fn layout(len: usize) -> std::alloc::Layout {
+        let size = (len * std::mem::size_of::<T>()).max(1);
+        let align = if size >= HUGE_PAGE { HUGE_PAGE } else { std::mem::align_of::<T>() };
+        std::alloc::Layout::from_size_align(size, align).expect("a table of sane size")
+    }
+
+    /// `len` zeroed items.
+    ///
+    /// # Safety
+    /// All-zero bytes must be a valid `T`.
+    pub(crate) unsafe fn new(len: usize) -> Self {
+        let layout = Self::layout(len);
+        // SAFETY: the layout has a non-zero size. (Not alloc_zeroed: with this
+        // alignment it writes the zeros itself, before the advice below.)
+        let raw = unsafe { std::alloc::alloc(layout) };
+        let Some(ptr) = std::ptr::NonNull::new(raw.cast::<T>()) else { std::alloc::handle_alloc_error(layout) };
+        #[cfg(target_os = "linux")]
+        if layout.size() >= HUGE_PAGE {
+            // SAFETY: the range is this allocation; the advice changes no contents.
+            unsafe { libc::madvise(raw.cast(), layout.size(), libc::MADV_HUGEPAGE) };
+        }
+        // SAFETY: the allocation holds `layout.size()` bytes.
+        unsafe { std::ptr::write_bytes(raw, 0, layout.size()) };
+        ZeroedSlice { ptr, len }
+    }
+}
+
+impl<T: Copy> std::ops::Deref for ZeroedSlice<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: `ptr` holds `len` initialized items for the life of `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Copy> std::ops::DerefMut for ZeroedSlice<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as in `deref`, and `&mut self` makes the access unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Copy> Drop for ZeroedSlice<T> {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr().cast(), Self::layout(self.len)) };
+    }
+}
+
+// SAFETY: the slice owns its items like a Box<[T]>.
+unsafe impl<T: Copy + Send> Send for ZeroedSlice<T> {}
+// SAFETY: shared access gives `&[T]` only.
+unsafe impl<T: Copy + Sync> Sync for ZeroedSlice<T> {}

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use rustc_hash::FxHashMap;
 
 use super::decode::push_fixed;
+use crate::memory::ZeroedSlice;
 use super::merge::Part;
 use super::tables::{packed_key, packed_slot, PairRanks, PairTable, CODE_BITS, FREE, NO_RANK, PACKED_KEY_MASK};
 
@@ -64,10 +65,16 @@ struct Slot {
 /// Short pieces (up to 15 bytes) -> ids: open addressing with linear probing,
 /// at most half full below the budget, three quarters at it; then emptied.
 pub(super) struct PieceCache {
-    slots: Vec<Slot>,
+    slots: ZeroedSlice<Slot>,
     len: usize,
     max_slots: usize,
     spill: Vec<u32>,
+}
+
+/// `len` empty slots (zeroed: key 0), on huge pages when large.
+fn empty_slots(len: usize) -> ZeroedSlice<Slot> {
+    // SAFETY: a zeroed Slot is a valid, empty slot.
+    unsafe { ZeroedSlice::new(len) }
 }
 
 /// The hash of a piece key (the top bits pick its home slot).
@@ -80,7 +87,7 @@ pub(super) fn hash_key(key: u128) -> u64 {
 impl PieceCache {
     fn new() -> Self {
         let max_slots = (cache_budget() / std::mem::size_of::<Slot>()).max(INITIAL_SLOTS);
-        PieceCache { slots: vec![Slot::default(); INITIAL_SLOTS], len: 0, max_slots, spill: Vec::new() }
+        PieceCache { slots: empty_slots(INITIAL_SLOTS), len: 0, max_slots, spill: Vec::new() }
     }
 
     #[inline]
@@ -144,10 +151,10 @@ impl PieceCache {
 
     /// Double the table, re-placing every slot.
     fn grow(&mut self) {
-        let doubled = vec![Slot::default(); 2 * self.slots.len()];
+        let doubled = empty_slots(2 * self.slots.len());
         let old = std::mem::replace(&mut self.slots, doubled);
         let mask = self.slots.len() - 1;
-        for slot in old.into_iter().filter(|s| s.key != 0) {
+        for &slot in old.iter().filter(|s| s.key != 0) {
             let mut i = self.home(hash_key(slot.key));
             while self.slots[i].key != 0 {
                 i = (i + 1) & mask;

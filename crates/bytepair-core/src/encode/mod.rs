@@ -33,7 +33,7 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rustc_hash::FxHashMap;
 
-use crate::pretokenize::{special_matcher, PatternError, PreTokenizer, Preset, SearchError};
+use crate::pretokenize::{special_matcher, PatternError, Pieces, PreTokenizer, Preset, SearchError};
 use cache::{hash_key, new_encoder_tag, with_scratch, Scratch};
 use decode::Decoder;
 use merge::{merge_long, merge_short, LONG_PIECE};
@@ -45,6 +45,8 @@ pub(crate) use merge::merge_by_rank;
 
 /// Pieces the pre-tokenizer hands over at a time (see `encode_preset_pieces`).
 const BATCH: usize = 128;
+/// How many pieces ahead of its probe a cache slot is fetched.
+const PREFETCH_AHEAD: usize = 8;
 
 /// A special-token string found where it is not allowed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -334,29 +336,44 @@ impl Encoder {
         let mut keys = [0u128; BATCH];
         let mut hashes = [0u64; BATCH];
         let mut error = None;
-        let mut pos = 0;
-        while pos < b.len() {
-            let mut n = 0;
-            bounds[0] = pos;
-            while n < BATCH && pos < b.len() {
-                pos = preset.advance(b, pos);
-                n += 1;
-                bounds[n] = pos;
+        let mut pieces = Pieces::new(b, preset);
+        loop {
+            let n = pieces.fill(&mut bounds);
+            if n == 0 {
+                break;
             }
-            for i in 0..n {
-                let len = bounds[i + 1] - bounds[i];
-                keys[i] = 0;
+            let (bounds, keys, hashes) = (&bounds[..=n], &mut keys[..n], &mut hashes[..n]);
+            for ((w, key), hash) in bounds.windows(2).zip(keys.iter_mut()).zip(hashes.iter_mut()) {
+                let len = w[1] - w[0];
+                *key = 0;
                 if (3..=CACHED_PIECE).contains(&len) {
-                    keys[i] = load_key(b, bounds[i], len);
-                    hashes[i] = hash_key(keys[i]);
-                    scratch.pieces.prefetch(hashes[i]);
+                    *key = load_key(b, w[0], len);
+                    *hash = hash_key(*key);
                 }
             }
+            // Fetch the slots a few pieces ahead of their probes: far enough
+            // to hide a miss to memory, few enough in flight for the CPU.
+            for &hash in &hashes[..n.min(PREFETCH_AHEAD)] {
+                scratch.pieces.prefetch(hash);
+            }
             for i in 0..n {
-                let piece = &b[bounds[i]..bounds[i + 1]];
+                if let Some(&ahead) = hashes.get(i + PREFETCH_AHEAD) {
+                    scratch.pieces.prefetch(ahead);
+                }
+                let (start, end) = (bounds[i], bounds[i + 1]);
+                let id = match end - start {
+                    1 => self.ids.one_byte(b[start]),
+                    2 => self.ids.two_bytes(b[start], b[start + 1]),
+                    _ if keys[i] != 0 && scratch.pieces.push_hit(keys[i], hashes[i], out) => continue,
+                    _ => NO_ID,
+                };
+                if id != NO_ID {
+                    out.push(id);
+                    continue;
+                }
+                let piece = &b[start..end];
                 let done = match keys[i] {
                     0 => self.encode_piece(piece, scratch, out),
-                    key if scratch.pieces.push_hit(key, hashes[i], out) => Ok(()),
                     key => self.encode_short_miss(piece, key, hashes[i], scratch, out),
                 };
                 if let Err(e) = done {

@@ -193,9 +193,20 @@ pub(super) fn load_key(text: &[u8], start: usize, len: usize) -> u128 {
         Some(window) => u128::from_le_bytes(window.try_into().expect("16 bytes")),
         None => return piece_key(&text[start..start + len]),
     };
-    let mask = (1u128 << (8 * len)) - 1;
-    (raw & mask) | (len as u128) << 120
+    (raw & KEY_MASKS[len]) | (len as u128) << 120
 }
+
+/// `KEY_MASKS[n]`: the low `n` bytes of a u128 (a table: a 128-bit shift by a
+/// variable amount is a dozen instructions).
+static KEY_MASKS: [u128; 16] = {
+    let mut masks = [0u128; 16];
+    let mut n = 1;
+    while n < 16 {
+        masks[n] = (1u128 << (8 * n)) - 1;
+        n += 1;
+    }
+    masks
+};
 
 /// Token bytes -> id. Tokens of at most `CACHED_PIECE` bytes (nearly all)
 /// are keyed by `piece_key`: a lookup probes one table with no heap-allocated
@@ -269,6 +280,18 @@ impl TokenIds {
             _ if bytes.len() <= CACHED_PIECE => self.get_short(piece_key(bytes)),
             _ => self.long.get(bytes).copied(),
         }
+    }
+
+    /// The id of the one-byte token `byte`, NO_ID if it has none.
+    #[inline(always)]
+    pub(super) fn one_byte(&self, byte: u8) -> u32 {
+        self.one_byte[byte as usize]
+    }
+
+    /// The id of the two-byte token `first second`, NO_ID if there is none.
+    #[inline(always)]
+    pub(super) fn two_bytes(&self, first: u8, second: u8) -> u32 {
+        self.two_byte[(first as usize) << 8 | second as usize]
     }
 
     /// The id of the short token of `piece_key` `key`.

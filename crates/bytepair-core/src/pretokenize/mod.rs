@@ -14,6 +14,7 @@
 //! Special tokens are found with Aho-Corasick, leftmost-longest: when two special
 //! tokens overlap, the longest wins.
 
+pub mod blocks;
 mod presets;
 mod scalar;
 mod special;
@@ -37,6 +38,41 @@ pub enum PatternError {
     /// The special-token matcher could not be built (too many or too long tokens).
     #[error("cannot build special-token matcher: {0}")]
     SpecialMatcher(String),
+}
+
+/// The pre-tokens of a text with a preset, as batches of boundaries: the
+/// block scanner where the CPU has AVX2, else the scalar state machine.
+pub struct Pieces<'t> {
+    text: &'t [u8],
+    preset: Preset,
+    pos: usize,
+    walker: Option<blocks::Walker<'t>>,
+}
+
+impl<'t> Pieces<'t> {
+    /// The pre-tokens of `text` (valid UTF-8).
+    pub fn new(text: &'t [u8], preset: Preset) -> Self {
+        let walker = blocks::available().then(|| blocks::Walker::new(text, preset, true));
+        Pieces { text, preset, pos: 0, walker }
+    }
+
+    /// Write the boundaries of up to `bounds.len() - 1` pre-tokens:
+    /// `bounds[0]` is where the first starts, `bounds[i]` where pre-token
+    /// i - 1 ends. Returns how many pre-tokens were written, 0 at the end.
+    #[inline]
+    pub fn fill(&mut self, bounds: &mut [usize]) -> usize {
+        if let Some(walker) = &mut self.walker {
+            return walker.fill(bounds);
+        }
+        bounds[0] = self.pos;
+        let mut n = 0;
+        while n + 1 < bounds.len() && self.pos < self.text.len() {
+            self.pos = self.preset.advance(self.text, self.pos);
+            n += 1;
+            bounds[n] = self.pos;
+        }
+        n
+    }
 }
 
 /// The backtracking engine gave up on a text (a catastrophic custom pattern
@@ -87,12 +123,16 @@ impl PreTokenizer {
     ) -> Result<(), SearchError> {
         match &self.engine {
             Engine::Preset(preset) => {
-                let bytes = text.as_bytes();
-                let mut pos = 0;
-                while pos < bytes.len() {
-                    let end = preset.advance(bytes, pos);
-                    f(&text[pos..end]);
-                    pos = end;
+                let mut pieces = Pieces::new(text.as_bytes(), *preset);
+                let mut bounds = [0usize; 129];
+                loop {
+                    let n = pieces.fill(&mut bounds);
+                    if n == 0 {
+                        break;
+                    }
+                    for w in bounds[..=n].windows(2) {
+                        f(&text[w[0]..w[1]]);
+                    }
                 }
             }
             Engine::Fancy(re) => {

@@ -176,12 +176,12 @@ pub fn cl100k(b: &[u8], pos: usize) -> usize {
         return digits3(b, pos);
     }
     if class == OTHER {
-        return newlines_end(b, run_end(b, pos + len, OTHER), |c| is_newline(c));
+        return newlines_end(b, run_end(b, pos + len, OTHER), is_newline);
     }
     if c == b' ' && pos + 1 < b.len() {
         let (next, next_len) = flags_at(b, pos + 1);
         if kind(next) == OTHER {
-            return newlines_end(b, run_end(b, pos + 1 + next_len, OTHER), |c| is_newline(c));
+            return newlines_end(b, run_end(b, pos + 1 + next_len, OTHER), is_newline);
         }
     }
     let (end, last, newline_end) = whitespace_run(b, pos);

@@ -1,0 +1,92 @@
+//! cl100k's starts: `'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|
+//!  ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s`.
+//!
+//! On ASCII text a pre-token starts at:
+//! - a letter after a non-letter, unless that character is a prefix that
+//!   starts a pre-token itself: whitespace other than `\r\n` (the last of its
+//!   run), or an other character that starts a run of its own;
+//! - every third digit of a run, from its first;
+//! - an other character after a non-other, unless after a space (` ?`);
+//! - in a whitespace run: its first character, unless `\r\n` that the other
+//!   characters before it take (`[\r\n]*+`); the first character after its
+//!   last newline (`\s*[\r\n]`); its last character when not a newline
+//!   (`\s+(?!\S)` leaves it out); a run at the end of the text is one
+//!   pre-token (`\s++$`: unsure here, the scalar machine does it);
+//! - after a contraction.
+//!
+//! Runs of whitespace or digits that touch a byte the masks do not classify,
+//! or run past the three blocks, are unsure as a whole.
+
+use super::gpt2::set;
+use super::{digit_groups, join, near, reaches_forward, reached_from_behind, runs_near_unknown, Window, M};
+
+/// Length of the case-insensitive contraction at `j` (which holds `'`), 0 if none.
+#[inline]
+fn contraction(text: &[u8], j: usize) -> u32 {
+    let lower = |i: usize| text.get(i).map(u8::to_ascii_lowercase);
+    match (lower(j + 1), lower(j + 2)) {
+        (Some(b's' | b't' | b'm' | b'd'), _) => 2,
+        (Some(b'r' | b'v'), Some(b'e')) | (Some(b'l'), Some(b'l')) => 3,
+        _ => 0,
+    }
+}
+
+pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
+    let letter = w.m(|c| c.letter);
+    let digit = w.m(|c| c.digit);
+    let other = w.m(|c| c.other());
+    let ws = w.m(|c| c.ws);
+    let space = w.m(|c| c.space);
+    let newline = w.m(|c| c.newline);
+    let bad = w.bad();
+
+    // An other character that starts a pre-token.
+    let other_starts = other & !M { p: other.p << 1, c: other.prev(1), n: 0 } & !M { p: space.p << 1, c: space.prev(1), n: 0 };
+    let prefix_before = (ws.prev(1) & !newline.prev(1)) | other_starts.prev(1);
+    let mut starts = letter.c & !letter.prev(1) & !prefix_before;
+    let (groups, digits_unsure) = digit_groups(digit);
+    starts |= groups & digit.c;
+    starts |= other_starts.c;
+
+    // Whitespace. Newlines right after other characters go with them.
+    let after_other = join(newline.p & other.p << 1, newline.c & other.prev(1));
+    let taken = reached_from_behind(after_other, join(newline.p, newline.c));
+    let taken = M { p: taken as u64, c: (taken >> 64) as u64, n: 0 };
+    let run_start = ws.c & !ws.prev(1);
+    starts |= run_start & !taken.c;
+    starts |= ws.c & !newline.c & taken.prev(1);
+    let later = reaches_forward(join(newline.c, newline.n), join(ws.c, ws.n));
+    let later_next = (later >> 1) as u64;
+    let last_newline = newline.c & !later_next;
+    let last_newline = M { p: newline.p & !(later_newline_p(newline, ws)), c: last_newline, n: 0 };
+    starts |= ws.c & last_newline.prev(1);
+    starts |= ws.c & !newline.c & !ws.next(1);
+
+    // Contractions.
+    let apostrophe = w.m(|c| c.apostrophe);
+    let opens = (apostrophe & other_starts).c;
+    let opens_before = apostrophe.p & other_starts.p & (0b111 << 61);
+    for (mut bits, origin) in [(opens_before, base as isize - 64), (opens, base as isize)] {
+        while bits != 0 {
+            let j = origin + bits.trailing_zeros() as isize;
+            bits &= bits - 1;
+            let len = contraction(text, j as usize);
+            if len > 0 {
+                set(&mut starts, j + len as isize - base as isize);
+            }
+        }
+    }
+
+    let mut unsure = near(bad, 4, 2) | digits_unsure;
+    unsure |= runs_near_unknown(ws, bad) | runs_near_unknown(digit, bad);
+    unsure |= if newline.p == !0 { !0 } else { 0 };
+    (starts, unsure)
+}
+
+/// The newlines of the previous block that have a later newline in their
+/// whitespace run (within the previous and current blocks).
+#[inline(always)]
+fn later_newline_p(newline: M, ws: M) -> u64 {
+    let later = reaches_forward(join(newline.p, newline.c), join(ws.p, ws.c));
+    (later >> 1) as u64
+}

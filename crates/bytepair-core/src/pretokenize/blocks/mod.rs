@@ -1,0 +1,448 @@
+//! The block scanner: pre-tokenization of the presets 64 bytes at a time.
+//!
+//! Each 64-byte block of the text is classified into bitmasks (letter, digit,
+//! space, ...: `classify`), and each preset's rules, written as bit algebra
+//! over those masks and the masks of the blocks on either side, give the
+//! positions where a pre-token starts (`gpt2`, `cl100k`, `o200k`). Walking
+//! from one start to the next is then a `trailing_zeros` per pre-token, with
+//! no branch that depends on the characters.
+//!
+//! The algebra decides only what it can see: next to a byte it does not
+//! classify (non-ASCII, the end of the text) or where a rule reaches past the
+//! three blocks it looks at, it marks the position *unsure*, and the walker
+//! hands every pre-token that touches an unsure position to the preset's
+//! scalar state machine (`super::scalar`), which is exact everywhere. So the
+//! scanner's output equals the scalar machine's on any text, which equals
+//! Python's `regex` (tests of both, and `tests::walker_equals_scalar`).
+//!
+//! The masks need AVX2 to pay off; on other CPUs the walker is not used and
+//! the scalar machine runs alone.
+
+mod classify;
+mod cl100k;
+mod gpt2;
+mod o200k;
+
+use std::ops::{BitAnd, BitOr, Not};
+
+pub use classify::{classify_portable, Classes};
+
+use super::Preset;
+
+/// One mask over the three blocks the rules look at: the previous block (p),
+/// the current one (c) and the next (n).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct M {
+    pub p: u64,
+    pub c: u64,
+    pub n: u64,
+}
+
+impl M {
+    /// The mask at `i - k` for each position `i` of the current block (0 < k < 64).
+    #[inline(always)]
+    pub fn prev(self, k: u32) -> u64 {
+        self.c << k | self.p >> (64 - k)
+    }
+
+    /// The mask at `i + k` for each position `i` of the current block (0 < k < 64).
+    #[inline(always)]
+    pub fn next(self, k: u32) -> u64 {
+        self.c >> k | self.n << (64 - k)
+    }
+}
+
+impl BitAnd for M {
+    type Output = M;
+    #[inline(always)]
+    fn bitand(self, o: M) -> M {
+        M { p: self.p & o.p, c: self.c & o.c, n: self.n & o.n }
+    }
+}
+
+impl BitOr for M {
+    type Output = M;
+    #[inline(always)]
+    fn bitor(self, o: M) -> M {
+        M { p: self.p | o.p, c: self.c | o.c, n: self.n | o.n }
+    }
+}
+
+impl Not for M {
+    type Output = M;
+    #[inline(always)]
+    fn not(self) -> M {
+        M { p: !self.p, c: !self.c, n: !self.n }
+    }
+}
+
+/// The classes of the blocks k - 1, k and k + 1.
+pub(super) struct Window<'a> {
+    pub p: &'a Classes,
+    pub c: &'a Classes,
+    pub n: &'a Classes,
+}
+
+impl Window<'_> {
+    /// One class over the three blocks.
+    #[inline(always)]
+    pub fn m(&self, f: impl Fn(&Classes) -> u64) -> M {
+        M { p: f(self.p), c: f(self.c), n: f(self.n) }
+    }
+
+    /// Bytes the algebra does not classify: non-ASCII, and past the end.
+    #[inline(always)]
+    pub fn bad(&self) -> M {
+        self.m(|c| c.nonascii | c.phantom)
+    }
+}
+
+/// Positions (bits of the current block) within `before` bytes after or
+/// `after` bytes before a bad byte, and the bad bytes themselves.
+#[inline(always)]
+pub(super) fn near(bad: M, before: u32, after: u32) -> u64 {
+    let mut out = bad.c;
+    for k in 1..=before {
+        out |= bad.prev(k);
+    }
+    for k in 1..=after {
+        out |= bad.next(k);
+    }
+    out
+}
+
+/// Two adjacent blocks as one 128-bit mask (`low` first).
+#[inline(always)]
+pub(super) fn join(low: u64, high: u64) -> u128 {
+    low as u128 | (high as u128) << 64
+}
+
+/// Positions `i` from which a run of `through` (`i` included) reaches a
+/// `seed` at or after `i`: carry lookahead towards higher positions.
+#[inline(always)]
+pub(super) fn reaches_forward(seed: u128, through: u128) -> u128 {
+    let (mut g, mut p) = (seed, through);
+    for s in [1, 2, 4, 8, 16, 32, 64] {
+        g |= p & (g >> s);
+        p &= p >> s;
+    }
+    g
+}
+
+/// Positions `i` reached by a run of `through` (`i` included) from a `seed`
+/// at or before `i`: carry lookahead towards lower positions.
+#[inline(always)]
+pub(super) fn reached_from_behind(seed: u128, through: u128) -> u128 {
+    let (mut g, mut p) = (seed, through);
+    for s in [1, 2, 4, 8, 16, 32, 64] {
+        g |= p & (g << s);
+        p &= p << s;
+    }
+    g
+}
+
+/// Group starts of `\p{N}{1,3}` over the previous and current blocks: the
+/// first digit of each run and every third after it. A run that begins in the
+/// first bit of the previous block may begin earlier: `unsure` then.
+#[inline(always)]
+pub(super) fn digit_groups(digit: M) -> (u64, u64) {
+    let d = join(digit.p, digit.c);
+    let run_starts = d & !(d << 1);
+    let mut groups = run_starts;
+    let mut x = run_starts;
+    loop {
+        x = (x << 3) & (d << 2) & (d << 1) & d;
+        if x == 0 {
+            break;
+        }
+        groups |= x;
+    }
+    let unknown = reached_from_behind(d & 1, d);
+    ((groups >> 64) as u64, (unknown >> 64) as u64)
+}
+
+/// Positions of whitespace runs that touch a byte the masks do not classify,
+/// or the end of the three blocks (both ends of the run are needed), in the
+/// current block.
+#[inline(always)]
+pub(super) fn runs_near_unknown(run: M, bad: M) -> u64 {
+    let fwd = reaches_forward(join(bad.c, bad.n) | 1u128 << 127, join(run.c, run.n));
+    let back = reached_from_behind(join(bad.p, bad.c) | 1, join(run.p, run.c));
+    run.c & ((fwd as u64) | (back >> 64) as u64)
+}
+
+/// The starts of the block at `base` and where they are unsure: `(starts, unsure)`.
+#[inline(always)]
+fn rules(preset: Preset, window: &Window, text: &[u8], base: usize) -> (u64, u64) {
+    match preset {
+        Preset::Gpt2 => gpt2::starts(window, text, base),
+        Preset::Cl100k => cl100k::starts(window, text, base),
+        Preset::O200k => o200k::starts(window, text, base),
+    }
+}
+
+/// Is the block scanner usable on this CPU (AVX2, and BMI1 for `tzcnt`)?
+pub fn available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("bmi1")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Pre-tokenizes a text with a preset, a batch of pre-token boundaries at a time.
+pub struct Walker<'t> {
+    text: &'t [u8],
+    preset: Preset,
+    /// Classify with AVX2 (else one byte at a time: the tests' reference).
+    simd: bool,
+    /// The start of the next pre-token.
+    pos: usize,
+    /// The block whose `starts` and `unsure` are computed (None before the
+    /// first), and the classes of blocks `block - 1 ..= block + 1`.
+    block: Option<usize>,
+    classes: [Classes; 3],
+    starts: u64,
+    unsure: u64,
+}
+
+impl<'t> Walker<'t> {
+    /// A walker over `text` (valid UTF-8) with `preset`; `simd` selects the
+    /// AVX2 classifier, which the caller has checked is `available`.
+    pub fn new(text: &'t [u8], preset: Preset, simd: bool) -> Self {
+        Walker { text, preset, simd, pos: 0, block: None, classes: [Classes::default(); 3], starts: 0, unsure: !0 }
+    }
+
+    /// The classes of block `k` (all phantom past the end of the text).
+    fn classify(&self, k: usize) -> Classes {
+        let start = k * 64;
+        if start + 64 <= self.text.len() {
+            let block: &[u8; 64] = self.text[start..start + 64].try_into().expect("64 bytes");
+            #[cfg(target_arch = "x86_64")]
+            if self.simd {
+                use classify::{classify_avx2, NEWLINE, SLASH, UPPER};
+                // SAFETY: `simd` is only set where AVX2 was detected.
+                return unsafe {
+                    match self.preset {
+                        Preset::Gpt2 => classify_avx2::<0>(block),
+                        Preset::Cl100k => classify_avx2::<NEWLINE>(block),
+                        Preset::O200k => classify_avx2::<{ UPPER | NEWLINE | SLASH }>(block),
+                    }
+                };
+            }
+            return classify_portable(block);
+        }
+        if start >= self.text.len() {
+            return Classes { phantom: !0, ..Classes::default() };
+        }
+        let mut block = [0u8; 64];
+        let have = self.text.len() - start;
+        block[..have].copy_from_slice(&self.text[start..start + have]);
+        let mut c = classify_portable(&block);
+        let real = (1u64 << have) - 1;
+        for mask in [&mut c.letter, &mut c.upper, &mut c.digit, &mut c.ws, &mut c.space, &mut c.newline, &mut c.apostrophe, &mut c.slash, &mut c.nonascii] {
+            *mask &= real;
+        }
+        c.phantom = !real;
+        c
+    }
+
+    /// Compute the starts of block `k`, sliding the classes when it follows the last one.
+    #[inline(always)]
+    fn load(&mut self, k: usize) {
+        if self.block == Some(k) {
+            return;
+        }
+        if self.block.is_some_and(|b| b + 1 == k) {
+            self.classes[0] = self.classes[1];
+            self.classes[1] = self.classes[2];
+        } else {
+            // Before the text: phantom, so the first bytes are unsure, not after some class.
+            self.classes[0] = if k == 0 { Classes { phantom: !0, ..Classes::default() } } else { self.classify(k - 1) };
+            self.classes[1] = self.classify(k);
+        }
+        self.classes[2] = self.classify(k + 1);
+        self.block = Some(k);
+        let window = Window { p: &self.classes[0], c: &self.classes[1], n: &self.classes[2] };
+        (self.starts, self.unsure) = rules(self.preset, &window, self.text, k * 64);
+    }
+
+    /// Where the pre-token that starts at `self.pos` ends, when no start of
+    /// its block follows it: in a later block (None: ask the scalar machine).
+    #[inline(always)]
+    fn end_in_later_block(&mut self) -> Option<usize> {
+        let (mut k, bit) = (self.pos / 64, self.pos % 64);
+        if self.unsure & (!0u64 << bit) << 1 != 0 {
+            return None;
+        }
+        loop {
+            k += 1;
+            self.load(k);
+            if self.starts != 0 {
+                let q = self.starts.trailing_zeros();
+                return (self.unsure & (!0u64 >> (63 - q)) == 0).then_some(k * 64 + q as usize);
+            }
+            if self.unsure != 0 {
+                return None;
+            }
+        }
+    }
+
+    /// `fill`, inlined into the per-CPU entry points below.
+    #[inline(always)]
+    fn fill_impl(&mut self, bounds: &mut [usize]) -> usize {
+        let cap = bounds.len() - 1;
+        bounds[0] = self.pos;
+        let mut n = 0;
+        while n < cap && self.pos < self.text.len() {
+            let (k, bit) = (self.pos / 64, self.pos % 64);
+            self.load(k);
+            let base = k * 64;
+            // The starts after `pos` in its block that come before its first
+            // unsure position end pre-tokens that touch none: taken in turn.
+            let mut rest = self.starts & (!0u64 << bit) << 1;
+            let doubt = self.unsure & (!0u64 << bit) << 1;
+            let trusted = if doubt == 0 { !0 } else { (1u64 << doubt.trailing_zeros()) - 1 };
+            let mut safe = rest & trusted;
+            rest &= !trusted;
+            while safe != 0 && n < cap {
+                n += 1;
+                bounds[n] = base + safe.trailing_zeros() as usize;
+                safe &= safe - 1;
+            }
+            rest |= safe;
+            self.pos = bounds[n];
+            if n == cap {
+                break;
+            }
+            // The next pre-token touches an unsure position, or ends in a later block.
+            let end = if rest == 0 && doubt == 0 { self.end_in_later_block() } else { None };
+            self.pos = end.unwrap_or_else(|| self.preset.advance(self.text, self.pos));
+            n += 1;
+            bounds[n] = self.pos;
+        }
+        n
+    }
+
+    /// Write the boundaries of up to `bounds.len() - 1` pre-tokens: `bounds[0]`
+    /// is where the first starts, `bounds[i]` where pre-token i - 1 ends.
+    /// Returns how many pre-tokens were written (0 at the end of the text).
+    #[inline]
+    pub fn fill(&mut self, bounds: &mut [usize]) -> usize {
+        #[cfg(target_arch = "x86_64")]
+        if self.simd {
+            // SAFETY: `simd` is only set where `available` found AVX2 and BMI1.
+            return unsafe { self.fill_avx2(bounds) };
+        }
+        self.fill_impl(bounds)
+    }
+
+    /// `fill_impl` compiled for AVX2 and BMI1 (`tzcnt` for `trailing_zeros`).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
+    unsafe fn fill_avx2(&mut self, bounds: &mut [usize]) -> usize {
+        self.fill_impl(bounds)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Split `text` with the walker and with the scalar machine; they must agree.
+    fn check(preset: Preset, text: &str, simd: bool) {
+        let b = text.as_bytes();
+        let mut want = vec![0];
+        let mut pos = 0;
+        while pos < b.len() {
+            pos = preset.advance(b, pos);
+            want.push(pos);
+        }
+        let mut walker = Walker::new(b, preset, simd);
+        let mut got = vec![0];
+        let mut bounds = [0usize; 17];
+        loop {
+            let n = walker.fill(&mut bounds);
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&bounds[1..=n]);
+        }
+        if got != want {
+            let i = got.iter().zip(&want).position(|(g, w)| g != w).unwrap_or(got.len().min(want.len()));
+            let pieces = |bounds: &[usize]| -> Vec<String> {
+                let lo = i.saturating_sub(3);
+                bounds[lo..(i + 3).min(bounds.len())].windows(2).map(|w| String::from_utf8_lossy(&b[w[0]..w[1]]).into_owned()).collect()
+            };
+            panic!("{preset:?} simd={simd}: boundary {i} (byte {}) differs: walker {:?} vs scalar {:?}", want[i - 1], pieces(&got), pieces(&want));
+        }
+    }
+
+    fn all_paths(text: &str) {
+        for preset in [Preset::Gpt2, Preset::Cl100k, Preset::O200k] {
+            check(preset, text, false);
+            if available() {
+                check(preset, text, true);
+            }
+        }
+    }
+
+    /// Texts drawn from a pool of fragments that exercise every rule, with
+    /// random lengths, so that every rule meets every block offset.
+    #[test]
+    fn walker_equals_scalar_on_generated_text() {
+        let pool = [
+            "a", "Z", "the", " the", "  ", "\t", "\n", "\r\n", " \n ", "\n\n", "'s", "'S", "'re", "'LL", "'ve", "'d", "'m", "'t",
+            "'x", "''", "1", "12", "123", "1234567", " 99", ".", "..", "!?", "/", "./", "\n/", " .", "(", ")", "-", "_",
+            "Hello", "HTTPServer", "fooBar", "ABC", "aB", "Ab", "\u{e9}", "\u{3042}", "\u{a0}", "\u{301}", "\u{17f}",
+            "    ", "\x0b", "\x0c", "\x1c", "x", "I'm", "it's", "don't", "O'Neil", " '", "' ", ";\n", "}\n\n", "\r", "  x",
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |m: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % m as u64) as usize
+        };
+        let rounds = if cfg!(debug_assertions) { 3000 } else { 30000 };
+        for _ in 0..rounds {
+            let len = next(300);
+            let text: String = (0..len).map(|_| pool[next(pool.len())]).collect();
+            all_paths(&text);
+        }
+    }
+
+    /// Every corpus of ../shared/corpora (when present), whole.
+    #[test]
+    fn walker_equals_scalar_on_corpora() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora");
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            eprintln!("skipped: {} is absent", dir.display());
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "txt") {
+                let text = std::fs::read_to_string(&path).expect("corpora are UTF-8");
+                // A debug build is slow: a slice there, whole files in release.
+                let cut = if cfg!(debug_assertions) { text.len().min(200_000) } else { text.len() };
+                let cut = (0..=cut).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+                all_paths(&text[..cut]);
+            }
+        }
+    }
+
+    #[test]
+    fn walker_equals_scalar_at_every_offset() {
+        let base = "It's 12345 o'clock.\n\n  Hello,  WORLD's fooBar\t\t(x)./\n/ y  \r\n z 'S'll 'ab'  ";
+        for pad in 0..70 {
+            let text = format!("{}{base}{base}", "x".repeat(pad));
+            all_paths(&text);
+            let text = format!("{}{base}", " ".repeat(pad));
+            all_paths(&text);
+        }
+    }
+}

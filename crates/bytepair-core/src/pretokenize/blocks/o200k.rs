@@ -1,0 +1,106 @@
+//! o200k's starts: `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
+//! [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
+//! \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`.
+//!
+//! On ASCII text the two word branches come down to `[A-Z]*[a-z]*` with at
+//! least one letter, so a pre-token starts at:
+//! - an upper-case letter after a lower-case one;
+//! - a letter after a non-letter, unless that character is a prefix that
+//!   starts a pre-token itself (whitespace other than `\r\n`, or an other
+//!   character that starts one);
+//! - every third digit of a run, from its first;
+//! - an other character after a non-other (or after an other taken by the
+//!   run before: `[\r\n/]*`), unless after a space or itself taken;
+//! - in a whitespace run, as for cl100k (first character unless taken, the
+//!   first after its last newline, its last before a non-space);
+//! - after a contraction that ends a word (`it's`: the `'` and its letters
+//!   start nothing).
+
+use super::gpt2::{clear, set};
+use super::{digit_groups, join, near, reached_from_behind, reaches_forward, runs_near_unknown, Window, M};
+
+/// Length of the case-insensitive contraction at `j` (which holds `'`), 0 if none.
+#[inline]
+fn contraction(text: &[u8], j: usize) -> u32 {
+    let lower = |i: usize| text.get(i).map(u8::to_ascii_lowercase);
+    match (lower(j + 1), lower(j + 2)) {
+        (Some(b's' | b't' | b'm' | b'd'), _) => 2,
+        (Some(b'r' | b'v'), Some(b'e')) | (Some(b'l'), Some(b'l')) => 3,
+        _ => 0,
+    }
+}
+
+pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
+    let letter = w.m(|c| c.letter);
+    let upper = w.m(|c| c.upper);
+    let lower = w.m(|c| c.lower());
+    let digit = w.m(|c| c.digit);
+    let other = w.m(|c| c.other());
+    let ws = w.m(|c| c.ws);
+    let space = w.m(|c| c.space);
+    let newline = w.m(|c| c.newline);
+    let slash = w.m(|c| c.slash);
+    let bad = w.bad();
+
+    // What a run of other characters takes after it: `[\r\n/]*` from a newline.
+    let seed = join(newline.p & other.p << 1, newline.c & other.prev(1));
+    let taken = reached_from_behind(seed, join(newline.p | slash.p, newline.c | slash.c));
+    let taken = M { p: taken as u64, c: (taken >> 64) as u64, n: 0 };
+    // Other characters that continue the run before them.
+    let continues = M { p: other.p << 1 & !(taken.p << 1), c: other.prev(1) & !taken.prev(1), n: 0 };
+    let after_space = M { p: space.p << 1, c: space.prev(1), n: 0 };
+    let other_starts = other & !continues & !after_space & !taken;
+
+    let prefix_before = (ws.prev(1) & !newline.prev(1)) | other_starts.prev(1);
+    let mut starts = letter.c & !letter.prev(1) & !prefix_before;
+    starts |= upper.c & lower.prev(1);
+    let (groups, digits_unsure) = digit_groups(digit);
+    starts |= groups & digit.c;
+    starts |= other_starts.c;
+
+    // Whitespace (newlines taken by the other run before them excepted).
+    let run_start = ws.c & !ws.prev(1);
+    starts |= run_start & !taken.c;
+    starts |= ws.c & !newline.c & taken.prev(1);
+    let later = reaches_forward(join(newline.c, newline.n), join(ws.c, ws.n));
+    let later_p = reaches_forward(join(newline.p, newline.c), join(ws.p, ws.c));
+    let last_newline = M { p: newline.p & !((later_p >> 1) as u64), c: newline.c & !((later >> 1) as u64), n: 0 };
+    starts |= ws.c & last_newline.prev(1);
+    starts |= ws.c & !newline.c & !ws.next(1);
+
+    // Contractions after a word: the apostrophe and its letters start nothing.
+    // A pre-token has one at most, so an apostrophe right after a contraction
+    // (`x'll'll`) is not another; whether it is depends on the whole chain,
+    // which the scalar machine follows: apostrophes 2 or 3 bytes after
+    // another are unsure.
+    let apostrophe = w.m(|c| c.apostrophe);
+    let chained = M {
+        p: apostrophe.p & (apostrophe.p << 2 | apostrophe.p << 3),
+        c: apostrophe.c & (apostrophe.prev(2) | apostrophe.prev(3)),
+        n: apostrophe.n & (apostrophe.n << 2 | apostrophe.n << 3 | apostrophe.c >> 62 | apostrophe.c >> 61),
+    };
+    let after_word = apostrophe.c & letter.prev(1) & !chained.c;
+    let after_word_before = apostrophe.p & letter.p << 1 & !chained.p & (0b111 << 61);
+    for (mut bits, origin) in [(after_word_before, base as isize - 64), (after_word, base as isize)] {
+        while bits != 0 {
+            let j = origin + bits.trailing_zeros() as isize;
+            bits &= bits - 1;
+            let len = contraction(text, j as usize);
+            if len > 0 {
+                let rel = j - base as isize;
+                clear(&mut starts, rel);
+                clear(&mut starts, rel + 1);
+                set(&mut starts, rel + len as isize);
+            }
+        }
+    }
+
+    let mut unsure = near(bad, 4, 2) | near(chained, 4, 3) | digits_unsure;
+    unsure |= runs_near_unknown(ws, bad) | runs_near_unknown(digit, bad);
+    // A run of taken characters after an unclassified other character.
+    unsure |= runs_near_unknown(newline | slash, bad);
+    if (newline.p | slash.p) == !0 {
+        unsure = !0;
+    }
+    (starts, unsure)
+}
