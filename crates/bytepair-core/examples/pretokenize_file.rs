@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use bytepair_core::pretokenize::{Pieces, Preset};
+use bytepair_core::pretokenize::{blocks, Pieces, Preset};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -33,6 +33,12 @@ fn main() {
             count += n;
         }
         best = best.min(start.elapsed().as_secs_f64());
+    }
+    if blocks::available() {
+        let mut walker = blocks::Walker::new(text, preset, true);
+        let mut bounds = [0usize; 129];
+        while walker.fill(&mut bounds) > 0 {}
+        println!("scalar machine: {} pre-tokens ({:.2}%)", walker.fallbacks(), 100.0 * walker.fallbacks() as f64 / count as f64);
     }
     println!("{:.1} MB, {count} pre-tokens: {:.1} MB/s (best of {rounds})", text.len() as f64 / 1e6, text.len() as f64 / 1e6 / best);
 }

@@ -23,39 +23,55 @@ pub struct CoreBPE {
     lists: IdLists,
 }
 
+thread_local! {
+    /// The ids of the last encode on this thread, kept as the next one's
+    /// buffer: a fresh buffer per call cost a page fault every 4 KiB.
+    static IDS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A reused id buffer larger than this is freed after use.
+const KEEP_IDS: usize = 16 << 20;
+
 impl CoreBPE {
-    fn id_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        self.lists.to_list(py, &self.enc, ids)
-    }
-
-    /// `Encoder::encode` of `text`, interruptibly.
-    fn encode_ids(&self, py: Python<'_>, text: &str, allowed: &[String], disallowed: &[String]) -> PyResult<Vec<u32>> {
-        self.encode_interruptibly(py, text, |segment| self.enc.encode(segment, allowed, disallowed))
-    }
-
-    /// Encode `text` without the GIL. A long text with a preset pattern is cut
-    /// at safe cuts (`bytepair_core::cut`: the segments encode to the ids of
-    /// the whole) into segments of about `SEGMENT_BYTES`, and Ctrl-C is checked
-    /// between them, so KeyboardInterrupt stops a huge `encode` promptly.
-    fn encode_interruptibly(
+    /// `Encoder::encode` of `text`, interruptibly, then `finish` on the ids.
+    fn encode_ids<R>(
         &self,
         py: Python<'_>,
         text: &str,
-        encode: impl Fn(&str) -> Result<Vec<u32>, EncodeError> + Sync,
-    ) -> PyResult<Vec<u32>> {
-        let mut ids: Vec<u32> = Vec::new();
-        for (start, segment) in segments(&self.cut, text, SEGMENT_BYTES) {
-            if start > 0 {
-                py.check_signals()?;
+        allowed: &[String],
+        disallowed: &[String],
+        finish: impl FnOnce(&[u32]) -> PyResult<R>,
+    ) -> PyResult<R> {
+        self.encode_interruptibly(py, text, |segment, out| self.enc.encode_into(segment, allowed, disallowed, out), finish)
+    }
+
+    /// Encode `text` without the GIL into this thread's id buffer and hand the
+    /// ids to `finish`. A long text with a preset pattern is cut at safe cuts
+    /// (`bytepair_core::cut`: the segments encode to the ids of the whole)
+    /// into segments of about `SEGMENT_BYTES`, and Ctrl-C is checked between
+    /// them, so KeyboardInterrupt stops a huge `encode` promptly.
+    fn encode_interruptibly<R>(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        encode: impl Fn(&str, &mut Vec<u32>) -> Result<(), EncodeError> + Sync,
+        finish: impl FnOnce(&[u32]) -> PyResult<R>,
+    ) -> PyResult<R> {
+        let mut ids = IDS.with(|cell| std::mem::take(&mut *cell.borrow_mut()));
+        ids.clear();
+        let result = (|| {
+            for (start, segment) in segments(&self.cut, text, SEGMENT_BYTES) {
+                if start > 0 {
+                    py.check_signals()?;
+                }
+                py.detach(|| encode(segment, &mut ids)).map_err(|e| encode_error(e.shifted(start), text))?;
             }
-            let more = py.detach(|| encode(segment)).map_err(|e| encode_error(e.shifted(start), text))?;
-            if ids.is_empty() {
-                ids = more;
-            } else {
-                ids.extend_from_slice(&more);
-            }
+            finish(&ids)
+        })();
+        if ids.capacity() <= KEEP_IDS {
+            IDS.with(|cell| *cell.borrow_mut() = ids);
         }
-        Ok(ids)
+        result
     }
 }
 
@@ -77,16 +93,12 @@ impl CoreBPE {
     }
 
     fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
-        let ids = self.encode_interruptibly(py, text, |segment| {
-            let mut out = Vec::with_capacity(segment.len() / 4);
-            self.enc.encode_ordinary_into(segment, &mut out).map(|_| out)
-        })?;
-        self.id_list(py, &ids)
+        let encode = |segment: &str, out: &mut Vec<u32>| self.enc.encode_ordinary_into(segment, out);
+        self.encode_interruptibly(py, text, encode, |ids| self.lists.to_list(py, &self.enc, ids))
     }
 
     fn encode<'py>(&self, py: Python<'py>, text: &str, allowed: Vec<String>, disallowed: Vec<String>) -> PyResult<Bound<'py, PyList>> {
-        let ids = self.encode_ids(py, text, &allowed, &disallowed)?;
-        self.id_list(py, &ids)
+        self.encode_ids(py, text, &allowed, &disallowed, |ids| self.lists.to_list(py, &self.enc, ids))
     }
 
     /// `encode` with BPE-dropout: each candidate merge is skipped with probability
@@ -106,14 +118,12 @@ impl CoreBPE {
         let ids = py
             .detach(|| self.enc.encode_with_dropout(text, &allowed, &disallowed, dropout, seed))
             .map_err(|e| encode_error(e, text))?;
-        self.id_list(py, &ids)
+        self.lists.to_list(py, &self.enc, &ids)
     }
 
     /// Like `encode`, but the ids come back as little-endian uint32 bytes.
     fn encode_to_bytes<'py>(&self, py: Python<'py>, text: &str, allowed: Vec<String>, disallowed: Vec<String>) -> PyResult<Bound<'py, PyBytes>> {
-        let ids = self.encode_ids(py, text, &allowed, &disallowed)?;
-        let bytes: Vec<u8> = ids.iter().flat_map(|id| id.to_le_bytes()).collect();
-        Ok(PyBytes::new(py, &bytes))
+        self.encode_ids(py, text, &allowed, &disallowed, |ids| Ok(le_bytes(py, ids)))
     }
 
     /// Encode many texts on `num_threads` threads, the calling thread being one
@@ -138,7 +148,7 @@ impl CoreBPE {
             None => rayon::current_num_threads(),
         };
         let encode = |i: usize| self.enc.encode(texts[i], &allowed, &disallowed);
-        let to_list = |ids: &[u32]| self.id_list(py, ids);
+        let to_list = |ids: &[u32]| self.lists.to_list(py, &self.enc, ids);
         encode_batch(py, &texts, threads, &encode, &to_list).map_err(|e| match e {
             BatchError::Python(e) => e,
             BatchError::Encode(e, i) => encode_error(e, texts[i]),
@@ -169,5 +179,16 @@ impl CoreBPE {
         let mut out = vec![];
         self.enc.pre_tokenizer().for_each_piece(text, |w| out.push(w.to_string())).map_err(|e| PyValueError::new_err(e.to_string()))?;
         Ok(out)
+    }
+}
+
+/// `ids` as little-endian uint32 bytes, in one copy.
+fn le_bytes<'py>(py: Python<'py>, ids: &[u32]) -> Bound<'py, PyBytes> {
+    if cfg!(target_endian = "little") {
+        // SAFETY: u32 has no padding; any byte pattern of its size is valid to read.
+        let raw = unsafe { std::slice::from_raw_parts(ids.as_ptr().cast::<u8>(), std::mem::size_of_val(ids)) };
+        PyBytes::new(py, raw)
+    } else {
+        PyBytes::new(py, &ids.iter().flat_map(|id| id.to_le_bytes()).collect::<Vec<u8>>())
     }
 }

@@ -22,7 +22,7 @@ use super::tables::{packed_key, packed_slot, PairRanks, PairTable, CODE_BITS, FR
 
 /// Ids a piece slot holds inline; a piece that encodes to more keeps them in
 /// the cache's spill list.
-const INLINE_IDS: usize = 3;
+pub(super) const INLINE_IDS: usize = 3;
 /// Slots of a new piece cache (a power of two): 512 KiB.
 const INITIAL_SLOTS: usize = 1 << 14;
 /// Default `max_slots` of a piece cache: 2^19 slots of 32 bytes, 16 MiB.
@@ -66,6 +66,8 @@ struct Slot {
 /// at most half full below the budget, three quarters at it; then emptied.
 pub(super) struct PieceCache {
     slots: ZeroedSlice<Slot>,
+    /// 64 - log2(slots): a hash shifted right by it is a home slot.
+    shift: u32,
     len: usize,
     max_slots: usize,
     spill: Vec<u32>,
@@ -87,18 +89,20 @@ pub(super) fn hash_key(key: u128) -> u64 {
 impl PieceCache {
     fn new() -> Self {
         let max_slots = (cache_budget() / std::mem::size_of::<Slot>()).max(INITIAL_SLOTS);
-        PieceCache { slots: empty_slots(INITIAL_SLOTS), len: 0, max_slots, spill: Vec::new() }
+        let shift = 64 - INITIAL_SLOTS.trailing_zeros();
+        PieceCache { slots: empty_slots(INITIAL_SLOTS), shift, len: 0, max_slots, spill: Vec::new() }
     }
 
     #[inline]
     fn home(&self, hash: u64) -> usize {
-        (hash >> (64 - self.slots.len().trailing_zeros())) as usize
+        (hash >> self.shift) as usize
     }
 
     /// Ask for the cache line of `hash`'s home slot ahead of its probe.
     #[inline]
     pub(super) fn prefetch(&self, hash: u64) {
-        crate::memory::prefetch(&self.slots[self.home(hash)]);
+        // SAFETY: a home slot is below 2^(64 - shift), the table's length.
+        crate::memory::prefetch(unsafe { self.slots.get_unchecked(self.home(hash)) });
     }
 
     /// Append the cached ids of `key` (hash `hash`) to `out`; false on a miss.
@@ -153,6 +157,7 @@ impl PieceCache {
     fn grow(&mut self) {
         let doubled = empty_slots(2 * self.slots.len());
         let old = std::mem::replace(&mut self.slots, doubled);
+        self.shift -= 1;
         let mask = self.slots.len() - 1;
         for &slot in old.iter().filter(|s| s.key != 0) {
             let mut i = self.home(hash_key(slot.key));

@@ -34,7 +34,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rustc_hash::FxHashMap;
 
 use crate::pretokenize::{special_matcher, PatternError, Pieces, PreTokenizer, Preset, SearchError};
-use cache::{hash_key, new_encoder_tag, with_scratch, Scratch};
+use cache::{hash_key, new_encoder_tag, with_scratch, Scratch, INLINE_IDS};
 use decode::Decoder;
 use merge::{merge_long, merge_short, LONG_PIECE};
 use tables::{load_key, piece_key, PairRanks, TokenIds, CACHED_PIECE, NO_ID};
@@ -213,8 +213,18 @@ impl Encoder {
     /// assert!(enc.encode("abc<|end|>", &[], &all).is_err());
     /// ```
     pub fn encode(&self, text: &str, allowed: &[String], disallowed: &[String]) -> Result<Vec<u32>, EncodeError> {
+        // Room for ~2 bytes per token (code and most prose need no regrowth).
+        let mut out = Vec::with_capacity(text.len() / 2 + 16);
+        self.encode_into(text, allowed, disallowed, &mut out)?;
+        Ok(out)
+    }
+
+    /// `encode`, appending the ids to `out` (a buffer reused across calls
+    /// saves allocating and faulting in fresh memory for every text). On an
+    /// error `out` may hold the ids of part of the text.
+    pub fn encode_into(&self, text: &str, allowed: &[String], disallowed: &[String], out: &mut Vec<u32>) -> Result<(), EncodeError> {
         with_scratch(self.tag, |scratch| {
-            self.encode_with(text, allowed, disallowed, &mut |text, out| self.encode_pieces(text, scratch, out))
+            self.encode_with(text, allowed, disallowed, out, &mut |text, out| self.encode_pieces(text, scratch, out))
         })
     }
 
@@ -240,12 +250,14 @@ impl Encoder {
             return self.encode(text, allowed, disallowed);
         }
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-        self.encode_with(text, allowed, disallowed, &mut |text, out| {
+        let mut out = Vec::with_capacity(text.len() / 2 + 16);
+        self.encode_with(text, allowed, disallowed, &mut out, &mut |text, out| {
             self.pieces_into(text, out, &mut |piece, out| {
                 let bounds = merge_by_rank(piece, |bytes| self.ranks.get(bytes).copied(), || rng.random_bool(p));
                 self.push_parts(piece, &bounds, out)
             })
-        })
+        })?;
+        Ok(out)
     }
 
     /// Pre-tokenize `text` and encode each piece with `encode_piece`, appending
@@ -274,20 +286,19 @@ impl Encoder {
         Ok(special_matcher(names)?.map(Cow::Owned))
     }
 
-    /// The special-token policy of `encode`; the text between special tokens
-    /// is encoded by `encode_text`.
+    /// The special-token policy of `encode`, appending to `out`; the text
+    /// between special tokens is encoded by `encode_text`.
     fn encode_with<F>(
         &self,
         text: &str,
         allowed: &[String],
         disallowed: &[String],
+        out: &mut Vec<u32>,
         encode_text: &mut F,
-    ) -> Result<Vec<u32>, EncodeError>
+    ) -> Result<(), EncodeError>
     where
         F: FnMut(&str, &mut Vec<u32>) -> Result<(), EncodeError>,
     {
-        // Room for ~2 bytes per token (code and most prose need no regrowth).
-        let mut out = Vec::with_capacity(text.len() / 2 + 16);
         if let Some(m) = self.matcher_for(disallowed)? {
             if let Some(found) = m.find(text) {
                 let token = text[found.start()..found.end()].to_string();
@@ -297,14 +308,13 @@ impl Encoder {
         let mut start = 0;
         if let Some(m) = self.matcher_for(allowed)? {
             for found in m.find_iter(text) {
-                encode_text(&text[start..found.start()], &mut out)?;
+                encode_text(&text[start..found.start()], out)?;
                 let token = &text[found.start()..found.end()];
                 out.push(self.special_id(token).expect("matched a special token"));
                 start = found.end();
             }
         }
-        encode_text(&text[start..], &mut out)?;
-        Ok(out)
+        encode_text(&text[start..], out)
     }
 
     /// Append the ids of the parts of `piece` that start at `bounds` (then its end).
@@ -342,39 +352,31 @@ impl Encoder {
             if n == 0 {
                 break;
             }
-            let (bounds, keys, hashes) = (&bounds[..=n], &mut keys[..n], &mut hashes[..n]);
-            for ((w, key), hash) in bounds.windows(2).zip(keys.iter_mut()).zip(hashes.iter_mut()) {
-                let len = w[1] - w[0];
-                *key = 0;
-                if (3..=CACHED_PIECE).contains(&len) {
-                    *key = load_key(b, w[0], len);
-                    *hash = hash_key(*key);
-                }
+            // Keys and hashes of the pieces of up to 15 bytes (0: not cached).
+            for i in 0..n {
+                let (start, len) = (bounds[i], bounds[i + 1] - bounds[i]);
+                let cached = len <= CACHED_PIECE;
+                keys[i] = if cached { load_key(b, start, len) } else { 0 };
+                hashes[i] = hash_key(keys[i]);
             }
             // Fetch the slots a few pieces ahead of their probes: far enough
             // to hide a miss to memory, few enough in flight for the CPU.
             for &hash in &hashes[..n.min(PREFETCH_AHEAD)] {
                 scratch.pieces.prefetch(hash);
             }
+            out.reserve(n * INLINE_IDS);
             for i in 0..n {
-                if let Some(&ahead) = hashes.get(i + PREFETCH_AHEAD) {
-                    scratch.pieces.prefetch(ahead);
+                if i + PREFETCH_AHEAD < n {
+                    scratch.pieces.prefetch(hashes[i + PREFETCH_AHEAD]);
                 }
-                let (start, end) = (bounds[i], bounds[i + 1]);
-                let id = match end - start {
-                    1 => self.ids.one_byte(b[start]),
-                    2 => self.ids.two_bytes(b[start], b[start + 1]),
-                    _ if keys[i] != 0 && scratch.pieces.push_hit(keys[i], hashes[i], out) => continue,
-                    _ => NO_ID,
-                };
-                if id != NO_ID {
-                    out.push(id);
+                let (key, hash) = (keys[i], hashes[i]);
+                if key != 0 && scratch.pieces.push_hit(key, hash, out) {
                     continue;
                 }
-                let piece = &b[start..end];
-                let done = match keys[i] {
+                let piece = &b[bounds[i]..bounds[i + 1]];
+                let done = match key {
                     0 => self.encode_piece(piece, scratch, out),
-                    key => self.encode_short_miss(piece, key, hashes[i], scratch, out),
+                    key => self.encode_short_miss(piece, key, hash, scratch, out),
                 };
                 if let Err(e) = done {
                     error.get_or_insert(e);

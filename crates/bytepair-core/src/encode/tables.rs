@@ -282,18 +282,6 @@ impl TokenIds {
         }
     }
 
-    /// The id of the one-byte token `byte`, NO_ID if it has none.
-    #[inline(always)]
-    pub(super) fn one_byte(&self, byte: u8) -> u32 {
-        self.one_byte[byte as usize]
-    }
-
-    /// The id of the two-byte token `first second`, NO_ID if there is none.
-    #[inline(always)]
-    pub(super) fn two_bytes(&self, first: u8, second: u8) -> u32 {
-        self.two_byte[(first as usize) << 8 | second as usize]
-    }
-
     /// The id of the short token of `piece_key` `key`.
     #[inline]
     pub(super) fn get_short(&self, key: u128) -> Option<u32> {

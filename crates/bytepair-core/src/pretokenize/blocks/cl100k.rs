@@ -18,7 +18,7 @@
 //! or run past the three blocks, are unsure as a whole.
 
 use super::gpt2::set;
-use super::{digit_groups, join, near, reaches_forward, reached_from_behind, runs_near_unknown, Window, M};
+use super::{digit_groups, near, reached_from_behind, reaches_forward, runs_near_unknown, spread, Window, M};
 
 /// Length of the case-insensitive contraction at `j` (which holds `'`), 0 if none.
 #[inline]
@@ -42,23 +42,22 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
 
     // An other character that starts a pre-token.
     let other_starts = other & !M { p: other.p << 1, c: other.prev(1), n: 0 } & !M { p: space.p << 1, c: space.prev(1), n: 0 };
-    let prefix_before = (ws.prev(1) & !newline.prev(1)) | other_starts.prev(1);
+    let prefix_before = (ws.prev(1) & !newline.prev(1)) | spread(other_starts, w.m(|c| c.cont)).prev(1);
     let mut starts = letter.c & !letter.prev(1) & !prefix_before;
     let (groups, digits_unsure) = digit_groups(digit);
     starts |= groups & digit.c;
     starts |= other_starts.c;
 
     // Whitespace. Newlines right after other characters go with them.
-    let after_other = join(newline.p & other.p << 1, newline.c & other.prev(1));
-    let taken = reached_from_behind(after_other, join(newline.p, newline.c));
-    let taken = M { p: taken as u64, c: (taken >> 64) as u64, n: 0 };
+    let after_other = M { p: newline.p & other.p << 1, c: newline.c & other.prev(1), n: 0 };
+    let taken = reached_from_behind(after_other, newline);
     let run_start = ws.c & !ws.prev(1);
     starts |= run_start & !taken.c;
     starts |= ws.c & !newline.c & taken.prev(1);
-    let later = reaches_forward(join(newline.c, newline.n), join(ws.c, ws.n));
-    let later_next = (later >> 1) as u64;
-    let last_newline = newline.c & !later_next;
-    let last_newline = M { p: newline.p & !(later_newline_p(newline, ws)), c: last_newline, n: 0 };
+    // The last newline of each run: none later in it (the previous block's
+    // last position reads the current block's first).
+    let later = reaches_forward(newline, ws);
+    let last_newline = M { p: newline.p & !((later.c & 1) << 63), c: newline.c & !later.next(1), n: 0 };
     starts |= ws.c & last_newline.prev(1);
     starts |= ws.c & !newline.c & !ws.next(1);
 
@@ -77,16 +76,8 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
         }
     }
 
-    let mut unsure = near(bad, 4, 2) | digits_unsure;
+    let mut unsure = near(bad, 6, 2) | digits_unsure;
     unsure |= runs_near_unknown(ws, bad) | runs_near_unknown(digit, bad);
     unsure |= if newline.p == !0 { !0 } else { 0 };
     (starts, unsure)
-}
-
-/// The newlines of the previous block that have a later newline in their
-/// whitespace run (within the previous and current blocks).
-#[inline(always)]
-fn later_newline_p(newline: M, ws: M) -> u64 {
-    let later = reaches_forward(join(newline.p, newline.c), join(ws.p, ws.c));
-    (later >> 1) as u64
 }

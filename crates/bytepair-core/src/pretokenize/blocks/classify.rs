@@ -22,8 +22,11 @@ pub struct Classes {
     pub apostrophe: u64,
     /// `/`.
     pub slash: u64,
-    /// A byte of 0x80 or above.
+    /// A byte of 0x80 or above that the classes above do not cover (see
+    /// `wide`: the bytes of a non-ASCII character it classifies are cleared).
     pub nonascii: u64,
+    /// The second to fourth bytes of a classified non-ASCII character.
+    pub cont: u64,
     /// Past the end of the text.
     pub phantom: u64,
 }
@@ -112,6 +115,7 @@ pub unsafe fn classify_avx2<const WANT: u8>(block: &[u8; 64]) -> Classes {
             apostrophe: mask!(|v| eq(v, b'\'')),
             slash: if WANT & SLASH != 0 { mask!(|v| eq(v, b'/')) } else { 0 },
             nonascii: mask!(|v| v),
+            cont: 0,
             phantom: 0,
         }
     }

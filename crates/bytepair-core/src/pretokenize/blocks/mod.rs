@@ -22,6 +22,7 @@ mod classify;
 mod cl100k;
 mod gpt2;
 mod o200k;
+mod wide;
 
 use std::ops::{BitAnd, BitOr, Not};
 
@@ -97,6 +98,17 @@ impl Window<'_> {
     }
 }
 
+/// `x` at the first byte of a character, carried over the character's other
+/// bytes (`cont`): "the character before i" is then read at byte i - 1.
+#[inline(always)]
+pub(super) fn spread(x: M, cont: M) -> M {
+    let mut y = x;
+    for _ in 0..3 {
+        y = y | M { p: (y.p << 1) & cont.p, c: y.prev(1) & cont.c, n: (y.n << 1 | y.c >> 63) & cont.n };
+    }
+    y
+}
+
 /// Positions (bits of the current block) within `before` bytes after or
 /// `after` bytes before a bad byte, and the bad bytes themselves.
 #[inline(always)]
@@ -111,64 +123,114 @@ pub(super) fn near(bad: M, before: u32, after: u32) -> u64 {
     out
 }
 
-/// Two adjacent blocks as one 128-bit mask (`low` first).
+/// Carry lookahead (Kogge-Stone) within a block: positions reached from a
+/// `seed` at or before them through a run of `through`.
 #[inline(always)]
-pub(super) fn join(low: u64, high: u64) -> u128 {
-    low as u128 | (high as u128) << 64
-}
-
-/// Positions `i` from which a run of `through` (`i` included) reaches a
-/// `seed` at or after `i`: carry lookahead towards higher positions.
-#[inline(always)]
-pub(super) fn reaches_forward(seed: u128, through: u128) -> u128 {
+fn forward64(seed: u64, through: u64) -> u64 {
     let (mut g, mut p) = (seed, through);
-    for s in [1, 2, 4, 8, 16, 32, 64] {
-        g |= p & (g >> s);
-        p &= p >> s;
-    }
-    g
-}
-
-/// Positions `i` reached by a run of `through` (`i` included) from a `seed`
-/// at or before `i`: carry lookahead towards lower positions.
-#[inline(always)]
-pub(super) fn reached_from_behind(seed: u128, through: u128) -> u128 {
-    let (mut g, mut p) = (seed, through);
-    for s in [1, 2, 4, 8, 16, 32, 64] {
+    for s in [1, 2, 4, 8, 16, 32] {
         g |= p & (g << s);
         p &= p << s;
     }
     g
 }
 
-/// Group starts of `\p{N}{1,3}` over the previous and current blocks: the
-/// first digit of each run and every third after it. A run that begins in the
-/// first bit of the previous block may begin earlier: `unsure` then.
+/// Positions that reach a `seed` at or after them through a run of `through`.
+#[inline(always)]
+fn backward64(seed: u64, through: u64) -> u64 {
+    let (mut g, mut p) = (seed, through);
+    for s in [1, 2, 4, 8, 16, 32] {
+        g |= p & (g >> s);
+        p &= p >> s;
+    }
+    g
+}
+
+/// Positions of the previous and current blocks reached from a `seed` at or
+/// before them through a run of `through` (carried from one block into the
+/// next; the previous block's first bits may miss a seed further back).
+#[inline(always)]
+pub(super) fn reached_from_behind(seed: M, through: M) -> M {
+    if seed.p | seed.c == 0 {
+        return M { p: 0, c: 0, n: 0 };
+    }
+    let p = forward64(seed.p, through.p);
+    let c = forward64(seed.c | (p >> 63 & through.c), through.c);
+    M { p, c, n: 0 }
+}
+
+/// Positions of the current and next blocks that reach a `seed` at or after
+/// them through a run of `through`.
+#[inline(always)]
+pub(super) fn reaches_forward(seed: M, through: M) -> M {
+    if seed.c | seed.n == 0 {
+        return M { p: 0, c: 0, n: 0 };
+    }
+    let n = backward64(seed.n, through.n);
+    let c = backward64(seed.c | ((n & 1) << 63 & through.c), through.c);
+    M { p: 0, c, n }
+}
+
+/// Group starts of `\p{N}{1,3}` in the current block: the first digit of each
+/// run and every third after it, counting from where the run began in the
+/// previous block. A run that fills the previous block may begin earlier: its
+/// positions here are `unsure` (second value).
 #[inline(always)]
 pub(super) fn digit_groups(digit: M) -> (u64, u64) {
-    let d = join(digit.p, digit.c);
-    let run_starts = d & !(d << 1);
-    let mut groups = run_starts;
-    let mut x = run_starts;
+    let d = digit.c;
+    let mut seeds = d & !digit.prev(1);
+    let mut unsure = 0;
+    if d & 1 != 0 && digit.p >> 63 != 0 {
+        let before = (!digit.p).leading_zeros();
+        if before == 64 {
+            unsure = forward64(1, d);
+        } else {
+            let first = (3 - before % 3) % 3;
+            let need = (2u64 << first) - 1;
+            if d & need == need {
+                seeds |= 1 << first;
+            }
+        }
+    }
+    let (mut groups, mut x) = (seeds, seeds);
     loop {
-        x = (x << 3) & (d << 2) & (d << 1) & d;
+        x = (x << 3) & d & (d << 1) & (d << 2);
         if x == 0 {
             break;
         }
         groups |= x;
     }
-    let unknown = reached_from_behind(d & 1, d);
-    ((groups >> 64) as u64, (unknown >> 64) as u64)
+    (groups, unsure)
 }
 
-/// Positions of whitespace runs that touch a byte the masks do not classify,
-/// or the end of the three blocks (both ends of the run are needed), in the
-/// current block.
+/// Positions of the runs of `run` in the current block that touch a byte the
+/// masks do not classify, or the edge of the three blocks (both ends of such
+/// a run are needed to place its starts).
+///
+/// Only runs through the block's first or last bit can reach the blocks on
+/// either side, so those are checked from the lengths of the runs they
+/// continue into; the others only when the block itself has such bytes.
 #[inline(always)]
 pub(super) fn runs_near_unknown(run: M, bad: M) -> u64 {
-    let fwd = reaches_forward(join(bad.c, bad.n) | 1u128 << 127, join(run.c, run.n));
-    let back = reached_from_behind(join(bad.p, bad.c) | 1, join(run.p, run.c));
-    run.c & ((fwd as u64) | (back >> 64) as u64)
+    let r = run.c;
+    let mut out = 0;
+    if bad.c != 0 {
+        out |= forward64(bad.c, r) | backward64(bad.c, r);
+    }
+    if r >> 63 != 0 {
+        // The run through bit 63 goes on for `k` bits into the next block.
+        let k = (!run.n).trailing_zeros();
+        if k == 64 || bad.n >> k & 1 != 0 {
+            out |= !(!0u64 >> (!r).leading_zeros());
+        }
+    }
+    if r & 1 != 0 {
+        let k = (!run.p).leading_zeros();
+        if k == 64 || bad.p >> (63 - k) & 1 != 0 {
+            out |= (1u64 << (!r).trailing_zeros()).wrapping_sub(1);
+        }
+    }
+    r & out
 }
 
 /// The starts of the block at `base` and where they are unsure: `(starts, unsure)`.
@@ -207,13 +269,15 @@ pub struct Walker<'t> {
     classes: [Classes; 3],
     starts: u64,
     unsure: u64,
+    /// Pre-tokens handed to the scalar machine so far (for profiling).
+    fallbacks: usize,
 }
 
 impl<'t> Walker<'t> {
     /// A walker over `text` (valid UTF-8) with `preset`; `simd` selects the
     /// AVX2 classifier, which the caller has checked is `available`.
     pub fn new(text: &'t [u8], preset: Preset, simd: bool) -> Self {
-        Walker { text, preset, simd, pos: 0, block: None, classes: [Classes::default(); 3], starts: 0, unsure: !0 }
+        Walker { text, preset, simd, pos: 0, block: None, classes: [Classes::default(); 3], starts: 0, unsure: !0, fallbacks: 0 }
     }
 
     /// The classes of block `k` (all phantom past the end of the text).
@@ -250,6 +314,16 @@ impl<'t> Walker<'t> {
         c
     }
 
+    /// The classes of block `k` with its non-ASCII characters classified.
+    #[inline(always)]
+    fn classify_all(&self, k: usize) -> Classes {
+        let mut classes = self.classify(k);
+        if classes.nonascii & !classes.phantom != 0 {
+            wide::classify_wide(self.preset, self.text, k * 64, &mut classes);
+        }
+        classes
+    }
+
     /// Compute the starts of block `k`, sliding the classes when it follows the last one.
     #[inline(always)]
     fn load(&mut self, k: usize) {
@@ -261,10 +335,10 @@ impl<'t> Walker<'t> {
             self.classes[1] = self.classes[2];
         } else {
             // Before the text: phantom, so the first bytes are unsure, not after some class.
-            self.classes[0] = if k == 0 { Classes { phantom: !0, ..Classes::default() } } else { self.classify(k - 1) };
-            self.classes[1] = self.classify(k);
+            self.classes[0] = if k == 0 { Classes { phantom: !0, ..Classes::default() } } else { self.classify_all(k - 1) };
+            self.classes[1] = self.classify_all(k);
         }
-        self.classes[2] = self.classify(k + 1);
+        self.classes[2] = self.classify_all(k + 1);
         self.block = Some(k);
         let window = Window { p: &self.classes[0], c: &self.classes[1], n: &self.classes[2] };
         (self.starts, self.unsure) = rules(self.preset, &window, self.text, k * 64);
@@ -320,11 +394,22 @@ impl<'t> Walker<'t> {
             }
             // The next pre-token touches an unsure position, or ends in a later block.
             let end = if rest == 0 && doubt == 0 { self.end_in_later_block() } else { None };
-            self.pos = end.unwrap_or_else(|| self.preset.advance(self.text, self.pos));
+            self.pos = match end {
+                Some(end) => end,
+                None => {
+                    self.fallbacks += 1;
+                    self.preset.advance(self.text, self.pos)
+                }
+            };
             n += 1;
             bounds[n] = self.pos;
         }
         n
+    }
+
+    /// How many pre-tokens so far the scalar machine decided.
+    pub fn fallbacks(&self) -> usize {
+        self.fallbacks
     }
 
     /// Write the boundaries of up to `bounds.len() - 1` pre-tokens: `bounds[0]`
@@ -399,6 +484,9 @@ mod tests {
             "'x", "''", "1", "12", "123", "1234567", " 99", ".", "..", "!?", "/", "./", "\n/", " .", "(", ")", "-", "_",
             "Hello", "HTTPServer", "fooBar", "ABC", "aB", "Ab", "\u{e9}", "\u{3042}", "\u{a0}", "\u{301}", "\u{17f}",
             "    ", "\x0b", "\x0c", "\x1c", "x", "I'm", "it's", "don't", "O'Neil", " '", "' ", ";\n", "}\n\n", "\r", "  x",
+            "\u{41f}\u{440}\u{438}", "\u{43f}", "\u{3a9}\u{3b1}", "\u{201c}", "\u{201d}", "\u{2014}", "\u{3002}", "\u{4e2d}\u{6587}",
+            "\u{660}\u{661}", "\u{1f600}", "\u{10400}", "\u{2028}", "\u{3000}", "\u{b2}", "\u{2160}", "caf\u{e9}'s", "\u{c9}COLE",
+            "\u{2bc}", "\u{5d0}", "\u{e01}\u{e34}", "\u{85}", "\u{1c5}", "\u{df}", "'\u{17f}",
         ];
         let mut state = 0x2545_f491_4f6c_dd1du64;
         let mut next = |m: usize| {

@@ -17,7 +17,7 @@
 //!   start nothing).
 
 use super::gpt2::{clear, set};
-use super::{digit_groups, join, near, reached_from_behind, reaches_forward, runs_near_unknown, Window, M};
+use super::{digit_groups, near, reached_from_behind, reaches_forward, runs_near_unknown, spread, Window, M};
 
 /// Length of the case-insensitive contraction at `j` (which holds `'`), 0 if none.
 #[inline]
@@ -43,15 +43,14 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     let bad = w.bad();
 
     // What a run of other characters takes after it: `[\r\n/]*` from a newline.
-    let seed = join(newline.p & other.p << 1, newline.c & other.prev(1));
-    let taken = reached_from_behind(seed, join(newline.p | slash.p, newline.c | slash.c));
-    let taken = M { p: taken as u64, c: (taken >> 64) as u64, n: 0 };
+    let seed = M { p: newline.p & other.p << 1, c: newline.c & other.prev(1), n: 0 };
+    let taken = reached_from_behind(seed, newline | slash);
     // Other characters that continue the run before them.
     let continues = M { p: other.p << 1 & !(taken.p << 1), c: other.prev(1) & !taken.prev(1), n: 0 };
     let after_space = M { p: space.p << 1, c: space.prev(1), n: 0 };
     let other_starts = other & !continues & !after_space & !taken;
 
-    let prefix_before = (ws.prev(1) & !newline.prev(1)) | other_starts.prev(1);
+    let prefix_before = (ws.prev(1) & !newline.prev(1)) | spread(other_starts, w.m(|c| c.cont)).prev(1);
     let mut starts = letter.c & !letter.prev(1) & !prefix_before;
     starts |= upper.c & lower.prev(1);
     let (groups, digits_unsure) = digit_groups(digit);
@@ -62,9 +61,8 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     let run_start = ws.c & !ws.prev(1);
     starts |= run_start & !taken.c;
     starts |= ws.c & !newline.c & taken.prev(1);
-    let later = reaches_forward(join(newline.c, newline.n), join(ws.c, ws.n));
-    let later_p = reaches_forward(join(newline.p, newline.c), join(ws.p, ws.c));
-    let last_newline = M { p: newline.p & !((later_p >> 1) as u64), c: newline.c & !((later >> 1) as u64), n: 0 };
+    let later = reaches_forward(newline, ws);
+    let last_newline = M { p: newline.p & !((later.c & 1) << 63), c: newline.c & !later.next(1), n: 0 };
     starts |= ws.c & last_newline.prev(1);
     starts |= ws.c & !newline.c & !ws.next(1);
 
@@ -95,7 +93,7 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
         }
     }
 
-    let mut unsure = near(bad, 4, 2) | near(chained, 4, 3) | digits_unsure;
+    let mut unsure = near(bad, 6, 2) | near(chained, 4, 3) | digits_unsure;
     unsure |= runs_near_unknown(ws, bad) | runs_near_unknown(digit, bad);
     // A run of taken characters after an unclassified other character.
     unsure |= runs_near_unknown(newline | slash, bad);
