@@ -37,7 +37,7 @@ impl IdLists {
     /// `ids` as a Python list of ints, sharing the ints of `enc`'s dense ids.
     pub fn to_list<'py>(&self, py: Python<'py>, enc: &Encoder, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
         let shared = self.ints.get_or_init(py, || SharedInts::new(py, enc.dense_id_bound() as u32));
-        PyList::new(py, ids.iter().map(|&id| shared.int(py, id)))
+        shared.list(py, ids)
     }
 
     /// The tokens of the shared ints by address, once decoding without them
