@@ -48,6 +48,7 @@
 
 pub mod count;
 pub mod cut;
+mod shortkey;
 pub mod encode;
 mod memory;
 pub mod pretokenize;

@@ -79,12 +79,7 @@ fn empty_slots(len: usize) -> ZeroedSlice<Slot> {
     unsafe { ZeroedSlice::new(len) }
 }
 
-/// The hash of a piece key (the top bits pick its home slot).
-#[inline]
-pub(super) fn hash_key(key: u128) -> u64 {
-    let folded = (key as u64) ^ ((key >> 64) as u64).rotate_left(23);
-    folded.wrapping_mul(0x9E37_79B9_7F4A_7C15)
-}
+pub(super) use crate::shortkey::hash as hash_key;
 
 impl PieceCache {
     fn new() -> Self {

@@ -173,40 +173,8 @@ pub(super) fn packed_slot(key: u64, shift: u32) -> usize {
 }
 
 /// Pieces of at most this many bytes go through the piece cache.
-pub(super) const CACHED_PIECE: usize = 15;
-
-/// The bytes of a piece of at most `CACHED_PIECE` bytes and its length, as one number.
-#[inline]
-pub(super) fn piece_key(piece: &[u8]) -> u128 {
-    let mut buf = [0u8; 16];
-    buf[..piece.len()].copy_from_slice(piece);
-    buf[15] = piece.len() as u8;
-    u128::from_le_bytes(buf)
-}
-
-/// `piece_key` of the `len` bytes (at most `CACHED_PIECE`) of `text` from
-/// `start`: one 16-byte load and a mask where the text has 16 bytes there.
-#[inline]
-pub(super) fn load_key(text: &[u8], start: usize, len: usize) -> u128 {
-    debug_assert!(len <= CACHED_PIECE && start + len <= text.len());
-    let raw = match text.get(start..start + 16) {
-        Some(window) => u128::from_le_bytes(window.try_into().expect("16 bytes")),
-        None => return piece_key(&text[start..start + len]),
-    };
-    (raw & KEY_MASKS[len]) | (len as u128) << 120
-}
-
-/// `KEY_MASKS[n]`: the low `n` bytes of a u128 (a table: a 128-bit shift by a
-/// variable amount is a dozen instructions).
-static KEY_MASKS: [u128; 16] = {
-    let mut masks = [0u128; 16];
-    let mut n = 1;
-    while n < 16 {
-        masks[n] = (1u128 << (8 * n)) - 1;
-        n += 1;
-    }
-    masks
-};
+pub(super) use crate::shortkey::MAX_SHORT as CACHED_PIECE;
+pub(super) use crate::shortkey::{load as load_key, pack as piece_key};
 
 /// Token bytes -> id. Tokens of at most `CACHED_PIECE` bytes (nearly all)
 /// are keyed by `piece_key`: a lookup probes one table with no heap-allocated

@@ -116,11 +116,19 @@ impl PreTokenizer {
 
     /// Call `f` on every pre-token of `text`, which holds no special tokens.
     /// Errors only when the backtracking engine gives up (catastrophic pattern).
-    pub fn for_each_piece<'t>(
-        &self,
-        text: &'t str,
-        mut f: impl FnMut(&'t str),
-    ) -> Result<(), SearchError> {
+    pub fn for_each_piece<'t>(&self, text: &'t str, mut f: impl FnMut(&'t str)) -> Result<(), SearchError> {
+        self.for_each_piece_batch(text, |segment, bounds| {
+            for w in bounds.windows(2) {
+                // SAFETY: pre-tokens of valid UTF-8 end on character boundaries.
+                f(unsafe { std::str::from_utf8_unchecked(&segment[w[0]..w[1]]) });
+            }
+        })
+    }
+
+    /// The pre-tokens of `text` (no special tokens) in batches: `f(segment,
+    /// bounds)` where pre-token i is `segment[bounds[i]..bounds[i + 1]]`;
+    /// `segment` is a part of `text`, `bounds` holds at most 129 positions.
+    fn for_each_piece_batch<'t>(&self, text: &'t str, mut f: impl FnMut(&'t [u8], &[usize])) -> Result<(), SearchError> {
         match &self.engine {
             Engine::Preset(preset) => {
                 let mut pieces = Pieces::new(text.as_bytes(), *preset);
@@ -130,16 +138,14 @@ impl PreTokenizer {
                     if n == 0 {
                         break;
                     }
-                    for w in bounds[..=n].windows(2) {
-                        f(&text[w[0]..w[1]]);
-                    }
+                    f(text.as_bytes(), &bounds[..=n]);
                 }
             }
             Engine::Fancy(re) => {
                 for m in re.find_iter(text) {
                     let m = m.map_err(|e| SearchError(e.to_string()))?;
                     if !m.as_str().is_empty() {
-                        f(m.as_str());
+                        f(m.as_str().as_bytes(), &[0, m.as_str().len()]);
                     }
                 }
             }
@@ -147,20 +153,31 @@ impl PreTokenizer {
         Ok(())
     }
 
+    /// `for_each_piece_batch` over `text` cut at special tokens, which are
+    /// dropped (they are hard boundaries and never counted as text).
+    pub fn for_each_batch<'t>(&self, text: &'t str, mut f: impl FnMut(&'t [u8], &[usize])) -> Result<(), SearchError> {
+        self.for_each_special_free(text, |part| self.for_each_piece_batch(part, &mut f))
+    }
+
+    /// Call `f` on the parts of `text` between special tokens.
+    fn for_each_special_free<'t>(
+        &self,
+        text: &'t str,
+        mut f: impl FnMut(&'t str) -> Result<(), SearchError>,
+    ) -> Result<(), SearchError> {
+        let Some(ac) = &self.specials else { return f(text) };
+        let mut start = 0;
+        for m in ac.find_iter(text) {
+            f(&text[start..m.start()])?;
+            start = m.end();
+        }
+        f(&text[start..])
+    }
+
     /// Call `f` on every pre-token of `text`, cutting first at special tokens,
     /// which are dropped (they are hard boundaries and never counted as text).
     pub fn for_each_word<'t>(&self, text: &'t str, mut f: impl FnMut(&'t str)) -> Result<(), SearchError> {
-        match &self.specials {
-            None => self.for_each_piece(text, f),
-            Some(ac) => {
-                let mut start = 0;
-                for m in ac.find_iter(text) {
-                    self.for_each_piece(&text[start..m.start()], &mut f)?;
-                    start = m.end();
-                }
-                self.for_each_piece(&text[start..], f)
-            }
-        }
+        self.for_each_special_free(text, |part| self.for_each_piece(part, &mut f))
     }
 }
 

@@ -8,17 +8,19 @@
 //! threads (per-thread maps are summed, and addition commutes). A text with no
 //! safe cut at all (one giant word) becomes a single chunk.
 
-use std::fs::File;
-use std::io::Read;
-use std::path::Path;
+mod chunks;
+mod tally;
+
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use rustc_hash::FxHashMap;
 
 use crate::cut::CutRule;
 use crate::pretokenize::{PreTokenizer, SearchError};
 use crate::progress::Progress;
+pub use chunks::{Chunk, ChunkReader};
+pub use tally::WordTally;
 
 /// Word (pre-token bytes) -> number of occurrences.
 pub type WordCounts = FxHashMap<Vec<u8>, u64>;
@@ -47,7 +49,7 @@ pub enum CountError {
 }
 
 impl CountError {
-    fn io(path: &str, source: std::io::Error) -> Self {
+    pub(crate) fn io(path: &str, source: std::io::Error) -> Self {
         CountError::Io { path: path.to_string(), source }
     }
 }
@@ -79,7 +81,7 @@ pub fn merge_counts(mut a: WordCounts, mut b: WordCounts) -> WordCounts {
     a
 }
 
-/// Run `count_one` on every job with one map per pool thread, then sum the maps.
+/// Run `count_one` on every job with one tally per pool thread, then sum them.
 ///
 /// Why not `par_iter().fold()`: rayon splits the work into many fold
 /// accumulators, and summing hundreds of maps of ~10^5 words each costs more
@@ -88,12 +90,12 @@ pub fn merge_counts(mut a: WordCounts, mut b: WordCounts) -> WordCounts {
 fn count_parallel<J: Send>(
     jobs: impl Iterator<Item = Result<J, CountError>> + Send,
     progress: &Progress,
-    count_one: impl Fn(J, &mut WordCounts) -> Result<(), CountError> + Sync,
+    count_one: impl Fn(J, &mut WordTally) -> Result<(), CountError> + Sync,
 ) -> Result<WordCounts, CountError> {
     let jobs = Mutex::new(jobs);
     let failed = AtomicBool::new(false);
-    let maps: Vec<Result<WordCounts, CountError>> = rayon::broadcast(|_| {
-        let mut counts = WordCounts::default();
+    let tallies: Vec<Result<WordTally, CountError>> = rayon::broadcast(|_| {
+        let mut counts = WordTally::default();
         loop {
             if progress.is_cancelled() {
                 return Err(CountError::Cancelled);
@@ -110,8 +112,8 @@ fn count_parallel<J: Send>(
         }
     });
     let mut total = WordCounts::default();
-    for m in maps {
-        total = merge_counts(total, m?);
+    for tally in tallies {
+        total = merge_counts(total, tally?.into_counts());
     }
     Ok(total)
 }
@@ -119,7 +121,7 @@ fn count_parallel<J: Send>(
 /// Count a batch of independent documents in parallel.
 pub fn count_texts(pre: &PreTokenizer, texts: &[String], progress: &Progress) -> Result<WordCounts, CountError> {
     count_parallel(texts.iter().map(Ok), progress, |text, counts| {
-        count_text(pre, text, counts)?;
+        counts.add_text(pre, text)?;
         progress.add(text.len() as u64);
         Ok(())
     })
@@ -168,7 +170,7 @@ pub fn count_documents(
                     return Err(CountError::InvalidUtf8InDocument { index: i, offset: e.valid_up_to() as u64 })
                 }
             };
-            count_text(pre, &text, counts)?;
+            counts.add_text(pre, &text)?;
             progress.add(doc.len() as u64);
         }
         Ok(())
@@ -202,90 +204,10 @@ pub fn count_files(
                 return Err(CountError::InvalidUtf8 { path: chunk.path.to_string(), offset });
             }
         };
-        count_text(pre, &text, counts)?;
+        counts.add_text(pre, &text)?;
         progress.add(chunk.bytes.len() as u64);
         Ok(())
     })
-}
-
-/// A block of a file that starts and ends at safe boundaries.
-pub struct Chunk {
-    pub path: Arc<str>,
-    /// Byte offset of the block in its file (for error messages).
-    pub offset: u64,
-    pub bytes: Vec<u8>,
-}
-
-/// Reads a file as a sequence of chunks cut at safe boundaries.
-pub struct ChunkReader {
-    file: File,
-    path: Arc<str>,
-    chunk_size: usize,
-    rule: CutRule,
-    /// Bytes read but not yet handed out (the tail after the last safe boundary).
-    carry: Vec<u8>,
-    offset: u64,
-    eof: bool,
-}
-
-impl ChunkReader {
-    pub fn open(path: &str, chunk_size: usize, rule: CutRule) -> Result<Self, CountError> {
-        if Path::new(path).is_dir() {
-            return Err(CountError::io(path, std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory")));
-        }
-        let file = File::open(path).map_err(|e| CountError::io(path, e))?;
-        Ok(ChunkReader { file, path: Arc::from(path), chunk_size: chunk_size.max(1), rule, carry: vec![], offset: 0, eof: false })
-    }
-
-    /// Append up to `want` more bytes to `carry`. The buffer grows with what is
-    /// actually read, so a huge `want` (read whole files) allocates nothing up front.
-    fn fill(&mut self, want: usize) -> Result<(), CountError> {
-        let want = u64::try_from(want).unwrap_or(u64::MAX);
-        let got = (&mut self.file)
-            .take(want)
-            .read_to_end(&mut self.carry)
-            .map_err(|e| CountError::io(&self.path, e))?;
-        if (got as u64) < want {
-            self.eof = true;
-        }
-        Ok(())
-    }
-}
-
-impl Iterator for ChunkReader {
-    type Item = Result<Chunk, CountError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if !self.eof && self.carry.len() < self.chunk_size {
-                if let Err(e) = self.fill(self.chunk_size) {
-                    self.eof = true;
-                    return Some(Err(e));
-                }
-            }
-            if self.carry.is_empty() {
-                return None;
-            }
-            let cut = if self.eof { Some(self.carry.len()) } else { self.rule.last_cut(&self.carry) };
-            match cut {
-                Some(cut) => {
-                    let rest = self.carry.split_off(cut);
-                    let bytes = std::mem::replace(&mut self.carry, rest);
-                    let chunk = Chunk { path: self.path.clone(), offset: self.offset, bytes };
-                    self.offset += cut as u64;
-                    return Some(Ok(chunk));
-                }
-                // No safe boundary yet: read more (the chunk grows past chunk_size).
-                None => {
-                    let more = self.chunk_size.max(self.carry.len());
-                    if let Err(e) = self.fill(more) {
-                        self.eof = true;
-                        return Some(Err(e));
-                    }
-                }
-            }
-        }
-    }
 }
 
 #[cfg(test)]
