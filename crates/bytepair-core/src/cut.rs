@@ -53,7 +53,18 @@ impl CutRule {
 
     /// The last safe cut in `buf` (an index in `1..buf.len()`), if any.
     pub fn last_cut(&self, buf: &[u8]) -> Option<usize> {
-        (1..buf.len()).rev().find(|&i| self.is_cut(buf, i) && !self.inside_special(buf, i))
+        self.last_cut_from(buf, 1)
+    }
+
+    /// The last safe cut in `buf` at `from` or later.
+    fn last_cut_from(&self, buf: &[u8], from: usize) -> Option<usize> {
+        (from.max(1)..buf.len()).rev().find(|&i| self.is_cut(buf, i) && !self.inside_special(buf, i))
+    }
+
+    /// How far back from a buffer's end a cut can be vetoed by what follows:
+    /// a special token cut off by the end of the buffer.
+    fn reach(&self) -> usize {
+        self.specials.iter().map(Vec::len).max().unwrap_or(0) + 2
     }
 
     fn is_cut(&self, buf: &[u8], i: usize) -> bool {
@@ -99,11 +110,15 @@ fn segment_end(rule: &CutRule, text: &str, start: usize, max_bytes: usize) -> us
         return text.len();
     }
     let mut window = max_bytes;
+    // Positions before `from` hold no cut (seen in a smaller window), so each
+    // byte is looked at about once: linear in a text with no cut at all.
+    let mut from = 1;
     while start + window < text.len() {
         // A cut sits between two ASCII bytes: always a char boundary.
-        if let Some(cut) = rule.last_cut(&text.as_bytes()[start..start + window]) {
+        if let Some(cut) = rule.last_cut_from(&text.as_bytes()[start..start + window], from) {
             return start + cut;
         }
+        from = window.saturating_sub(rule.reach());
         window = window.saturating_mul(2);
     }
     text.len()

@@ -4,6 +4,7 @@
 //! a Rust caller's own thread) reads `done` and may `cancel`.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Units of work done so far (bytes counted, merges learned) and a cancel flag,
 /// shared between the threads doing the work and the one watching it.
@@ -19,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 #[derive(Debug, Default)]
 pub struct Progress {
     done: AtomicU64,
-    cancelled: AtomicBool,
+    cancelled: Arc<AtomicBool>,
 }
 
 impl Progress {
@@ -37,6 +38,12 @@ impl Progress {
     /// Ask the work to stop at its next check.
     pub fn cancel(&self) {
         self.cancelled.store(true, Ordering::Relaxed);
+    }
+
+    /// The cancel flag, for work that outlives a borrow of this Progress
+    /// (the encoder's per-thread scratch holds it during a call).
+    pub fn cancel_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.cancelled)
     }
 
     /// Has `cancel` been called?

@@ -2,31 +2,14 @@
 //! batch's texts, and the calling thread, the only one that may touch Python
 //! objects, turns finished ids into lists while the others encode.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, LazyLock, Mutex};
+use std::sync::mpsc;
 
 use bytepair_core::EncodeError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 use crate::runtime::{internal_error, pool, POLL_INTERVAL};
-
-/// Worker pools of `encode_batch`, one per worker count, kept for the life of
-/// the process. A batch of a thousand documents takes milliseconds, so
-/// starting threads per call cost time, and a fresh thread starts with an
-/// empty piece cache.
-static BATCH_POOLS: LazyLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = LazyLock::new(Default::default);
-
-fn batch_pool(num_threads: usize) -> PyResult<Arc<rayon::ThreadPool>> {
-    let mut pools = BATCH_POOLS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(pool) = pools.get(&num_threads) {
-        return Ok(Arc::clone(pool));
-    }
-    let pool = Arc::new(pool(Some(num_threads))?);
-    pools.insert(num_threads, Arc::clone(&pool));
-    Ok(pool)
-}
 
 /// Why `build_lists` stopped: a Python error (Ctrl-C), or the encode error of
 /// the text with the lowest index.
@@ -137,7 +120,10 @@ fn build_lists<'py, 'scope>(
     let mut lists = BatchLists::new(texts.len());
     let mut mine = Vec::new();
     while !lists.is_complete() {
+        // The workers may be far ahead (building lists is the slower half):
+        // check for Ctrl-C at every list, not once per backlog.
         for finished in rx.try_iter() {
+            py.check_signals().map_err(|e| queue.cancel(e))?;
             lists.store(to_list, finished).map_err(|e| queue.cancel(e))?;
         }
         py.check_signals().map_err(|e| queue.cancel(e))?;
@@ -183,6 +169,6 @@ pub fn encode_batch<'py>(
     if threads <= 1 {
         return build_lists(py, texts, &queue, encode, to_list, None);
     }
-    let workers = batch_pool(threads - 1).map_err(BatchError::Python)?;
+    let workers = pool(Some(threads - 1)).map_err(BatchError::Python)?;
     workers.in_place_scope(|scope| build_lists(py, texts, &queue, encode, to_list, Some((scope, threads - 1))))
 }

@@ -30,16 +30,23 @@ fn le_i64s(raw: &[u8], what: &str) -> PyResult<Vec<i64>> {
 pub struct WordCounter {
     pre: PreTokenizer,
     cut: CutRule,
+    max_word_bytes: usize,
     counts: WordCounts,
 }
 
 #[pymethods]
 impl WordCounter {
+    /// Pre-tokens longer than `max_word_bytes` (at least 4) are counted as
+    /// consecutive words of at most that many bytes.
     #[new]
-    fn new(pattern: &str, special_tokens: Vec<String>) -> PyResult<Self> {
+    #[pyo3(signature = (pattern, special_tokens, max_word_bytes=count::DEFAULT_MAX_WORD_BYTES))]
+    fn new(pattern: &str, special_tokens: Vec<String>, max_word_bytes: usize) -> PyResult<Self> {
+        if max_word_bytes < 4 {
+            return Err(PyValueError::new_err(format!("max_word_bytes must be at least 4, got {max_word_bytes}")));
+        }
         let pre = PreTokenizer::new(pattern, &special_tokens).map_err(pattern_error)?;
         let cut = CutRule::new(pattern, &special_tokens);
-        Ok(WordCounter { pre, cut, counts: WordCounts::default() })
+        Ok(WordCounter { pre, cut, max_word_bytes, counts: WordCounts::default() })
     }
 
     /// Count UTF-8 files, each one document; progress reports bytes read.
@@ -53,9 +60,9 @@ impl WordCounter {
         replace_errors: bool,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<()> {
-        let (pre, cut) = (&self.pre, &self.cut);
+        let (pre, cut, max_word) = (&self.pre, &self.cut, self.max_word_bytes);
         let counts = run_with_progress(py, num_threads, progress, |p| {
-            count::count_files(pre, cut, &paths, chunk_size, replace_errors, p)
+            count::count_files(pre, cut, &paths, chunk_size, replace_errors, max_word, p)
         })?
             .map_err(count_error)?;
         self.counts = count::merge_counts(std::mem::take(&mut self.counts), counts);
@@ -71,9 +78,9 @@ impl WordCounter {
         num_threads: Option<usize>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<()> {
-        let pre = &self.pre;
-        let counts =
-            run_with_progress(py, num_threads, progress, |p| count::count_texts(pre, &texts, p))?.map_err(count_error)?;
+        let (pre, max_word) = (&self.pre, self.max_word_bytes);
+        let counts = run_with_progress(py, num_threads, progress, |p| count::count_texts(pre, &texts, max_word, p))?
+            .map_err(count_error)?;
         self.counts = count::merge_counts(std::mem::take(&mut self.counts), counts);
         Ok(())
     }
@@ -97,9 +104,9 @@ impl WordCounter {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<()> {
         let offsets = le_i64s(offsets, "offsets")?;
-        let pre = &self.pre;
+        let (pre, max_word) = (&self.pre, self.max_word_bytes);
         let counts = run_with_progress(py, num_threads, progress, |p| {
-            count::count_documents(pre, data, &offsets, replace_errors, p)
+            count::count_documents(pre, data, &offsets, replace_errors, max_word, p)
         })?
             .map_err(|e| match e {
                 CountError::InvalidUtf8InDocument { index, offset } => {

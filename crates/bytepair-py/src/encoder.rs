@@ -3,6 +3,7 @@
 //! them; id lists are built and read back by `IdLists`.
 
 use bytepair_core::cut::{segments, CutRule};
+use bytepair_core::encode::cancellable;
 use bytepair_core::{EncodeError, Encoder};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -11,9 +12,15 @@ use pyo3::types::{PyBytes, PyList, PyString};
 use crate::batch::{encode_batch, BatchError};
 use crate::errors::{encode_error, encoder_error};
 use crate::id_lists::IdLists;
+use crate::runtime::{run_with_progress, thread_count};
 
 /// Texts longer than this are encoded in segments, with a Ctrl-C check between them.
 const SEGMENT_BYTES: usize = 1 << 20;
+
+/// A segment longer than this (a text with no safe cut, perhaps one giant
+/// pre-token) is encoded on a worker thread while this one polls for Ctrl-C,
+/// which cancels the merge (`bytepair_core::encode::cancellable`).
+const WATCHED_SEGMENT_BYTES: usize = 8 << 20;
 
 /// The encoder: vocabulary, merge ranks, special tokens and pattern.
 #[pyclass(module = "bytepair._core", frozen)]
@@ -64,7 +71,13 @@ impl CoreBPE {
                 if start > 0 {
                     py.check_signals()?;
                 }
-                py.detach(|| encode(segment, &mut ids)).map_err(|e| encode_error(e.shifted(start), text))?;
+                let encoded = if segment.len() > WATCHED_SEGMENT_BYTES {
+                    let ids = &mut ids;
+                    run_with_progress(py, Some(1), None, |p| cancellable(p, || encode(segment, ids)))?
+                } else {
+                    py.detach(|| encode(segment, &mut ids))
+                };
+                encoded.map_err(|e| encode_error(e.shifted(start), text))?;
             }
             finish(&ids)
         })();
@@ -127,7 +140,7 @@ impl CoreBPE {
     }
 
     /// Encode many texts on `num_threads` threads, the calling thread being one
-    /// of them (default: rayon's thread count, one per core). The texts are
+    /// of them (default and at most: one per core). The texts are
     /// borrowed, not copied: a str exposes its UTF-8 buffer, and the list
     /// keeps every str alive. A text with a lone surrogate raises
     /// UnicodeEncodeError before any work (the Python side then replaces them
@@ -142,11 +155,7 @@ impl CoreBPE {
         num_threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
         let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
-        let threads = match num_threads {
-            Some(0) => return Err(PyValueError::new_err("num_threads must be at least 1")),
-            Some(n) => n,
-            None => rayon::current_num_threads(),
-        };
+        let threads = thread_count(num_threads)?;
         let encode = |i: usize| self.enc.encode(texts[i], &allowed, &disallowed);
         let to_list = |ids: &[u32]| self.lists.to_list(py, &self.enc, ids);
         encode_batch(py, &texts, threads, &encode, &to_list).map_err(|e| match e {

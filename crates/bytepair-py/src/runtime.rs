@@ -2,7 +2,8 @@
 //! released, while the calling thread wakes every 100 ms to report progress to
 //! Python and to check for Ctrl-C; a panic in the core becomes an exception.
 
-use std::sync::mpsc;
+use std::collections::HashMap;
+use std::sync::{mpsc, Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use bytepair_core::Progress;
@@ -12,16 +13,39 @@ use pyo3::prelude::*;
 /// How often the calling thread reports progress and checks for Ctrl-C.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(100);
 
-/// A thread pool of `num_threads` threads (default: one per core).
-pub fn pool(num_threads: Option<usize>) -> PyResult<rayon::ThreadPool> {
-    let mut b = rayon::ThreadPoolBuilder::new();
-    if let Some(n) = num_threads {
-        if n == 0 {
-            return Err(PyValueError::new_err("num_threads must be at least 1"));
-        }
-        b = b.num_threads(n);
+/// The threads a call with `num_threads` uses: one per core by default, and
+/// never more than the cores (extra threads only add switching; a
+/// `num_threads=10000` once started 10,000 OS threads). 0 is an error.
+pub fn thread_count(num_threads: Option<usize>) -> PyResult<usize> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    match num_threads {
+        Some(0) => Err(PyValueError::new_err("num_threads must be at least 1")),
+        Some(n) => Ok(n.min(cores)),
+        None => Ok(cores),
     }
-    b.build().map_err(|e| PyRuntimeError::new_err(format!("cannot start thread pool: {e}")))
+}
+
+/// Thread pools by size, kept for the life of the process and shared by
+/// every call: starting threads per call cost time, a fresh thread starts with
+/// an empty piece cache, and since sizes are capped at the core count there
+/// are at most that many pools.
+static POOLS: LazyLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = LazyLock::new(Default::default);
+
+/// The shared pool of `thread_count(num_threads)` threads.
+pub fn pool(num_threads: Option<usize>) -> PyResult<Arc<rayon::ThreadPool>> {
+    let n = thread_count(num_threads)?;
+    let mut pools = POOLS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(pool) = pools.get(&n) {
+        return Ok(Arc::clone(pool));
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .thread_name(|i| format!("bytepair-{i}"))
+        .build()
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start thread pool: {e}")))?;
+    let pool = Arc::new(pool);
+    pools.insert(n, Arc::clone(&pool));
+    Ok(pool)
 }
 
 /// Run `work` without the GIL on its own thread pool; every `POLL_INTERVAL`

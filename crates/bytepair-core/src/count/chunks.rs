@@ -8,6 +8,33 @@ use std::sync::Arc;
 use super::CountError;
 use crate::cut::CutRule;
 
+/// A text with no safe cut in this many bytes (a run of one byte, /dev/zero)
+/// is cut here anyway, at a UTF-8 character boundary, so memory stays bounded
+/// for any input. The cut lands FORCED_CUT bytes after the last safe cut
+/// before the run, whatever the chunk size, so the counts still do not depend
+/// on chunk size or thread count; the pre-token it splits is one of at least
+/// 64 MiB, counted as words of at most `max_word_bytes` anyway.
+pub const FORCED_CUT: usize = 64 << 20;
+
+/// The last UTF-8 character boundary at or before `at` in `carry` (which
+/// holds `at` bytes or more): `at` unless a character starting in the last 3
+/// bytes before it continues past it. Judged from the lead byte, since the
+/// byte at `at` may not be read yet.
+fn forced_cut(carry: &[u8], at: usize) -> usize {
+    let Some(lead) = (at.saturating_sub(3)..at).rev().find(|&i| carry[i] & 0xC0 != 0x80) else { return at };
+    let width = match carry[lead] {
+        0xF0.. => 4,
+        0xE0.. => 3,
+        0xC0.. => 2,
+        _ => 1,
+    };
+    if lead + width <= at || lead == 0 {
+        at
+    } else {
+        lead
+    }
+}
+
 /// A block of a file that starts and ends at safe boundaries.
 pub struct Chunk {
     pub path: Arc<str>,
@@ -16,11 +43,14 @@ pub struct Chunk {
     pub bytes: Vec<u8>,
 }
 
-/// Reads a file as a sequence of chunks cut at safe boundaries.
+/// Reads a file as a sequence of chunks cut at safe boundaries, of about
+/// `chunk_size` bytes (at most FORCED_CUT).
 pub struct ChunkReader {
     file: File,
     path: Arc<str>,
     chunk_size: usize,
+    /// FORCED_CUT (smaller in tests).
+    forced_cut: usize,
     rule: CutRule,
     /// Bytes read but not yet handed out (the tail after the last safe boundary).
     carry: Vec<u8>,
@@ -34,7 +64,7 @@ impl ChunkReader {
             return Err(CountError::io(path, std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory")));
         }
         let file = File::open(path).map_err(|e| CountError::io(path, e))?;
-        Ok(ChunkReader { file, path: Arc::from(path), chunk_size: chunk_size.max(1), rule, carry: vec![], offset: 0, eof: false })
+        Ok(ChunkReader { file, path: Arc::from(path), chunk_size: chunk_size.clamp(1, FORCED_CUT), forced_cut: FORCED_CUT, rule, carry: vec![], offset: 0, eof: false })
     }
 
     /// Append up to `want` more bytes to `carry`. The buffer grows with what is
@@ -58,7 +88,7 @@ impl Iterator for ChunkReader {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if !self.eof && self.carry.len() < self.chunk_size {
-                if let Err(e) = self.fill(self.chunk_size) {
+                if let Err(e) = self.fill(self.chunk_size - self.carry.len()) {
                     self.eof = true;
                     return Some(Err(e));
                 }
@@ -66,7 +96,13 @@ impl Iterator for ChunkReader {
             if self.carry.is_empty() {
                 return None;
             }
-            let cut = if self.eof { Some(self.carry.len()) } else { self.rule.last_cut(&self.carry) };
+            let cut = if self.eof {
+                Some(self.carry.len())
+            } else if self.carry.len() >= self.forced_cut {
+                self.rule.last_cut(&self.carry).or_else(|| Some(forced_cut(&self.carry, self.forced_cut)))
+            } else {
+                self.rule.last_cut(&self.carry)
+            };
             match cut {
                 Some(cut) => {
                     let rest = self.carry.split_off(cut);
@@ -75,15 +111,69 @@ impl Iterator for ChunkReader {
                     self.offset += cut as u64;
                     return Some(Ok(chunk));
                 }
-                // No safe boundary yet: read more (the chunk grows past chunk_size).
+                // No safe boundary yet: read more (the chunk grows past
+                // chunk_size, up to FORCED_CUT).
                 None => {
-                    let more = self.chunk_size.max(self.carry.len());
+                    let more = self.chunk_size.max(self.carry.len()).min(self.forced_cut - self.carry.len());
                     if let Err(e) = self.fill(more) {
                         self.eof = true;
                         return Some(Err(e));
                     }
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The chunks of `text` with a small forced cut, for every chunk size.
+    fn chunks(text: &[u8], chunk_size: usize, forced: usize) -> Vec<Vec<u8>> {
+        let path = std::env::temp_dir().join(format!("bytepair-forced-{}-{chunk_size}.txt", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        let mut reader = ChunkReader::open(&path.to_string_lossy(), chunk_size, CutRule::new("gpt2", &[])).unwrap();
+        reader.chunk_size = reader.chunk_size.min(forced);
+        reader.forced_cut = forced;
+        let out = reader.map(|c| c.unwrap().bytes).collect();
+        std::fs::remove_file(&path).unwrap();
+        out
+    }
+
+    #[test]
+    fn a_run_without_safe_cuts_is_cut_at_the_same_places_for_every_chunk_size() {
+        let mut text = b"first line\nsecond ".to_vec();
+        text.extend(std::iter::repeat_n(0u8, 500));
+        text.extend("\u{e9}".repeat(100).as_bytes());
+        text.extend(b" tail\nend\n");
+        let want = chunks(&text, 100, 100);
+        assert!(want.iter().all(|c| c.len() <= 100), "every chunk within the forced cut");
+        assert_eq!(want.concat(), text);
+        assert!(want.iter().all(|c| std::str::from_utf8(c).is_ok()), "cuts on character boundaries");
+        // Chunks may end at different safe cuts; the forced cuts, and so the
+        // counts, are the same for every chunk size.
+        let rule = CutRule::new("gpt2", &[]);
+        let forced = |c: &[Vec<u8>]| -> Vec<usize> {
+            let ends = c.iter().scan(0, |end, chunk| {
+                *end += chunk.len();
+                Some(*end)
+            });
+            ends.filter(|&end| end < text.len() && rule.last_cut(&text[..end + 1]) != Some(end)).collect()
+        };
+        let pre = crate::PreTokenizer::new("gpt2", &[]).unwrap();
+        let counts = |c: &[Vec<u8>]| {
+            let mut counts = crate::count::WordCounts::default();
+            for chunk in c {
+                crate::count::count_text(&pre, std::str::from_utf8(chunk).unwrap(), &mut counts).unwrap();
+            }
+            counts
+        };
+        assert_eq!(forced(&want).len(), 7);
+        for chunk_size in [1, 7, 33, 64, 99] {
+            let got = chunks(&text, chunk_size, 100);
+            assert_eq!(forced(&got), forced(&want), "chunk size {chunk_size}");
+            assert_eq!(counts(&got), counts(&want), "chunk size {chunk_size}");
         }
     }
 }

@@ -54,9 +54,44 @@ impl CountError {
     }
 }
 
-/// Add the pre-tokens of `text` (a whole document) to `counts`.
+/// Pre-tokens longer than this many bytes are counted as several words by
+/// default (see [`split_long_word`]). Real text has no pre-token near it (the
+/// longest in ../shared/corpora is under 1 KiB); a run of one byte (a
+/// zero-filled file) would otherwise become one word, and its merges tokens, of
+/// the size of the run. HF tokenizers and sentencepiece bound lengths too
+/// (`max_token_length`, `max_sentence_length`).
+pub const DEFAULT_MAX_WORD_BYTES: usize = 1 << 16;
+
+/// `piece` cut into words of at most `max` bytes (at least 4), each ending at
+/// a UTF-8 character boundary where `piece` is UTF-8: the first word is the
+/// longest such prefix, and so on.
+pub fn split_long_word(piece: &[u8], max: usize) -> impl Iterator<Item = &[u8]> {
+    let max = max.max(4);
+    let mut rest = piece;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut end = rest.len().min(max);
+        // Back off continuation bytes (10xxxxxx) so a character stays whole.
+        while end < rest.len() && end > max - 3 && rest[end] & 0xC0 == 0x80 {
+            end -= 1;
+        }
+        let (word, tail) = rest.split_at(end);
+        rest = tail;
+        Some(word)
+    })
+}
+
+/// Add the pre-tokens of `text` (a whole document) to `counts`, as
+/// [`WordTally::add_text`] with the default word-length bound.
 pub fn count_text(pre: &PreTokenizer, text: &str, counts: &mut WordCounts) -> Result<(), SearchError> {
-    pre.for_each_word(text, |w| add_word(counts, w.as_bytes(), 1))
+    let mut tally = WordTally::default();
+    tally.add_text(pre, text)?;
+    for (word, n) in tally.into_counts() {
+        add_word(counts, &word, n);
+    }
+    Ok(())
 }
 
 /// `counts[word] += n`, allocating only for a word not seen before.
@@ -89,13 +124,14 @@ pub fn merge_counts(mut a: WordCounts, mut b: WordCounts) -> WordCounts {
 /// and pulls jobs from the shared iterator until it is exhausted.
 fn count_parallel<J: Send>(
     jobs: impl Iterator<Item = Result<J, CountError>> + Send,
+    max_word_bytes: usize,
     progress: &Progress,
     count_one: impl Fn(J, &mut WordTally) -> Result<(), CountError> + Sync,
 ) -> Result<WordCounts, CountError> {
     let jobs = Mutex::new(jobs);
     let failed = AtomicBool::new(false);
     let tallies: Vec<Result<WordTally, CountError>> = rayon::broadcast(|_| {
-        let mut counts = WordTally::default();
+        let mut counts = WordTally::new(max_word_bytes);
         loop {
             if progress.is_cancelled() {
                 return Err(CountError::Cancelled);
@@ -119,8 +155,13 @@ fn count_parallel<J: Send>(
 }
 
 /// Count a batch of independent documents in parallel.
-pub fn count_texts(pre: &PreTokenizer, texts: &[String], progress: &Progress) -> Result<WordCounts, CountError> {
-    count_parallel(texts.iter().map(Ok), progress, |text, counts| {
+pub fn count_texts(
+    pre: &PreTokenizer,
+    texts: &[String],
+    max_word_bytes: usize,
+    progress: &Progress,
+) -> Result<WordCounts, CountError> {
+    count_parallel(texts.iter().map(Ok), max_word_bytes, progress, |text, counts| {
         counts.add_text(pre, text)?;
         progress.add(text.len() as u64);
         Ok(())
@@ -140,6 +181,7 @@ pub fn count_documents(
     data: &[u8],
     offsets: &[i64],
     replace_errors: bool,
+    max_word_bytes: usize,
     progress: &Progress,
 ) -> Result<WordCounts, CountError> {
     let bad = CountError::BadOffsets;
@@ -160,7 +202,7 @@ pub fn count_documents(
     }
     starts.push(offsets.len() - 1);
     let jobs = starts.windows(2).map(|w| Ok((w[0], w[1])));
-    count_parallel(jobs, progress, |(first, end), counts| {
+    count_parallel(jobs, max_word_bytes, progress, |(first, end), counts| {
         for i in first..end {
             let doc = &data[offsets[i] as usize..offsets[i + 1] as usize];
             let text = match std::str::from_utf8(doc) {
@@ -187,6 +229,7 @@ pub fn count_files(
     paths: &[String],
     chunk_size: usize,
     replace_errors: bool,
+    max_word_bytes: usize,
     progress: &Progress,
 ) -> Result<WordCounts, CountError> {
     let chunks = paths.iter().flat_map(|path| -> Box<dyn Iterator<Item = Result<Chunk, CountError>> + Send> {
@@ -195,7 +238,7 @@ pub fn count_files(
             Err(e) => Box::new(std::iter::once(Err(e))),
         }
     });
-    count_parallel(chunks, progress, |chunk, counts| {
+    count_parallel(chunks, max_word_bytes, progress, |chunk, counts| {
         let text = match std::str::from_utf8(&chunk.bytes) {
             Ok(t) => std::borrow::Cow::Borrowed(t),
             Err(_) if replace_errors => String::from_utf8_lossy(&chunk.bytes),
@@ -234,10 +277,26 @@ mod tests {
             for chunk_size in [1, 2, 3, 5, 8, 13, 1000] {
                 let path = path.to_string_lossy().to_string();
                 let rule = CutRule::new(pattern, &[]);
-                let got = count_files(&pre, &rule, &[path], chunk_size, false, &Progress::default()).unwrap();
+                let got = count_files(&pre, &rule, &[path], chunk_size, false, DEFAULT_MAX_WORD_BYTES, &Progress::default()).unwrap();
                 assert_eq!(got, want, "pattern {pattern} chunk size {chunk_size}");
             }
         }
+    }
+
+    #[test]
+    fn long_words_are_cut_at_character_boundaries_within_the_bound() {
+        let text = "\u{e9}".repeat(50) + &"x".repeat(7) + "\u{20ac}\u{1f600}";
+        for max in [4, 5, 6, 7, 10, 64] {
+            let words: Vec<&[u8]> = split_long_word(text.as_bytes(), max).collect();
+            assert_eq!(words.concat(), text.as_bytes());
+            assert!(words.iter().all(|w| !w.is_empty() && w.len() <= max && std::str::from_utf8(w).is_ok()), "max {max}");
+        }
+        let pre = PreTokenizer::new("gpt2", &[]).unwrap();
+        let mut tally = WordTally::new(64);
+        tally.add_text(&pre, &"\0".repeat(1000)).unwrap();
+        let counts = tally.into_counts();
+        assert_eq!(counts.len(), 2);
+        assert_eq!((counts[&vec![0u8; 64]], counts[&vec![0u8; 1000 % 64]]), (1000 / 64, 1));
     }
 
     #[test]

@@ -20,6 +20,11 @@ struct Slot {
     count: u64,
 }
 
+fn empty_slots(len: usize) -> ZeroedSlice<Slot> {
+    // SAFETY: a zeroed Slot is a valid, empty slot.
+    unsafe { ZeroedSlice::new(len) }
+}
+
 /// Slots of a new tally (grows by doubling, kept at most half full).
 const INITIAL_SLOTS: usize = 1 << 12;
 
@@ -30,6 +35,7 @@ const BATCH: usize = 128;
 /// distinct words. Memory: 64 bytes per distinct short word at most (a slot of
 /// 32 bytes in a table at least half empty), plus the map for long words.
 pub struct WordTally {
+    max_word_bytes: usize,
     slots: ZeroedSlice<Slot>,
     /// 64 - log2(slots): a hash shifted right by it is a home slot.
     shift: u32,
@@ -39,21 +45,24 @@ pub struct WordTally {
 
 impl Default for WordTally {
     fn default() -> Self {
+        WordTally::new(super::DEFAULT_MAX_WORD_BYTES)
+    }
+}
+
+impl WordTally {
+    /// An empty tally that counts a pre-token longer than `max_word_bytes`
+    /// (at least 4) as consecutive words of at most that many bytes, cut at
+    /// UTF-8 character boundaries (see `count::split_long_word`).
+    pub fn new(max_word_bytes: usize) -> Self {
         WordTally {
+            max_word_bytes: max_word_bytes.max(4),
             slots: empty_slots(INITIAL_SLOTS),
             shift: 64 - INITIAL_SLOTS.trailing_zeros(),
             short_words: 0,
             long_words: WordCounts::default(),
         }
     }
-}
 
-fn empty_slots(len: usize) -> ZeroedSlice<Slot> {
-    // SAFETY: a zeroed Slot is a valid, empty slot.
-    unsafe { ZeroedSlice::new(len) }
-}
-
-impl WordTally {
     /// Distinct words counted.
     pub fn len(&self) -> usize {
         self.short_words + self.long_words.len()
@@ -74,9 +83,10 @@ impl WordTally {
         })
     }
 
-    /// `count[word] += n` (`word` not empty).
+    /// `count[word] += n` (`word` not empty), whatever its length: for words
+    /// that are already counted (an artifact), not pre-tokens of a text.
     pub fn add(&mut self, word: &[u8], n: u64) {
-        if word.len() <= MAX_SHORT {
+        if word.len() <= MAX_SHORT && !word.is_empty() {
             self.reserve(1);
             let key = shortkey::pack(word);
             self.bump(key, shortkey::hash(key), n);
@@ -116,7 +126,22 @@ impl WordTally {
             if keys[i] != 0 {
                 self.bump(keys[i], hashes[i], 1);
             } else {
-                super::add_word(&mut self.long_words, &text[bounds[i]..bounds[i + 1]], 1);
+                self.add_long(&text[bounds[i]..bounds[i + 1]]);
+            }
+        }
+    }
+
+    /// Count a pre-token of more than `MAX_SHORT` bytes, cut into words of
+    /// at most `max_word_bytes`.
+    #[cold]
+    fn add_long(&mut self, piece: &[u8]) {
+        for word in super::split_long_word(piece, self.max_word_bytes) {
+            if word.len() <= MAX_SHORT {
+                self.reserve(1);
+                let key = shortkey::pack(word);
+                self.bump(key, shortkey::hash(key), 1);
+            } else {
+                super::add_word(&mut self.long_words, word, 1);
             }
         }
     }

@@ -12,6 +12,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustc_hash::FxHashMap;
 
@@ -96,11 +97,17 @@ pub(super) fn merge_short(table: &PairRanks, piece: &[u8], parts: &mut Vec<Part>
 }
 
 /// Merge a long piece (under 4 GiB: positions are u32), appending its ids to
-/// `out`; see `LongMerge`. Every byte has an id.
-pub(super) fn merge_long(table: &PairRanks, piece: &[u8], out: &mut Vec<u32>) {
-    let mut merge = LongMerge::new(table, piece);
-    merge.run();
+/// `out`; see `LongMerge`. Every byte has an id. Returns false, appending
+/// nothing, when `cancel` is set before the merge is done (checked once per
+/// rank: a merge of 100 MB takes seconds).
+pub(super) fn merge_long(table: &PairRanks, piece: &[u8], out: &mut Vec<u32>, cancel: Option<&AtomicBool>) -> bool {
+    let is_cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
+    let Some(mut merge) = LongMerge::new(table, piece, &is_cancelled) else { return false };
+    if !merge.run(&is_cancelled) {
+        return false;
+    }
     merge.ids_into(out);
+    true
 }
 
 /// Part boundaries of `piece` after BPE by rank: `rank(bytes)` is the rank of
@@ -203,28 +210,40 @@ struct LongMerge<'a> {
 
 impl<'a> LongMerge<'a> {
     /// Parts are the single bytes (every one has an id); `piece.len() < u32::MAX`.
-    fn new(table: &'a PairRanks, piece: &[u8]) -> Self {
+    /// None if `cancelled()` turns true (checked every 2^20 bytes).
+    fn new(table: &'a PairRanks, piece: &[u8], cancelled: &impl Fn() -> bool) -> Option<Self> {
         let n = piece.len();
         let mut merge = LongMerge {
             table,
-            codes: piece.iter().map(|&b| b as u32).collect(),
-            next: (1..=n as u32).collect(),
-            prev: (0..n as u32).map(|i| i.wrapping_sub(1)).collect(),
+            codes: Vec::with_capacity(n),
+            next: Vec::with_capacity(n),
+            prev: Vec::with_capacity(n),
             ranks: Vec::with_capacity(n),
             buckets: FxHashMap::default(),
             bucket_ranks: BinaryHeap::new(),
             urgent: BinaryHeap::new(),
             current: 0,
         };
-        merge.ranks.extend(piece.windows(2).map(|w| table.byte_pair_rank(w[0], w[1])));
-        merge.ranks.push(NO_RANK);
-        for pos in 0..n.saturating_sub(1) {
-            let rank = merge.ranks[pos];
-            if rank != NO_RANK {
-                merge.add_to_bucket(rank, pos as u32);
+        // In blocks, checking `cancelled` between them: for a piece of 100 MB
+        // the page faults of these arrays (1.6 GB) alone take seconds.
+        const BLOCK: usize = 1 << 20;
+        for block_start in (0..n).step_by(BLOCK) {
+            if cancelled() {
+                return None;
+            }
+            let end = (block_start + BLOCK).min(n);
+            merge.codes.extend(piece[block_start..end].iter().map(|&b| b as u32));
+            merge.next.extend(block_start as u32 + 1..=end as u32);
+            merge.prev.extend((block_start as u32..end as u32).map(|i| i.wrapping_sub(1)));
+            for pos in block_start..end {
+                let rank = piece.get(pos + 1).map_or(NO_RANK, |&right| table.byte_pair_rank(piece[pos], right));
+                merge.ranks.push(rank);
+                if rank != NO_RANK {
+                    merge.add_to_bucket(rank, pos as u32);
+                }
             }
         }
-        merge
+        Some(merge)
     }
 
     fn add_to_bucket(&mut self, rank: u32, pos: u32) {
@@ -244,9 +263,14 @@ impl<'a> LongMerge<'a> {
         }
     }
 
-    /// Apply every merge, lowest (rank, position) first.
-    fn run(&mut self) {
+    /// Apply every merge, lowest (rank, position) first; false if
+    /// `cancelled()` turns true first (checked every rank and 2^16 merges).
+    fn run(&mut self, cancelled: &impl Fn() -> bool) -> bool {
+        let mut steps = 0u32;
         while let Some(Reverse(rank)) = self.bucket_ranks.pop() {
+            if cancelled() {
+                return false;
+            }
             let mut positions = self.buckets.remove(&rank).unwrap_or_default();
             positions.sort(); // ascending runs: a merge pass over them
             self.current = rank;
@@ -264,8 +288,13 @@ impl<'a> LongMerge<'a> {
                     (None, None) => break,
                 };
                 self.merge_at((key >> 32) as u32, key as u32);
+                steps = steps.wrapping_add(1);
+                if steps % (1 << 16) == 0 && cancelled() {
+                    return false;
+                }
             }
         }
+        true
     }
 
     /// Merge the part at `pos` with the next one if that pair still has `rank`.

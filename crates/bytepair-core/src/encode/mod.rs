@@ -81,6 +81,9 @@ pub enum EncodeError {
     /// A subset of the special tokens could not be matched (see `PatternError`).
     #[error(transparent)]
     Pattern(#[from] PatternError),
+    /// `Progress::cancel` was called during `cancellable`.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 impl EncodeError {
@@ -117,6 +120,29 @@ pub struct Encoder {
     pre: PreTokenizer,
     /// Tells this encoder's entries in a thread's caches from another's.
     tag: u64,
+}
+
+thread_local! {
+    /// The cancel flag of the `cancellable` call running on this thread.
+    static CANCEL: std::cell::RefCell<Option<std::sync::Arc<std::sync::atomic::AtomicBool>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Run `encode` (any encoding on this thread) so that it stops with
+/// `EncodeError::Cancelled` soon after `progress.cancel()`: the merge of a long
+/// pre-token (a run of one character of 100 MB takes seconds) checks the flag
+/// between ranks. Short pieces are not checked; cut long texts into segments
+/// (`cut::segments`) and check between them.
+pub fn cancellable<R>(progress: &crate::Progress, encode: impl FnOnce() -> R) -> R {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            CANCEL.with_borrow_mut(|cancel| *cancel = None);
+        }
+    }
+    CANCEL.with_borrow_mut(|cancel| *cancel = Some(progress.cancel_flag()));
+    let _reset = Reset;
+    encode()
 }
 
 impl Encoder {
@@ -450,7 +476,10 @@ impl Encoder {
         if piece.len() < LONG_PIECE {
             merge_short(&self.pair_ranks, piece, &mut scratch.parts, &mut scratch.hot, out);
         } else if piece.len() < u32::MAX as usize {
-            merge_long(&self.pair_ranks, piece, out);
+            let cancelled = CANCEL.with_borrow(|cancel| !merge_long(&self.pair_ranks, piece, out, cancel.as_deref()));
+            if cancelled {
+                return Err(EncodeError::Cancelled);
+            }
         } else {
             // Positions in `merge_long` are u32; a 4 GiB pre-token takes the byte-slice heap.
             let bounds = merge_by_rank(piece, |bytes| self.ranks.get(bytes).copied(), || false);

@@ -37,7 +37,7 @@ fn ids_by_byte_merge(e: &Encoder, piece: &[u8]) -> Vec<u32> {
 fn ids_by_pair_merges(e: &Encoder, piece: &[u8]) -> [Vec<u32>; 3] {
     let (mut short, mut long, mut whole) = (vec![], vec![], vec![]);
     merge_short(&e.pair_ranks, piece, &mut vec![], &mut HotPairs::empty(), &mut short);
-    merge_long(&e.pair_ranks, piece, &mut long);
+    assert!(merge_long(&e.pair_ranks, piece, &mut long, None));
     e.encode_piece(piece, &mut scratch_for(e), &mut whole).unwrap();
     [short, long, whole]
 }
@@ -209,4 +209,20 @@ fn special_tokens_follow_policy() {
     assert!(matches!(err, Err(EncodeError::Disallowed(DisallowedSpecial { offset: 1, .. }))));
     assert!(e.encode("<|e|>", &[], &[]).unwrap().len() > 1);
     assert_eq!(e.encode("abc<|e|>", &all, &[]).unwrap(), [257, 258]);
+}
+
+#[test]
+fn a_long_merge_stops_when_cancelled() {
+    let merged = vec![b"aa".to_vec(), b"aaaa".to_vec()];
+    let enc = Encoder::from_merged(merged, &[], "gpt2").unwrap();
+    let text = "a".repeat(1 << 20);
+    let progress = crate::Progress::default();
+    let mut out = vec![];
+    assert!(super::cancellable(&progress, || enc.encode_ordinary_into(&text, &mut out)).is_ok());
+    assert_eq!(out, vec![257; text.len() / 4]);
+    progress.cancel();
+    let result = super::cancellable(&progress, || enc.encode_ordinary_into(&text, &mut out));
+    assert!(matches!(result, Err(EncodeError::Cancelled)));
+    // The flag belongs to the call: the next encode on this thread runs to the end.
+    assert!(enc.encode_ordinary_into(&text, &mut vec![]).is_ok());
 }

@@ -1,0 +1,115 @@
+"""Hostile input: sizes taken from the user, inputs with no safe cut, runs of
+one byte, thread counts, Ctrl-C inside one giant pre-token (issue 21, crashes
+and hangs). Each test runs the case in a child process where a failure would
+abort or exhaust the machine, and bounds its time or memory."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import bytepair
+from bytepair import _core
+
+MAX_WORD_BYTES = 1 << 16  # count::DEFAULT_MAX_WORD_BYTES
+
+
+def _run(code: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=timeout)
+
+
+def test_a_huge_vocab_size_is_capped_by_what_the_input_can_produce():
+    """vocab_size 10^10 once reserved 160 GB up front and aborted the process."""
+    result = _run("""
+        import warnings, bytepair
+        warnings.simplefilter("ignore")
+        tok = bytepair.train_from_iterator(["hello world"] * 10, 10_000_000_000, progress=False)
+        print(tok.vocab_size)
+    """)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert int(result.stdout) < 300
+
+
+def test_a_zero_filled_file_counts_as_bounded_words_in_bounded_memory(tmp_path):
+    """80 MB of NUL bytes has no safe cut and is one pre-token: it is read in
+    chunks cut every 64 MiB and counted as words of at most 64 KiB, so neither
+    memory nor the longest word grows with the file."""
+    path = tmp_path / "zeros.bin"
+    with open(path, "wb") as f:
+        f.truncate(80 << 20)
+    result = _run(f"""
+        import resource
+        from bytepair import _core
+        counter = _core.WordCounter("gpt2", [])
+        counter.count_files([{str(path)!r}])
+        words = counter.items()
+        print(max(len(w) for w, _ in words), sum(len(w) * n for w, n in words))
+        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+    """)
+    assert result.returncode == 0, result.stderr[-2000:]
+    (longest, total), (peak_mib,) = (map(int, line.split()) for line in result.stdout.splitlines())
+    assert longest == MAX_WORD_BYTES and total == 80 << 20
+    assert peak_mib < 600, f"peak RSS {peak_mib} MiB counting 80 MB of zeros"
+
+
+def test_words_longer_than_the_bound_are_cut_on_character_boundaries():
+    counter = _core.WordCounter("gpt2", [], max_word_bytes=7)
+    counter.count_texts(["\u00e9" * 10 + " ok"])
+    words = dict(counter.items())
+    assert all(len(w) <= 7 for w in words)
+    assert b"".join(w * n for w, n in sorted(words.items(), key=lambda kv: -len(kv[0]))).count("\u00e9".encode()) == 10
+    assert all(w.decode("utf-8") for w in words), "every word is whole characters"
+    with pytest.raises(ValueError, match="max_word_bytes must be at least 4, got 2"):
+        _core.WordCounter("gpt2", [], max_word_bytes=2)
+
+
+def _threads() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc to count threads")
+def test_num_threads_is_capped_at_the_cores_and_pools_are_reused():
+    """num_threads=10000 once started 10,000 OS threads; 99 distinct values
+    kept 99 pools alive."""
+    tok = bytepair.train_from_iterator(["a b c d"] * 10, 260, progress=False)
+    texts = ["a b c"] * 50
+    want = tok.encode_batch(texts)
+    before = _threads()
+    started = time.perf_counter()
+    assert tok.encode_batch(texts, num_threads=10_000) == want
+    for n in range(1, 100):
+        assert tok.encode_batch(texts, num_threads=n) == want
+    assert time.perf_counter() - started < 30
+    assert _threads() - before <= 2 * (os.cpu_count() or 1)
+    with pytest.raises(ValueError, match="num_threads must be at least 1"):
+        tok.encode_batch(texts, num_threads=0)
+
+
+def test_ctrl_c_stops_the_merge_of_one_giant_pre_token():
+    """encode_ordinary('a' * 10**8) is one pre-token: seconds of merging with no
+    safe cut to check Ctrl-C at; it took 3-6.5 s to stop."""
+    code = textwrap.dedent("""
+        import bytepair
+        tok = bytepair.train_from_iterator(["a" * 1000], 300, progress=False)
+        text = "a" * 100_000_000
+        print("ready", flush=True)
+        tok.encode_ordinary(text)
+        print("finished", flush=True)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(1.0)
+    assert proc.poll() is None, "the encode finished before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    sent = time.perf_counter()
+    proc.wait(timeout=60)
+    took = time.perf_counter() - sent
+    assert "KeyboardInterrupt" in proc.stderr.read()
+    assert took < 1.0, f"stopped {took:.2f} s after Ctrl-C"
