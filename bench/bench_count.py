@@ -9,7 +9,7 @@ Three parts, every measurement in a fresh child process (``--child``):
   multilingual (each file a different shuffle). Rows: the single-process counter
   (one ``_core.WordCounter``, ``count_files`` on 1 and 2 threads), the local
   engine (``bytepair.count``, 1 and 2 workers) and the Ray engine (2 CPUs; with
-  and without ``ray.init``), when ``bytepair.ray`` imports. Rows run interleaved
+  and without ``ray.init``), when ``bytepair.counts.engines.on_ray`` imports. Rows run interleaved
   (round r runs every row once); medians of `--repeat` rounds.
 * reduce against parts (``--parts``): the two phases of the local engine timed
   apart on the same input, in a loky pool of 2 warm workers: every shard runs
@@ -206,7 +206,7 @@ def job_engine(a: argparse.Namespace) -> dict:
 
 def _warm_worker() -> int:
     """Runs once in every pool worker before timing: start it and import bytepair."""
-    import bytepair.wordcounts  # noqa: F401
+    import bytepair.counts.artifact  # noqa: F401
 
     return os.getpid()
 
@@ -216,8 +216,8 @@ def job_phases(a: argparse.Namespace) -> dict:
     minus the manifest and the final rename), in a warm loky pool."""
     import loky
 
-    from bytepair.sources import CountSpec
-    from bytepair.wordcounts import SHARDS, bucket_paths, count_shard, part_name, plan_shards, reduce_bucket
+    from bytepair.counts.sources import CountSpec
+    from bytepair.counts.artifact import SHARDS, bucket_paths, count_shard, part_name, plan_shards, reduce_bucket
 
     paths = text_files(a.input)
     plan = plan_shards([os.path.getsize(p) for p in paths], a.shards)
@@ -302,8 +302,8 @@ def run_job(job: str, **options) -> dict:
 
 
 def ray_available() -> str | None:
-    """None if the Ray engine can run, else why not (``import bytepair.ray`` fails)."""
-    proc = subprocess.run([sys.executable, "-c", "import ray, bytepair.ray"], capture_output=True, text=True)
+    """None if the Ray engine can run, else why not (``import bytepair.counts.engines.on_ray`` fails)."""
+    proc = subprocess.run([sys.executable, "-c", "import ray, bytepair.counts.engines.on_ray"], capture_output=True, text=True)
     if proc.returncode == 0:
         return None
     return (proc.stderr.strip().splitlines() or ["import failed"])[-1]
@@ -361,7 +361,7 @@ def throughput(folder: Path, repeat: int, pattern: str, scratch_root: Path) -> t
     checks = {(x["distinct"], x["pre_tokens"]) for rs in runs.values() for x in rs}
     notes = [f"Input: {len(text_files(str(folder)))} files, {mb:.0f} MB ({folder.name}), pattern {pattern}."]
     if why_not:
-        notes.append(f"Ray rows skipped: `import bytepair.ray` failed ({why_not}).")
+        notes.append(f"Ray rows skipped: `import bytepair.counts.engines.on_ray` failed ({why_not}).")
     notes.append("Every row counted the same words." if len(checks) == 1
                  else f"**Rows disagree on (distinct, pre-tokens): {sorted(checks)}**")
     header = ["counter", "cores", "seconds", "min s", "MB/s", "MB/s per core", "time vs single-process (same cores)",

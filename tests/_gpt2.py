@@ -127,7 +127,7 @@ def tiktoken_gpt2(pat_str: str | None = None):
 
 def tiktoken_for(tok: bytepair.Tokenizer, pat_str: str | None = None):
     """A tiktoken.Encoding with the same ranks, pattern and special tokens as `tok`
-    (our id layout: rank == id, DESIGN.md)."""
+    (our id layout: rank == id, docs/design.md)."""
     import tiktoken
 
     special_ids = set(tok.special_tokens.values())

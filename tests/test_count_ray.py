@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 
 import bytepair
-from bytepair.sources import CountSpec
-from bytepair.wordcounts import WordCounts
+from bytepair.counts.sources import CountSpec
+from bytepair.counts.artifact import WordCounts
 from conftest import engine_available
 from test_wordcounts import EOT, content, inputs, single_process_counts  # noqa: F401 (inputs is a fixture)
 
 engine_available("ray")
 import ray  # noqa: E402
-from bytepair.ray import count_on_ray  # noqa: E402
+from bytepair.counts.engines.on_ray import count_on_ray  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)

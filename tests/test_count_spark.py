@@ -1,4 +1,4 @@
-"""The Spark engine (`bytepair.spark`): its artifacts equal the local engine's.
+"""The Spark engine (`bytepair.counts.engines.on_spark`): its artifacts equal the local engine's.
 
 One local SparkSession for the module, ``local[2,2]``: two task slots, and a
 failed task is tried twice (plain ``local[2]`` never retries), so an injected
@@ -18,7 +18,7 @@ import pytest
 
 import bytepair
 from bytepair import _core
-from bytepair.wordcounts import WordCounts, part_batches
+from bytepair.counts.artifact import WordCounts, part_batches
 from conftest import COUNTING_STRESS_TEXTS, EOT, MIB, engine_available
 
 pa = pytest.importorskip("pyarrow")
@@ -110,7 +110,7 @@ def test_jsonl_and_parquet_inputs_equal_the_local_engine(spark, texts, tmp_path)
 
 
 def test_count_words_on_a_dataframe_equals_counting_the_texts(spark, texts, tmp_path):
-    from bytepair.spark import count_words
+    from bytepair.counts.engines.on_spark import count_words
 
     docs = list(texts.values())
     rows = [(d,) for d in docs] + [(None,)]
@@ -129,16 +129,16 @@ def test_count_words_on_a_dataframe_equals_counting_the_texts(spark, texts, tmp_
 
 
 def test_count_words_on_no_documents_gives_empty_parts(spark, tmp_path):
-    from bytepair.spark import count_words
+    from bytepair.counts.engines.on_spark import count_words
 
     df = spark.createDataFrame([(None,), (None,)], "text string")
     counts = count_words(df, "text", tmp_path / "c", parts=2)
-    assert counts.totals == bytepair.wordcounts.Totals(0, 0, 0, 0)
+    assert counts.totals == bytepair.counts.artifact.Totals(0, 0, 0, 0)
     assert len(counts.part_paths()) == 2 and list(counts.items()) == []
 
 
 def test_count_words_rejects_a_missing_or_numeric_column(spark, tmp_path):
-    from bytepair.spark import count_words
+    from bytepair.counts.engines.on_spark import count_words
 
     df = spark.createDataFrame([(1,)], "n long")
     with pytest.raises(ValueError, match="no column 'text'"):

@@ -1,4 +1,4 @@
-"""`bytepair curve` (bytepair/curve.py): prefixes of a merge table are the
+"""`bytepair curve` (bytepair/inspection/curve.py): prefixes of a merge table are the
 tokenizers a smaller training run gives, and the curve on Tiny Shakespeare
 (the first 90% of the lines to train, the rest held out) has the expected
 shape and numbers; the PNG and CSV are checked byte for byte where it counts.
@@ -13,8 +13,9 @@ import pytest
 
 import bytepair
 from bytepair.cli import main
-from bytepair.curve import compression_curve, parse_sizes, prefix_tokenizer
-from bytepair.inspect import text_stats
+from bytepair.cli.inspection import parse_sizes
+from bytepair.inspection.curve import compression_curve, prefix_tokenizer
+from bytepair.inspection.report import text_stats
 
 pytest.importorskip("matplotlib")
 

@@ -12,7 +12,7 @@ MODULES = [
     "bytepair.tokenizer",
     "bytepair.train",
     "bytepair.formats.bytelevel",
-    "bytepair.wordcounts",
+    "bytepair.counts.artifact",
 ]
 
 

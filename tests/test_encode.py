@@ -1,5 +1,5 @@
 """Encoding and decoding: ids identical to tiktoken's for the same ranks, pattern
-and special tokens (DESIGN.md, "Encoding").
+and special tokens (docs/design.md, "Encoding").
 
 References are built offline:
 - GPT-2 from the released vocab.json / merges.txt (cs336 fixtures) as both a
@@ -164,7 +164,7 @@ def test_gpt2_matches_tiktoken_on_edge_cases(text):
 @pytest.mark.parametrize("pattern", PRESETS)
 def test_trained_ids_are_ranks(pattern):
     """The premise of the tiktoken comparison: ids 0..255 are bytes, 256 + r is merge r,
-    special tokens follow the merges (DESIGN.md id layout)."""
+    special tokens follow the merges (docs/design.md id layout)."""
     tok = trained(pattern)
     assert all(tok.vocab[i] == bytes([i]) for i in range(256))
     assert all(tok.vocab[256 + r] == a + b for r, (a, b) in enumerate(tok.merges))

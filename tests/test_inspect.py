@@ -1,4 +1,4 @@
-"""Merge traces, `bytepair inspect` and `bytepair stats` (bytepair/inspect.py).
+"""Merge traces, `bytepair inspect` and `bytepair stats` (bytepair/inspection/report.py).
 
 Expectations are worked out by hand: the HuggingFace course corpus for the
 trace, a hand-built tokenizer whose lengths and invalid tokens are known for
@@ -15,7 +15,7 @@ import pytest
 
 import bytepair
 from bytepair.cli import main
-from bytepair.inspect import (
+from bytepair.inspection.report import (
     TextStats,
     file_stats,
     format_inspection,
@@ -257,7 +257,7 @@ def test_cli_stats_errors(shakespeare_tok, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)[0]["chars"] == 5
 
 
-@pytest.mark.parametrize("module", ["bytepair.inspect", "bytepair.show", "bytepair.curve", "bytepair.train"])
+@pytest.mark.parametrize("module", ["bytepair.inspection.report", "bytepair.inspection.show", "bytepair.inspection.curve", "bytepair.train"])
 def test_docstring_examples(module, capsys):
     """The >>> examples (traces, views, prefixes) run as written."""
     import doctest

@@ -1,4 +1,4 @@
-"""`bytepair show` (bytepair/show.py): token views, the terminal rendering, and
+"""`bytepair show` (bytepair/inspection/show.py): token views, the terminal rendering, and
 the HTML page, checked in a real headless browser (Debian's chromium).
 
 The browser test renders the page once, dumping the DOM and a screenshot in
@@ -20,7 +20,7 @@ import pytest
 
 import bytepair
 from bytepair.cli import main
-from bytepair.show import PALETTE, SPECIAL_STYLE, render_html, render_terminal, summary, token_views
+from bytepair.inspection.show import PALETTE, SPECIAL_STYLE, render_html, render_terminal, summary, token_views
 
 SAMPLE = "First Citizen:\nBefore we proceed any further, hear me speak.<|endoftext|>Ünïcödé 日本語 😀\ttabs  and"
 

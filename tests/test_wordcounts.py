@@ -21,7 +21,7 @@ import pytest
 
 import bytepair
 from bytepair import _core
-from bytepair.wordcounts import MANIFEST, WordCounts, escape_word
+from bytepair.counts.artifact import MANIFEST, WordCounts, escape_word
 from conftest import CORPORA, COUNTING_STRESS_TEXTS, EOT, MIB
 
 pa = pytest.importorskip("pyarrow")
@@ -37,7 +37,7 @@ def single_process_counts(paths, pattern="gpt2", specials=(EOT,), errors="strict
 
 def part_content(path) -> dict[bytes, int]:
     """word -> count of one Parquet part, read with the artifact's own reader."""
-    from bytepair.wordcounts import part_batches
+    from bytepair.counts.artifact import part_batches
 
     words: dict[bytes, int] = {}
     for data, offsets, counts in part_batches(str(path)):
@@ -116,8 +116,8 @@ def test_artifact_pins_pattern_and_special_tokens(inputs, tmp_path):
 
 
 def test_a_failed_shard_is_retried_without_counting_twice(inputs, tmp_path):
-    from bytepair.counting import count_locally
-    from bytepair.sources import CountSpec
+    from bytepair.counts.count import count_locally
+    from bytepair.counts.sources import CountSpec
 
     marker = tmp_path / "failed-once"
     spec = CountSpec("gpt2", (EOT,))
@@ -242,7 +242,7 @@ def test_killed_run_leaves_no_artifact_and_the_old_one_intact(tmp_path):
 
 
 def test_staging_folders_of_live_drivers_are_left_alone(tmp_path):
-    from bytepair.wordcounts import staging_dir
+    from bytepair.counts.artifact import staging_dir
 
     mine = staging_dir(str(tmp_path / "c"))  # this process: alive
     foreign = tmp_path / ".c.partial-000000000000"  # no owner file: not ours to judge
@@ -291,7 +291,7 @@ def test_export_tsv_escapes_separators(tmp_path):
 
 
 def test_counts_above_int64_are_refused(tmp_path):
-    from bytepair.wordcounts import reduce_bucket, write_part
+    from bytepair.counts.artifact import reduce_bucket, write_part
 
     for i in range(2):
         write_part(str(tmp_path / f"p{i}.parquet"), b"a", np.array([0, 1], "<i8").tobytes(),
@@ -328,8 +328,8 @@ def test_shards_and_parts_of_any_number_sum_to_the_same_counts(tmp_path_factory)
     pytest.importorskip("hypothesis")
     from hypothesis import given, settings, strategies as st
 
-    from bytepair.sources import CountSpec
-    from bytepair.wordcounts import bucket_paths, count_shard, part_name, reduce_bucket
+    from bytepair.counts.sources import CountSpec
+    from bytepair.counts.artifact import bucket_paths, count_shard, part_name, reduce_bucket
 
     alphabet = st.sampled_from(list("ab \n\t\r.,'é😀1") + [EOT, "  ", "\r\n"])
     docs = st.lists(st.lists(alphabet, max_size=40).map("".join), min_size=1, max_size=8)
@@ -361,8 +361,8 @@ def test_shards_and_parts_of_any_number_sum_to_the_same_counts(tmp_path_factory)
 def test_fsspec_urls_read_like_local_files(tmp_path):
     """Remote inputs go through fsspec (memory:// here; s3:// etc. the same way)."""
     fsspec = pytest.importorskip("fsspec")
-    from bytepair.sources import CountSpec
-    from bytepair.wordcounts import count_shard, part_name, shard_dir
+    from bytepair.counts.sources import CountSpec
+    from bytepair.counts.artifact import count_shard, part_name, shard_dir
 
     texts = ["remote text\r\n  with  runs", f"x{EOT}y", "ünï 😀"]
     local_text = tmp_path / "t.txt"

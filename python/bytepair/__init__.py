@@ -9,12 +9,12 @@ tiktoken's for the same ranks), and save it as a HuggingFace tokenizer.json.
 'hello world'
 """
 
-from ._core import resolve_pattern
-from .counting import count
-from .sources import CountSpec
-from .tokenizer import Tokenizer
-from .train import TrainingStats, train, train_from_counts, train_from_iterator
-from .wordcounts import WordCounts
+from bytepair._core import resolve_pattern
+from bytepair.counts.count import count
+from bytepair.counts.sources import CountSpec
+from bytepair.tokenizer import Tokenizer
+from bytepair.train import TrainingStats, train, train_from_counts, train_from_iterator
+from bytepair.counts.artifact import WordCounts
 
 __all__ = [
     "CountSpec", "Tokenizer", "TrainingStats", "WordCounts", "count", "resolve_pattern", "train",

@@ -16,7 +16,8 @@ def _panic_for_tests(place: str) -> None:
 class WordCounter:
     """Word counts (pre-token bytes -> count) accumulated from files or texts."""
 
-    def __init__(self, pattern: str, special_tokens: list[str]) -> None: ...
+    def __init__(self, pattern: str, special_tokens: list[str], max_word_bytes: int = 65536) -> None:
+        """Pre-tokens longer than max_word_bytes (>= 4) count as several words of at most that many bytes."""
     def count_files(
         self,
         paths: list[str],
@@ -29,6 +30,21 @@ class WordCounter:
     def count_texts(
         self, texts: list[str], num_threads: int | None = None, progress: Callable[[int], object] | None = None
     ) -> None: ...
+    def count_documents(
+        self,
+        data: bytes,
+        offsets: bytes,
+        source: str,
+        first_record: int | None = None,
+        num_threads: int | None = None,
+        replace_errors: bool = False,
+        progress: Callable[[int], object] | None = None,
+    ) -> None:
+        """Count documents in Arrow large_string layout: data back to back, offsets n + 1 LE int64."""
+    def add_columns(self, data: bytes, offsets: bytes, counts: bytes, unique: bool = True) -> None:
+        """Add one word-counts part's rows (Arrow large_binary words, n LE int64 counts)."""
+    def to_buckets(self, parts: int) -> list[tuple[bytes, bytes, bytes]]:
+        """The counts in `parts` buckets by stable word hash: sorted (data, offsets, counts) each."""
     def add_counts(self, items: list[tuple[bytes, int]]) -> None: ...
     def __len__(self) -> int: ...
     def total(self) -> int: ...
@@ -48,7 +64,7 @@ class CoreBPE:
     ) -> None: ...
     def encode_ordinary(self, text: str) -> list[int]: ...
     def chars_after_last_cut(self, text: str) -> int | None:
-        """Characters after the last safe cut of text (src/count.rs CutRule), or None."""
+        """Characters after the last safe cut of text (bytepair_core::cut::CutRule), or None."""
     def encode(self, text: str, allowed: list[str], disallowed: list[str]) -> list[int]: ...
     def encode_with_dropout(
         self, text: str, allowed: list[str], disallowed: list[str], dropout: float, seed: int

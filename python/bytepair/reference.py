@@ -20,7 +20,7 @@ What it covers:
   ({low, lower, newest, widest}: ``e s``, ``es t``, ``est </w>``, ... and the
   unseen "lowest" splits as ``low`` + ``est</w>``).
 
-The rules (see DESIGN.md): a pair's count is the number of times its two
+The rules (see docs/design.md): a pair's count is the number of times its two
 symbols stand next to each other, weighted by word frequency (overlapping
 occurrences all count: ``a a a`` holds the pair ``(a, a)`` twice); the best pair
 has the highest count, ties going to the lexicographically greatest

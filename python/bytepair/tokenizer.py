@@ -16,8 +16,8 @@ import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, AbstractSet, Literal
 
-from . import _core
-from .atomic import atomic_write
+from bytepair import _core
+from bytepair.atomic import atomic_write
 
 if TYPE_CHECKING:
     import tiktoken
@@ -402,7 +402,7 @@ class Tokenizer:
         in the model vocab under its id). The file is written to a temporary name
         and renamed, so a crash leaves no partial file.
         """
-        from .formats import to_hf_json
+        from bytepair.formats import to_hf_json
 
         atomic_write(path, to_hf_json(self).encode("utf-8"))
 
@@ -420,7 +420,7 @@ class Tokenizer:
                 not a byte-level BPE tokenizer; the message names the file and
                 the part at fault.
         """
-        from .formats import load
+        from bytepair.formats import load
 
         return load(path)
 
@@ -438,7 +438,7 @@ class Tokenizer:
 
         >>> tok = Tokenizer.from_gpt2_files("vocab.json", "merges.txt")  # doctest: +SKIP
         """
-        from .formats import from_gpt2_files
+        from bytepair.formats import from_gpt2_files
 
         return from_gpt2_files(vocab_path, merges_path, special_tokens, pattern)
 
@@ -459,7 +459,7 @@ class Tokenizer:
             ValueError: a malformed line, or ranks that are not a BPE table (the
                 message names the token and its line), or no pattern known.
         """
-        from .formats import from_tiktoken
+        from bytepair.formats import from_tiktoken
 
         return from_tiktoken(path, pattern=pattern, special_tokens=special_tokens)
 
@@ -467,7 +467,7 @@ class Tokenizer:
     def from_tiktoken_encoding(cls, enc: "tiktoken.Encoding") -> "Tokenizer":
         """The same tokenizer as a live ``tiktoken.Encoding`` (its ranks,
         pattern and special tokens), e.g. ``tiktoken.get_encoding("cl100k_base")``."""
-        from .formats import from_tiktoken_encoding
+        from bytepair.formats import from_tiktoken_encoding
 
         return from_tiktoken_encoding(enc)
 
@@ -480,7 +480,7 @@ class Tokenizer:
             ValueError: ids do not increase in merge order, or a multi-byte token
                 is made by no merge (tiktoken would rank it as a merge).
         """
-        from .formats import to_tiktoken
+        from bytepair.formats import to_tiktoken
 
         return to_tiktoken(self)
 
@@ -492,7 +492,7 @@ class Tokenizer:
         Raises:
             ValueError: as `to_tiktoken`.
         """
-        from .formats import save_tiktoken
+        from bytepair.formats import save_tiktoken
 
         save_tiktoken(self, path)
 
@@ -503,7 +503,7 @@ class Tokenizer:
         Raises:
             ValueError: a special token that vocab.json cannot tell from a token.
         """
-        from .formats import save_gpt2
+        from bytepair.formats import save_gpt2
 
         save_gpt2(self, directory)
 

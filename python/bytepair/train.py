@@ -10,7 +10,7 @@ trained on (`train_from_counts`):
    incremental pair counts, a reverse index and a lazy max-heap; ties go to the
    lexicographically greatest ``(bytes(A), bytes(B))``.
 
-Id layout of the result (DESIGN.md): ids 0..255 are the bytes, id 256 + r is the
+Id layout of the result (docs/design.md): ids 0..255 are the bytes, id 256 + r is the
 merge of rank r, special tokens follow the last merge in the order given.
 """
 
@@ -24,12 +24,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from . import _core
-from .progress import ProgressBar
-from .tokenizer import Tokenizer
+from bytepair import _core
+from bytepair.progress import ProgressBar
+from bytepair.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
-    from .wordcounts import WordCounts
+    from bytepair.counts.artifact import WordCounts
 
 # train_from_iterator hands texts to Rust in batches of about this many characters.
 _BATCH_CHARS = 16 << 20
@@ -116,7 +116,7 @@ def _learn(
     trace: int = 0,
 ) -> Tokenizer:
     """Run the merge loop on `counter` and build the Tokenizer; print the
-    first `trace` merges (`bytepair.inspect.print_trace`)."""
+    first `trace` merges (`bytepair.inspection.report.print_trace`)."""
     stats.distinct_words = len(counter)
     stats.pre_tokens = counter.total()
     start = time.perf_counter()
@@ -142,7 +142,7 @@ def _learn(
     tok = Tokenizer._trusted(vocab, merges, specials, pattern)
     tok.training_stats = stats
     if trace:
-        from .inspect import print_trace
+        from bytepair.inspection.report import print_trace
 
         print_trace(tok, trace)
     return tok
@@ -305,7 +305,7 @@ def train_from_counts(
     step 1: ('u', 'g') -> 'ug' (count 20)
     step 2: ('u', 'n') -> 'un' (count 16)
     """
-    from .wordcounts import WordCounts
+    from bytepair.counts.artifact import WordCounts
 
     if isinstance(word_counts, WordCounts):
         return _train_from_artifact(word_counts, vocab_size, special_tokens, pattern,

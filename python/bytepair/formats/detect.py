@@ -16,20 +16,17 @@ Detection looks at the content, then at the neighbours:
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .. import _core
-from .gpt2 import MERGES_NAME, VOCAB_NAME, from_gpt2_files, save_gpt2
-from .hf import from_hf_json, preset_name
-from .reading import GZIP_MAGIC, gunzip, parse_json
-from .tiktoken_files import SIDECAR_SUFFIX, from_tiktoken, looks_like_rank_file, save_tiktoken
+from bytepair.formats.gpt2 import MERGES_NAME, VOCAB_NAME, from_gpt2_files, save_gpt2
+from bytepair.formats.hf import from_hf_json, preset_name
+from bytepair.formats.reading import GZIP_MAGIC, gunzip, parse_json
+from bytepair.formats.tiktoken_files import SIDECAR_SUFFIX, from_tiktoken, looks_like_rank_file, save_tiktoken
 
 if TYPE_CHECKING:
-    from ..tokenizer import Tokenizer
+    from bytepair.tokenizer import Tokenizer
 
 FORMATS = ("hf", "tiktoken", "gpt2")
 _FORMAT_NAMES = {"hf": "HuggingFace tokenizer.json", "tiktoken": "tiktoken rank file", "gpt2": "GPT-2 vocab.json + merges.txt"}
@@ -225,47 +222,9 @@ def info(path: str | os.PathLike) -> dict[str, Any]:
 # ---- command line -------------------------------------------------------------------
 
 
-def _special_arg(text: str) -> tuple[str, int]:
-    token, sep, number = text.rpartition("=")
-    if not sep or not token or not number.isdigit():
-        raise argparse.ArgumentTypeError(f"expected TOKEN=ID, got {text!r}")
-    return token, int(number)
 
 
-def cmd_info(args: argparse.Namespace) -> int:
-    d = info(args.file)
-    specials = ", ".join(f"{t}={i}" for t, i in d["special_tokens"].items()) or "(none)"
-    n_special = len(d["special_tokens"])
-    pattern = f"{d['pattern']} (preset: {_core.resolve_pattern(d['pattern'])})" if d["preset"] else d["pattern"]
-    print(
-        f"format          {_FORMAT_NAMES[d['format']]} ({d['format']})\n"
-        f"files           {', '.join(d['files'])}\n"
-        f"vocab size      {d['vocab_size']:,} ({d['vocab_size'] - n_special:,} tokens + {n_special} special; "
-        f"largest id {d['max_id']:,})\n"
-        f"merges          {d['merges']:,}\n"
-        f"special tokens  {specials}\n"
-        f"pattern         {pattern}"
-    )
-    return 0
 
 
-def cmd_convert(args: argparse.Namespace) -> int:
-    specials = dict(args.special_token) if args.special_token else None
-    written = convert(args.input, args.output, args.to, pattern=args.pattern, special_tokens=specials)
-    print(f"wrote {', '.join(written)}", file=sys.stderr)
-    return 0
 
 
-def register_commands(sub: "argparse._SubParsersAction") -> None:
-    """Add ``convert`` and ``info`` to the ``bytepair`` command line."""
-    c = sub.add_parser("convert", help="convert a tokenizer between tokenizer.json, .tiktoken and GPT-2 files")
-    c.add_argument("input", metavar="IN", help="tokenizer.json, vocab.json or merges.txt, .tiktoken[.gz], or a directory")
-    c.add_argument("output", metavar="OUT", help="X.json (hf), X.tiktoken (+ X.tiktoken.json), or DIR/ (gpt2)")
-    c.add_argument("--to", choices=FORMATS, default=None, help="output format (default: from OUT's name)")
-    c.add_argument("--pattern", default=None, help="pattern for a .tiktoken input without a sidecar")
-    c.add_argument("--special-token", action="append", type=_special_arg, default=[], metavar="TOKEN=ID",
-                   help="special token of a .tiktoken input without a sidecar (repeatable)")
-    c.set_defaults(run=cmd_convert)
-    i = sub.add_parser("info", help="describe a tokenizer file: format, vocab size, merges, special tokens, pattern")
-    i.add_argument("file", metavar="FILE")
-    i.set_defaults(run=cmd_info)

@@ -19,13 +19,13 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ..atomic import atomic_write
-from .bytelevel import is_byte_level, str_to_token, token_to_str
-from .reading import build_tokenizer, decode_utf8, parse_json
-from .tables import check_merges
+from bytepair.atomic import atomic_write
+from bytepair.formats.bytelevel import is_byte_level, str_to_token, token_to_str
+from bytepair.formats.reading import build_tokenizer, decode_utf8, parse_json
+from bytepair.formats.tables import check_merges
 
 if TYPE_CHECKING:
-    from ..tokenizer import Tokenizer
+    from bytepair.tokenizer import Tokenizer
 
 VOCAB_NAME = "vocab.json"
 MERGES_NAME = "merges.txt"

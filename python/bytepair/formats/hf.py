@@ -40,13 +40,13 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import _core
-from .bytelevel import str_to_token, token_to_str
-from .reading import build_tokenizer, parse_json
-from .tables import check_merges
+from bytepair import _core
+from bytepair.formats.bytelevel import str_to_token, token_to_str
+from bytepair.formats.reading import build_tokenizer, parse_json
+from bytepair.formats.tables import check_merges
 
 if TYPE_CHECKING:
-    from ..tokenizer import Tokenizer
+    from bytepair.tokenizer import Tokenizer
 
 PRESETS = ("gpt2", "cl100k", "o200k")
 

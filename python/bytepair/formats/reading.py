@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..tokenizer import Tokenizer
+    from bytepair.tokenizer import Tokenizer
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -84,7 +84,7 @@ def build_tokenizer(
     not in the vocabulary, an id out of range, a pattern that does not compile,
     ...) are re-raised as ValueError prefixed with `source`; two special tokens
     with one id are an error too."""
-    from ..tokenizer import Tokenizer
+    from bytepair.tokenizer import Tokenizer
 
     check_unicode(pattern, source=source, what="pattern")
     holder: dict[int, str] = {}

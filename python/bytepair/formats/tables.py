@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from .. import _core
+from bytepair import _core
 
 
 def bpe_parts(token: bytes, ranks: Mapping[bytes, int], limit: int) -> list[bytes]:

@@ -23,15 +23,15 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..atomic import atomic_write
-from .hf import preset_name
-from .reading import build_tokenizer, maybe_gunzip, parse_json
-from .tables import merges_from_ranks, ranks_of
+from bytepair.atomic import atomic_write
+from bytepair.formats.hf import preset_name
+from bytepair.formats.reading import build_tokenizer, maybe_gunzip, parse_json
+from bytepair.formats.tables import merges_from_ranks, ranks_of
 
 if TYPE_CHECKING:
     import tiktoken
 
-    from ..tokenizer import Tokenizer
+    from bytepair.tokenizer import Tokenizer
 
 SIDECAR_SUFFIX = ".json"
 

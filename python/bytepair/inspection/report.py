@@ -10,8 +10,8 @@ what texts cost in tokens.
 * `text_stats` / `file_stats`: bytes, characters, whitespace-separated words and
   tokens of a text, and the ratios between them (``bytepair stats``).
 
-Not here: the coloured view of a text (`bytepair.show`), compression against
-vocabulary size (`bytepair.curve`). This module only reads tokenizers; the
+Not here: the coloured view of a text (`bytepair.inspection.show`), compression against
+vocabulary size (`bytepair.inspection.curve`). This module only reads tokenizers; the
 counting loops over tokens run in the Rust core (`Tokenizer.encode_blocks`).
 
 >>> import bytepair
@@ -23,8 +23,6 @@ step 2: ('u', 'n') -> 'un' (count 16)
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 from collections import Counter
@@ -32,10 +30,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .textfile import read_text_blocks
+from bytepair.textfile import read_text_blocks
 
 if TYPE_CHECKING:
-    from .tokenizer import Tokenizer
+    from bytepair.tokenizer import Tokenizer
 
 
 # ---- tokens and merges as text -------------------------------------------------
@@ -324,16 +322,6 @@ def file_stats(tok: "Tokenizer", path: str | os.PathLike, errors: str = "strict"
 # ---- the commands ----------------------------------------------------------------
 
 
-def cmd_inspect(args: argparse.Namespace) -> int:
-    """``bytepair inspect``: print `inspect_tokenizer` as text or JSON."""
-    from .tokenizer import Tokenizer
-
-    info = inspect_tokenizer(Tokenizer.load(args.tokenizer), top=args.top)
-    if args.json:
-        print(json.dumps(info, indent=2, ensure_ascii=False))
-    else:
-        print(format_inspection(info, name=str(args.tokenizer)))
-    return 0
 
 
 def _ratio_rows(results: list[TextStats]) -> list[tuple[str, list[str]]]:
@@ -367,51 +355,7 @@ def format_stats_table(names: Sequence[str], rows: Sequence[tuple[str, Sequence[
     return "\n".join(lines).rstrip()
 
 
-def cmd_stats(args: argparse.Namespace) -> int:
-    """``bytepair stats``: bytes/chars per token and tokens per word of files,
-    for one tokenizer or two side by side."""
-    from .tokenizer import Tokenizer
-
-    paths = [args.tokenizer] + ([args.compare] if args.compare else [])
-    toks = [Tokenizer.load(p) for p in paths]
-    names = [str(p) for p in paths]
-    rows: list[tuple[str, list[TextStats]]] = []
-    for f in args.files:
-        if os.path.isdir(f):
-            raise IsADirectoryError(f"{f}: is a directory, expected a text file")
-        rows.append((str(f), [file_stats(t, f, args.errors) for t in toks]))
-    if len(rows) > 1:
-        total = [TextStats() for _ in toks]
-        for _, results in rows:
-            total = [a + b for a, b in zip(total, results)]
-        rows.append(("total", total))
-    if args.json:
-        out = [
-            {"file": label} | {k: v for k, v in asdict(results[0]).items() if k != "tokens"}
-            | {"tokenizers": [{"tokenizer": n} | r.as_dict() for n, r in zip(names, results)]}
-            for label, results in rows
-        ]
-        print(json.dumps(out, indent=2))
-    else:
-        print(format_stats_table(names, rows))
-    return 0
 
 
-def register_inspect(sub: "argparse._SubParsersAction") -> None:
-    """Add ``bytepair inspect`` to the CLI's subcommands."""
-    p = sub.add_parser("inspect", help="summarise a tokenizer: sizes, pattern, token lengths, odd tokens")
-    p.add_argument("tokenizer", metavar="TOKENIZER", help="a file Tokenizer.load reads (tokenizer.json)")
-    p.add_argument("--json", action="store_true", help="print JSON (all ids of tokens that are not UTF-8)")
-    p.add_argument("--top", type=int, default=10, metavar="N", help="longest tokens and first merges to list")
-    p.set_defaults(run=cmd_inspect)
 
 
-def register_stats(sub: "argparse._SubParsersAction") -> None:
-    """Add ``bytepair stats`` to the CLI's subcommands."""
-    p = sub.add_parser("stats", help="bytes/token, chars/token and tokens/word of files")
-    p.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files")
-    p.add_argument("-t", "--tokenizer", required=True)
-    p.add_argument("--compare", metavar="OTHER", help="a second tokenizer, shown side by side")
-    p.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(run=cmd_stats)

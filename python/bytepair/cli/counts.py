@@ -7,10 +7,10 @@ import argparse
 import sys
 import time
 
-from .counting import ENGINES, count
-from .inspect import format_token
-from .sources import FORMATS
-from .wordcounts import WordCounts
+from bytepair.counts.count import ENGINES, count
+from bytepair.inspection.report import format_token
+from bytepair.counts.sources import FORMATS
+from bytepair.counts.artifact import WordCounts
 
 
 def cmd_count(args: argparse.Namespace) -> int:

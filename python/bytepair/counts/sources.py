@@ -19,7 +19,7 @@ import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from . import _core
+from bytepair import _core
 
 FORMATS = ("text", "jsonl", "parquet")
 _BATCH_BYTES = 16 << 20  # JSON block / Parquet batch size handed to Rust at a time

@@ -1,7 +1,7 @@
 """`bytepair.count`: count pre-tokens of many files into a word-counts artifact,
 on this machine (``engine="local"``, a process pool), on Ray or on Spark.
 
-Every engine runs the same two functions of `bytepair.wordcounts`
+Every engine runs the same two functions of `bytepair.counts.artifact`
 (`count_shard` per group of files of about equal bytes, then `reduce_bucket`
 per bucket) or, on Spark, the same Rust counter inside ``mapInArrow``; all give
 the same artifact content as counting in one process.
@@ -19,11 +19,10 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-import loky
 
-from .progress import ProgressBar
-from .sources import CountSpec, check_inputs, input_size, is_remote
-from .wordcounts import (
+from bytepair.progress import ProgressBar
+from bytepair.counts.sources import CountSpec, check_inputs, input_size, is_remote
+from bytepair.counts.artifact import (
     BUCKET_HASH, WordCounts, bucket_paths, build_manifest, commit, count_shard, part_name, plan_shards,
     reduce_bucket, staging_dir,
 )
@@ -122,12 +121,12 @@ def count(
             raise ValueError(f"{name}={value!r} must be a positive integer")
     show = sys.stderr.isatty() if progress is None else bool(progress)
     if engine == "ray":
-        from .ray import count_on_ray
+        from bytepair.counts.engines.on_ray import count_on_ray
 
         return count_on_ray(paths, spec, os.fspath(out), parts=parts, num_tasks=num_workers, shards=shards,
                             progress=show, **engine_options)
     if engine == "spark":
-        from .spark import count_files_on_spark
+        from bytepair.counts.engines.on_spark import count_files_on_spark
 
         return count_files_on_spark(paths, spec, os.fspath(out), parts=parts, progress=show, **engine_options)
     if engine_options:
@@ -166,6 +165,8 @@ def count_locally(
     staging = staging_dir(out)
     totals = {"documents": 0, "bytes": 0}
     try:
+        import loky  # here, not at import time: `import bytepair` stays light
+
         with loky.ProcessPoolExecutor(workers, initializer=_exit_with_parent, initargs=(os.getpid(),)) as pool, \
                 ProgressBar(sum(sizes), "counting", unit="B", scale=True, enabled=progress) as bar:
 

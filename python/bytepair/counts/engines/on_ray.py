@@ -1,6 +1,6 @@
 """Count pre-tokens on Ray: ``bytepair.count(..., engine="ray")``.
 
-Ray Core tasks run the engine-neutral functions of `bytepair.wordcounts`:
+Ray Core tasks run the engine-neutral functions of `bytepair.counts.artifact`:
 `count_shard` once per group of input files of about equal bytes (each writes
 its word counts as hash buckets into the artifact's staging folder), then
 `reduce_bucket` once per bucket (sums one bucket of every shard into one sorted
@@ -29,9 +29,9 @@ import shutil
 from collections.abc import Sequence
 from typing import Any
 
-from .progress import ProgressBar
-from .sources import CountSpec, input_size
-from .wordcounts import WordCounts, bucket_paths, count_shard, part_name, plan_shards, reduce_bucket, staging_dir
+from bytepair.progress import ProgressBar
+from bytepair.counts.sources import CountSpec, input_size
+from bytepair.counts.artifact import WordCounts, bucket_paths, count_shard, part_name, plan_shards, reduce_bucket, staging_dir
 
 
 def count_on_ray(
@@ -132,7 +132,7 @@ def count_on_ray(
     finally:
         if shutdown:
             ray.shutdown()
-    from .counting import finish
+    from bytepair.counts.count import finish
 
     return finish(staging, out, spec, written, totals, engine="ray")
 

@@ -3,8 +3,9 @@
     bytepair train [FILE...] --vocab-size N [--special-token T]... [-o tokenizer.json]
     bytepair encode -t tokenizer.json FILE -o ids.npy
     bytepair decode -t tokenizer.json ids.npy [-o out.txt]
-    bytepair inspect | show | stats | curve ...   (bytepair/inspect.py, show.py, curve.py)
-    bytepair convert IN OUT [--to tiktoken|hf|gpt2]; bytepair info FILE   (bytepair/formats/detect.py)
+    bytepair count | counts ...                   (cli/counts.py)
+    bytepair inspect | show | stats | curve ...   (cli/inspection.py)
+    bytepair convert IN OUT [--to tiktoken|hf|gpt2]; bytepair info FILE   (cli/formats.py)
 
 With no FILE, `train` uses the running Python's standard library sources (found
 with `sysconfig`), a real corpus present on every machine.
@@ -24,12 +25,12 @@ import time
 
 import numpy as np
 
-from . import __version__
-from .atomic import atomic_open
-from .progress import ProgressBar
-from .textfile import read_text_blocks
-from .tokenizer import Tokenizer
-from .train import train, train_from_counts
+from bytepair import __version__
+from bytepair.atomic import atomic_open
+from bytepair.progress import ProgressBar
+from bytepair.textfile import read_text_blocks
+from bytepair.tokenizer import Tokenizer
+from bytepair.train import train, train_from_counts
 
 _DECODE_BLOCK_IDS = 1 << 20
 _COPY_BLOCK_BYTES = 16 << 20
@@ -59,7 +60,7 @@ def _fmt_bytes(n: float) -> str:
 def _train_from_counts(args: argparse.Namespace):
     if args.files:
         raise ValueError("give either FILEs or --from-counts, not both")
-    from .wordcounts import WordCounts
+    from bytepair.counts.artifact import WordCounts
 
     counts = WordCounts.open(args.from_counts)
     return train_from_counts(
@@ -209,22 +210,22 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("-t", "--tokenizer", required=True)
     d.add_argument("-o", "--output", default=None, help="output file (default: stdout)")
     d.set_defaults(run=cmd_decode)
-    # Counting on many workers, and word-counts folders (bytepair/counts_cli.py).
-    from .counts_cli import register_count, register_counts
+    # Counting on many workers, and word-counts folders.
+    from bytepair.cli.counts import register_count, register_counts
 
     register_count(sub)
     register_counts(sub)
-    # Converting between file formats (bytepair/formats/detect.py).
-    from .formats.detect import register_commands
+    # Converting between file formats.
+    from bytepair.cli.formats import register_commands
 
     register_commands(sub)
-    # Looking inside a tokenizer (commands live in their modules).
-    from . import curve, inspect, show
+    # Looking inside a tokenizer.
+    from bytepair.cli import inspection
 
-    inspect.register_inspect(sub)
-    show.register_show(sub)
-    inspect.register_stats(sub)
-    curve.register_curve(sub)
+    inspection.register_inspect(sub)
+    inspection.register_show(sub)
+    inspection.register_stats(sub)
+    inspection.register_curve(sub)
     return p
 
 

@@ -14,7 +14,7 @@ character (byte-level tokens may cut a character in two) are shown as
 ``\xNN``, and a newline as ``↵`` followed by the line break, so every token is
 visible. Special-token strings in the text are shown as special tokens.
 
-Not here: statistics over whole files (`bytepair.inspect`).
+Not here: statistics over whole files (`bytepair.inspection.report`).
 
 >>> import bytepair
 >>> tok = bytepair.train_from_counts({"hug": 10, "pug": 5}, 258)
@@ -24,18 +24,16 @@ Not here: statistics over whole files (`bytepair.inspect`).
 
 from __future__ import annotations
 
-import argparse
 import html
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .inspect import format_token
+from bytepair.inspection.report import format_token
 
 if TYPE_CHECKING:
     import rich.text
 
-    from .tokenizer import Tokenizer
+    from bytepair.tokenizer import Tokenizer
 
 # Background colours cycled over the tokens (adjacent tokens always differ);
 # light enough for black text, distinct enough to see boundaries.
@@ -188,46 +186,5 @@ def render_html(views: list[TokenView], *, title: str = "bytepair", show_ids: bo
     )
 
 
-def cmd_show(args: argparse.Namespace) -> int:
-    """``bytepair show``: draw the tokens of TEXT (or of the file -f) in the
-    terminal, or write them as an HTML page with --html."""
-    from .atomic import atomic_write
-    from .tokenizer import Tokenizer
-
-    if (args.text is None) == (args.file is None):
-        raise ValueError("give either TEXT or -f FILE (one of them)")
-    if args.file is not None:
-        with open(args.file, encoding="utf-8", errors=args.errors, newline="") as f:
-            text = f.read()
-    else:
-        text = args.text
-    tok = Tokenizer.load(args.tokenizer)
-    views = token_views(tok, text, allowed_special="all" if args.special == "allow" else set())
-    if args.html:
-        name = args.file if args.file is not None else "text"
-        page = render_html(views, title=f"bytepair · {name} · {args.tokenizer}", show_ids=args.ids)
-        atomic_write(args.html, page.encode("utf-8"))
-        print(f"wrote {args.html}: {summary(views)}", file=sys.stderr)
-        return 0
-    from rich.console import Console
-
-    console = Console(highlight=False, soft_wrap=True)
-    console.print(render_terminal(views))
-    if args.ids:
-        console.print("ids: " + ", ".join(str(v.id) for v in views))
-    console.print(summary(views), style="dim")
-    return 0
 
 
-def register_show(sub: "argparse._SubParsersAction") -> None:
-    """Add ``bytepair show`` to the CLI's subcommands."""
-    p = sub.add_parser("show", help="show how a text splits into tokens (terminal colours or --html page)")
-    p.add_argument("text", nargs="?", metavar="TEXT", help="the text to show (or -f FILE)")
-    p.add_argument("-t", "--tokenizer", required=True)
-    p.add_argument("-f", "--file", help="read the text from a UTF-8 file")
-    p.add_argument("--ids", action="store_true", help="also print the token ids")
-    p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML page instead")
-    p.add_argument("--special", choices=("allow", "text"), default="allow",
-                   help="special-token strings in the text: show as special tokens (default) or as text")
-    p.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
-    p.set_defaults(run=cmd_show)

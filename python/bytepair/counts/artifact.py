@@ -39,9 +39,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import _core
-from .atomic import atomic_open, atomic_write
-from .sources import CountSpec, SourceStats, count_file
+from bytepair import _core
+from bytepair.atomic import atomic_open, atomic_write
+from bytepair.counts.sources import CountSpec, SourceStats, count_file
 
 MANIFEST = "_manifest.json"
 FORMAT = "bytepair-word-counts"
@@ -189,7 +189,7 @@ def count_shard(
         small stats: ``{"shard", "files", "documents", "bytes", "pre_tokens", "distinct"}``.
 
     Raises:
-        as `bytepair.sources.count_file` (the message names the file).
+        as `bytepair.counts.sources.count_file` (the message names the file).
     """
     counter = spec.counter()
     stats = SourceStats()
@@ -258,7 +258,7 @@ def pattern_entry(pattern: str) -> dict[str, str | None]:
 def build_manifest(
     spec: CountSpec, totals: dict[str, int], parts: Sequence[dict[str, Any]], *, engine: str, bucket_hash: str | None
 ) -> dict[str, Any]:
-    from . import __version__
+    from bytepair import __version__
 
     return {
         "format": FORMAT,

@@ -1,5 +1,5 @@
 """Count pre-tokens on Apache Spark into a word-counts artifact (see
-`bytepair.wordcounts`).
+`bytepair.counts.artifact`).
 
 The Spark engine runs the Rust counter inside ``DataFrame.mapInArrow``: each
 map task counts its whole partition in one `_core.WordCounter` (so each word
@@ -13,7 +13,7 @@ SHA-256; the driver writes the manifest. Word counts never reach the driver.
 Two entry points:
 - `count_files_on_spark` (``bytepair.count(..., engine="spark")``): files read
   by Spark's ``binaryFile`` source, each file's bytes counted by the same readers
-  as the local engine (`bytepair.sources.count_file`), so counts, totals and
+  as the local engine (`bytepair.counts.sources.count_file`), so counts, totals and
   errors are those of the local engine. A file is one row: at most 2 GiB
   (Spark's limit for one binary value), and it is not split across tasks.
 - `count_words`: a DataFrame you already hold (any Spark source), one string
@@ -44,9 +44,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .progress import ProgressBar
-from .sources import CountSpec, SourceStats, _arrow_documents, count_file, input_size, is_remote, local_path
-from .wordcounts import SHARDS, WordCounts, build_manifest, commit, part_name, staging_dir, write_part
+from bytepair.progress import ProgressBar
+from bytepair.counts.sources import CountSpec, SourceStats, _arrow_documents, count_file, input_size, is_remote, local_path
+from bytepair.counts.artifact import SHARDS, WordCounts, build_manifest, commit, part_name, staging_dir, write_part
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -15,27 +15,23 @@ merges are exactly what training would have learned with a vocabulary of
 matplotlib is an optional dependency (``pip install 'bytepair[plot]'``): it is
 large and only this command draws, so the core package does not pull it in.
 
-Not here: statistics for one tokenizer (`bytepair.inspect.text_stats`).
+Not here: statistics for one tokenizer (`bytepair.inspection.report.text_stats`).
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import os
-import sys
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .atomic import atomic_open, atomic_write
-from .inspect import TextStats, text_stats
+from bytepair.atomic import atomic_open, atomic_write
+from bytepair.inspection.report import TextStats, text_stats
 
 if TYPE_CHECKING:
-    from .tokenizer import Tokenizer
+    from bytepair.tokenizer import Tokenizer
 
 CSV_FIELDS = ("vocab_size", "merges", "tokens", "bytes", "chars", "bytes_per_token", "chars_per_token")
 
@@ -75,7 +71,7 @@ def prefix_tokenizer(tok: "Tokenizer", num_merges: int) -> "Tokenizer":
     >>> prefix_tokenizer(tok, 1).encode("hug")
     [104, 256]
     """
-    from .tokenizer import Tokenizer
+    from bytepair.tokenizer import Tokenizer
 
     if not 0 <= num_merges <= len(tok.merges):
         raise ValueError(f"num_merges={num_merges} is outside [0, {len(tok.merges)}]")
@@ -181,80 +177,7 @@ def plot_curve(
         plt.close(fig)
 
 
-def parse_sizes(text: str) -> list[int]:
-    """``"512,1024,2k"`` -> ``[512, 1024, 2048]`` (a ``k`` suffix multiplies by 1024).
-
-    >>> parse_sizes("512, 1024,4k")
-    [512, 1024, 4096]
-    """
-    sizes = []
-    for part in text.split(","):
-        part = part.strip().lower()
-        if not part:
-            continue
-        try:
-            sizes.append(int(part[:-1]) * 1024 if part.endswith("k") else int(part))
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{part!r} is not a vocabulary size") from None
-    if not sizes:
-        raise argparse.ArgumentTypeError("no vocabulary size given")
-    return sizes
 
 
-def cmd_curve(args: argparse.Namespace) -> int:
-    """``bytepair curve``: train once to the largest size, evaluate each prefix
-    on held-out text, print a table, write the CSV and the PNG."""
-    from .train import train
-
-    try:
-        import matplotlib  # noqa: F401  (fail before training, not after)
-    except ImportError:
-        print("bytepair curve: error: the plot needs matplotlib: pip install 'bytepair[plot]'", file=sys.stderr)
-        return 1
-    for f in args.eval:
-        if not os.path.isfile(f):
-            raise FileNotFoundError(f"{f}: no such file (--eval)")
-    sizes = sorted(set(args.vocab_sizes))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # an early stop is reported below
-        tok = train(args.files, sizes[-1], pattern=args.pattern, num_threads=args.threads,
-                    progress=not args.quiet, errors=args.errors)
-    available = 256 + len(tok.merges)
-    if sizes[-1] > available:
-        print(f"note: no pair left at vocab size {available}: it replaces the larger sizes", file=sys.stderr)
-        sizes = [s for s in sizes if s < available] + [available]
-    eval_texts = []
-    for f in args.eval:
-        with open(f, encoding="utf-8", errors=args.errors, newline="") as fh:
-            eval_texts.append(fh.read())
-    # Files are separate documents for training; for evaluation a newline between
-    # them changes nothing that matters, and a word never spans two of them.
-    joined = ["\n".join(eval_texts)]
-    points = compression_curve(tok, joined, sizes)
-    csv_path = Path(args.output).with_suffix(".csv")
-    write_csv(points, csv_path)
-    train_name = ", ".join(os.path.basename(f) for f in args.files)
-    eval_name = ", ".join(os.path.basename(f) for f in args.eval)
-    plot_curve(points, args.output, title=f"trained on {train_name}, evaluated on {eval_name}")
-    print(f"{'vocab':>8} {'merges':>8} {'tokens':>12} {'bytes/token':>12} {'chars/token':>12}")
-    for p in points:
-        s = p.stats
-        print(f"{p.vocab_size:>8} {p.merges:>8} {s.tokens:>12,} {s.bytes_per_token:>12.3f} {s.chars_per_token:>12.3f}")
-    print(f"wrote {args.output} and {csv_path}", file=sys.stderr)
-    return 0
 
 
-def register_curve(sub: "argparse._SubParsersAction") -> None:
-    """Add ``bytepair curve`` to the CLI's subcommands."""
-    p = sub.add_parser("curve", help="plot held-out bytes/token against vocabulary size (train once)")
-    p.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 training text files")
-    p.add_argument("--vocab-sizes", type=parse_sizes, required=True, metavar="N,N,...",
-                   help="vocabulary sizes, e.g. 512,1024,2048 (k suffix = x1024)")
-    p.add_argument("--eval", action="append", required=True, metavar="HELDOUT",
-                   help="held-out UTF-8 text to measure on (repeatable)")
-    p.add_argument("-o", "--output", default="curve.png", help="PNG to write; the CSV goes next to it (.csv)")
-    p.add_argument("--pattern", default="gpt2", help="gpt2 (default), cl100k, o200k, or a regex")
-    p.add_argument("--threads", type=int, default=None, help="counting threads (default: all cores)")
-    p.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
-    p.set_defaults(run=cmd_curve)
