@@ -13,8 +13,8 @@ Three parts, every measurement in a fresh child process (``--child``):
   (round r runs every row once); medians of `--repeat` rounds.
 * reduce against parts (``--parts``): the two phases of the local engine timed
   apart on the same input, in a loky pool of 2 warm workers: every shard runs
-  ``count_shard`` (count + write `parts` bucket files), then every bucket runs
-  ``reduce_bucket`` (sum the shards' files into one sorted Parquet part).
+  ``_count_shard`` (count + write `parts` bucket files), then every bucket runs
+  ``_reduce_bucket`` (sum the shards' files into one sorted Parquet part).
 * Heaps' law (``--heaps-sizes``): distinct words (``len(WordCounter)``) of the
   first N bytes of one shuffle of a corpus mix, for the gpt2, cl100k and o200k
   patterns; V = K * n**beta fitted on log-log (n = pre-tokens) over the sizes
@@ -217,10 +217,10 @@ def job_phases(a: argparse.Namespace) -> dict:
     import loky
 
     from bytepair.counts.sources import CountSpec
-    from bytepair.counts.artifact import SHARDS, bucket_paths, count_shard, part_name, plan_shards, reduce_bucket
+    from bytepair.counts.artifact import SHARDS, _bucket_paths, _count_shard, _part_name, _plan_shards, _reduce_bucket
 
     paths = text_files(a.input)
-    plan = plan_shards([os.path.getsize(p) for p in paths], a.shards)
+    plan = _plan_shards([os.path.getsize(p) for p in paths], a.shards)
     spec = CountSpec(a.pattern, (common.EOT,))
     staging = Path(a.scratch) / "phases"
     staging.mkdir(parents=True)
@@ -228,16 +228,16 @@ def job_phases(a: argparse.Namespace) -> dict:
     with loky.ProcessPoolExecutor(a.workers) as pool:
         pids = {f.result() for f in [pool.submit(_warm_worker) for _ in range(4 * a.workers)]}
         start = time.perf_counter()
-        futures = [pool.submit(count_shard, [paths[i] for i in files], spec, str(staging), s, a.parts,
+        futures = [pool.submit(_count_shard, [paths[i] for i in files], spec, str(staging), s, a.parts,
                                num_threads=threads) for s, files in enumerate(plan)]
         stats = [f.result() for f in futures]
         count_seconds = time.perf_counter() - start
         shard_bytes = sum(f.stat().st_size for f in (staging / SHARDS).rglob("*.parquet"))
         start = time.perf_counter()
-        buckets = [bucket_paths(str(staging), range(len(plan)), b) for b in range(a.parts)]
-        written = list(pool.map(reduce_bucket, buckets, [str(staging / part_name(b)) for b in range(a.parts)]))
+        buckets = [_bucket_paths(str(staging), range(len(plan)), b) for b in range(a.parts)]
+        written = list(pool.map(_reduce_bucket, buckets, [str(staging / _part_name(b)) for b in range(a.parts)]))
         reduce_seconds = time.perf_counter() - start
-    artifact_bytes = sum((staging / part_name(b)).stat().st_size for b in range(a.parts))
+    artifact_bytes = sum((staging / _part_name(b)).stat().st_size for b in range(a.parts))
     shutil.rmtree(staging)
     return {"count_seconds": count_seconds, "reduce_seconds": reduce_seconds, "shards": len(plan),
             "warm_workers": len(pids), "shard_bytes": shard_bytes, "artifact_bytes": artifact_bytes,
@@ -377,7 +377,7 @@ def reduce_table(folder: Path, parts_list: list[int], repeat: int, workers: int,
     runs: dict[int, list[dict]] = {p: [] for p in parts_list}
     for round_ in range(repeat):
         for parts in parts_list:
-            common.log(f"[{round_ + 1}/{repeat}] count_shard + reduce_bucket, {parts} parts ...")
+            common.log(f"[{round_ + 1}/{repeat}] _count_shard + _reduce_bucket, {parts} parts ...")
             res = run_job("phases", input=folder, parts=parts, workers=workers, shards=shards, pattern=pattern,
                           scratch_root=scratch_root)
             common.log(f"  count {res['count_seconds']:.1f} s, reduce {res['reduce_seconds']:.2f} s")
@@ -390,7 +390,7 @@ def reduce_table(folder: Path, parts_list: list[int], repeat: int, workers: int,
         rows.append([str(parts), str(r["shards"]), common.fmt(count_s, 2), common.fmt(reduce_s, 2),
                      common.fmt(100 * reduce_s / (count_s + reduce_s), 1), common.fmt(r["shard_bytes"] / common.MB, 1),
                      common.fmt(r["artifact_bytes"] / common.MB, 1), str(r["distinct"])])
-    header = ["parts", "shards", "count_shard phase s", "reduce phase s", "reduce % of total",
+    header = ["parts", "shards", "_count_shard phase s", "reduce phase s", "reduce % of total",
               "shard files MB", "artifact MB", "distinct words"]
     return common.markdown_table(header, rows), runs
 
@@ -522,7 +522,7 @@ def main(argv: list[str] | None = None) -> str:
             shards = args.shards or args.workers
             table, raw["reduce"] = reduce_table(inputs, args.parts, args.repeat, args.workers, shards, args.pattern,
                                                 scratch)
-            parts += [f"### count_shard and reduce_bucket phases against parts ({size_label(args.size)}, "
+            parts += [f"### _count_shard and _reduce_bucket phases against parts ({size_label(args.size)}, "
                       f"{args.workers} workers, {shards} shards, median of {args.repeat})", table]
             print("\n\n".join(parts[-2:]) + "\n", flush=True)
         if not args.skip_heaps:

@@ -18,7 +18,7 @@ import pytest
 
 import bytepair
 from bytepair import _core
-from bytepair.counts.artifact import WordCounts, part_batches
+from bytepair.counts.artifact import WordCounts, _part_batches
 from conftest import COUNTING_STRESS_TEXTS, EOT, MIB, engine_available
 
 pa = pytest.importorskip("pyarrow")
@@ -76,7 +76,7 @@ def assert_same_artifact(spark_counts: WordCounts, local_counts: WordCounts, par
         schema = pq.read_schema(path)
         assert schema.names == ["word", "count"] and schema.field("count").type == pa.int64()
         assert pq.ParquetFile(path).metadata.row_group(0).column(0).compression == "ZSTD"
-        words = [w for data, offsets, _ in part_batches(path) for w in split(data, offsets)]
+        words = [w for data, offsets, _ in _part_batches(path) for w in split(data, offsets)]
         assert words == sorted(set(words))
 
 
@@ -133,7 +133,7 @@ def test_count_words_on_no_documents_gives_empty_parts(spark, tmp_path):
 
     df = spark.createDataFrame([(None,), (None,)], "text string")
     counts = count_words(df, "text", tmp_path / "c", parts=2)
-    assert counts.totals == bytepair.counts.artifact.Totals(0, 0, 0, 0)
+    assert counts.totals == bytepair.counts.artifact._Totals(0, 0, 0, 0)
     assert len(counts.part_paths()) == 2 and list(counts.items()) == []
 
 

@@ -632,3 +632,17 @@ def test_pickle_round_trip(which):
     with pytest.raises(ValueError, match="allowed_special"):
         clone.encode(text)
     assert clone.decode(tok.encode_ordinary(text)) == text
+
+
+def test_encode_to_numpy_equals_encode_and_tiktoken():
+    import numpy as np
+
+    tok = bytepair.train_from_iterator(["hello world, hello numpy <|endoftext|>"] * 20, 300,
+                                       special_tokens=["<|endoftext|>"], progress=False)
+    text = "hello numpy world <|endoftext|>"
+    ids = tok.encode_to_numpy(text, allowed_special="all")
+    assert ids.dtype == np.uint32 and ids.tolist() == tok.encode(text, allowed_special="all")
+    with pytest.raises(ValueError, match="disallowed special token"):
+        tok.encode_to_numpy(text)
+    enc = tok.to_tiktoken()
+    assert ids.tolist() == enc.encode_to_numpy(text, allowed_special="all").tolist()

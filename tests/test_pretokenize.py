@@ -136,6 +136,9 @@ texts = st.lists(
 
 @hypothesis.settings(max_examples=400)
 @hypothesis.given(texts)
+@hypothesis.example(
+    text=''.join(['٣', '1' * 126]),
+).via('discovered failure')
 def test_presets_on_generated_text(text):
     for pattern in PRESETS:
         assert_same_split(pattern, text)

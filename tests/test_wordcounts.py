@@ -1,6 +1,6 @@
 """Word-counts artifacts and the local counting engine (`bytepair.count`).
 
-The local engine (a process pool running `count_shard` then `reduce_bucket`)
+The local engine (a process pool running `_count_shard` then `_reduce_bucket`)
 must give exactly the counts of single-process counting, for any number of
 shards and parts; the artifact must refuse to open when incomplete or damaged;
 training from it must equal training on the files.
@@ -21,7 +21,7 @@ import pytest
 
 import bytepair
 from bytepair import _core
-from bytepair.counts.artifact import MANIFEST, WordCounts, escape_word
+from bytepair.counts.artifact import MANIFEST, WordCounts, _escape_word
 from conftest import CORPORA, COUNTING_STRESS_TEXTS, EOT, MIB
 
 pa = pytest.importorskip("pyarrow")
@@ -37,10 +37,10 @@ def single_process_counts(paths, pattern="gpt2", specials=(EOT,), errors="strict
 
 def part_content(path) -> dict[bytes, int]:
     """word -> count of one Parquet part, read with the artifact's own reader."""
-    from bytepair.counts.artifact import part_batches
+    from bytepair.counts.artifact import _part_batches
 
     words: dict[bytes, int] = {}
-    for data, offsets, counts in part_batches(str(path)):
+    for data, offsets, counts in _part_batches(str(path)):
         o = np.frombuffer(offsets, "<i8").tolist()
         words.update({data[o[i]:o[i + 1]]: c for i, c in enumerate(np.frombuffer(counts, "<i8").tolist())})
     return words
@@ -242,9 +242,9 @@ def test_killed_run_leaves_no_artifact_and_the_old_one_intact(tmp_path):
 
 
 def test_staging_folders_of_live_drivers_are_left_alone(tmp_path):
-    from bytepair.counts.artifact import staging_dir
+    from bytepair.counts.artifact import _staging_dir
 
-    mine = staging_dir(str(tmp_path / "c"))  # this process: alive
+    mine = _staging_dir(str(tmp_path / "c"))  # this process: alive
     foreign = tmp_path / ".c.partial-000000000000"  # no owner file: not ours to judge
     foreign.mkdir()
     (tmp_path / "c.txt").write_text("a b c")
@@ -280,9 +280,9 @@ def test_merge_sums_and_refuses_other_patterns(inputs, tmp_path):
 
 
 def test_export_tsv_escapes_separators(tmp_path):
-    assert escape_word(b"a\tb\nc\\d\re") == "a\\tb\\nc\\\\d\\re"
-    assert escape_word(b"\xff\xc3") == "\\xff\\xc3"
-    assert escape_word(" café".encode()) == " café"
+    assert _escape_word(b"a\tb\nc\\d\re") == "a\\tb\\nc\\\\d\\re"
+    assert _escape_word(b"\xff\xc3") == "\\xff\\xc3"
+    assert _escape_word(" café".encode()) == " café"
     (tmp_path / "t.txt").write_text("b b b a a \t\t\n")
     counts = bytepair.count([tmp_path / "t.txt"], tmp_path / "c", num_workers=1, progress=False)
     assert counts.export_tsv(tmp_path / "t.tsv") == 4
@@ -291,13 +291,13 @@ def test_export_tsv_escapes_separators(tmp_path):
 
 
 def test_counts_above_int64_are_refused(tmp_path):
-    from bytepair.counts.artifact import reduce_bucket, write_part
+    from bytepair.counts.artifact import _reduce_bucket, _write_part
 
     for i in range(2):
-        write_part(str(tmp_path / f"p{i}.parquet"), b"a", np.array([0, 1], "<i8").tobytes(),
+        _write_part(str(tmp_path / f"p{i}.parquet"), b"a", np.array([0, 1], "<i8").tobytes(),
                    np.array([(1 << 62) + 1], "<i8").tobytes())
     with pytest.raises(ValueError, match=r"counts must be in \[0, 2\*\*63\)"):
-        reduce_bucket([str(tmp_path / "p0.parquet"), str(tmp_path / "p1.parquet")], str(tmp_path / "out.parquet"))
+        _reduce_bucket([str(tmp_path / "p0.parquet"), str(tmp_path / "p1.parquet")], str(tmp_path / "out.parquet"))
     assert not (tmp_path / "out.parquet").exists()
 
 
@@ -323,13 +323,13 @@ def test_cli_count_inspect_export_and_train_from_counts(inputs, tmp_path):
 
 
 def test_shards_and_parts_of_any_number_sum_to_the_same_counts(tmp_path_factory):
-    """count_shard + reduce_bucket in this process, on generated documents split
+    """_count_shard + _reduce_bucket in this process, on generated documents split
     into random shards and any number of parts, equal one counter over all."""
     pytest.importorskip("hypothesis")
     from hypothesis import given, settings, strategies as st
 
     from bytepair.counts.sources import CountSpec
-    from bytepair.counts.artifact import bucket_paths, count_shard, part_name, reduce_bucket
+    from bytepair.counts.artifact import _bucket_paths, _count_shard, _part_name, _reduce_bucket
 
     alphabet = st.sampled_from(list("ab \n\t\r.,'é😀1") + [EOT, "  ", "\r\n"])
     docs = st.lists(st.lists(alphabet, max_size=40).map("".join), min_size=1, max_size=8)
@@ -346,11 +346,11 @@ def test_shards_and_parts_of_any_number_sum_to_the_same_counts(tmp_path_factory)
         spec = CountSpec("gpt2", (EOT,))
         used = sorted(set(owner))
         for s in used:
-            count_shard([p for p, o in zip(paths, owner) if o == s], spec, str(d), s, parts, num_threads=1)
+            _count_shard([p for p, o in zip(paths, owner) if o == s], spec, str(d), s, parts, num_threads=1)
         total: dict[bytes, int] = {}
         for b in range(parts):
-            reduce_bucket(bucket_paths(str(d), used, b), str(d / part_name(b)))
-            part = part_content(d / part_name(b))
+            _reduce_bucket(_bucket_paths(str(d), used, b), str(d / _part_name(b)))
+            part = part_content(d / _part_name(b))
             assert not part.keys() & total.keys(), "a word in two parts"
             total.update(part)
         assert total == single_process_counts(paths)
@@ -362,7 +362,7 @@ def test_fsspec_urls_read_like_local_files(tmp_path):
     """Remote inputs go through fsspec (memory:// here; s3:// etc. the same way)."""
     fsspec = pytest.importorskip("fsspec")
     from bytepair.counts.sources import CountSpec
-    from bytepair.counts.artifact import count_shard, part_name, shard_dir
+    from bytepair.counts.artifact import _count_shard, _part_name, _shard_dir
 
     texts = ["remote text\r\n  with  runs", f"x{EOT}y", "ünï 😀"]
     local_text = tmp_path / "t.txt"
@@ -372,9 +372,9 @@ def test_fsspec_urls_read_like_local_files(tmp_path):
     for local, fmt in ((local_text, "text"), (jsonl, "jsonl"), (parquet, "parquet")):
         url = f"memory://bytepair-test/{local.name}"
         fs.pipe(url, local.read_bytes())
-        stats = count_shard([url], CountSpec("gpt2", (EOT,), fmt), str(tmp_path / fmt), 0, 1, num_threads=1)
+        stats = _count_shard([url], CountSpec("gpt2", (EOT,), fmt), str(tmp_path / fmt), 0, 1, num_threads=1)
         assert stats["bytes"] == (local.stat().st_size if fmt == "text" else sum(len(t.encode()) for t in texts))
-        words = part_content(Path(shard_dir(str(tmp_path / fmt), 0)) / part_name(0))
+        words = part_content(Path(_shard_dir(str(tmp_path / fmt), 0)) / _part_name(0))
         expected = _core.WordCounter("gpt2", [EOT])
         expected.count_texts(["\n".join(texts)] if fmt == "text" else texts)
         assert words == dict(expected.items()), fmt

@@ -236,10 +236,7 @@ class Tokenizer:
             raise ValueError(f"seed={seed!r} must be an integer in [0, 2**64) or None")
         if dropout == 0:
             return self._encode_checked(text, allowed, disallowed)
-        try:
-            return self._core.encode_with_dropout(text, allowed, disallowed, float(dropout), seed)
-        except UnicodeEncodeError:
-            return self._core.encode_with_dropout(_replace_surrogates(text), allowed, disallowed, float(dropout), seed)
+        return _with_surrogates_replaced(self._core.encode_with_dropout, text, allowed, disallowed, float(dropout), seed)
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode `text` ignoring special tokens (their strings are plain text).
@@ -247,10 +244,7 @@ class Tokenizer:
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).encode_ordinary("hi")
         [104, 105]
         """
-        try:
-            return self._core.encode_ordinary(text)
-        except UnicodeEncodeError:
-            return self._core.encode_ordinary(_replace_surrogates(text))
+        return _with_surrogates_replaced(self._core.encode_ordinary, text)
 
     def encode_batch(
         self,
@@ -315,6 +309,22 @@ class Tokenizer:
         for block in _safe_blocks(texts, self._chars_after_last_cut):
             yield from self._encode_checked(block, allowed, disallowed)
 
+    def encode_to_numpy(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> "numpy.ndarray":
+        """`encode` as a 1-D ``numpy.uint32`` array (tiktoken's
+        ``Encoding.encode_to_numpy``): the ids are copied once from the core's
+        buffer, with no Python int per token. Same errors as `encode`."""
+        import numpy as np
+
+        allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
+        raw = _with_surrogates_replaced(self._core.encode_to_bytes, text, allowed, disallowed)
+        return np.frombuffer(raw, dtype="<u4")
+
     def encode_blocks(
         self,
         texts: Iterable[str],
@@ -329,24 +339,15 @@ class Tokenizer:
 
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
         for block in _safe_blocks(texts, self._chars_after_last_cut):
-            try:
-                raw = self._core.encode_to_bytes(block, allowed, disallowed)
-            except UnicodeEncodeError:
-                raw = self._core.encode_to_bytes(_replace_surrogates(block), allowed, disallowed)
+            raw = _with_surrogates_replaced(self._core.encode_to_bytes, block, allowed, disallowed)
             yield np.frombuffer(raw, dtype="<u4")
 
     def _chars_after_last_cut(self, text: str) -> int | None:
-        try:
-            return self._core.chars_after_last_cut(text)
-        except UnicodeEncodeError:
-            # Lone surrogates: one U+FFFD each keeps every character index.
-            return self._core.chars_after_last_cut(_replace_surrogates(text))
+        # Lone surrogates: one U+FFFD each keeps every character index.
+        return _with_surrogates_replaced(self._core.chars_after_last_cut, text)
 
     def _encode_checked(self, text: str, allowed: list[str], disallowed: list[str]) -> list[int]:
-        try:
-            return self._core.encode(text, allowed, disallowed)
-        except UnicodeEncodeError:
-            return self._core.encode(_replace_surrogates(text), allowed, disallowed)
+        return _with_surrogates_replaced(self._core.encode, text, allowed, disallowed)
 
     def pretokenize(self, text: str) -> list[str]:
         """The pre-tokens of `text` under this tokenizer's pattern (special tokens
@@ -520,6 +521,16 @@ def _fits_i64(value: object) -> bool:
         return -(1 << 63) <= operator.index(value) < 1 << 63
     except TypeError:
         return False
+
+
+def _with_surrogates_replaced(call, text: str, *args):
+    """`call(text, *args)`; if the core refuses `text` for a lone surrogate
+    (UTF-8 cannot hold one), `call` again with each replaced by U+FFFD, as
+    tiktoken does. The check costs nothing on the texts that have none."""
+    try:
+        return call(text, *args)
+    except UnicodeEncodeError:
+        return call(_replace_surrogates(text), *args)
 
 
 def _has_surrogates(text: str) -> bool:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from bytepair import _core
+from bytepair.counts.sources import check_special_tokens
 from bytepair.progress import ProgressBar
 from bytepair.tokenizer import Tokenizer
 
@@ -58,14 +59,7 @@ def _check_arguments(vocab_size: int, special_tokens: Sequence[str], trace: int 
     """Validate and return the number of merges to learn."""
     if isinstance(trace, bool) or not isinstance(trace, int) or trace < 0:
         raise ValueError(f"trace={trace!r} must be a non-negative integer (merges to print)")
-    if isinstance(special_tokens, str):
-        raise TypeError("special_tokens must be a sequence of strings, not a single string")
-    for t in special_tokens:
-        if not isinstance(t, str) or not t:
-            raise ValueError(f"special token {t!r} must be a non-empty str")
-    if len(set(special_tokens)) != len(special_tokens):
-        dup = next(t for t in special_tokens if list(special_tokens).count(t) > 1)
-        raise ValueError(f"special token {dup!r} is given twice")
+    special_tokens = check_special_tokens(special_tokens)
     if not isinstance(vocab_size, int) or vocab_size < 256 + len(special_tokens):
         raise ValueError(
             f"vocab_size={vocab_size!r} is too small: it must be at least 256 (the bytes) "

@@ -18,11 +18,11 @@ leaves none): `WordCounts.open` refuses it. Artifacts are built in a hidden
 staging folder beside the destination and moved into place when complete.
 
 Engines run the same two functions:
-1. `count_shard`: count a group of input files in one map, write it as `parts`
+1. `_count_shard`: count a group of input files in one map, write it as `parts`
    bucket files (bucket = XXH3-64 of the word with a fixed seed, mod `parts`;
    see ``src/wordcounts.rs``), return small stats only. Retrying a shard
    replaces its output as a whole, so a retried task never counts twice.
-2. `reduce_bucket`: sum one bucket's files from every shard into one sorted part.
+2. `_reduce_bucket`: sum one bucket's files from every shard into one sorted part.
 """
 
 from __future__ import annotations
@@ -60,14 +60,14 @@ def _pyarrow():
     return pa, pq
 
 
-def part_name(index: int) -> str:
+def _part_name(index: int) -> str:
     return f"part-{index:05d}.parquet"
 
 
 # -- parts: Parquet files of (word, count) ------------------------------------
 
 
-def write_part(path: str, data: bytes, offsets: bytes, counts: bytes) -> dict[str, Any]:
+def _write_part(path: str, data: bytes, offsets: bytes, counts: bytes) -> dict[str, Any]:
     """Write one part from Arrow buffers (see `_core.WordCounter.to_buckets`),
     atomically. Returns ``{"rows", "pre_tokens", "sha256"}`` of what was written."""
     pa, pq = _pyarrow()
@@ -101,7 +101,7 @@ class _HashingWriter:
         self.closed = True
 
 
-def part_batches(path: str, batch_rows: int = _READ_ROWS) -> Iterator[tuple[bytes, bytes, bytes]]:
+def _part_batches(path: str, batch_rows: int = _READ_ROWS) -> Iterator[tuple[bytes, bytes, bytes]]:
     """(data, offsets, counts) buffers of a part, `batch_rows` rows at a time.
     Reads parts written by any engine (binary or large_binary words).
 
@@ -133,17 +133,17 @@ def part_batches(path: str, batch_rows: int = _READ_ROWS) -> Iterator[tuple[byte
         yield data, (offsets - start).tobytes(), count_bytes.tobytes()
 
 
-def add_part(counter: _core.WordCounter, path: str, unique: bool = True) -> None:
+def _add_part(counter: _core.WordCounter, path: str, unique: bool = True) -> None:
     """Sum the rows of the part at `path` into `counter` (streamed in batches).
     ValueError names the file for a bad part (negative count, repeated word...)."""
-    for data, offsets, counts in part_batches(path):
+    for data, offsets, counts in _part_batches(path):
         try:
             counter.add_columns(data, offsets, counts, unique)
         except ValueError as e:
             raise ValueError(f"{path}: {e}") from None
 
 
-def sha256_file(path: str) -> str:
+def _sha256_file(path: str) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(1 << 20):
@@ -154,11 +154,11 @@ def sha256_file(path: str) -> str:
 # -- the two engine functions --------------------------------------------------
 
 
-def shard_dir(out_dir: str, shard_id: int) -> str:
+def _shard_dir(out_dir: str, shard_id: int) -> str:
     return os.path.join(out_dir, SHARDS, f"shard-{shard_id:05d}")
 
 
-def count_shard(
+def _count_shard(
     inputs: Sequence[str],
     spec: CountSpec,
     out_dir: str,
@@ -197,11 +197,11 @@ def count_shard(
         done = stats.bytes
         stats += count_file(counter, path, spec, num_threads=num_threads,
                             on_bytes=None if on_bytes is None else (lambda n: on_bytes(done + n)))
-    final = shard_dir(out_dir, shard_id)
+    final = _shard_dir(out_dir, shard_id)
     temporary = f"{final}.tmp-{uuid.uuid4().hex[:12]}"
     os.makedirs(temporary)
     for bucket, (data, offsets, counts) in enumerate(counter.to_buckets(parts)):
-        write_part(os.path.join(temporary, part_name(bucket)), data, offsets, counts)
+        _write_part(os.path.join(temporary, _part_name(bucket)), data, offsets, counts)
     if _fail_after_write is not None and not os.path.exists(_fail_after_write):
         # Fault injection for tests: fail once, after the output was written.
         open(_fail_after_write, "w").close()
@@ -213,12 +213,12 @@ def count_shard(
             "pre_tokens": counter.total(), "distinct": len(counter)}
 
 
-def bucket_paths(out_dir: str, shard_ids: Sequence[int], bucket: int) -> list[str]:
-    """The files of `bucket` written by each of `shard_ids` (input of `reduce_bucket`)."""
-    return [os.path.join(shard_dir(out_dir, s), part_name(bucket)) for s in shard_ids]
+def _bucket_paths(out_dir: str, shard_ids: Sequence[int], bucket: int) -> list[str]:
+    """The files of `bucket` written by each of `shard_ids` (input of `_reduce_bucket`)."""
+    return [os.path.join(_shard_dir(out_dir, s), _part_name(bucket)) for s in shard_ids]
 
 
-def reduce_bucket(paths: Sequence[str], out: str) -> dict[str, Any]:
+def _reduce_bucket(paths: Sequence[str], out: str) -> dict[str, Any]:
     """Sum the word counts of `paths` (one bucket from every shard) and write one
     sorted part to `out` (atomically). Returns ``{"rows", "pre_tokens", "sha256"}``.
 
@@ -228,15 +228,15 @@ def reduce_bucket(paths: Sequence[str], out: str) -> dict[str, Any]:
     """
     counter = _core.WordCounter("gpt2", [])  # a container only: nothing is pre-tokenized
     for p in paths:
-        add_part(counter, p)
+        _add_part(counter, p)
     (data, offsets, counts), = counter.to_buckets(1)
-    return write_part(out, data, offsets, counts)
+    return _write_part(out, data, offsets, counts)
 
 
 # -- shards, manifest, staging --------------------------------------------------
 
 
-def plan_shards(sizes: Sequence[int], shards: int) -> list[list[int]]:
+def _plan_shards(sizes: Sequence[int], shards: int) -> list[list[int]]:
     """Group input indices into at most `shards` groups of about equal total size
     (largest first, each to the lightest group); empty groups are dropped."""
     groups: list[list[int]] = [[] for _ in range(max(1, min(shards, len(sizes))))]
@@ -248,14 +248,14 @@ def plan_shards(sizes: Sequence[int], shards: int) -> list[list[int]]:
     return [sorted(g) for g in groups if g]
 
 
-def pattern_entry(pattern: str) -> dict[str, str | None]:
+def _pattern_entry(pattern: str) -> dict[str, str | None]:
     """``{"name": preset or None, "regex": full regex}`` for the manifest."""
     regex = _core.resolve_pattern(pattern)
     name = next((p for p in ("gpt2", "cl100k", "o200k") if _core.resolve_pattern(p) == regex), None)
     return {"name": name, "regex": regex}
 
 
-def build_manifest(
+def _build_manifest(
     spec: CountSpec, totals: dict[str, int], parts: Sequence[dict[str, Any]], *, engine: str, bucket_hash: str | None
 ) -> dict[str, Any]:
     from bytepair import __version__
@@ -265,7 +265,7 @@ def build_manifest(
         "format_version": FORMAT_VERSION,
         "bytepair_version": __version__,
         "engine": engine,
-        "pattern": pattern_entry(spec.pattern),
+        "pattern": _pattern_entry(spec.pattern),
         "special_tokens": list(spec.special_tokens),
         "text": {"format": spec.format, "text_field": spec.text_field, "errors": spec.errors},
         "totals": {k: int(totals.get(k, 0)) for k in ("documents", "bytes", "pre_tokens", "distinct")},
@@ -277,7 +277,7 @@ def build_manifest(
 OWNER = "_owner.json"
 
 
-def staging_dir(out: str) -> str:
+def _staging_dir(out: str) -> str:
     """A fresh hidden folder beside `out`, on the same filesystem (for the final
     rename), holding ``_owner.json`` (host and pid of this driver). Staging
     folders of `out` left by a driver of this host that is gone (kill -9, OOM:
@@ -314,7 +314,7 @@ def _abandoned(staging: str) -> bool:
     return False
 
 
-def commit(staging: str, out: str, manifest: dict[str, Any]) -> "WordCounts":
+def _commit(staging: str, out: str, manifest: dict[str, Any]) -> "WordCounts":
     """Write the manifest last, then move `staging` to `out`, replacing an older
     artifact there (which stays intact until the final rename)."""
     shutil.rmtree(os.path.join(staging, SHARDS), ignore_errors=True)
@@ -341,7 +341,7 @@ def commit(staging: str, out: str, manifest: dict[str, Any]) -> "WordCounts":
 
 
 @dataclass(frozen=True)
-class Totals:
+class _Totals:
     """What was counted: documents, input bytes, pre-tokens, distinct words."""
 
     documents: int
@@ -398,7 +398,7 @@ class WordCounts:
                 if not isinstance(part["path"], str) or not isinstance(part["rows"], int):
                     raise TypeError
             CountSpec(manifest["pattern"]["regex"], tuple(manifest["special_tokens"]))
-            Totals(**manifest["totals"])
+            _Totals(**manifest["totals"])
         except (KeyError, TypeError) as e:
             raise ValueError(f"{manifest_path}: missing or malformed key ({e!r})") from None
         for part in parts:
@@ -416,8 +416,8 @@ class WordCounts:
         return self.totals.distinct
 
     @property
-    def totals(self) -> Totals:
-        return Totals(**self.manifest["totals"])
+    def totals(self) -> _Totals:
+        return _Totals(**self.manifest["totals"])
 
     @property
     def pattern(self) -> str:
@@ -446,7 +446,7 @@ class WordCounts:
         """Check every part's SHA-256 against the manifest (reads every byte).
         ValueError names the first part that differs."""
         for part, path in zip(self.manifest["parts"], self.part_paths()):
-            if part.get("sha256") and sha256_file(path) != part["sha256"]:
+            if part.get("sha256") and _sha256_file(path) != part["sha256"]:
                 raise ValueError(f"{path}: SHA-256 differs from the manifest (a damaged or replaced part)")
 
     def load_into(self, counter: _core.WordCounter, *, verify: bool = True) -> None:
@@ -459,14 +459,14 @@ class WordCounts:
             rows = pq.ParquetFile(path).metadata.num_rows
             if rows != part["rows"]:
                 raise ValueError(f"{path}: {rows} rows, the manifest says {part['rows']}")
-            add_part(counter, path)
+            _add_part(counter, path)
 
     def items(self) -> Iterator[tuple[bytes, int]]:
         """Every (word bytes, count), part by part (each part sorted by word)."""
         import numpy as np
 
         for path in self.part_paths():
-            for data, offsets, counts in part_batches(path):
+            for data, offsets, counts in _part_batches(path):
                 o = np.frombuffer(offsets, dtype="<i8").tolist()
                 for i, c in enumerate(np.frombuffer(counts, dtype="<i8").tolist()):
                     yield data[o[i]:o[i + 1]], c
@@ -490,24 +490,24 @@ class WordCounts:
                 f"cannot merge {self.path} and {other.path}: counted with different patterns or special tokens"
             )
         parts = parts or max(len(self.manifest["parts"]), len(other.manifest["parts"]))
-        staging = staging_dir(os.fspath(out))
+        staging = _staging_dir(os.fspath(out))
         inputs = self.part_paths() + other.part_paths()
         for shard_id, path in enumerate(inputs):  # re-bucket each input part
             counter = _core.WordCounter("gpt2", [])
-            add_part(counter, path)
-            tmp = shard_dir(staging, shard_id)
+            _add_part(counter, path)
+            tmp = _shard_dir(staging, shard_id)
             os.makedirs(tmp)
             for bucket, buffers in enumerate(counter.to_buckets(parts)):
-                write_part(os.path.join(tmp, part_name(bucket)), *buffers)
+                _write_part(os.path.join(tmp, _part_name(bucket)), *buffers)
         shard_ids = range(len(inputs))
-        written = [{"path": part_name(b), **reduce_bucket(bucket_paths(staging, shard_ids, b),
-                                                          os.path.join(staging, part_name(b)))}
+        written = [{"path": _part_name(b), **_reduce_bucket(_bucket_paths(staging, shard_ids, b),
+                                                          os.path.join(staging, _part_name(b)))}
                    for b in range(parts)]
         a, b = self.totals, other.totals
         totals = {"documents": a.documents + b.documents, "bytes": a.bytes + b.bytes,
                   "pre_tokens": sum(p["pre_tokens"] for p in written), "distinct": sum(p["rows"] for p in written)}
-        manifest = build_manifest(self.spec, totals, written, engine="merge", bucket_hash=BUCKET_HASH)
-        return commit(staging, os.fspath(out), manifest)
+        manifest = _build_manifest(self.spec, totals, written, engine="merge", bucket_hash=BUCKET_HASH)
+        return _commit(staging, os.fspath(out), manifest)
 
     def export_tsv(self, path: str | os.PathLike) -> int:
         """Write ``word<TAB>count`` lines, most frequent first, atomically. Words
@@ -516,14 +516,14 @@ class WordCounts:
         rows = self.most_common()
         with atomic_open(path) as f:
             for word, count in rows:
-                f.write(escape_word(word).encode() + b"\t" + str(count).encode() + b"\n")
+                f.write(_escape_word(word).encode() + b"\t" + str(count).encode() + b"\n")
         return len(rows)
 
 
 _ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
-def escape_word(word: bytes) -> str:
+def _escape_word(word: bytes) -> str:
     """A word as one TSV field (see `WordCounts.export_tsv`)."""
     text = word.decode("utf-8", errors="surrogateescape")
     return "".join(

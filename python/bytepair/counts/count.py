@@ -2,7 +2,7 @@
 on this machine (``engine="local"``, a process pool), on Ray or on Spark.
 
 Every engine runs the same two functions of `bytepair.counts.artifact`
-(`count_shard` per group of files of about equal bytes, then `reduce_bucket`
+(`_count_shard` per group of files of about equal bytes, then `_reduce_bucket`
 per bucket) or, on Spark, the same Rust counter inside ``mapInArrow``; all give
 the same artifact content as counting in one process.
 """
@@ -23,8 +23,8 @@ from typing import Any
 from bytepair.progress import ProgressBar
 from bytepair.counts.sources import CountSpec, check_inputs, input_size, is_remote
 from bytepair.counts.artifact import (
-    BUCKET_HASH, WordCounts, bucket_paths, build_manifest, commit, count_shard, part_name, plan_shards,
-    reduce_bucket, staging_dir,
+    BUCKET_HASH, WordCounts, _bucket_paths, _build_manifest, _commit, _count_shard, _part_name, _plan_shards,
+    _reduce_bucket, _staging_dir,
 )
 
 ENGINES = ("local", "ray", "spark")
@@ -146,7 +146,7 @@ def count_locally(
     progress: bool = False,
     _fail_once: str | None = None,
 ) -> WordCounts:
-    """The reference engine: `count_shard` and `reduce_bucket` in a pool of
+    """The reference engine: `_count_shard` and `_reduce_bucket` in a pool of
     `num_workers` processes. The pool is loky's (joblib's process pool): its
     workers start clean, without forking this process (whose Rust and tqdm
     threads would not survive a fork) and without re-running the caller's
@@ -158,11 +158,11 @@ def count_locally(
     cores = os.cpu_count() or 1
     sizes = [input_size(p) for p in paths]
     workers = num_workers or cores
-    plan = plan_shards(sizes, shards or workers)
+    plan = _plan_shards(sizes, shards or workers)
     workers = min(workers, len(plan))
     parts = parts or max(1, workers)
     threads = max(1, cores // workers)
-    staging = staging_dir(out)
+    staging = _staging_dir(out)
     totals = {"documents": 0, "bytes": 0}
     try:
         import loky  # here, not at import time: `import bytepair` stays light
@@ -172,7 +172,7 @@ def count_locally(
 
             def submit(shard_id: int) -> Future:
                 files = [paths[i] for i in plan[shard_id]]
-                return pool.submit(count_shard, files, spec, staging, shard_id, parts, num_threads=threads,
+                return pool.submit(_count_shard, files, spec, staging, shard_id, parts, num_threads=threads,
                                    _fail_after_write=_fail_once)
 
             pending = {submit(s): (s, 0) for s in range(len(plan))}
@@ -194,9 +194,9 @@ def count_locally(
                     bar.update_to(bar.n + sum(sizes[i] for i in plan[shard_id]))
                     bar.set_postfix(files=f"{files_done}/{len(paths)}")
             written = list(pool.map(
-                reduce_bucket,
-                [bucket_paths(staging, range(len(plan)), b) for b in range(parts)],
-                [os.path.join(staging, part_name(b)) for b in range(parts)],
+                _reduce_bucket,
+                [_bucket_paths(staging, range(len(plan)), b) for b in range(parts)],
+                [os.path.join(staging, _part_name(b)) for b in range(parts)],
             ))
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)  # a failed or interrupted run leaves nothing behind
@@ -219,7 +219,7 @@ def _exit_with_parent(parent: int) -> None:
 def finish(
     staging: str, out: str, spec: CountSpec, written: Sequence[dict[str, Any]], totals: dict[str, int], *, engine: str
 ) -> WordCounts:
-    """Write the manifest for the reduced parts (part b = bucket b) and commit."""
-    parts = [{"path": part_name(b), **w} for b, w in enumerate(written)]
+    """Write the manifest for the reduced parts (part b = bucket b) and _commit."""
+    parts = [{"path": _part_name(b), **w} for b, w in enumerate(written)]
     totals = {**totals, "pre_tokens": sum(p["pre_tokens"] for p in parts), "distinct": sum(p["rows"] for p in parts)}
-    return commit(staging, out, build_manifest(spec, totals, parts, engine=engine, bucket_hash=BUCKET_HASH))
+    return _commit(staging, out, _build_manifest(spec, totals, parts, engine=engine, bucket_hash=BUCKET_HASH))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 import os
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from bytepair import _core
@@ -24,6 +24,23 @@ from bytepair import _core
 FORMATS = ("text", "jsonl", "parquet")
 _BATCH_BYTES = 16 << 20  # JSON block / Parquet batch size handed to Rust at a time
 _PARQUET_ROWS = 8192
+
+
+def check_special_tokens(special_tokens: Sequence[str]) -> tuple[str, ...]:
+    """The special tokens of counting and training, checked: a sequence (not a
+    single str, TypeError) of distinct non-empty strs (ValueError naming the
+    token at fault). The one check `count`, `train` and `CountSpec` share."""
+    if isinstance(special_tokens, str):
+        raise TypeError("special_tokens must be a sequence of strings, not a single string")
+    tokens = tuple(special_tokens)
+    seen = set()
+    for t in tokens:
+        if not isinstance(t, str) or not t:
+            raise ValueError(f"special token {t!r} must be a non-empty str")
+        if t in seen:
+            raise ValueError(f"special token {t!r} is given twice")
+        seen.add(t)
+    return tokens
 
 
 @dataclass(frozen=True)
@@ -48,18 +65,11 @@ class CountSpec:
     errors: str = "strict"
 
     def __post_init__(self) -> None:
-        if isinstance(self.special_tokens, str):
-            raise TypeError("special_tokens must be a sequence of strings, not a single string")
-        object.__setattr__(self, "special_tokens", tuple(self.special_tokens))
+        object.__setattr__(self, "special_tokens", check_special_tokens(self.special_tokens))
         if self.format not in FORMATS:
             raise ValueError(f"format={self.format!r}: expected one of {', '.join(FORMATS)}")
         if self.errors not in ("strict", "replace"):
             raise ValueError(f"errors={self.errors!r}: expected 'strict' or 'replace'")
-        for t in self.special_tokens:
-            if not isinstance(t, str) or not t:
-                raise ValueError(f"special token {t!r} must be a non-empty str")
-        if len(set(self.special_tokens)) != len(self.special_tokens):
-            raise ValueError(f"special tokens {list(self.special_tokens)!r} contain a duplicate")
 
     @property
     def regex(self) -> str:

@@ -35,16 +35,26 @@ def parse_json(data: bytes | str, *, source: str) -> Any:
         raise ValueError(f"{source}: not valid JSON: {str(e)[:200]}") from None
 
 
+#: A compressed tokenizer file may inflate to at most this many bytes (o200k's
+#: ranks are 3.6 MB): a 2 MB gzip bomb once inflated to 4.2 GB before parsing.
+MAX_INFLATED_BYTES = 1 << 30
+
+
 def gunzip(data: bytes, *, source: str, limit: int = -1) -> bytes:
-    """The decompressed content of gzip `data` (at most `limit` bytes when
-    limit >= 0); ValueError naming `source` when the data is damaged or truncated."""
+    """The decompressed content of gzip `data`: its first `limit` bytes when
+    limit >= 0, else all of it, which must be at most MAX_INFLATED_BYTES.
+    ValueError naming `source` when the data is damaged, truncated, or
+    inflates past that bound."""
+    whole = limit < 0
     try:
-        if limit < 0:
-            return gzip.decompress(data)
         with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
-            return f.read(limit)
+            out = f.read(MAX_INFLATED_BYTES + 1 if whole else limit)
     except (OSError, EOFError, zlib.error) as e:
         raise ValueError(f"{source}: not a valid gzip file: {e}") from None
+    if whole and len(out) > MAX_INFLATED_BYTES:
+        raise ValueError(f"{source}: inflates to more than {MAX_INFLATED_BYTES:,} bytes; "
+                         "not a tokenizer file (a gzip bomb?)")
+    return out
 
 
 def maybe_gunzip(data: bytes, *, source: str, limit: int = -1) -> bytes:

@@ -1,9 +1,9 @@
 """Count pre-tokens on Ray: ``bytepair.count(..., engine="ray")``.
 
 Ray Core tasks run the engine-neutral functions of `bytepair.counts.artifact`:
-`count_shard` once per group of input files of about equal bytes (each writes
+`_count_shard` once per group of input files of about equal bytes (each writes
 its word counts as hash buckets into the artifact's staging folder), then
-`reduce_bucket` once per bucket (sums one bucket of every shard into one sorted
+`_reduce_bucket` once per bucket (sums one bucket of every shard into one sorted
 part). Tasks return only small stats, so word counts never pass through the
 driver, the object store or ``ray.get``; the driver writes the manifest.
 
@@ -31,7 +31,7 @@ from typing import Any
 
 from bytepair.progress import ProgressBar
 from bytepair.counts.sources import CountSpec, input_size
-from bytepair.counts.artifact import WordCounts, bucket_paths, count_shard, part_name, plan_shards, reduce_bucket, staging_dir
+from bytepair.counts.artifact import WordCounts, _bucket_paths, _count_shard, _part_name, _plan_shards, _reduce_bucket, _staging_dir
 
 
 def count_on_ray(
@@ -91,14 +91,14 @@ def count_on_ray(
     try:
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         sizes = [input_size(p) for p in paths]
-        plan = plan_shards(sizes, shards or cpus)
+        plan = _plan_shards(sizes, shards or cpus)
         parts = parts or cpus
-        staging = staging_dir(out)
+        staging = _staging_dir(out)
         options = {"num_cpus": 1, "max_retries": max_retries, "retry_exceptions": True}
         if runtime_env:
             options["runtime_env"] = runtime_env
         count_task = ray.remote(_count_shard_task).options(**options)
-        reduce_task = ray.remote(reduce_bucket).options(**options)
+        reduce_task = ray.remote(_reduce_bucket).options(**options)
 
         totals = {"documents": 0, "bytes": 0}
         with ProgressBar(sum(sizes), "counting", unit="B", scale=True, enabled=progress) as bar:
@@ -122,7 +122,7 @@ def count_on_ray(
                 bar.set_postfix(files=f"{files_done}/{len(paths)}")
         shard_ids = range(len(plan))
         written = ray.get([
-            reduce_task.remote(bucket_paths(staging, shard_ids, b), os.path.join(staging, part_name(b)))
+            reduce_task.remote(_bucket_paths(staging, shard_ids, b), os.path.join(staging, _part_name(b)))
             for b in range(parts)
         ])
     except BaseException:
@@ -140,11 +140,11 @@ def count_on_ray(
 def _count_shard_task(
     files: list[str], spec: CountSpec, staging: str, shard_id: int, parts: int, fail_once: str | None
 ) -> dict[str, Any] | BaseException:
-    """One Ray task: `count_shard` on one CPU. Bad input (ValueError, OSError)
+    """One Ray task: `_count_shard` on one CPU. Bad input (ValueError, OSError)
     is returned, not raised, so Ray does not retry what would fail again and
     the driver re-raises the original exception, message intact."""
     try:
-        return count_shard(files, spec, staging, shard_id, parts, num_threads=1, _fail_after_write=fail_once)
+        return _count_shard(files, spec, staging, shard_id, parts, num_threads=1, _fail_after_write=fail_once)
     except (ValueError, OSError) as e:
         return e
 

@@ -19,7 +19,7 @@ Two entry points:
 - `count_words`: a DataFrame you already hold (any Spark source), one string
   or binary column of documents; null documents are skipped.
 
-Totals (documents, bytes) travel with the word counts, as one row per map task
+_Totals (documents, bytes) travel with the word counts, as one row per map task
 with a null word, so a retried or recomputed task is counted once, as Spark
 guarantees for shuffle data (accumulators in a transformation may count twice).
 
@@ -46,7 +46,7 @@ import numpy as np
 
 from bytepair.progress import ProgressBar
 from bytepair.counts.sources import CountSpec, SourceStats, _arrow_documents, count_file, input_size, is_remote, local_path
-from bytepair.counts.artifact import SHARDS, WordCounts, build_manifest, commit, part_name, staging_dir, write_part
+from bytepair.counts.artifact import SHARDS, WordCounts, _build_manifest, _commit, _part_name, _staging_dir, _write_part
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -145,7 +145,7 @@ def _spark_name(path: str) -> str:
     return "file:" + path[len("file://"):] if path.startswith("file:///") else path
 
 
-# -- the driver: shuffle, write, re-write as parts, commit ---------------------------------
+# -- the driver: shuffle, write, re-write as parts, commit ----------------------------------
 
 
 def count_words(
@@ -347,13 +347,13 @@ def _check_parts(parts: int | None, session: "SparkSession") -> int:
 
 
 def _write_artifact(counted: "DataFrame", spec: CountSpec, out: str, parts: int, *, documents: int = 0) -> WordCounts:
-    """Shuffle by word, sum, sort, write with Spark; re-write as our parts; commit.
+    """Shuffle by word, sum, sort, write with Spark; re-write as our parts; _commit.
     A failed or interrupted run removes its staging folder."""
     from pyspark.sql import functions as F
 
-    staging = staging_dir(out)
+    staging = _staging_dir(out)
     try:
-        scratch = os.path.join(staging, SHARDS, "spark")  # `commit` removes SHARDS
+        scratch = os.path.join(staging, SHARDS, "spark")  # `_commit` removes SHARDS
         # Each task already summed its words, so a map-side combine would gain
         # nothing: repartition first, and the aggregate reuses that partitioning
         # (one shuffle, not two).
@@ -367,7 +367,7 @@ def _write_artifact(counted: "DataFrame", spec: CountSpec, out: str, parts: int,
         raise
     totals["documents"] += documents
     totals.update(pre_tokens=sum(p["pre_tokens"] for p in written), distinct=sum(p["rows"] for p in written))
-    return commit(staging, out, build_manifest(spec, totals, written, engine="spark", bucket_hash=None))
+    return _commit(staging, out, _build_manifest(spec, totals, written, engine="spark", bucket_hash=None))
 
 
 def _run(action) -> Any:
@@ -388,7 +388,7 @@ def _run(action) -> Any:
 def _rewrite_parts(
     session: "SparkSession", scratch: str, staging: str, parts: int
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Spark's output file(s) of partition i -> part i (`write_part`: our schema,
+    """Spark's output file(s) of partition i -> part i (`_write_part`: our schema,
     zstd, SHA-256), one Spark task per part, so the words stay on the executors;
     partitions Spark wrote no file for become empty parts. Returns (manifest
     part entries, {"documents", "bytes"}), small."""
@@ -414,8 +414,8 @@ def _rewrite_part(job: tuple[int, list[str], str]) -> tuple[dict[str, Any], int,
     table = pq.read_table(files, columns=["word", "count", "bytes"]) if files else None
     totals = {"documents": 0, "bytes": 0}
     data, offsets, counts = _part_buffers(table, totals, files)
-    entry = write_part(os.path.join(staging, part_name(i)), data, offsets, counts)
-    return {"path": part_name(i), **entry}, totals["documents"], totals["bytes"]
+    entry = _write_part(os.path.join(staging, _part_name(i)), data, offsets, counts)
+    return {"path": _part_name(i), **entry}, totals["documents"], totals["bytes"]
 
 
 def _part_buffers(table, totals: dict[str, int], files: list[str]) -> tuple[bytes, bytes, bytes]:

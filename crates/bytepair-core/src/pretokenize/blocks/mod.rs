@@ -221,13 +221,15 @@ pub(super) fn runs_near_unknown(run: M, bad: M) -> u64 {
         // The run through bit 63 goes on for `k` bits into the next block.
         let k = (!run.n).trailing_zeros();
         if k == 64 || bad.n >> k & 1 != 0 {
-            out |= !(!0u64 >> (!r).leading_zeros());
+            // The run's bits at the top of the block (all 64 when it fills the block).
+            out |= !(!0u64).checked_shr((!r).leading_zeros()).unwrap_or(0);
         }
     }
     if r & 1 != 0 {
         let k = (!run.p).leading_zeros();
         if k == 64 || bad.p >> (63 - k) & 1 != 0 {
-            out |= (1u64 << (!r).trailing_zeros()).wrapping_sub(1);
+            // The run's bits at the bottom of the block (all 64 when it fills the block).
+            out |= 1u64.checked_shl((!r).trailing_zeros()).map_or(!0, |bit| bit - 1);
         }
     }
     r & out
@@ -519,6 +521,23 @@ mod tests {
                 let cut = if cfg!(debug_assertions) { text.len().min(200_000) } else { text.len() };
                 let cut = (0..=cut).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
                 all_paths(&text[..cut]);
+            }
+        }
+    }
+
+    /// A run that fills a whole block after a character the masks leave
+    /// unsure (a non-ASCII digit, a non-ASCII space) is unsure in every block
+    /// it fills: the mask of "all 64 bits" once came out as none (a shift by 64).
+    #[test]
+    fn runs_filling_a_block_after_an_unsure_character() {
+        for lead in ["\u{663}", "\u{b2}", "\u{a0}", "\u{3000}", "\u{e9}", "x"] {
+            for run in ["1", " ", "a", "\t", "."] {
+                for n in [62, 63, 64, 126, 127, 128, 129, 200] {
+                    for pad in 0..3 {
+                        all_paths(&(" ".repeat(pad) + lead + &run.repeat(n) + "z"));
+                        all_paths(&(" ".repeat(pad) + lead + &run.repeat(n)));
+                    }
+                }
             }
         }
     }
