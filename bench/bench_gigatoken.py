@@ -111,8 +111,8 @@ def main() -> None:
     p.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        tool, ranks, corpus, limit_mb, repeat, rank_file = args.child
-        print(json.dumps(child(tool, ranks, corpus, int(float(limit_mb) * 1e6), int(repeat), rank_file)))
+        tool, ranks, corpus, limit_mb, repeat, ranks_path = args.child
+        print(json.dumps(child(tool, ranks, corpus, int(float(limit_mb) * 1e6), int(repeat), ranks_path)))
         return
     print("| ranks | corpus | MB | ours warm MB/s | gigatoken warm MB/s | warm ratio | ours cold MB/s | gigatoken cold MB/s "
           "| cold ratio | ids = tiktoken | ours peak MiB | gigatoken peak MiB |")
