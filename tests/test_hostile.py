@@ -128,3 +128,17 @@ def test_a_gzip_bomb_is_refused_before_it_is_inflated_whole(tmp_path, monkeypatc
     monkeypatch.setattr(reading, "MAX_INFLATED_BYTES", 10_000)
     with pytest.raises(ValueError, match=r"bomb\.tiktoken\.gz.*inflates to more than 10,000 bytes"):
         bytepair.Tokenizer.load(path)
+
+
+def test_a_gpt2_pair_whose_merges_were_cut_short_is_refused(tmp_path):
+    """A merges.txt cut down to its #version line beside a full vocab.json
+    loaded as a tokenizer of 0 merges and thousands of "special tokens"; so
+    did the halves of two different saves (issue 21 items 7 and 11)."""
+    tok = bytepair.train_from_iterator(["the quick brown fox jumps over the lazy dog " * 50], 400,
+                                       special_tokens=["<|endoftext|>"], progress=False)
+    tok.save_gpt2(tmp_path)
+    vocab, merges = tmp_path / "vocab.json", tmp_path / "merges.txt"
+    assert bytepair.Tokenizer.from_gpt2_files(vocab, merges).vocab_size == tok.vocab_size
+    merges.write_text(merges.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"vocab\.json: \d+ of \d+ entries are made by no merge of .*merges\.txt"):
+        bytepair.Tokenizer.from_gpt2_files(vocab, merges)

@@ -101,6 +101,7 @@ def from_gpt2_files(
             unreachable[s] = i
         else:
             vocab[i] = token
+    _check_pair_belongs_together(unreachable, special_tokens, len(entries), vocab_src, merges_src)
     specials: dict[str, int] = dict(unreachable)
     if isinstance(special_tokens, Mapping):
         specials.update(special_tokens)
@@ -119,6 +120,31 @@ def from_gpt2_files(
                 specials[t] = next_id
                 next_id += 1
     return build_tokenizer(vocab, merges, specials, pattern, source=f"{vocab_src} + {merges_src}")
+
+
+#: A vocab.json may hold this many entries no merge makes (GPT-2 has one,
+#: ``<|endoftext|>``; Llama 3 reserves 256 of 128k) before the pair of files is
+#: taken for mismatched: 1% of the entries, and at least 16.
+def _unreachable_limit(entries: int) -> int:
+    return max(16, entries // 100)
+
+
+def _check_pair_belongs_together(unreachable: dict[str, int], declared, entries: int, vocab_src: str,
+                                 merges_src: str) -> None:
+    """ValueError when vocab.json holds more entries that no merge of
+    merges.txt makes than a vocabulary's special tokens explain (the
+    `special_tokens` passed are not counted): the files come from different
+    saves, or merges.txt was cut short (it then loaded as a tokenizer with
+    thousands of "special tokens" and no merges)."""
+    declared = set(declared or ())
+    odd = [s for s in unreachable if s not in declared]
+    if len(odd) > _unreachable_limit(entries):
+        example = min(odd, key=lambda s: unreachable[s])
+        raise ValueError(
+            f"{vocab_src}: {len(odd):,} of {entries:,} entries are made by no merge of {merges_src} "
+            f"(the first: {example!r}, id {unreachable[example]}): the two files do not belong together, "
+            "or merges.txt is cut short; name real special tokens with special_tokens"
+        )
 
 
 def save_gpt2(tok: "Tokenizer", directory: str | os.PathLike) -> tuple[str, str]:
