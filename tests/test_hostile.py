@@ -142,3 +142,22 @@ def test_a_gpt2_pair_whose_merges_were_cut_short_is_refused(tmp_path):
     merges.write_text(merges.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"vocab\.json: \d+ of \d+ entries are made by no merge of .*merges\.txt"):
         bytepair.Tokenizer.from_gpt2_files(vocab, merges)
+
+
+def test_count_into_a_folder_of_its_inputs_does_not_count_its_own_output(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("the cat sat on the mat\n" * 20, encoding="utf-8")
+    first = bytepair.count(corpus, corpus / "counts", progress=False)
+    again = bytepair.count(corpus, corpus / "counts", progress=False)
+    assert dict(again.items()) == dict(first.items())
+    assert again.totals.documents == 1
+
+
+def test_counts_merge_of_one_folder_is_an_error(tmp_path):
+    from bytepair.cli import main
+
+    (tmp_path / "a.txt").write_text("hello world\n", encoding="utf-8")
+    bytepair.count(tmp_path / "a.txt", tmp_path / "c", progress=False)
+    assert main(["counts", "merge", str(tmp_path / "c"), "-o", str(tmp_path / "m")]) == 1
+    assert not (tmp_path / "m").exists()

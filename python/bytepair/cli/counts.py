@@ -74,6 +74,9 @@ def cmd_counts_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_counts_merge(args: argparse.Namespace) -> int:
+    if len(args.counts) < 2:
+        # One folder once exited 0 and wrote nothing at -o.
+        raise ValueError(f"merge needs at least two COUNTS folders, got {len(args.counts)}")
     first, *rest = [WordCounts.open(p) for p in args.counts]
     merged = first
     for other in rest:
