@@ -161,3 +161,26 @@ def test_counts_merge_of_one_folder_is_an_error(tmp_path):
     bytepair.count(tmp_path / "a.txt", tmp_path / "c", progress=False)
     assert main(["counts", "merge", str(tmp_path / "c"), "-o", str(tmp_path / "m")]) == 1
     assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda m: m["parts"][0].pop("sha256"), "sha256"),
+    (lambda m: m["parts"].append(dict(m["parts"][0])), "listed twice"),
+    (lambda m: m.__setitem__("special_tokens", "abc"), "not a list"),
+    (lambda m: m["pattern"].__setitem__("name", "o200k"), "does not name the preset"),
+    (lambda m: m["pattern"].__setitem__("name", "my-pattern"), "does not name the preset"),
+])
+def test_a_doctored_counts_manifest_is_refused(tmp_path, damage, message):
+    """Deleting the checksums turned verification off; a part listed twice
+    doubled its counts; "abc" became three special tokens; a pattern name was
+    trusted over its regex (issue 21 item 9)."""
+    import json
+
+    (tmp_path / "a.txt").write_text("hello world\n" * 5, encoding="utf-8")
+    bytepair.count(tmp_path / "a.txt", tmp_path / "c", progress=False)
+    manifest_path = tmp_path / "c" / "_manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    damage(manifest)
+    manifest_path.write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match=message):
+        bytepair.WordCounts.open(tmp_path / "c")

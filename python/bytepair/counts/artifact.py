@@ -255,6 +255,33 @@ def _pattern_entry(pattern: str) -> dict[str, str | None]:
     return {"name": name, "regex": regex}
 
 
+def _check_parts(parts: Any) -> None:
+    """The manifest's part list: each part once, with its row count and its
+    SHA-256 (mandatory: a manifest without them would turn verification off)."""
+    if not isinstance(parts, list):
+        raise TypeError("parts is not a list")
+    seen = set()
+    for part in parts:
+        if not isinstance(part, dict) or not isinstance(part["path"], str) or type(part["rows"]) is not int:
+            raise TypeError(f"part {part!r} needs a str path and an int rows")
+        digest = part["sha256"]
+        if not isinstance(digest, str) or len(digest) != 64 or set(digest) - set("0123456789abcdef"):
+            raise ValueError(f"part {part['path']!r}: sha256 {digest!r} is not a SHA-256 hex digest")
+        if part["path"] in seen:
+            raise ValueError(f"part {part['path']!r} is listed twice (its counts would be added twice)")
+        seen.add(part["path"])
+
+
+def _check_pattern(entry: Any) -> None:
+    """The manifest's pattern: a regex, and a preset name only where the name
+    is a preset whose regex it is (a name is never trusted over the regex)."""
+    if not isinstance(entry, dict) or not isinstance(entry["regex"], str):
+        raise TypeError("pattern needs a str regex")
+    name = entry["name"]
+    if name is not None and (not isinstance(name, str) or _pattern_entry(name) != entry):
+        raise ValueError(f"pattern name {name!r} does not name the preset whose regex the manifest holds")
+
+
 def _build_manifest(
     spec: CountSpec, totals: dict[str, int], parts: Sequence[dict[str, Any]], *, engine: str, bucket_hash: str | None
 ) -> dict[str, Any]:
@@ -394,13 +421,16 @@ class WordCounts:
             raise ValueError(f"{manifest_path}: format_version {version!r}; this bytepair reads up to {FORMAT_VERSION}")
         try:
             parts = manifest["parts"]
-            for part in parts:
-                if not isinstance(part["path"], str) or not isinstance(part["rows"], int):
-                    raise TypeError
+            _check_parts(parts)
+            _check_pattern(manifest["pattern"])
+            if not isinstance(manifest["special_tokens"], list):
+                raise TypeError(f"special_tokens is {type(manifest['special_tokens']).__name__}, not a list")
             CountSpec(manifest["pattern"]["regex"], tuple(manifest["special_tokens"]))
             _Totals(**manifest["totals"])
         except (KeyError, TypeError) as e:
             raise ValueError(f"{manifest_path}: missing or malformed key ({e!r})") from None
+        except ValueError as e:
+            raise ValueError(f"{manifest_path}: {e}") from None
         for part in parts:
             if os.path.basename(part["path"]) != part["path"] or not os.path.isfile(os.path.join(path, part["path"])):
                 raise ValueError(f"{manifest_path}: part {part['path']!r} is missing")
@@ -446,7 +476,7 @@ class WordCounts:
         """Check every part's SHA-256 against the manifest (reads every byte).
         ValueError names the first part that differs."""
         for part, path in zip(self.manifest["parts"], self.part_paths()):
-            if part.get("sha256") and _sha256_file(path) != part["sha256"]:
+            if _sha256_file(path) != part["sha256"]:
                 raise ValueError(f"{path}: SHA-256 differs from the manifest (a damaged or replaced part)")
 
     def load_into(self, counter: _core.WordCounter, *, verify: bool = True) -> None:
