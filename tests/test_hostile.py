@@ -184,3 +184,19 @@ def test_a_doctored_counts_manifest_is_refused(tmp_path, damage, message):
     manifest_path.write_text(json.dumps(manifest))
     with pytest.raises(ValueError, match=message):
         bytepair.WordCounts.open(tmp_path / "c")
+
+
+def test_info_and_inspect_escape_control_characters_read_from_a_file(tmp_path, capsys):
+    """A special token or pattern holding ESC must not reach the terminal raw
+    (issue 21 item 13)."""
+    from bytepair.cli import main
+
+    hostile = "<\x1b[2J\x1b]0;pwned\x07>"
+    tok = bytepair.train_from_iterator(["ab ab ab"] * 5, 260, special_tokens=[hostile], progress=False)
+    path = tmp_path / "tok.json"
+    tok.save(path)
+    for command in (["info", str(path)], ["inspect", str(path)]):
+        assert main(command) == 0
+        out = capsys.readouterr().out
+        assert "\x1b" not in out and "\x07" not in out
+        assert "\\x1b[2J" in out

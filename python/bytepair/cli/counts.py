@@ -8,7 +8,7 @@ import sys
 import time
 
 from bytepair.counts.count import ENGINES, count
-from bytepair.inspection.report import format_token
+from bytepair.inspection.report import format_token, printable
 from bytepair.counts.sources import FORMATS
 from bytepair.counts.artifact import WordCounts
 
@@ -48,7 +48,7 @@ def format_counts(counts: WordCounts, top: int) -> str:
     pattern = m["pattern"]["name"] or m["pattern"]["regex"]
     lines = [
         f"{counts.path}: word counts ({m['engine']} engine, bytepair {m['bytepair_version']})",
-        f"  pattern         {pattern}",
+        f"  pattern         {printable(pattern)}",
         f"  special tokens  {', '.join(map(repr, m['special_tokens'])) or '(none)'}",
         f"  text            {m['text']['format']}, errors={m['text']['errors']}"
         + (f", field {m['text']['text_field']!r}" if m["text"]["format"] != "text" else ""),

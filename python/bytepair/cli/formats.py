@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from bytepair import _core
+from bytepair.inspection.report import printable
 from bytepair.formats.detect import _FORMAT_NAMES, FORMATS, convert, info
 
 def _special_arg(text: str) -> tuple[str, int]:
@@ -17,12 +18,14 @@ def _special_arg(text: str) -> tuple[str, int]:
 
 def cmd_info(args: argparse.Namespace) -> int:
     d = info(args.file)
-    specials = ", ".join(f"{t}={i}" for t, i in d["special_tokens"].items()) or "(none)"
+    # Everything read from the file is escaped: a hostile file must not send terminal escapes.
+    specials = ", ".join(f"{printable(t)}={i}" for t, i in d["special_tokens"].items()) or "(none)"
     n_special = len(d["special_tokens"])
     pattern = f"{d['pattern']} (preset: {_core.resolve_pattern(d['pattern'])})" if d["preset"] else d["pattern"]
+    pattern = printable(pattern)
     print(
         f"format          {_FORMAT_NAMES[d['format']]} ({d['format']})\n"
-        f"files           {', '.join(d['files'])}\n"
+        f"files           {printable(', '.join(d['files']))}\n"
         f"vocab size      {d['vocab_size']:,} ({d['vocab_size'] - n_special:,} tokens + {n_special} special; "
         f"largest id {d['max_id']:,})\n"
         f"merges          {d['merges']:,}\n"

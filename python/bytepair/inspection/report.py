@@ -39,6 +39,21 @@ if TYPE_CHECKING:
 # ---- tokens and merges as text -------------------------------------------------
 
 
+def printable(text: str) -> str:
+    r"""`text` with every character that is not printable (control characters,
+    ESC, line and paragraph separators, format characters) written as its
+    Python escape, so text read from a file cannot drive the terminal. Other
+    characters, backslashes included, are left as they are (a regex stays
+    readable).
+
+    >>> printable("a\x1b[31mb\u2028")
+    'a\\x1b[31mb\\u2028'
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def format_token(token: bytes | str) -> str:
     r"""A token as a quoted one-line string: printable characters as they are;
     other characters escaped as Python escapes them (``\n``, ``\x00``,
@@ -199,6 +214,7 @@ def format_inspection(info: dict[str, Any], name: str = "tokenizer", examples: i
     special_text = ", ".join(f"{format_token(t)} = {i}" for t, i in specials.items()) or "none"
     pattern = info["pattern"]
     pattern_text = pattern if pattern == info["pattern_regex"] else f"{pattern} = {info['pattern_regex']}"
+    pattern_text = printable(pattern_text)
     lines += [
         f"  vocab size      {info['vocab_size']:,} (largest id + 1 = {info['n_vocab']:,})",
         f"  merges          {info['merges']:,}",
