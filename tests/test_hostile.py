@@ -200,3 +200,39 @@ def test_info_and_inspect_escape_control_characters_read_from_a_file(tmp_path, c
         out = capsys.readouterr().out
         assert "\x1b" not in out and "\x07" not in out
         assert "\\x1b[2J" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "{text}", "--vocab-size", "300", "--threads", "-1"], "argument --threads: -1 must be at least 1"),
+    (["count", "{text}", "-o", "{tmp}/c", "--parts", "-1"], "argument --parts: -1 must be at least 1"),
+    (["decode", "{tmp}/x.npz", "-t", "{tok}"], "an .npz archive, not a .npy array"),
+    (["decode", "{tmp}/objects.npy", "-t", "{tok}"], "not a .npy array of integer ids"),
+])
+def test_cli_misuse_is_one_line_in_cli_words(tmp_path, argv, message):
+    """No traceback, no Python keyword arguments, nothing unpickled (issue 21 item 14)."""
+    import numpy as np
+
+    text = tmp_path / "t.txt"
+    text.write_text("hello world\n", encoding="utf-8")
+    tok = tmp_path / "tok.json"
+    bytepair.train_from_iterator(["hello world"], 260, progress=False).save(tok)
+    np.savez(tmp_path / "x.npz", a=np.arange(3))
+    np.save(tmp_path / "objects.npy", np.array([1, "a"], dtype=object), allow_pickle=True)
+    args = [a.format(text=text, tmp=tmp_path, tok=tok) for a in argv]
+    result = subprocess.run([sys.executable, "-m", "bytepair", *args], capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr and message in result.stderr, result.stderr
+    assert not list(tmp_path.glob("*staging*")) and not (tmp_path / "c").exists()
+
+
+def test_api_errors_have_the_right_type_and_name_the_value():
+    """decode(errors=None) raised a bare StopIteration; np.int64(300) was "too
+    small"; a word 5 became five NUL bytes (issue 21 item 15)."""
+    import numpy as np
+
+    tok = bytepair.train_from_iterator(["hello world"] * 3, 260, progress=False)
+    with pytest.raises(TypeError, match="errors must be a str.*got None"):
+        tok.decode([104, 105], errors=None)
+    assert bytepair.train_from_iterator(["hello world"] * 3, np.int64(260), progress=False).vocab_size <= 260
+    with pytest.raises(TypeError, match="word 5 must be a str or bytes, not int"):
+        bytepair.train_from_counts({5: 5}, 260)

@@ -376,6 +376,9 @@ class Tokenizer:
         >>> tok.decode([104, 105, 255])
         'hi\\ufffd'
         """
+        if not isinstance(errors, str):
+            raise TypeError(f"errors must be a str naming a codec error handler ('replace', 'strict', ...), "
+                            f"got {errors!r}")
         return self._from_ids(lambda ids: self._core.decode_text(ids, errors), ids)
 
     @staticmethod

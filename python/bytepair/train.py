@@ -16,6 +16,7 @@ merge of rank r, special tokens follow the last merge in the order given.
 
 from __future__ import annotations
 
+import numbers
 import os
 import sys
 import time
@@ -60,6 +61,8 @@ def _check_arguments(vocab_size: int, special_tokens: Sequence[str], trace: int 
     if isinstance(trace, bool) or not isinstance(trace, int) or trace < 0:
         raise ValueError(f"trace={trace!r} must be a non-negative integer (merges to print)")
     special_tokens = check_special_tokens(special_tokens)
+    if isinstance(vocab_size, numbers.Integral) and not isinstance(vocab_size, bool):
+        vocab_size = int(vocab_size)  # numpy integers are accepted as the int they hold
     if not isinstance(vocab_size, int) or vocab_size < 256 + len(special_tokens):
         raise ValueError(
             f"vocab_size={vocab_size!r} is too small: it must be at least 256 (the bytes) "
@@ -312,6 +315,9 @@ def train_from_counts(
     for word, count in word_counts.items():
         if not isinstance(count, int) or isinstance(count, bool) or count < 0 or count >= 1 << 64:
             raise ValueError(f"count of word {word!r} must be an integer in [0, 2**64), got {count!r}")
+        if not isinstance(word, (str, bytes, bytearray, memoryview)):
+            # bytes(5) would be five NUL bytes.
+            raise TypeError(f"word {word!r} must be a str or bytes, not {type(word).__name__}")
         word = word.encode("utf-8") if isinstance(word, str) else bytes(word)
         items.append((word, count))
         total_bytes += count * len(word)

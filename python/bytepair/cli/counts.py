@@ -7,6 +7,7 @@ import argparse
 import sys
 import time
 
+from bytepair.cli.args import positive_int
 from bytepair.counts.count import ENGINES, count
 from bytepair.inspection.report import format_token, printable
 from bytepair.counts.sources import FORMATS
@@ -102,8 +103,8 @@ def register_count(sub: "argparse._SubParsersAction") -> None:
     c.add_argument("--text-field", default="text", metavar="F", help="JSON key / Parquet column (default: text)")
     c.add_argument("--pattern", default="gpt2", help="gpt2 (default), cl100k, o200k, or a regex")
     c.add_argument("--special-token", action="append", default=[], metavar="T", help="repeatable")
-    c.add_argument("--parts", type=int, default=None, help="Parquet parts to write (default: one per worker)")
-    c.add_argument("--workers", type=int, default=None, help="worker processes / tasks in flight")
+    c.add_argument("--parts", type=positive_int, default=None, help="Parquet parts to write (default: one per worker)")
+    c.add_argument("--workers", type=positive_int, default=None, help="worker processes / tasks in flight")
     c.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
     c.add_argument("--ray-address", default=None, metavar="ADDR",
                    help="Ray cluster to join (auto, ray://host:10001); default: the running one or a new local one")
@@ -122,7 +123,7 @@ def register_counts(sub: "argparse._SubParsersAction") -> None:
     m = s.add_parser("merge", help="sum word-counts folders counted with the same pattern")
     m.add_argument("counts", nargs="+", metavar="COUNTS")
     m.add_argument("-o", "--output", required=True)
-    m.add_argument("--parts", type=int, default=None)
+    m.add_argument("--parts", type=positive_int, default=None)
     m.set_defaults(run=cmd_counts_merge)
     e = s.add_parser("export", help="write the counts as a TSV dictionary (word<TAB>count)")
     e.add_argument("counts", metavar="COUNTS")

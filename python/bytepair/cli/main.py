@@ -27,6 +27,7 @@ import numpy as np
 
 from bytepair import __version__
 from bytepair.atomic import atomic_open
+from bytepair.cli.args import positive_int
 from bytepair.progress import ProgressBar
 from bytepair.textfile import read_text_blocks
 from bytepair.tokenizer import Tokenizer
@@ -156,9 +157,21 @@ def cmd_encode(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_ids(path: str) -> np.ndarray:
+    """The .npy array at `path`, memory-mapped; never unpickled (a .npy of
+    Python objects, or an .npz archive, is refused with a one-line error)."""
+    try:
+        ids = np.load(path, mmap_mode="r", allow_pickle=False)
+    except ValueError as e:
+        raise ValueError(f"{path}: not a .npy array of integer ids ({e})") from None
+    if not isinstance(ids, np.ndarray):
+        raise ValueError(f"{path}: an .npz archive, not a .npy array of ids (save one array with numpy.save)")
+    return ids
+
+
 def cmd_decode(args: argparse.Namespace) -> int:
     tok = Tokenizer.load(args.tokenizer)
-    ids = np.load(args.ids, mmap_mode="r")
+    ids = _load_ids(args.ids)
     if ids.ndim != 1 or ids.dtype.kind not in "iu":
         raise ValueError(f"{args.ids}: expected a 1-D integer array, got shape {ids.shape} dtype {ids.dtype}")
 
@@ -188,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--from-counts", metavar="COUNTS", default=None,
                    help="train from a word-counts folder (bytepair count) instead of FILEs; "
                    "pattern and special tokens default to the folder's")
-    t.add_argument("--threads", type=int, default=None, help="counting threads (default: all cores)")
+    t.add_argument("--threads", type=positive_int, default=None, help="counting threads (default: all cores)")
     t.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
     t.add_argument("-o", "--output", default="tokenizer.json", help="tokenizer.json to write")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
