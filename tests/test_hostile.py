@@ -236,3 +236,19 @@ def test_api_errors_have_the_right_type_and_name_the_value():
     assert bytepair.train_from_iterator(["hello world"] * 3, np.int64(260), progress=False).vocab_size <= 260
     with pytest.raises(TypeError, match="word 5 must be a str or bytes, not int"):
         bytepair.train_from_counts({5: 5}, 260)
+
+
+@pytest.mark.parametrize("merges, message", [
+    ([(b"a", b"b"), (b"a", b"b")], "which merges\\[0\\] already makes"),
+    ([(b"ab", b"c"), (b"a", b"b")], "is not in the vocab|is not what the merges before it make"),
+    ([(b"a", b"b"), (b"b", b"c"), (b"a", b"bc")], "is not what the merges before it make"),
+])
+def test_the_constructor_refuses_what_load_would_refuse(merges, message):
+    """Tokenizer() accepted duplicate merges and merges BPE would not make;
+    save() then wrote files load() refused (issue 21 item 8)."""
+    vocab = {i: bytes([i]) for i in range(256)}
+    for a, b in merges:
+        if a + b not in vocab.values():
+            vocab[len(vocab)] = a + b
+    with pytest.raises(ValueError, match=message):
+        bytepair.Tokenizer(vocab, merges)

@@ -44,8 +44,10 @@ class Tokenizer:
             ``"cl100k"``, ``"o200k"``).
 
     Raises:
-        ValueError: a merge whose parts or result are not in the vocab, a
-            duplicate id (two special tokens, or a special token and a vocab
+        ValueError: a merge whose parts or result are not in the vocab, two
+            merges with one result or a merge that is not what BPE with the
+            merges before it makes of its bytes (the loaders' rules, so that
+            every Tokenizer saves to files that load), a duplicate id (two special tokens, or a special token and a vocab
             entry with other bytes), an empty special token, a lone surrogate in
             a special token or the pattern, or a pattern that does not compile.
 
@@ -62,12 +64,14 @@ class Tokenizer:
         merges: Sequence[tuple[bytes, bytes]],
         special_tokens: Sequence[str] | Mapping[str, int] | None = None,
         pattern: str = "gpt2",
+        *,
+        _merges_checked: bool = False,
     ) -> None:
         self.vocab: dict[int, bytes] = {_check_id(i, "vocab"): bytes(b) for i, b in vocab.items()}
         self.merges: list[tuple[bytes, bytes]] = [(bytes(a), bytes(b)) for a, b in merges]
         self.pattern: str = _check_encodable(pattern, "pattern")
         self.special_tokens: dict[str, int] = self._assign_special_ids(special_tokens or ())
-        self._check_merges()
+        self._check_merges(rank_rule=not _merges_checked)
         self._build_core()
 
     @classmethod
@@ -125,12 +129,21 @@ class Tokenizer:
             owner[i] = t
         return out
 
-    def _check_merges(self) -> None:
+    def _check_merges(self, rank_rule: bool = True) -> None:
+        """Every merge's parts and result are in the vocab; with `rank_rule`,
+        also the loaders' rule (no two merges with one result, each merge what
+        BPE with the merges before it makes), so that whatever the constructor
+        accepts, `save` writes and `load` reads back. The loaders check the
+        rule themselves, naming the file, and skip it here."""
         known = set(self.vocab.values())
         for r, (a, b) in enumerate(self.merges):
             for part in (a, b, a + b):
                 if part not in known:
                     raise ValueError(f"merge {r} ({a!r}, {b!r}): {part!r} is not in the vocab")
+        if rank_rule:
+            from bytepair.formats.tables import check_merges
+
+            check_merges(self.merges, source="Tokenizer", what="merges")
 
     # ---- sizes and views -------------------------------------------------
 

@@ -105,6 +105,7 @@ def build_tokenizer(
             raise ValueError(f"{source}: special tokens {holder[i]!r} and {token!r} have the same id {i}")
         holder[i] = token
     try:
-        return Tokenizer(vocab, merges, special_tokens=dict(special_tokens), pattern=pattern)
+        # Every caller checked the merges (check_merges) or recovered them from ranks.
+        return Tokenizer(vocab, merges, special_tokens=dict(special_tokens), pattern=pattern, _merges_checked=True)
     except ValueError as e:
         raise ValueError(f"{source}: {e}") from None
