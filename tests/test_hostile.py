@@ -252,3 +252,16 @@ def test_the_constructor_refuses_what_load_would_refuse(merges, message):
             vocab[len(vocab)] = a + b
     with pytest.raises(ValueError, match=message):
         bytepair.Tokenizer(vocab, merges)
+
+
+def test_cli_shows_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path):
+    """Bars are for terminals: in a pipe or a log, stderr holds messages only
+    (issue 21 item 16)."""
+    tok = tmp_path / "tok.json"
+    bytepair.train_from_iterator(["hello world"] * 5, 260, progress=False).save(tok)
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("hello world\n" * 100, encoding="utf-8")
+    for args in (["encode", str(corpus), "-t", str(tok), "-o", str(tmp_path / "ids.npy")], ["train", str(corpus), "--vocab-size", "260", "-o", str(tmp_path / "t.json")]):
+        result = subprocess.run([sys.executable, "-m", "bytepair", *args], input=b"hello world\n", capture_output=True)
+        assert result.returncode == 0, result.stderr
+        assert b"\r" not in result.stderr and b"it/s" not in result.stderr and b"B/s" not in result.stderr, result.stderr

@@ -180,7 +180,10 @@ class Tokenizer:
         )
 
     def __reduce__(self):
-        return (Tokenizer, (self.vocab, self.merges, self.special_tokens, self.pattern))
+        # The parts were checked when this Tokenizer was made: unpickling skips
+        # the checks, whose merge rule runs on rayon's pool, which a forked
+        # child (multiprocessing "fork") has without its threads, and hangs.
+        return (Tokenizer._trusted, (self.vocab, self.merges, self.special_tokens, self.pattern))
 
     # ---- encoding --------------------------------------------------------
 

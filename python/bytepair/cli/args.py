@@ -14,3 +14,9 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text} must be at least 1")
     return value
+
+
+def progress_bars(args: argparse.Namespace) -> bool | None:
+    """The `progress` argument for a command: off with ``-q``, else None, which
+    means "when stderr is a terminal" (no bars in pipes, logs or CI)."""
+    return False if args.quiet else None

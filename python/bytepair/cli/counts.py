@@ -7,7 +7,7 @@ import argparse
 import sys
 import time
 
-from bytepair.cli.args import positive_int
+from bytepair.cli.args import positive_int, progress_bars
 from bytepair.counts.count import ENGINES, count
 from bytepair.inspection.report import format_token, printable
 from bytepair.counts.sources import FORMATS
@@ -19,7 +19,7 @@ def cmd_count(args: argparse.Namespace) -> int:
     counts = count(
         args.inputs, args.output, engine=args.engine, pattern=args.pattern, special_tokens=args.special_token,
         parts=args.parts, format=args.format, text_field=args.text_field, errors=args.errors,
-        num_workers=args.workers, progress=not args.quiet, **engine_options(args),
+        num_workers=args.workers, progress=progress_bars(args), **engine_options(args),
     )
     t = counts.totals
     seconds = time.perf_counter() - start

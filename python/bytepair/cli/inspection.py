@@ -11,6 +11,7 @@ import warnings
 from dataclasses import asdict
 from pathlib import Path
 
+from bytepair.cli.args import progress_bars
 from bytepair.inspection.curve import compression_curve, plot_curve, write_csv
 from bytepair.inspection.report import TextStats, file_stats, format_inspection, format_stats_table, inspect_tokenizer
 from bytepair.inspection.show import render_html, render_terminal, summary, token_views
@@ -159,7 +160,7 @@ def cmd_curve(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # an early stop is reported below
         tok = train(args.files, sizes[-1], pattern=args.pattern, num_threads=args.threads,
-                    progress=not args.quiet, errors=args.errors)
+                    progress=progress_bars(args), errors=args.errors)
     available = 256 + len(tok.merges)
     if sizes[-1] > available:
         print(f"note: no pair left at vocab size {available}: it replaces the larger sizes", file=sys.stderr)

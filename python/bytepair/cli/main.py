@@ -27,7 +27,7 @@ import numpy as np
 
 from bytepair import __version__
 from bytepair.atomic import atomic_open
-from bytepair.cli.args import positive_int
+from bytepair.cli.args import positive_int, progress_bars
 from bytepair.progress import ProgressBar
 from bytepair.textfile import read_text_blocks
 from bytepair.tokenizer import Tokenizer
@@ -66,7 +66,7 @@ def _train_from_counts(args: argparse.Namespace):
     counts = WordCounts.open(args.from_counts)
     return train_from_counts(
         counts, args.vocab_size, special_tokens=args.special_token or None, pattern=args.pattern,
-        num_threads=args.threads, progress=not args.quiet, trace=args.trace,
+        num_threads=args.threads, progress=progress_bars(args), trace=args.trace,
     ), f"{counts.path} (word counts)"
 
 
@@ -91,7 +91,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         special_tokens=args.special_token,
         pattern=args.pattern or "gpt2",
         num_threads=args.threads,
-        progress=not args.quiet,
+        progress=progress_bars(args),
         errors=errors,
         trace=args.trace,
     )
@@ -135,7 +135,7 @@ def cmd_encode(args: argparse.Namespace) -> int:
     # count), then into the output atomically: a kill leaves neither behind.
     scratch_dir = os.path.dirname(os.path.abspath(args.output))
     with tempfile.TemporaryFile(dir=scratch_dir) as raw:
-        with ProgressBar(size, "encoding", unit="B", scale=True, enabled=not args.quiet) as bar:
+        with ProgressBar(size, "encoding", unit="B", scale=True, enabled=not args.quiet and sys.stderr.isatty()) as bar:
 
             def on_read(done: int) -> None:
                 nonlocal read
