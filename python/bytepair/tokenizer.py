@@ -130,11 +130,9 @@ class Tokenizer:
         return out
 
     def _check_merges(self, rank_rule: bool = True) -> None:
-        """Every merge's parts and result are in the vocab; with `rank_rule`,
-        also the loaders' rule (no two merges with one result, each merge what
-        BPE with the merges before it makes), so that whatever the constructor
-        accepts, `save` writes and `load` reads back. The loaders check the
-        rule themselves, naming the file, and skip it here."""
+        """Every merge's parts and result are in the vocab; with `rank_rule`, also
+        the loaders' rule (`formats.tables.check_merges`), so that what the
+        constructor accepts `save` writes and `load` reads back."""
         known = set(self.vocab.values())
         for r, (a, b) in enumerate(self.merges):
             for part in (a, b, a + b):
@@ -180,9 +178,7 @@ class Tokenizer:
         )
 
     def __reduce__(self):
-        # The parts were checked when this Tokenizer was made: unpickling skips
-        # the checks, whose merge rule runs on rayon's pool, which a forked
-        # child (multiprocessing "fork") has without its threads, and hangs.
+        # Checked when made; the merge rule runs on rayon, which hangs in a fork-started child.
         return (Tokenizer._trusted, (self.vocab, self.merges, self.special_tokens, self.pattern))
 
     # ---- encoding --------------------------------------------------------
