@@ -529,6 +529,16 @@ mod tests {
     /// unsure (a non-ASCII digit, a non-ASCII space) is unsure in every block
     /// it fills: the mask of "all 64 bits" once came out as none (a shift by 64).
     #[test]
+    fn contractions_with_mixed_case() {
+        for c in ["'lL", "'Ll", "'rE", "'Ve", "'sS", "'dD"] {
+            for pad in 0..70 {
+                all_paths(&(" ".repeat(pad) + "A" + c + "  x"));
+                all_paths(&(" ".repeat(pad) + "ab" + c + "Cd"));
+            }
+        }
+    }
+
+    #[test]
     fn runs_filling_a_block_after_an_unsure_character() {
         for lead in ["\u{663}", "\u{b2}", "\u{a0}", "\u{3000}", "\u{e9}", "x"] {
             for run in ["1", " ", "a", "\t", "."] {

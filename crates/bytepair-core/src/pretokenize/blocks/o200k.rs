@@ -86,8 +86,11 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
             let len = contraction(text, j as usize);
             if len > 0 {
                 let rel = j - base as isize;
-                clear(&mut starts, rel);
-                clear(&mut starts, rel + 1);
+                // Nothing starts inside the contraction: not its letters, and
+                // not an upper-case letter after a lower-case one (`A'lL`).
+                for k in 0..len as isize {
+                    clear(&mut starts, rel + k);
+                }
                 set(&mut starts, rel + len as isize);
             }
         }
