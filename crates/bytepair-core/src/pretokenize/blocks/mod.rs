@@ -489,6 +489,8 @@ mod tests {
             "\u{41f}\u{440}\u{438}", "\u{43f}", "\u{3a9}\u{3b1}", "\u{201c}", "\u{201d}", "\u{2014}", "\u{3002}", "\u{4e2d}\u{6587}",
             "\u{660}\u{661}", "\u{1f600}", "\u{10400}", "\u{2028}", "\u{3000}", "\u{b2}", "\u{2160}", "caf\u{e9}'s", "\u{c9}COLE",
             "\u{2bc}", "\u{5d0}", "\u{e01}\u{e34}", "\u{85}", "\u{1c5}", "\u{df}", "'\u{17f}",
+            // Mixed-case contractions, and long runs (found missing by hypothesis).
+            "'lL", "'Ll", "'rE", "'vE", "A'lL", "111111111111111111111111111111", "                                ",
         ];
         let mut state = 0x2545_f491_4f6c_dd1du64;
         let mut next = |m: usize| {
