@@ -5,6 +5,7 @@ abort or exhaust the machine, and bounds its time or memory."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import subprocess
@@ -184,6 +185,31 @@ def test_a_doctored_counts_manifest_is_refused(tmp_path, damage, message):
     manifest_path.write_text(json.dumps(manifest))
     with pytest.raises(ValueError, match=message):
         bytepair.WordCounts.open(tmp_path / "c")
+
+
+def test_counts_from_an_artifact_that_would_overflow_pair_counts_are_refused(tmp_path):
+    """Counts read from an artifact reached the merge loop unchecked: two words
+    counted 2**62 times each stand for more than 2**64 bytes, and the u64 pair
+    counts wrapped silently where the mapping path raised (issue 21 item 9)."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "a.txt").write_text("hello world\n", encoding="utf-8")
+    counts = bytepair.count(tmp_path / "a.txt", tmp_path / "c", progress=False)
+    part = counts.part_paths()[0]
+    words = [w for w, _ in counts.items()]
+    pq.write_table(pa.table({"word": pa.array(words, pa.binary()), "count": pa.array([1 << 62] * len(words), pa.int64())}), part)
+    manifest_path = tmp_path / "c" / "_manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["parts"][0]["sha256"] = hashlib.sha256(open(part, "rb").read()).hexdigest()
+    manifest_path.write_text(json.dumps(manifest))
+    with pytest.raises(OverflowError, match="beyond 2\\*\\*64"):
+        bytepair.train_from_counts(bytepair.WordCounts.open(tmp_path / "c"), 300)
+    # The same counts as a mapping fail alike, before the core is reached.
+    with pytest.raises(OverflowError, match="beyond 2\\*\\*64"):
+        bytepair.train_from_counts({w: 1 << 62 for w in words}, 300)
 
 
 def test_info_and_inspect_escape_control_characters_read_from_a_file(tmp_path, capsys):

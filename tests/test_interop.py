@@ -473,7 +473,11 @@ def test_hf_written_llama3_layout(tmp_path):
     assert isinstance(doc["model"]["merges"][0], list) and doc["model"]["ignore_merges"] is True
     with pytest.warns(UserWarning, match="post_processor"):
         loaded = bytepair.Tokenizer.load(path)
-    assert loaded == tok and loaded.pattern == LLAMA3_PATTERN
+    # An Isolated Split of a regex that is not a preset is read as keep_gaps (issue 21
+    # item 10), and written back as it was.
+    assert loaded.pattern == formats.keep_gaps(LLAMA3_PATTERN)
+    assert (loaded.vocab, loaded.merges, loaded.special_tokens) == (tok.vocab, tok.merges, tok.special_tokens)
+    assert json.loads(formats.to_hf_json(loaded))["pre_tokenizer"]["pretokenizers"][0] == _split(LLAMA3_PATTERN)
     hf = tokenizers.Tokenizer.from_file(str(path))
     for rel, start in HF_SLICES:
         text = read_slice(rel, start, 200_000)
@@ -481,6 +485,32 @@ def test_hf_written_llama3_layout(tmp_path):
         assert_same_ids(hf.encode(text, add_special_tokens=False).ids, ours, text=text,
                         decode_bytes=tok.decode_bytes, label=f"Llama-3 layout, {rel}")
         assert hf.encode(text).ids == [bos, *ours]
+
+
+@pytest.mark.parametrize("behavior, invert", [("isolated", False), ("removed", True)])
+def test_hf_split_regex_that_leaves_text_between_matches(tmp_path, behavior, invert):
+    """A Split regex that does not match every character. HF's Isolated split keeps
+    the text between two matches as a pre-token of its own, where our encode
+    dropped it (issue 21 item 10); Removed with invert drops it, in HF and here.
+    Saved by us and loaded again, both split the same way in HF."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import Regex, pre_tokenizers
+
+    tok = trained("gpt2")
+    pre = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(r"[a-z]+| \d"), behavior, invert=invert),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+    path = hf_written(tmp_path, tok, pre, "gaps.json")
+    loaded = bytepair.Tokenizer.load(path)
+    text = "Hello, World! 42 apples cost 3 dollars; \u00e9t\u00e9  \n\n\tend." * 20 + read_slice("enwiki.txt", 3_000_000, 20_000)
+    ids = loaded.encode_ordinary(text)
+    assert tokenizers.Tokenizer.from_file(str(path)).encode(text, add_special_tokens=False).ids == ids
+    assert (loaded.decode(ids) == text) == (behavior == "isolated")
+    loaded.save(tmp_path / "again.json")
+    again = bytepair.Tokenizer.load(tmp_path / "again.json")
+    assert again.pattern == loaded.pattern
+    assert tokenizers.Tokenizer.from_file(str(tmp_path / "again.json")).encode(text, add_special_tokens=False).ids == ids
 
 
 def test_hf_written_byte_level_without_regex(tmp_path):
@@ -573,6 +603,7 @@ BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": Tr
         (lambda d: d["pre_tokenizer"]["pretokenizers"][1].update(use_regex=True), "pretokenizers[1].use_regex"),
         (lambda d: d["pre_tokenizer"]["pretokenizers"][0].update(pattern={"String": " "}), "pretokenizers[0].pattern"),
         (lambda d: d["pre_tokenizer"]["pretokenizers"][0].update(behavior="Removed"), "pretokenizers[0].behavior"),
+        (lambda d: d["pre_tokenizer"]["pretokenizers"][0].update(behavior="MergedWithNext"), "pretokenizers[0].behavior"),
         (lambda d: d["pre_tokenizer"]["pretokenizers"][0].update(invert=True), "pretokenizers[0].invert"),
         (lambda d: d["pre_tokenizer"]["pretokenizers"].insert(0, _split(r"\d")), "Sequence ['Split', 'Split', 'ByteLevel']"),
         (lambda d: d.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [_split(r"\p{N}{1,3}+|\D+"), BYTE_LEVEL]}),

@@ -35,7 +35,7 @@
 //! assert_eq!(counts[&b" the"[..]], 3);
 //!
 //! // Learn 5 merges; ties go to the lexicographically greatest pair of bytes.
-//! let trained = train::train(counts, 5, &Progress::default()).expect("not cancelled");
+//! let trained = train::train(counts, 5, &Progress::default()).expect("not cancelled, counts below 2^64 bytes");
 //! let merged = trained.merged_tokens();
 //! assert_eq!(merged[0], b"at");
 //!

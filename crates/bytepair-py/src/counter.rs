@@ -3,7 +3,7 @@
 
 use bytepair_core::count::{self, CountError, WordCounts};
 use bytepair_core::{train, wordcounts, CutRule, PreTokenizer};
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -186,7 +186,10 @@ impl WordCounter {
     ) -> PyResult<TrainResult> {
         let words = std::mem::take(&mut self.counts);
         let trained = run_with_progress(py, num_threads, progress, |p| train::train(words, num_merges, p))?
-            .ok_or_else(|| PyRuntimeError::new_err("cancelled"))?;
+            .map_err(|e| match e {
+                train::TrainError::Cancelled => PyRuntimeError::new_err(e.to_string()),
+                train::TrainError::CountsTooLarge { .. } => PyOverflowError::new_err(e.to_string()),
+            })?;
         let merges = trained.merges.into_iter().map(|m| (m.left, m.right, m.count)).collect();
         Ok((merges, trained.stopped_early, trained.tokens))
     }

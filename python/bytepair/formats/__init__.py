@@ -15,7 +15,9 @@ the other tool gives the same ids as bytepair:
 from bytepair.formats.bytelevel import bytes_to_unicode, str_to_token, token_to_str, unicode_to_bytes
 from bytepair.formats.detect import convert, detect_format, info, load, save_as
 from bytepair.formats.gpt2 import from_gpt2_files, read_merges, save_gpt2
-from bytepair.formats.hf import PRESETS, from_hf_json, hf_added_token_ids, hf_pattern, preset_name, to_hf_json
+from bytepair.formats.hf import (
+    PRESETS, from_hf_json, hf_added_token_ids, hf_pattern, keep_gaps, preset_name, to_hf_json, unwrap_gaps,
+)
 from bytepair.formats.tables import check_merges, merges_from_ranks, ranks_of
 from bytepair.formats.tiktoken_files import from_tiktoken, from_tiktoken_encoding, save_tiktoken, to_tiktoken
 
@@ -32,6 +34,7 @@ __all__ = [
     "hf_added_token_ids",
     "hf_pattern",
     "info",
+    "keep_gaps",
     "load",
     "merges_from_ranks",
     "preset_name",
@@ -44,5 +47,6 @@ __all__ = [
     "to_hf_json",
     "to_tiktoken",
     "token_to_str",
+    "unwrap_gaps",
     "unicode_to_bytes",
 ]

@@ -8,7 +8,10 @@ What we write (tokenizers >= 0.15 and transformers read it with our ids):
   - model: BPE, vocab ``{printable token: id}``, merges ``"left right"``, and
     ``ignore_merges: true`` so a pre-token that is itself a token is looked up
     whole, as tiktoken does;
-  - pre_tokenizer: ``Split(pattern, Isolated)`` then ``ByteLevel(use_regex=false)``;
+  - pre_tokenizer: ``Split(pattern, Isolated)`` then ``ByteLevel(use_regex=false)``
+    for a preset or a pattern read from an Isolated Split; any other pattern as
+    ``Split(pattern, Removed, invert=true)``, which keeps the matches and drops
+    the text between them, as ``re.findall`` and tiktoken do;
   - decoder: ByteLevel; special tokens as ``added_tokens`` with ``special: true``.
     HF does not keep the id written for an added token: it gives it the id of
     the same string in ``model.vocab`` if there is one, else the next id after
@@ -20,7 +23,11 @@ What we read: a BPE model over the 256 byte-level characters with
   - pre_tokenizer ``ByteLevel`` (its built-in GPT-2 regex, ``use_regex`` true),
     ``ByteLevel(use_regex=false)`` (no split at all), or
     ``Sequence[Split(Regex, Isolated), ByteLevel(use_regex=false)]`` (the
-    Llama-3 / GPT-4-style layout, and ours);
+    Llama-3 / GPT-4-style layout, and ours). An Isolated Split keeps the text
+    between two matches as a pre-token of its own, where tiktoken drops it; a
+    regex that is not a preset (presets match every character) is read as
+    `keep_gaps(regex)`, which matches that text too, so nothing HF encodes is
+    lost. ``Split(Regex, Removed, invert=true)`` keeps only the matches (findall);
   - ``ignore_merges`` true or false (false: merges by pair, as GPT-2's original
     code; equal to ours when the merge table passes `tables.check_merges`);
   - added tokens (special or not: HF always splits them out of the text) become
@@ -67,6 +74,33 @@ _OTHER_SPELLINGS = {
 _POSSESSIVE_INTERVAL = re.compile(r"(?<!\\)\{\d+(?:,\d*)?\}\+")
 # What HF's ByteLevel(use_regex=false) alone does: no split, the text is one pre-token.
 WHOLE_TEXT = r"(?s:.+)"
+
+
+# The branch `keep_gaps` adds: a run of characters at none of which the regex matches.
+_GAP_BRANCH = "|(?s:(?:(?!{inner}).)+)"
+
+
+def keep_gaps(regex: str) -> str:
+    """`regex` with one more alternative that matches the text between two of
+    its matches, so that findall over the result yields what HF's
+    ``Split(regex, Isolated)`` yields: the matches and, as pre-tokens of their
+    own, the runs of text between them (HF ``SplitDelimiterBehavior::Isolated``).
+    A regex that already has this form is returned as is."""
+    if unwrap_gaps(regex) is not None:
+        return regex
+    inner = f"(?:{regex})"
+    return inner + _GAP_BRANCH.format(inner=inner)
+
+
+def unwrap_gaps(pattern: str) -> str | None:
+    """The regex `keep_gaps` wrapped in `pattern`, or None if `pattern` is not of that form."""
+    # keep_gaps(r) is `inner + _GAP_BRANCH.format(inner=inner)` with inner = "(?:r)":
+    # the length alone says where inner ends.
+    inner_len, odd = divmod(len(pattern) - len(_GAP_BRANCH.format(inner="")), 2)
+    inner = pattern[:inner_len]
+    if odd or inner_len < 4 or not (inner.startswith("(?:") and inner.endswith(")")):
+        return None
+    return inner[3:-1] if pattern == inner + _GAP_BRANCH.format(inner=inner) else None
 
 
 def preset_name(pattern: str) -> str:
@@ -155,7 +189,7 @@ def to_hf_json(tok: "Tokenizer") -> str:
         "pre_tokenizer": {
             "type": "Sequence",
             "pretokenizers": [
-                {"type": "Split", "pattern": {"Regex": hf_pattern(tok.pattern)}, "behavior": "Isolated", "invert": False},
+                _split_node(tok.pattern),
                 {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
             ],
         },
@@ -177,6 +211,17 @@ def to_hf_json(tok: "Tokenizer") -> str:
     return json.dumps(doc, ensure_ascii=False, indent=1)
 
 
+def _split_node(pattern: str) -> dict[str, Any]:
+    """The Split node that makes HF split text as `pattern` does (see the module docstring)."""
+    name = preset_name(_core.resolve_pattern(pattern))
+    if name in PRESETS:
+        return {"type": "Split", "pattern": {"Regex": hf_pattern(name)}, "behavior": "Isolated", "invert": False}
+    inner = unwrap_gaps(pattern)
+    if inner is not None:
+        return {"type": "Split", "pattern": {"Regex": inner}, "behavior": "Isolated", "invert": False}
+    return {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Removed", "invert": True}
+
+
 def _byte_level_step(step: Any, where: str, source: str, *, use_regex: bool) -> None:
     """Check a ByteLevel pre-tokenizer node: ``add_prefix_space`` false, ``use_regex`` as expected."""
     if step.get("add_prefix_space"):
@@ -188,24 +233,29 @@ def _byte_level_step(step: Any, where: str, source: str, *, use_regex: bool) -> 
 
 
 def _split_regex(step: Any, where: str, source: str) -> str:
-    """The regex of a Split(Regex, Isolated, invert=false) node."""
+    """The pattern that splits text as a Split(Regex, Isolated, invert=false) or
+    Split(Regex, Removed, invert=true) node does (see the module docstring)."""
     pattern = step.get("pattern")
     if not isinstance(pattern, dict) or not isinstance(pattern.get("Regex"), str):
         raise ValueError(
             f"{source}: {where}.pattern {json.dumps(pattern)[:100]} is not supported (only {{\"Regex\": ...}}; "
             "a String pattern splits on a literal, which a pre-tokenization regex does not express)"
         )
-    if step.get("behavior") != "Isolated":
-        raise ValueError(f"{source}: {where}.behavior {step.get('behavior')!r} is not supported (only 'Isolated')")
-    if step.get("invert"):
-        raise ValueError(f"{source}: {where}.invert=true is not supported")
+    behavior, invert = step.get("behavior"), step.get("invert", False)
+    if (behavior, invert) not in (("Isolated", False), ("Removed", True)):
+        raise ValueError(
+            f"{source}: {where}.behavior {behavior!r} with {where}.invert={json.dumps(invert)} is not supported "
+            "(only 'Isolated' with invert=false, or 'Removed' with invert=true)"
+        )
     regex = pattern["Regex"]
     if _POSSESSIVE_INTERVAL.search(regex):  # even tiktoken's own cl100k string: HF reads it differently
         raise ValueError(
             f"{source}: {where}.pattern {regex!r} has a possessive interval such as {{1,3}}+, which HF's "
             "regex engine (Oniguruma) reads as a repeated interval, unlike tiktoken and bytepair; not supported"
         )
-    return regex
+    if behavior == "Removed" or preset_name(regex) in PRESETS:
+        return regex
+    return keep_gaps(regex)
 
 
 def _pattern_of(pre: Any, source: str) -> str:

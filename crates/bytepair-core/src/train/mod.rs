@@ -60,6 +60,7 @@ pub struct Merge {
 }
 
 /// Result of training: merges in rank order (merge `r` creates id `256 + r`).
+#[derive(Debug)]
 pub struct Trained {
     pub merges: Vec<Merge>,
     /// True when the loop ran out of pairs before reaching the requested number.
@@ -391,11 +392,38 @@ fn initial_pair_index(words: &Words, freqs: &[u64]) -> FxHashMap<Pair, PairStats
     pairs
 }
 
+/// Why training did not finish.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TrainError {
+    /// Cancelled through the `Progress` (Ctrl-C).
+    #[error("cancelled")]
+    Cancelled,
+    /// The sum of count x word length (the bytes of text the counts stand for)
+    /// reaches 2^64, so a pair count could overflow u64.
+    #[error("the counts add up to {total_bytes} bytes of text, beyond 2**64: pair counts would overflow u64")]
+    CountsTooLarge { total_bytes: u128 },
+}
+
+/// Every pair count and token total is at most the sum of count x word length,
+/// so below 2^64 u64 arithmetic in the merge loop is exact.
+fn check_total_bytes(word_counts: &WordCounts) -> Result<(), TrainError> {
+    let total_bytes: u128 = word_counts.iter().map(|(w, &c)| w.len() as u128 * c as u128).sum();
+    if total_bytes >= 1u128 << 64 {
+        return Err(TrainError::CountsTooLarge { total_bytes });
+    }
+    Ok(())
+}
+
 /// Learn up to `num_merges` merges from word counts (word bytes -> count).
 ///
 /// Words of one byte carry no pair and are skipped. `progress.done` counts merges.
-/// Returns None if cancelled through `progress`.
-pub fn train(word_counts: WordCounts, num_merges: usize, progress: &Progress) -> Option<Trained> {
+///
+/// # Errors
+/// [`TrainError::CountsTooLarge`] before any work when the counts stand for 2^64
+/// bytes of text or more (counts merged from artifacts can get there);
+/// [`TrainError::Cancelled`] when cancelled through `progress`.
+pub fn train(word_counts: WordCounts, num_merges: usize, progress: &Progress) -> Result<Trained, TrainError> {
+    check_total_bytes(&word_counts)?;
     let single_byte_tokens: u64 = word_counts.iter().filter(|(w, _)| w.len() == 1).map(|(_, c)| c).sum();
     let (words, freqs) = Words::from_counts(&word_counts);
     drop_in_background(word_counts);
@@ -405,12 +433,12 @@ pub fn train(word_counts: WordCounts, num_merges: usize, progress: &Progress) ->
     let mut merges = Vec::with_capacity(num_merges.min(t.pair_count()));
     while merges.len() < num_merges {
         if progress.is_cancelled() {
-            return None;
+            return Err(TrainError::Cancelled);
         }
         let Some((pair, count)) = t.pop_best() else {
             let tokens = single_byte_tokens + t.token_total();
             drop_in_background(t);
-            return Some(Trained { merges, stopped_early: true, tokens });
+            return Ok(Trained { merges, stopped_early: true, tokens });
         };
         let new_id = 256 + merges.len() as u32;
         t.push_token(pair);
@@ -424,7 +452,7 @@ pub fn train(word_counts: WordCounts, num_merges: usize, progress: &Progress) ->
     }
     let tokens = single_byte_tokens + t.token_total();
     drop_in_background(t);
-    Some(Trained { merges, stopped_early: false, tokens })
+    Ok(Trained { merges, stopped_early: false, tokens })
 }
 
 #[cfg(test)]
@@ -435,6 +463,15 @@ mod tests {
         let wc = words.iter().map(|(w, c)| (w.as_bytes().to_vec(), *c)).collect();
         let t = train(wc, n, &Progress::default()).unwrap();
         t.merged_tokens().into_iter().map(|b| String::from_utf8(b).unwrap()).collect()
+    }
+
+    #[test]
+    fn counts_standing_for_2_64_bytes_are_refused_before_training() {
+        let wc: WordCounts = [(b"ab".to_vec(), 1u64 << 62), (b"cd".to_vec(), 1u64 << 62)].into_iter().collect();
+        let err = train(wc, 10, &Progress::default()).unwrap_err();
+        assert_eq!(err, TrainError::CountsTooLarge { total_bytes: 1u128 << 64 });
+        let wc: WordCounts = [(b"ab".to_vec(), (1u64 << 63) - 1)].into_iter().collect();
+        assert_eq!(train(wc, 10, &Progress::default()).unwrap().merges[0].count, (1u64 << 63) - 1);
     }
 
     /// The merges by recounting every pair of every word at each step (the
