@@ -152,7 +152,7 @@ def test_cli_encode_writes_npy_that_numpy_loads(tmp_path, text):
     (tmp_path / "in.txt").write_text(text)
     proc = subprocess.run(
         [sys.executable, "-m", "bytepair.cli", "encode", str(tmp_path / "in.txt"), "-t", str(tmp_path / "tok.json"),
-         "-o", str(tmp_path / "ids.npy"), "--quiet"], capture_output=True, text=True, timeout=300)
+         "-o", str(tmp_path / "ids.npy"), "--quiet", "--special", "allow"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     ids = np.load(tmp_path / "ids.npy")
     assert ids.dtype == np.uint32 and ids.tolist() == tok.encode(text, allowed_special="all")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html.parser
 import io
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -20,7 +21,9 @@ import pytest
 
 import bytepair
 from bytepair.cli import main
-from bytepair.inspection.show import PALETTE, SPECIAL_STYLE, render_html, render_terminal, summary, token_views
+from bytepair.inspection.show import (
+    PALETTE, SPECIAL_STYLE, TOKEN_MARKER, render_html, render_terminal, summary, token_views,
+)
 
 SAMPLE = "First Citizen:\nBefore we proceed any further, hear me speak.<|endoftext|>Ünïcödé 日本語 😀\ttabs  and"
 
@@ -76,12 +79,48 @@ def test_render_terminal_colours_each_token(tok_path):
     assert f"48;2;{r};{g};{b}" in out.getvalue()  # the first palette colour as a background
 
 
+@pytest.mark.parametrize("system", ["truecolor", "256", "standard", "windows"])
+def test_neighbours_differ_in_every_colour_depth(tok_path, system):
+    """In 16- and 8-colour terminals the pastel palette collapsed: two adjacent
+    tokens got the same background (issue 21 item 17). Compared as the terminal
+    shows them: downgraded to its colour system, and for 16 colours also as an
+    8-colour terminal shows them (bright colours as their normal ones)."""
+    from rich.color import ColorSystem
+    from rich.style import Style
+
+    tok, _ = tok_path
+    views = token_views(tok, SAMPLE + " " + SAMPLE)
+    text = render_terminal(views, system)
+    depth = {"truecolor": ColorSystem.TRUECOLOR, "256": ColorSystem.EIGHT_BIT}.get(system, ColorSystem.STANDARD)
+    shown = [Style.parse(str(span.style)).bgcolor.downgrade(depth) for span in text.spans]
+    assert len(shown) == len(views) > 10 and any(v.special for v in views)
+    keys = [c.triplet if c.triplet else c.number % (8 if depth == ColorSystem.STANDARD else 256) for c in shown]
+    assert all(a != b for a, b in zip(keys, keys[1:]))
+
+
+def test_without_colour_a_marker_separates_the_tokens(tok_path, monkeypatch, capsys):
+    """NO_COLOR, a pipe, TERM=dumb: no backgrounds at all, so a visible marker."""
+    from bytepair.inspection.show import TOKEN_MARKER
+
+    tok, path = tok_path
+    views = token_views(tok, SAMPLE)
+    assert render_terminal(views, None).plain == TOKEN_MARKER.join(v.label for v in views)
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("FORCE_COLOR", "1")  # a terminal, but NO_COLOR wins
+    assert main(["show", "-t", str(path), "hear me speak"]) == 0
+    out = capsys.readouterr().out
+    codes = re.findall(r"\x1b\[([0-9;]*)m", out)
+    assert codes and not any(c.startswith(("3", "4", "9", "10")) for c in codes)  # dim markers, no colour at all
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", out)
+    assert plain.splitlines()[0] == TOKEN_MARKER.join(v.label for v in token_views(tok, "hear me speak"))
+
+
 def test_cli_show_terminal(tok_path, capsys):
     tok, path = tok_path
     assert main(["show", "-t", str(path), "hear me speak", "--ids"]) == 0
     out = capsys.readouterr().out.splitlines()
     ids = tok.encode("hear me speak")
-    assert out[0] == "hear me speak"
+    assert out[0] == TOKEN_MARKER.join(v.label for v in token_views(tok, "hear me speak"))  # not a terminal
     assert out[1] == "ids: " + ", ".join(map(str, ids))
     assert out[2] == f"{len(ids)} tokens · 13 characters · 13 bytes · {13 / len(ids):.2f} bytes/token"
 
@@ -91,7 +130,7 @@ def test_cli_show_file_and_argument_errors(tok_path, tmp_path, capsys):
     src = tmp_path / "in.txt"
     src.write_text("to be\nor not")
     assert main(["show", "-t", str(path), "-f", str(src)]) == 0
-    assert capsys.readouterr().out.splitlines()[:2] == ["to be↵", "or not"]
+    assert capsys.readouterr().out.replace(TOKEN_MARKER, "").splitlines()[:2] == ["to be↵", "or not"]
     assert main(["show", "-t", str(path)]) == 1
     assert "either TEXT or -f FILE" in capsys.readouterr().err
     assert main(["show", "-t", str(path), "x", "-f", str(src)]) == 1

@@ -206,6 +206,8 @@ def train(
     start = time.perf_counter()
     with ProgressBar(stats.input_bytes, "counting", unit="B", scale=True, enabled=show) as bar:
         counter.count_files(paths, num_threads, chunk_size, errors == "replace", bar.update_to)
+    # Pipes (/dev/stdin, <(...)) have no size: the bytes read are the input.
+    stats.input_bytes = max(stats.input_bytes, bar.n)
     stats.count_seconds = time.perf_counter() - start
     _require_text(counter, _describe_files(paths))
     return _learn(

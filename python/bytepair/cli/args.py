@@ -1,8 +1,19 @@
-"""Argument types shared by the subcommands."""
+"""Argument types and stream helpers shared by the subcommands."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from bytepair.atomic import atomic_open
+
+# `-` as an input is read through this path, so every reader that takes a path
+# (the Rust file counter included) reads the pipe.
+STDIN_PATH = "/dev/stdin"
 
 
 def positive_int(text: str) -> int:
@@ -16,7 +27,34 @@ def positive_int(text: str) -> int:
     return value
 
 
+def input_path(text: str) -> str:
+    """argparse type for an input file: ``-`` is standard input."""
+    if text != "-":
+        return text
+    if not os.path.exists(STDIN_PATH):
+        raise argparse.ArgumentTypeError(f"- (standard input) needs {STDIN_PATH}, which this system lacks")
+    return STDIN_PATH
+
+
+@contextlib.contextmanager
+def output_file(path: str) -> Iterator[BinaryIO]:
+    """A binary file to write a result to: standard output for ``-``, else
+    `path` written atomically (a temporary file renamed on success)."""
+    if path == "-":
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    with atomic_open(path) as f:
+        yield f
+
+
 def progress_bars(args: argparse.Namespace) -> bool | None:
     """The `progress` argument for a command: off with ``-q``, else None, which
     means "when stderr is a terminal" (no bars in pipes, logs or CI)."""
     return False if args.quiet else None
+
+
+def message(args: argparse.Namespace, text: str) -> None:
+    """Print a message (not a result) to stderr, unless ``-q``."""
+    if not getattr(args, "quiet", False):
+        print(text, file=sys.stderr)

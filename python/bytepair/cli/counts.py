@@ -7,7 +7,7 @@ import argparse
 import sys
 import time
 
-from bytepair.cli.args import positive_int, progress_bars
+from bytepair.cli.args import input_path, output_file, positive_int, progress_bars
 from bytepair.counts.count import ENGINES, count
 from bytepair.inspection.report import format_token, printable
 from bytepair.counts.sources import FORMATS
@@ -23,13 +23,14 @@ def cmd_count(args: argparse.Namespace) -> int:
     )
     t = counts.totals
     seconds = time.perf_counter() - start
+    if args.quiet:
+        return 0
     print(
         f"wrote {counts.path} ({len(counts.manifest['parts'])} parts, engine {args.engine})\n"
         f"  documents   {t.documents:,}\n"
         f"  input       {t.bytes / 1e6:,.1f} MB ({t.bytes / 1e6 / max(seconds, 1e-9):,.1f} MB/s)\n"
         f"  pre-tokens  {t.pre_tokens:,} ({t.distinct:,} distinct words)\n"
-        f"  time        {seconds:.2f} s",
-        file=sys.stderr if args.quiet else sys.stdout,
+        f"  time        {seconds:.2f} s"
     )
     return 0
 
@@ -82,21 +83,23 @@ def cmd_counts_merge(args: argparse.Namespace) -> int:
     merged = first
     for other in rest:
         merged = merged.merge(other, args.output, parts=args.parts)
-    print(f"wrote {merged!r}")
+    print(f"wrote {merged!r}", file=sys.stderr)
     return 0
 
 
 def cmd_counts_export(args: argparse.Namespace) -> int:
     if not args.tsv:
         raise ValueError("choose an export format: --tsv FILE")
-    n = WordCounts.open(args.counts).export_tsv(args.tsv)
-    print(f"wrote {args.tsv} ({n:,} lines: word<TAB>count, most frequent first)")
+    with output_file(args.tsv) as out:
+        n = WordCounts.open(args.counts).export_tsv(out)
+    if args.tsv != "-":
+        print(f"wrote {args.tsv} ({n:,} lines: word<TAB>count, most frequent first)", file=sys.stderr)
     return 0
 
 
 def register_count(sub: "argparse._SubParsersAction") -> None:
     c = sub.add_parser("count", help="count pre-tokens of files into a word-counts folder (any engine)")
-    c.add_argument("inputs", nargs="+", metavar="INPUT", help="files, folders or fsspec URLs")
+    c.add_argument("inputs", nargs="+", type=input_path, metavar="INPUT", help="files, folders or fsspec URLs; - for stdin")
     c.add_argument("-o", "--output", required=True, help="word-counts folder to write")
     c.add_argument("--engine", choices=ENGINES, default="local", help="local process pool (default), ray or spark")
     c.add_argument("--format", choices=FORMATS, default=None, help="default: from the file extensions, else text")
@@ -108,7 +111,7 @@ def register_count(sub: "argparse._SubParsersAction") -> None:
     c.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
     c.add_argument("--ray-address", default=None, metavar="ADDR",
                    help="Ray cluster to join (auto, ray://host:10001); default: the running one or a new local one")
-    c.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    c.add_argument("-q", "--quiet", action="store_true", help="no progress bars, no summary")
     c.set_defaults(run=cmd_count)
 
 
@@ -127,5 +130,5 @@ def register_counts(sub: "argparse._SubParsersAction") -> None:
     m.set_defaults(run=cmd_counts_merge)
     e = s.add_parser("export", help="write the counts as a TSV dictionary (word<TAB>count)")
     e.add_argument("counts", metavar="COUNTS")
-    e.add_argument("--tsv", required=True, metavar="FILE")
+    e.add_argument("--tsv", required=True, metavar="FILE", help="TSV file to write, - for stdout")
     e.set_defaults(run=cmd_counts_export)

@@ -7,7 +7,9 @@ import sys
 
 from bytepair import _core
 from bytepair.inspection.report import printable
-from bytepair.formats.detect import _FORMAT_NAMES, FORMATS, convert, info
+from bytepair.cli.args import input_path, output_file
+from bytepair.formats.detect import _FORMAT_NAMES, FORMATS, convert, info, load
+from bytepair.formats.hf import to_hf_json
 
 def _special_arg(text: str) -> tuple[str, int]:
     token, sep, number = text.rpartition("=")
@@ -37,21 +39,36 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def cmd_convert(args: argparse.Namespace) -> int:
     specials = dict(args.special_token) if args.special_token else None
+    if args.output == "-":
+        return _convert_to_stdout(args, specials)
     written = convert(args.input, args.output, args.to, pattern=args.pattern, special_tokens=specials)
     print(f"wrote {', '.join(written)}", file=sys.stderr)
+    return 0
+
+
+def _convert_to_stdout(args: argparse.Namespace, specials: dict[str, int] | None) -> int:
+    """``convert IN -``: a tokenizer.json on stdout (the other formats are two
+    files, or lose the pattern and special tokens)."""
+    if args.to not in (None, "hf"):
+        raise ValueError(f"OUT - (stdout) writes --to hf only; --to {args.to} needs a file name")
+    tok = load(args.input, pattern=args.pattern, special_tokens=specials)
+    with output_file("-") as out:
+        out.write(to_hf_json(tok).encode("utf-8"))
     return 0
 
 
 def register_commands(sub: "argparse._SubParsersAction") -> None:
     """Add ``convert`` and ``info`` to the ``bytepair`` command line."""
     c = sub.add_parser("convert", help="convert a tokenizer between tokenizer.json, .tiktoken and GPT-2 files")
-    c.add_argument("input", metavar="IN", help="tokenizer.json, vocab.json or merges.txt, .tiktoken[.gz], or a directory")
-    c.add_argument("output", metavar="OUT", help="X.json (hf), X.tiktoken (+ X.tiktoken.json), or DIR/ (gpt2)")
+    c.add_argument("input", type=input_path, metavar="IN",
+                   help="tokenizer.json, vocab.json or merges.txt, .tiktoken[.gz], or a directory; - for stdin")
+    c.add_argument("output", metavar="OUT",
+                   help="X.json (hf), X.tiktoken (+ X.tiktoken.json), DIR/ (gpt2), or - (tokenizer.json to stdout)")
     c.add_argument("--to", choices=FORMATS, default=None, help="output format (default: from OUT's name)")
     c.add_argument("--pattern", default=None, help="pattern for a .tiktoken input without a sidecar")
     c.add_argument("--special-token", action="append", type=_special_arg, default=[], metavar="TOKEN=ID",
                    help="special token of a .tiktoken input without a sidecar (repeatable)")
     c.set_defaults(run=cmd_convert)
     i = sub.add_parser("info", help="describe a tokenizer file: format, vocab size, merges, special tokens, pattern")
-    i.add_argument("file", metavar="FILE")
+    i.add_argument("file", type=input_path, metavar="FILE", help="a tokenizer file, - for stdin")
     i.set_defaults(run=cmd_info)

@@ -11,7 +11,7 @@ import warnings
 from dataclasses import asdict
 from pathlib import Path
 
-from bytepair.cli.args import progress_bars
+from bytepair.cli.args import input_path, positive_int, progress_bars
 from bytepair.inspection.curve import compression_curve, plot_curve, write_csv
 from bytepair.inspection.report import TextStats, file_stats, format_inspection, format_stats_table, inspect_tokenizer
 from bytepair.inspection.show import render_html, render_terminal, summary, token_views
@@ -61,7 +61,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def register_inspect(sub: "argparse._SubParsersAction") -> None:
     """Add ``bytepair inspect`` to the CLI's subcommands."""
     p = sub.add_parser("inspect", help="summarise a tokenizer: sizes, pattern, token lengths, odd tokens")
-    p.add_argument("tokenizer", metavar="TOKENIZER", help="a file Tokenizer.load reads (tokenizer.json)")
+    p.add_argument("tokenizer", type=input_path, metavar="TOKENIZER",
+                   help="a file Tokenizer.load reads (tokenizer.json), - for stdin")
     p.add_argument("--json", action="store_true", help="print JSON (all ids of tokens that are not UTF-8)")
     p.add_argument("--top", type=int, default=10, metavar="N", help="longest tokens and first merges to list")
     p.set_defaults(run=cmd_inspect)
@@ -70,8 +71,8 @@ def register_inspect(sub: "argparse._SubParsersAction") -> None:
 def register_stats(sub: "argparse._SubParsersAction") -> None:
     """Add ``bytepair stats`` to the CLI's subcommands."""
     p = sub.add_parser("stats", help="bytes/token, chars/token and tokens/word of files")
-    p.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files")
-    p.add_argument("-t", "--tokenizer", required=True)
+    p.add_argument("files", nargs="+", type=input_path, metavar="FILE", help="UTF-8 text files, - for stdin")
+    p.add_argument("-t", "--tokenizer", required=True, type=input_path)
     p.add_argument("--compare", metavar="OTHER", help="a second tokenizer, shown side by side")
     p.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -86,6 +87,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     if (args.text is None) == (args.file is None):
         raise ValueError("give either TEXT or -f FILE (one of them)")
+    if args.text == "-":  # as `cat -`: the text is standard input
+        args.file, args.text = input_path("-"), None
     if args.file is not None:
         with open(args.file, encoding="utf-8", errors=args.errors, newline="") as f:
             text = f.read()
@@ -102,7 +105,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     console = Console(highlight=False, soft_wrap=True)
-    console.print(render_terminal(views))
+    # NO_COLOR leaves rich's colour system set but strips the colours: use markers.
+    console.print(render_terminal(views, None if console.no_color else console.color_system))
     if args.ids:
         console.print("ids: " + ", ".join(str(v.id) for v in views))
     console.print(summary(views), style="dim")
@@ -112,9 +116,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 def register_show(sub: "argparse._SubParsersAction") -> None:
     """Add ``bytepair show`` to the CLI's subcommands."""
     p = sub.add_parser("show", help="show how a text splits into tokens (terminal colours or --html page)")
-    p.add_argument("text", nargs="?", metavar="TEXT", help="the text to show (or -f FILE)")
-    p.add_argument("-t", "--tokenizer", required=True)
-    p.add_argument("-f", "--file", help="read the text from a UTF-8 file")
+    p.add_argument("text", nargs="?", metavar="TEXT", help="the text to show, - for stdin (or -f FILE)")
+    p.add_argument("-t", "--tokenizer", required=True, type=input_path)
+    p.add_argument("-f", "--file", type=input_path, help="read the text from a UTF-8 file (- for stdin)")
     p.add_argument("--ids", action="store_true", help="also print the token ids")
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML page instead")
     p.add_argument("--special", choices=("allow", "text"), default="allow",
@@ -189,14 +193,14 @@ def cmd_curve(args: argparse.Namespace) -> int:
 def register_curve(sub: "argparse._SubParsersAction") -> None:
     """Add ``bytepair curve`` to the CLI's subcommands."""
     p = sub.add_parser("curve", help="plot held-out bytes/token against vocabulary size (train once)")
-    p.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 training text files")
+    p.add_argument("files", nargs="+", type=input_path, metavar="FILE", help="UTF-8 training text files, - for stdin")
     p.add_argument("--vocab-sizes", type=parse_sizes, required=True, metavar="N,N,...",
                    help="vocabulary sizes, e.g. 512,1024,2048 (k suffix = x1024)")
     p.add_argument("--eval", action="append", required=True, metavar="HELDOUT",
                    help="held-out UTF-8 text to measure on (repeatable)")
     p.add_argument("-o", "--output", default="curve.png", help="PNG to write; the CSV goes next to it (.csv)")
     p.add_argument("--pattern", default="gpt2", help="gpt2 (default), cl100k, o200k, or a regex")
-    p.add_argument("--threads", type=int, default=None, help="counting threads (default: all cores)")
+    p.add_argument("--threads", type=positive_int, default=None, help="counting threads (default: all cores)")
     p.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     p.set_defaults(run=cmd_curve)

@@ -3,6 +3,9 @@
     bytepair train [FILE...] --vocab-size N [--special-token T]... [-o tokenizer.json]
     bytepair encode -t tokenizer.json FILE -o ids.npy
     bytepair decode -t tokenizer.json ids.npy [-o out.txt]
+
+`-` is standard input as a FILE and standard output as `-o`; results go to
+stdout or the output file, messages to stderr (none with `-q`).
     bytepair count | counts ...                   (cli/counts.py)
     bytepair inspect | show | stats | curve ...   (cli/inspection.py)
     bytepair convert IN OUT [--to tiktoken|hf|gpt2]; bytepair info FILE   (cli/formats.py)
@@ -15,9 +18,12 @@ from __future__ import annotations
 
 import argparse
 import glob
+import io
 import os
+import re
 import resource
 import shutil
+import signal
 import sys
 import sysconfig
 import tempfile
@@ -26,8 +32,7 @@ import time
 import numpy as np
 
 from bytepair import __version__
-from bytepair.atomic import atomic_open
-from bytepair.cli.args import positive_int, progress_bars
+from bytepair.cli.args import input_path, message, output_file, positive_int, progress_bars
 from bytepair.progress import ProgressBar
 from bytepair.textfile import read_text_blocks
 from bytepair.tokenizer import Tokenizer
@@ -99,12 +104,20 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _report_training(args: argparse.Namespace, tok, source: str, start: float) -> int:
-    tok.save(args.output)
+    if args.output == "-":
+        from bytepair.formats import to_hf_json
+
+        with output_file("-") as out:
+            out.write(to_hf_json(tok).encode("utf-8"))
+    else:
+        tok.save(args.output)
     total = time.perf_counter() - start
     s = tok.training_stats
     bpt = s.input_bytes / s.tokens if s.tokens else float("nan")
+    if args.quiet:
+        return 0
     print(
-        f"wrote {args.output}\n"
+        f"wrote {'tokenizer.json to stdout' if args.output == '-' else args.output}\n"
         f"  input          {_fmt_bytes(s.input_bytes)} in {source}\n"
         f"  pre-tokens     {s.pre_tokens:,} ({s.distinct_words:,} distinct words)\n"
         f"  merges         {s.merges:,} learned{' (stopped early: no pair left)' if s.stopped_early else ''}\n"
@@ -112,7 +125,7 @@ def _report_training(args: argparse.Namespace, tok, source: str, start: float) -
         f"  time           {total:.2f} s (counting {s.count_seconds:.2f} s, merging {s.merge_seconds:.2f} s)\n"
         f"  peak memory    {peak_rss_mb():.0f} MiB\n"
         f"  bytes/token    {bpt:.3f} on the training text ({s.tokens:,} tokens)",
-        file=sys.stderr if args.quiet else sys.stdout,
+        file=sys.stderr if args.output == "-" else sys.stdout,
     )
     return 0
 
@@ -142,26 +155,46 @@ def cmd_encode(args: argparse.Namespace) -> int:
                 read = done
                 bar.update_to(done)
 
-            for ids in tok.encode_blocks(read_text_blocks(args.file, args.errors, on_read), **policy):
-                raw.write(ids.astype(dtype).tobytes())
-                count += len(ids)
+            try:
+                for ids in tok.encode_blocks(read_text_blocks(args.file, args.errors, on_read), **policy):
+                    raw.write(ids.astype(dtype).tobytes())
+                    count += len(ids)
+            except ValueError as e:
+                _reword_disallowed_special(e, args.file, read)
+                raise
         raw.seek(0)
-        with atomic_open(args.output) as out:
+        with output_file(args.output) as out:
             # .npy = header + raw array bytes; copy in blocks (a memmap would map
             # the whole id file into this process).
             header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": (count,)}
             np.lib.format.write_array_header_1_0(out, header)
             shutil.copyfileobj(raw, out, _COPY_BLOCK_BYTES)
-    print(f"wrote {args.output}: {count:,} tokens ({np.dtype(dtype).name}), {read / max(count, 1):.3f} bytes/token",
-          file=sys.stderr)
+    where = "stdout" if args.output == "-" else args.output
+    message(args, f"wrote {where}: {count:,} tokens ({np.dtype(dtype).name}), {read / max(count, 1):.3f} bytes/token")
     return 0
+
+
+def _reword_disallowed_special(error: ValueError, path: str, read: int) -> None:
+    """Raise tiktoken's disallowed-special-token error again in CLI words (flags,
+    not keyword arguments); any other error is left alone."""
+    match = re.match(r"Encountered text corresponding to disallowed special token (.+) at character offset", str(error))
+    if match is None:
+        return
+    raise ValueError(
+        f"{path}: the text holds the special-token string {match.group(1)} (in the first {read:,} bytes); "
+        "--special allow encodes it as the special token's id, --special text as plain text"
+    ) from None
 
 
 def _load_ids(path: str) -> np.ndarray:
     """The .npy array at `path`, memory-mapped; never unpickled (a .npy of
     Python objects, or an .npz archive, is refused with a one-line error)."""
     try:
-        ids = np.load(path, mmap_mode="r", allow_pickle=False)
+        if os.path.isfile(path):
+            ids = np.load(path, mmap_mode="r", allow_pickle=False)
+        else:  # a pipe: numpy needs to seek, so read it whole, once
+            with open(path, "rb") as f:
+                ids = np.load(io.BytesIO(f.read()), allow_pickle=False)
     except ValueError as e:
         raise ValueError(f"{path}: not a .npy array of integer ids ({e})") from None
     if not isinstance(ids, np.ndarray):
@@ -179,12 +212,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
         for start in range(0, len(ids), _DECODE_BLOCK_IDS):
             out.write(tok.decode_bytes(ids[start:start + _DECODE_BLOCK_IDS].tolist()))
 
-    if args.output in (None, "-"):
-        write(sys.stdout.buffer)
-        sys.stdout.buffer.flush()
-    else:
-        with atomic_open(args.output) as out:
-            write(out)
+    with output_file(args.output) as out:
+        write(out)
     return 0
 
 
@@ -194,7 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     t = sub.add_parser("train", help="train a tokenizer on text files")
-    t.add_argument("files", nargs="*", metavar="FILE", help="UTF-8 text files (default: Python's stdlib sources)")
+    t.add_argument("files", nargs="*", type=input_path, metavar="FILE",
+                   help="UTF-8 text files, - for stdin (default: Python's stdlib sources)")
     t.add_argument("--vocab-size", type=int, required=True, help="256 bytes + merges + special tokens")
     t.add_argument("--special-token", action="append", default=[], metavar="T", help="repeatable, e.g. '<|endoftext|>'")
     t.add_argument("--pattern", default=None, help="gpt2 (default), cl100k, o200k, or a regex")
@@ -203,25 +233,27 @@ def build_parser() -> argparse.ArgumentParser:
                    "pattern and special tokens default to the folder's")
     t.add_argument("--threads", type=positive_int, default=None, help="counting threads (default: all cores)")
     t.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
-    t.add_argument("-o", "--output", default="tokenizer.json", help="tokenizer.json to write")
-    t.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    t.add_argument("-o", "--output", default="tokenizer.json", help="tokenizer.json to write (- for stdout)")
+    t.add_argument("-q", "--quiet", action="store_true", help="no progress bars, no summary")
     t.add_argument("--trace", type=int, default=0, metavar="N", help="print the first N merges with their counts")
     t.set_defaults(run=cmd_train)
 
     e = sub.add_parser("encode", help="encode a text file to a .npy array of ids")
-    e.add_argument("file", metavar="FILE")
-    e.add_argument("-t", "--tokenizer", required=True)
-    e.add_argument("-o", "--output", required=True, help=".npy file (uint16 if the vocabulary fits, else uint32)")
-    e.add_argument("--special", choices=("allow", "raise", "text"), default="allow",
-                   help="special-token strings in the text: emit their ids (default), fail, or encode as text")
+    e.add_argument("file", type=input_path, metavar="FILE", help="UTF-8 text file, - for stdin")
+    e.add_argument("-t", "--tokenizer", required=True, type=input_path)
+    e.add_argument("-o", "--output", required=True,
+                   help=".npy file, - for stdout (uint16 if the vocabulary fits, else uint32)")
+    e.add_argument("--special", choices=("raise", "allow", "text"), default="raise",
+                   help="special-token strings in the text: fail (default, as tiktoken's encode), "
+                   "emit their ids, or encode them as text")
     e.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
-    e.add_argument("-q", "--quiet", action="store_true")
+    e.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no messages")
     e.set_defaults(run=cmd_encode)
 
     d = sub.add_parser("decode", help="decode a .npy array of ids back to text")
-    d.add_argument("ids", metavar="IDS.npy")
-    d.add_argument("-t", "--tokenizer", required=True)
-    d.add_argument("-o", "--output", default=None, help="output file (default: stdout)")
+    d.add_argument("ids", type=input_path, metavar="IDS.npy", help="a .npy array of ids, - for stdin")
+    d.add_argument("-t", "--tokenizer", required=True, type=input_path)
+    d.add_argument("-o", "--output", default="-", help="output file (default: - for stdout)")
     d.set_defaults(run=cmd_decode)
     # Counting on many workers, and word-counts folders.
     from bytepair.cli.counts import register_count, register_counts
@@ -249,6 +281,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bytepair: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`bytepair decode ... | head`): stop quietly, with the
+        # status of a process killed by SIGPIPE, as Unix tools do. Python would
+        # report the error again when it flushes stdout at exit; point stdout at
+        # /dev/null first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except (OSError, ValueError, UnicodeDecodeError) as e:
         print(f"bytepair {args.command}: error: {e}", file=sys.stderr)
         return 1

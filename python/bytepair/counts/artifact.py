@@ -37,7 +37,7 @@ import socket
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 from bytepair import _core
 from bytepair.atomic import atomic_open, atomic_write
@@ -539,15 +539,23 @@ class WordCounts:
         manifest = _build_manifest(self.spec, totals, written, engine="merge", bucket_hash=BUCKET_HASH)
         return _commit(staging, os.fspath(out), manifest)
 
-    def export_tsv(self, path: str | os.PathLike) -> int:
-        """Write ``word<TAB>count`` lines, most frequent first, atomically. Words
-        are UTF-8 with ``\\\\``, ``\\t``, ``\\n``, ``\\r`` escaped as backslash
-        sequences and bytes that are not UTF-8 as ``\\xHH``. Returns the number of lines."""
+    def export_tsv(self, path: str | os.PathLike | BinaryIO) -> int:
+        """Write ``word<TAB>count`` lines, most frequent first, to `path`
+        (atomically) or to an open binary file. Words are UTF-8 with ``\\\\``,
+        ``\\t``, ``\\n``, ``\\r`` escaped as backslash sequences and bytes that are
+        not UTF-8 as ``\\xHH``. Returns the number of lines."""
         rows = self.most_common()
-        with atomic_open(path) as f:
-            for word, count in rows:
-                f.write(_escape_word(word).encode() + b"\t" + str(count).encode() + b"\n")
+        if hasattr(path, "write"):
+            _write_tsv(path, rows)
+        else:
+            with atomic_open(path) as f:
+                _write_tsv(f, rows)
         return len(rows)
+
+
+def _write_tsv(f: BinaryIO, rows: list[tuple[bytes, int]]) -> None:
+    for word, count in rows:
+        f.write(_escape_word(word).encode() + b"\t" + str(count).encode() + b"\n")
 
 
 _ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}

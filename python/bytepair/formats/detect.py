@@ -11,7 +11,9 @@ Detection looks at the content, then at the neighbours:
   - ``base64 rank`` lines (plain or gzipped): a ``.tiktoken`` rank file, with its
     sidecar ``<file>.json`` (the sidecar's own path works too);
   - a directory: its ``tokenizer.json``, else ``vocab.json`` + ``merges.txt``,
-    else its single ``.tiktoken`` file.
+    else its single ``.tiktoken`` file;
+  - a pipe (``-``, ``<(...)``, a FIFO) is read once, whole: a tokenizer.json or a
+    rank file (GPT-2's two files cannot come through one pipe).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from bytepair.formats.gpt2 import MERGES_NAME, VOCAB_NAME, from_gpt2_files, save_gpt2
 from bytepair.formats.hf import from_hf_json, preset_name
-from bytepair.formats.reading import GZIP_MAGIC, gunzip, parse_json
+from bytepair.formats.reading import GZIP_MAGIC, MAX_INFLATED_BYTES, gunzip, maybe_gunzip, parse_json
 from bytepair.formats.tiktoken_files import SIDECAR_SUFFIX, from_tiktoken, looks_like_rank_file, save_tiktoken
 
 if TYPE_CHECKING:
@@ -63,6 +65,27 @@ def _read_head(path: str, size: int = 1 << 16) -> bytes:
     return head
 
 
+def _detect_pipe(path: str) -> tuple[str, dict[str, Any]]:
+    """`detect_format` for a file that can be read only once: its content is kept
+    (``"doc"`` for tokenizer.json, ``"data"`` for a rank file)."""
+    with open(path, "rb") as f:
+        data = f.read(MAX_INFLATED_BYTES + 1)
+    if len(data) > MAX_INFLATED_BYTES:
+        raise ValueError(f"{path}: more than {MAX_INFLATED_BYTES:,} bytes; not a tokenizer file")
+    data = maybe_gunzip(data, source=path)
+    if data.lstrip()[:1] in (b"{", b"[", b""):
+        doc = parse_json(data, source=path)
+        if isinstance(doc, dict) and isinstance(doc.get("model"), dict):
+            return "hf", {"path": path, "doc": doc}
+        raise ValueError(
+            f"{path}: JSON read from a pipe but not a tokenizer.json (GPT-2's vocab.json needs its "
+            "merges.txt beside it: give the file's path)"
+        )
+    if looks_like_rank_file(data[:1 << 16]):
+        return "tiktoken", {"path": path, "data": data}
+    raise ValueError(f"{path}: read from a pipe: neither a tokenizer.json nor a tiktoken rank file")
+
+
 def detect_format(path: str | os.PathLike) -> tuple[str, dict[str, Any]]:
     """Which format `path` holds, and the files that make it up.
 
@@ -89,6 +112,8 @@ def detect_format(path: str | os.PathLike) -> tuple[str, dict[str, Any]]:
         )
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file or directory")
+    if not os.path.isfile(path):
+        return _detect_pipe(path)
     head = _read_head(path)
     if head.lstrip()[:1] in (b"{", b"[", b""):
         with open(path, "rb") as f:
@@ -148,7 +173,7 @@ def _load_detected(kind: str, parts: dict[str, Any], *, pattern=None, special_to
         return from_hf_json(parts["doc"], source=parts["path"])
     if kind == "gpt2":
         return from_gpt2_files(parts["vocab"], parts["merges"], special_tokens, pattern or "gpt2")
-    return from_tiktoken(parts["path"], pattern=pattern, special_tokens=special_tokens)
+    return from_tiktoken(parts["path"], pattern=pattern, special_tokens=special_tokens, data=parts.get("data"))
 
 
 def infer_target(out: str) -> str:

@@ -136,11 +136,14 @@ def from_tiktoken(
     *,
     pattern: str | None = None,
     special_tokens: Mapping[str, int] | None = None,
+    data: bytes | None = None,
 ) -> "Tokenizer":
     """Read a ``.tiktoken`` rank file (plain or gzipped) and recover its merges.
 
     Args:
         path: the rank file (``base64(token) rank`` per line).
+        data: the file's content (gunzipped) when it was read already: a pipe
+            can be read only once. `path` then names it and finds its sidecar.
         pattern: pre-tokenization regex or preset name. None: from the sidecar
             ``<path>.json``, else from the file name for OpenAI's encodings.
         special_tokens: string -> id. None: from the sidecar or the file name,
@@ -157,7 +160,7 @@ def from_tiktoken(
             tokens; the message names its line), or no pattern known for the file.
     """
     path = os.fspath(path)
-    ranks, lines = parse_ranks(read_bytes_maybe_gzip(path), source=path)
+    ranks, lines = parse_ranks(read_bytes_maybe_gzip(path) if data is None else data, source=path)
     if pattern is None or special_tokens is None:
         side = read_sidecar(path)
         known = KNOWN_ENCODINGS.get(_encoding_name(path))

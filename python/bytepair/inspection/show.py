@@ -39,6 +39,11 @@ if TYPE_CHECKING:
 # light enough for black text, distinct enough to see boundaries.
 PALETTE = ("#ffd6a5", "#caffbf", "#9bf6ff", "#bdb2ff", "#ffadad", "#fdffb6")
 SPECIAL_STYLE = ("#6a4c93", "#ffffff")  # background, text
+# 16- and 8-colour terminals: basic ANSI colours, each distinct in 8 colours.
+BASIC_PALETTE = ("yellow", "cyan", "green", "magenta")
+BASIC_SPECIAL = ("blue", "bright_white")
+# Between two tokens when there is no colour.
+TOKEN_MARKER = "\u2502"
 
 
 @dataclass
@@ -113,21 +118,40 @@ def summary(views: list[TokenView]) -> str:
     return f"{len(views):,} tokens · {n_chars:,} characters · {n_bytes:,} bytes · {ratio} bytes/token"
 
 
-def render_terminal(views: list[TokenView]) -> "rich.text.Text":
-    """The tokens as one `rich.text.Text`, each on its palette background
-    (special tokens white on purple, partial characters in italics).
+def render_terminal(views: list[TokenView], color_system: str | None = "truecolor") -> "rich.text.Text":
+    """The tokens as one `rich.text.Text`, each on a background that differs from
+    its neighbours' in every colour depth (special tokens bold on their own
+    colour, partial characters in italics).
+
+    Args:
+        views: from `token_views`.
+        color_system: the terminal's, as `rich.console.Console.color_system`
+            names it. ``"truecolor"`` and ``"256"`` get the pastel `PALETTE`
+            (distinct in 256 colours); ``"standard"`` and ``"windows"`` (16 or 8
+            colours, to which the pastels collapse, two neighbours sharing one)
+            get four basic ANSI colours; None (no colour: ``NO_COLOR``, a pipe,
+            ``TERM=dumb``) gets `TOKEN_MARKER` between tokens.
 
     Returns:
-        rich.text.Text whose ``spans`` hold one span per token.
+        rich.text.Text whose plain text is the labels (with markers when
+        `color_system` is None); with colour, one span per token.
     """
     from rich.text import Text
 
     text = Text()
+    if color_system is None:
+        for k, v in enumerate(views):
+            if k:
+                text.append(TOKEN_MARKER, style="dim")
+            text.append(v.label, style="bold" if v.special else ("italic" if v.partial else ""))
+        return text
+    basic = color_system in ("standard", "windows")
+    palette, (special_bg, special_fg) = (BASIC_PALETTE, BASIC_SPECIAL) if basic else (PALETTE, SPECIAL_STYLE)
     for k, v in enumerate(views):
         if v.special:
-            style = f"bold {SPECIAL_STYLE[1]} on {SPECIAL_STYLE[0]}"
+            style = f"bold {special_fg} on {special_bg}"
         else:
-            style = f"#000000 on {PALETTE[k % len(PALETTE)]}" + (" italic" if v.partial else "")
+            style = f"{'black' if basic else '#000000'} on {palette[k % len(palette)]}" + (" italic" if v.partial else "")
         text.append(v.label, style=style)
     return text
 
