@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import sys
 import traceback
 import unicodedata
@@ -222,3 +223,47 @@ def fuzz_main(setup, test_one_input, seeds) -> None:
 
     atheris.Setup(sys.argv, first_then_test)
     atheris.Fuzz()
+
+
+# ---- structured edits of JSON files -------------------------------------------
+
+
+def hostile_value(fdp):
+    """A JSON value of a type or range a loader might not expect (`fdp`: an
+    atheris.FuzzedDataProvider)."""
+    choice = fdp.ConsumeIntInRange(0, 19)
+    small_str = fdp.ConsumeUnicode(fdp.ConsumeIntInRange(0, 12))
+    return [
+        None, True, False, 0, -1, 1 << 32, 1 << 70, 2.5, float("inf"), "", small_str,
+        [], {}, [small_str], {small_str: 1}, "\u0120", EOT, [1, 2], {"type": small_str},
+        "\ud800",
+    ][choice]
+
+
+def edit_json(doc, fdp):
+    """Walk into `doc` as the data says, then replace, delete or add there."""
+    node, key = None, None
+    cur = doc
+    while isinstance(cur, (dict, list)) and cur and fdp.ConsumeIntInRange(0, 3) != 0:
+        keys = list(cur) if isinstance(cur, dict) else list(range(len(cur)))
+        node, key = cur, keys[fdp.ConsumeIntInRange(0, len(keys) - 1)]
+        cur = node[key]
+    if node is None:
+        return hostile_value(fdp) if fdp.ConsumeIntInRange(0, 7) == 0 else doc
+    action = fdp.ConsumeIntInRange(0, 3)
+    if action == 0 and isinstance(node, dict):
+        del node[key]
+    elif action == 1 and isinstance(node, dict):
+        node[fdp.ConsumeUnicode(6)] = hostile_value(fdp)
+    elif action == 2 and isinstance(node, list):
+        node.insert(key, hostile_value(fdp))
+    else:
+        node[key] = hostile_value(fdp)
+    return doc
+
+
+def message_shape(e: BaseException) -> str:
+    """The message with its quoted values and numbers blanked, so one check
+    failing on many inputs is one finding."""
+    text = re.sub(r"b?'(?:[^'\\]|\\.)*'|b?\"(?:[^\"\\]|\\.)*\"", "<v>", str(e))
+    return re.sub(r"\d+", "<n>", text)[:100]

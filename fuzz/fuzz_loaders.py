@@ -21,7 +21,6 @@ import atexit
 import gzip
 import json
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -31,7 +30,7 @@ from pathlib import Path
 import atheris
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import EOT, Findings, fuzz_main, small_tokenizer  # noqa: E402
+from common import Findings, edit_json, fuzz_main, message_shape, small_tokenizer  # noqa: E402
 
 bytepair = formats = None  # imported by setup()
 FINDINGS = Findings("loaders")
@@ -88,42 +87,6 @@ def seeds() -> list[bytes]:
     for k in range(len(JSON_KINDS)):
         out += [bytes([len(RAW_KINDS) + k]) + bytes((i * 37 + n) % 256 for i in range(n)) for n in (8, 32, 64)]
     return out
-
-
-# ---- structured edits of JSON ---------------------------------------------------
-
-
-def hostile_value(fdp: atheris.FuzzedDataProvider):
-    """A JSON value of a type or range a loader might not expect."""
-    choice = fdp.ConsumeIntInRange(0, 19)
-    small_str = fdp.ConsumeUnicode(fdp.ConsumeIntInRange(0, 12))
-    return [
-        None, True, False, 0, -1, 1 << 32, 1 << 70, 2.5, float("inf"), "", small_str,
-        [], {}, [small_str], {small_str: 1}, "Ġ", EOT, [1, 2], {"type": small_str},
-        "\ud800",
-    ][choice]
-
-
-def edit_json(doc, fdp: atheris.FuzzedDataProvider):
-    """Walk into `doc` as the data says, then replace, delete or add there."""
-    node, key = None, None
-    cur = doc
-    while isinstance(cur, (dict, list)) and cur and fdp.ConsumeIntInRange(0, 3) != 0:
-        keys = list(cur) if isinstance(cur, dict) else list(range(len(cur)))
-        node, key = cur, keys[fdp.ConsumeIntInRange(0, len(keys) - 1)]
-        cur = node[key]
-    if node is None:
-        return hostile_value(fdp) if fdp.ConsumeIntInRange(0, 7) == 0 else doc
-    action = fdp.ConsumeIntInRange(0, 3)
-    if action == 0 and isinstance(node, dict):
-        del node[key]
-    elif action == 1 and isinstance(node, dict):
-        node[fdp.ConsumeUnicode(6)] = hostile_value(fdp)
-    elif action == 2 and isinstance(node, list):
-        node.insert(key, hostile_value(fdp))
-    else:
-        node[key] = hostile_value(fdp)
-    return doc
 
 
 def structured_payload(name: str, payload: bytes) -> bytes:
@@ -185,13 +148,6 @@ def check_loaded(tok) -> None:
     # Text no match of a custom pattern covers is dropped (as in tiktoken).
     if tok.pattern in ("gpt2", "cl100k", "o200k"):
         assert back == text, f"round trip lost text: {text!r} -> {back!r}"
-
-
-def message_shape(e: BaseException) -> str:
-    """The message with its quoted values and numbers blanked, so one check
-    failing on many inputs is one finding."""
-    text = re.sub(r"b?'(?:[^'\\]|\\.)*'|b?\"(?:[^\"\\]|\\.)*\"", "<v>", str(e))
-    return re.sub(r"\d+", "<n>", text)[:100]
 
 
 def run_one(label: str, call, data: bytes, names: list[str]) -> None:

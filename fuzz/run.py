@@ -32,6 +32,7 @@ TARGETS = {
     "encode": ("fuzz_encode.py", 2048),
     "pretokenize": ("fuzz_pretokenize.py", 2048),
     "train": ("fuzz_train.py", 512),
+    "counts": ("fuzz_counts.py", 16384),
 }
 EXECUTED = re.compile(r"stat::number_of_executed_units:\s*(\d+)")
 ARTIFACT = re.compile(r"Test unit written to (\S+)")

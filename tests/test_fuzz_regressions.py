@@ -195,3 +195,39 @@ def test_two_special_tokens_with_one_id(tmp_path, tok):
     )
     assert_value_error_naming(tmp_path / "enc.tiktoken", lambda: bytepair.Tokenizer.load(tmp_path / "enc.tiktoken"),
                               "same id 299")
+
+
+# ---- word-counts folders (fuzz/fuzz_counts.py) ----------------------------------
+
+
+def _counts_folder(tmp_path: Path) -> Path:
+    (tmp_path / "a.txt").write_text("the quick brown fox jumps over the lazy dog\n" * 5, encoding="utf-8")
+    return Path(bytepair.count(tmp_path / "a.txt", tmp_path / "counts", progress=False).path)
+
+
+def _rewrite_manifest(folder: Path, change) -> None:
+    path = folder / "_manifest.json"
+    manifest = json.loads(path.read_text())
+    change(manifest)
+    path.write_text(json.dumps(manifest))
+
+
+def test_counts_part_that_is_not_parquet_but_matches_its_checksum(tmp_path):
+    """An empty part whose SHA-256 the manifest matches: pyarrow's ArrowInvalid escaped."""
+    import hashlib
+
+    folder = _counts_folder(tmp_path)
+    part = folder / "part-00000.parquet"
+    part.write_bytes(b"")
+    _rewrite_manifest(folder, lambda m: m["parts"][0].update(sha256=hashlib.sha256(b"").hexdigest()))
+    counts = bytepair.WordCounts.open(folder)
+    assert_value_error_naming(part, lambda: bytepair.train_from_counts(counts, 300), "not a word-counts part")
+
+
+def test_counts_manifest_special_token_with_a_lone_surrogate(tmp_path):
+    """A special token "\\ud800" in the manifest: UnicodeEncodeError at training."""
+    folder = _counts_folder(tmp_path)
+    _rewrite_manifest(folder, lambda m: m.update(special_tokens=["\ud800"]))
+    assert_value_error_naming(folder / "_manifest.json", lambda: bytepair.WordCounts.open(folder), "lone surrogate")
+    with pytest.raises(ValueError, match="lone surrogate"):
+        bytepair.train_from_iterator(["hello world"], 260, special_tokens=["\ud800"], progress=False)

@@ -101,6 +101,29 @@ class _HashingWriter:
         self.closed = True
 
 
+def _open_part(path: str) -> "pyarrow.parquet.ParquetFile":
+    """A part's Parquet reader; ValueError naming the file if it is not Parquet."""
+    pa, pq = _pyarrow()
+    try:
+        return pq.ParquetFile(path)
+    except pa.ArrowException as e:
+        raise ValueError(f"{path}: not a word-counts part (Parquet): {e}") from None
+
+
+def _batches_of(pf: "pyarrow.parquet.ParquetFile", path: str, batch_rows: int) -> Iterator["pyarrow.RecordBatch"]:
+    """The record batches of a part; damaged data is a ValueError naming the file."""
+    pa, _ = _pyarrow()
+    batches = pf.iter_batches(batch_size=batch_rows, columns=["word", "count"])
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except (pa.ArrowException, OSError) as e:
+            raise ValueError(f"{path}: damaged word-counts part: {e}") from None
+        yield batch
+
+
 def _part_batches(path: str, batch_rows: int = _READ_ROWS) -> Iterator[tuple[bytes, bytes, bytes]]:
     """(data, offsets, counts) buffers of a part, `batch_rows` rows at a time.
     Reads parts written by any engine (binary or large_binary words).
@@ -109,20 +132,20 @@ def _part_batches(path: str, batch_rows: int = _READ_ROWS) -> Iterator[tuple[byt
         ValueError: not a Parquet file, or columns other than word: binary,
             count: integer (names the file).
     """
-    pa, pq = _pyarrow()
+    pa, _ = _pyarrow()
     import numpy as np
-    try:
-        pf = pq.ParquetFile(path)
-    except pa.ArrowException as e:
-        raise ValueError(f"{path}: not a word-counts part (Parquet): {e}") from None
+    pf = _open_part(path)
     schema = pf.schema_arrow
     if "word" not in schema.names or "count" not in schema.names or not (
         pa.types.is_binary(schema.field("word").type) or pa.types.is_large_binary(schema.field("word").type)
     ) or not pa.types.is_integer(schema.field("count").type):
         raise ValueError(f"{path}: expected columns word: binary and count: int64, got {schema}")
-    for batch in pf.iter_batches(batch_size=batch_rows, columns=["word", "count"]):
-        words = batch.column(0).cast(pa.large_binary())
-        counts = batch.column(1).cast(pa.int64())
+    for batch in _batches_of(pf, path, batch_rows):
+        try:
+            words = batch.column(0).cast(pa.large_binary())
+            counts = batch.column(1).cast(pa.int64())  # a uint64 count past 2**63 fails here
+        except pa.ArrowException as e:
+            raise ValueError(f"{path}: {e}") from None
         if words.null_count or counts.null_count:
             raise ValueError(f"{path}: null word or count")
         _, offsets_buf, data_buf = words.buffers()
@@ -484,9 +507,8 @@ class WordCounts:
         With `verify`, each part's SHA-256 and row count are checked first."""
         if verify:
             self.verify()
-        pa, pq = _pyarrow()
         for part, path in zip(self.manifest["parts"], self.part_paths()):
-            rows = pq.ParquetFile(path).metadata.num_rows
+            rows = _open_part(path).metadata.num_rows
             if rows != part["rows"]:
                 raise ValueError(f"{path}: {rows} rows, the manifest says {part['rows']}")
             _add_part(counter, path)

@@ -28,8 +28,9 @@ _PARQUET_ROWS = 8192
 
 def check_special_tokens(special_tokens: Sequence[str]) -> tuple[str, ...]:
     """The special tokens of counting and training, checked: a sequence (not a
-    single str, TypeError) of distinct non-empty strs (ValueError naming the
-    token at fault). The one check `count`, `train` and `CountSpec` share."""
+    single str, TypeError) of distinct non-empty strs that are valid Unicode (no
+    lone surrogate), else ValueError naming the token at fault. The one check
+    `count`, `train` and `CountSpec` share."""
     if isinstance(special_tokens, str):
         raise TypeError("special_tokens must be a sequence of strings, not a single string")
     tokens = tuple(special_tokens)
@@ -39,6 +40,10 @@ def check_special_tokens(special_tokens: Sequence[str]) -> tuple[str, ...]:
             raise ValueError(f"special token {t!r} must be a non-empty str")
         if t in seen:
             raise ValueError(f"special token {t!r} is given twice")
+        try:
+            t.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"special token {t!r} holds a lone surrogate: not text UTF-8 can hold") from None
         seen.add(t)
     return tokens
 
