@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -291,3 +292,68 @@ def test_cli_shows_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path):
         result = subprocess.run([sys.executable, "-m", "bytepair", *args], input=b"hello world\n", capture_output=True)
         assert result.returncode == 0, result.stderr
         assert b"\r" not in result.stderr and b"it/s" not in result.stderr and b"B/s" not in result.stderr, result.stderr
+
+
+def _random_words_file(path, megabytes: int) -> None:
+    """Text of all-distinct random words (the worst case for counting memory)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    letters = rng.integers(ord("a"), ord("z") + 1, size=megabytes << 20, dtype=np.uint8)
+    letters[rng.random(letters.size) < 1 / 8] = ord(" ")
+    path.write_bytes(letters.tobytes())
+
+
+def test_a_memory_budget_bounds_counting_of_all_distinct_words(tmp_path):
+    """1 GB of random words passed 7.5 GiB while counting (issue 21 item 20). With
+    max_memory the counts stay within the budget (the rarest words are dropped,
+    and said so); without it the same text needs several times more."""
+    corpus = tmp_path / "random.txt"
+    _random_words_file(corpus, 24)
+    code = f"""
+        import re, warnings, bytepair
+        def rss(key):
+            return int(re.search(key + r":\\s+(\\d+)", open("/proc/self/status").read()).group(1)) << 10
+        base = rss("VmRSS")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            tok = bytepair.train({str(corpus)!r}, 300, progress=False, max_memory={{budget}})
+        s = tok.training_stats
+        print(rss("VmHWM") - base, s.pruned_words, s.pruned_min_count, s.distinct_words,
+              sum("counting dropped" in str(w.message) for w in caught))
+    """
+    budget = 64 << 20
+    bounded = _run(code.replace("{budget}", str(budget))).stdout.split()
+    unbounded = _run(code.replace("{budget}", "None")).stdout.split()
+    grown, pruned, min_count, distinct, warned = map(int, bounded)
+    assert grown < budget, f"{grown >> 20} MiB for a budget of {budget >> 20} MiB"
+    assert pruned > 1_000_000 and min_count >= 2 and warned == 1 and distinct > 10_000
+    assert int(unbounded[0]) > 3 * grown and unbounded[1] == "0"
+
+
+def test_a_memory_budget_that_is_not_reached_changes_nothing(tmp_path):
+    corpus = tmp_path / "a.txt"
+    corpus.write_text("the cat sat on the mat; the dog ate the cat's hat\n" * 2000, encoding="utf-8")
+    plain = bytepair.train(corpus, 270, progress=False)
+    budgeted = bytepair.train(corpus, 270, progress=False, max_memory=64 << 20)
+    assert budgeted.merges == plain.merges and budgeted.training_stats.pruned_words == 0
+    for bad in (1 << 20, -1, 2.5, True):
+        with pytest.raises(ValueError, match="max_memory"):
+            bytepair.train(corpus, 300, progress=False, max_memory=bad)
+
+
+def test_cli_max_memory_takes_sizes_and_reports_what_it_dropped(tmp_path):
+    from bytepair.cli.args import byte_size
+
+    assert [byte_size(s) for s in ("64M", "4G", "1.5g", "512MiB", "1000")] == [
+        64 << 20, 4 << 30, 3 << 29, 512 << 20, 1000]
+    corpus = tmp_path / "random.txt"
+    _random_words_file(corpus, 8)
+    result = subprocess.run([sys.executable, "-m", "bytepair", "train", str(corpus), "--vocab-size", "300",
+                             "--max-memory", "64M", "-o", str(tmp_path / "tok.json")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"pruned\s+[\d,]+ distinct words seen < \d+ times .* --max-memory", result.stdout), result.stdout
+    bad = subprocess.run([sys.executable, "-m", "bytepair", "train", str(corpus), "--vocab-size", "300",
+                          "--max-memory", "lots"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--max-memory" in bad.stderr and "Traceback" not in bad.stderr

@@ -16,8 +16,14 @@ def _panic_for_tests(place: str) -> None:
 class WordCounter:
     """Word counts (pre-token bytes -> count) accumulated from files or texts."""
 
-    def __init__(self, pattern: str, special_tokens: list[str], max_word_bytes: int = 65536) -> None:
-        """Pre-tokens longer than max_word_bytes (>= 4) count as several words of at most that many bytes."""
+    def __init__(
+        self, pattern: str, special_tokens: list[str], max_word_bytes: int = 65536, max_memory: int | None = None
+    ) -> None:
+        """Pre-tokens longer than max_word_bytes (>= 4) count as several words of at most that many bytes;
+        max_memory (bytes) bounds the counts, dropping the rarest words past it (lossy counting)."""
+    @property
+    def pruned(self) -> tuple[int, int, int]:
+        """What max_memory dropped: (distinct words, pre-tokens, highest minimum count applied)."""
     def count_files(
         self,
         paths: list[str],

@@ -54,6 +54,36 @@ class TrainingStats:
     count_seconds: float = 0.0
     merge_seconds: float = 0.0
     merge_counts: list[int] = field(default_factory=list, repr=False)
+    # What a `max_memory` budget dropped while counting (0 when nothing was):
+    # distinct words, their pre-tokens, and the highest minimum count applied.
+    pruned_words: int = 0
+    pruned_pre_tokens: int = 0
+    pruned_min_count: int = 0
+
+# A memory budget below this leaves too little room for the counts of one
+# block of text per thread, and would prune nearly every word.
+MIN_MAX_MEMORY = 64 << 20
+
+
+def _check_max_memory(max_memory: int | None) -> int | None:
+    if max_memory is None:
+        return None
+    if isinstance(max_memory, bool) or not isinstance(max_memory, numbers.Integral) or max_memory < MIN_MAX_MEMORY:
+        raise ValueError(f"max_memory={max_memory!r} must be None or a number of bytes of at least {MIN_MAX_MEMORY:,} (64 MiB)")
+    return int(max_memory)
+
+
+def _note_pruning(counter: _core.WordCounter, stats: TrainingStats, max_memory: int | None) -> None:
+    """Copy what the budget dropped into `stats`, with a warning when it dropped anything."""
+    stats.pruned_words, stats.pruned_pre_tokens, stats.pruned_min_count = counter.pruned
+    if stats.pruned_words:
+        share = stats.pruned_pre_tokens / max(stats.pruned_pre_tokens + counter.total(), 1)
+        warnings.warn(
+            f"to stay within max_memory={max_memory:,} bytes, counting dropped {stats.pruned_words:,} distinct "
+            f"words seen fewer than {stats.pruned_min_count} times ({stats.pruned_pre_tokens:,} pre-tokens, "
+            f"{share:.2%} of all); the counts, and so the merges, are approximate",
+            stacklevel=3,
+        )
 
 
 def _check_arguments(vocab_size: int, special_tokens: Sequence[str], trace: int = 0) -> int:
@@ -156,6 +186,7 @@ def train(
     errors: str = "strict",
     chunk_size: int = 1 << 20,
     trace: int = 0,
+    max_memory: int | None = None,
 ) -> Tokenizer:
     """Train a byte-level BPE tokenizer on text files.
 
@@ -177,6 +208,14 @@ def train(
             line each with the pair count, e.g. ``step 1: ('u', 'g') -> 'ug'
             (count 20)``; bytes that are not printable are escaped (``\\n``,
             ``\\xe2``). 0 (default) prints nothing.
+        max_memory: a budget in bytes (at least 64 MiB) for the word counts
+            while counting; None (default): no bound, counts exact. Memory grows
+            with the distinct words, not the corpus size; past the budget the
+            rarest words are dropped (every word seen fewer than 2 times so far,
+            then 4, 8...: lossy counting, Manku and Motwani 2002), so a corpus
+            of more distinct words than RAM still trains. What was dropped is in
+            ``training_stats`` (``pruned_*``) and a warning. Peak memory is
+            about the budget plus the merge loop's copy of the kept words.
 
     Returns:
         Tokenizer, with ``training_stats`` (a `TrainingStats`).
@@ -200,9 +239,10 @@ def train(
     if errors not in ("strict", "replace"):
         raise ValueError(f"errors={errors!r}: expected 'strict' or 'replace'")
     paths = _check_files(files)
+    max_memory = _check_max_memory(max_memory)
     show = _show_progress(progress)
     stats = TrainingStats(input_bytes=sum(os.path.getsize(p) for p in paths))
-    counter = _core.WordCounter(pattern, list(special_tokens))
+    counter = _core.WordCounter(pattern, list(special_tokens), max_memory=max_memory)
     start = time.perf_counter()
     with ProgressBar(stats.input_bytes, "counting", unit="B", scale=True, enabled=show) as bar:
         counter.count_files(paths, num_threads, chunk_size, errors == "replace", bar.update_to)
@@ -210,6 +250,7 @@ def train(
     stats.input_bytes = max(stats.input_bytes, bar.n)
     stats.count_seconds = time.perf_counter() - start
     _require_text(counter, _describe_files(paths))
+    _note_pruning(counter, stats, max_memory)
     return _learn(
         counter, num_merges, special_tokens, pattern, stats, num_threads=num_threads, progress=show, trace=trace
     )
@@ -224,19 +265,22 @@ def train_from_iterator(
     num_threads: int | None = None,
     progress: bool | None = None,
     trace: int = 0,
+    max_memory: int | None = None,
 ) -> Tokenizer:
     """Train on an iterable of strings, each an independent document (pre-tokens
     never span two texts). Texts are consumed in batches, so a generator over a
-    huge dataset is fine. Arguments (including `trace`) and errors as `train`.
+    huge dataset is fine. Arguments (including `trace` and `max_memory`) and
+    errors as `train`.
 
     >>> import bytepair
     >>> bytepair.train_from_iterator(["low lower", "newest widest"], 257, progress=False).merges
     [(b'w', b'e')]
     """
     num_merges = _check_arguments(vocab_size, special_tokens, trace)
+    max_memory = _check_max_memory(max_memory)
     show = _show_progress(progress)
     stats = TrainingStats()
-    counter = _core.WordCounter(pattern, list(special_tokens))
+    counter = _core.WordCounter(pattern, list(special_tokens), max_memory=max_memory)
     start = time.perf_counter()
     with ProgressBar(None, "counting", unit="B", scale=True, enabled=show) as bar:
         done_before = 0
@@ -261,6 +305,7 @@ def train_from_iterator(
         stats.input_bytes = done_before
     stats.count_seconds = time.perf_counter() - start
     _require_text(counter, "the texts")
+    _note_pruning(counter, stats, max_memory)
     return _learn(
         counter, num_merges, special_tokens, pattern, stats, num_threads=num_threads, progress=show, trace=trace
     )

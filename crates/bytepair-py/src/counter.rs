@@ -1,7 +1,7 @@
 //! `WordCounter`: word counts accumulated from files, texts, documents in
 //! Arrow layout or word-counts parts, then trained on (`train`).
 
-use bytepair_core::count::{self, CountError, WordCounts};
+use bytepair_core::count::{self, CountError, Counted, Limits, Pruned, WordCounts};
 use bytepair_core::{train, wordcounts, CutRule, PreTokenizer};
 use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -30,23 +30,45 @@ fn le_i64s(raw: &[u8], what: &str) -> PyResult<Vec<i64>> {
 pub struct WordCounter {
     pre: PreTokenizer,
     cut: CutRule,
-    max_word_bytes: usize,
+    limits: Limits,
     counts: WordCounts,
+    pruned: Pruned,
+}
+
+impl WordCounter {
+    /// Sum one call's counts into the accumulated ones, which stay within the
+    /// memory budget across calls too.
+    fn add_counted(&mut self, counted: Counted) {
+        self.counts = count::merge_counts(std::mem::take(&mut self.counts), counted.counts);
+        self.pruned.add(counted.pruned);
+        if let Some(budget) = self.limits.max_memory {
+            self.pruned.add(count::prune_to_budget(&mut self.counts, budget / 2));
+        }
+    }
 }
 
 #[pymethods]
 impl WordCounter {
     /// Pre-tokens longer than `max_word_bytes` (at least 4) are counted as
-    /// consecutive words of at most that many bytes.
+    /// consecutive words of at most that many bytes. `max_memory` (bytes): the
+    /// budget of the counts (`count::Limits::max_memory`), None for no bound.
     #[new]
-    #[pyo3(signature = (pattern, special_tokens, max_word_bytes=count::DEFAULT_MAX_WORD_BYTES))]
-    fn new(pattern: &str, special_tokens: Vec<String>, max_word_bytes: usize) -> PyResult<Self> {
+    #[pyo3(signature = (pattern, special_tokens, max_word_bytes=count::DEFAULT_MAX_WORD_BYTES, max_memory=None))]
+    fn new(pattern: &str, special_tokens: Vec<String>, max_word_bytes: usize, max_memory: Option<usize>) -> PyResult<Self> {
         if max_word_bytes < 4 {
             return Err(PyValueError::new_err(format!("max_word_bytes must be at least 4, got {max_word_bytes}")));
         }
         let pre = PreTokenizer::new(pattern, &special_tokens).map_err(pattern_error)?;
         let cut = CutRule::new(pattern, &special_tokens);
-        Ok(WordCounter { pre, cut, max_word_bytes, counts: WordCounts::default() })
+        let limits = Limits { max_word_bytes, max_memory };
+        Ok(WordCounter { pre, cut, limits, counts: WordCounts::default(), pruned: Pruned::default() })
+    }
+
+    /// What the memory budget dropped so far: (distinct words, pre-tokens, the
+    /// highest minimum count applied); all 0 when nothing was.
+    #[getter]
+    fn pruned(&self) -> (u64, u64, u64) {
+        (self.pruned.words, self.pruned.pre_tokens, self.pruned.min_count)
     }
 
     /// Count UTF-8 files, each one document; progress reports bytes read.
@@ -60,12 +82,12 @@ impl WordCounter {
         replace_errors: bool,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<()> {
-        let (pre, cut, max_word) = (&self.pre, &self.cut, self.max_word_bytes);
-        let counts = run_with_progress(py, num_threads, progress, |p| {
-            count::count_files(pre, cut, &paths, chunk_size, replace_errors, max_word, p)
+        let (pre, cut, limits) = (&self.pre, &self.cut, &self.limits);
+        let counted = run_with_progress(py, num_threads, progress, |p| {
+            count::count_files(pre, cut, &paths, chunk_size, replace_errors, limits, p)
         })?
             .map_err(count_error)?;
-        self.counts = count::merge_counts(std::mem::take(&mut self.counts), counts);
+        self.add_counted(counted);
         Ok(())
     }
 
@@ -78,10 +100,10 @@ impl WordCounter {
         num_threads: Option<usize>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<()> {
-        let (pre, max_word) = (&self.pre, self.max_word_bytes);
-        let counts = run_with_progress(py, num_threads, progress, |p| count::count_texts(pre, &texts, max_word, p))?
+        let (pre, limits) = (&self.pre, &self.limits);
+        let counted = run_with_progress(py, num_threads, progress, |p| count::count_texts(pre, &texts, limits, p))?
             .map_err(count_error)?;
-        self.counts = count::merge_counts(std::mem::take(&mut self.counts), counts);
+        self.add_counted(counted);
         Ok(())
     }
 
@@ -104,9 +126,9 @@ impl WordCounter {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<()> {
         let offsets = le_i64s(offsets, "offsets")?;
-        let (pre, max_word) = (&self.pre, self.max_word_bytes);
-        let counts = run_with_progress(py, num_threads, progress, |p| {
-            count::count_documents(pre, data, &offsets, replace_errors, max_word, p)
+        let (pre, limits) = (&self.pre, &self.limits);
+        let counted = run_with_progress(py, num_threads, progress, |p| {
+            count::count_documents(pre, data, &offsets, replace_errors, limits, p)
         })?
             .map_err(|e| match e {
                 CountError::InvalidUtf8InDocument { index, offset } => {
@@ -118,7 +140,7 @@ impl WordCounter {
                 }
                 other => count_error(other),
             })?;
-        self.counts = count::merge_counts(std::mem::take(&mut self.counts), counts);
+        self.add_counted(counted);
         Ok(())
     }
 

@@ -27,6 +27,23 @@ def positive_int(text: str) -> int:
     return value
 
 
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def byte_size(text: str) -> int:
+    """argparse type: a size in bytes, with an optional binary unit suffix
+    (``512M``, ``4G``, ``1.5g``, ``4GiB``; K, M, G, T are powers of 1024)."""
+    number = text.strip().lower().removesuffix("ib").removesuffix("b")
+    unit = number[-1:] if number[-1:] in _SIZE_UNITS else ""
+    try:
+        value = float(number[: len(number) - len(unit)])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 512M or 4G") from None
+    if not value >= 0 or value * _SIZE_UNITS[unit] >= 1 << 62:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 512M or 4G")
+    return int(value * _SIZE_UNITS[unit])
+
+
 def input_path(text: str) -> str:
     """argparse type for an input file: ``-`` is standard input."""
     if text != "-":

@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 from bytepair import __version__
-from bytepair.cli.args import input_path, message, output_file, positive_int, progress_bars
+from bytepair.cli.args import byte_size, input_path, message, output_file, positive_int, progress_bars
 from bytepair.progress import ProgressBar
 from bytepair.textfile import read_text_blocks
 from bytepair.tokenizer import Tokenizer
@@ -66,6 +66,8 @@ def _fmt_bytes(n: float) -> str:
 def _train_from_counts(args: argparse.Namespace):
     if args.files:
         raise ValueError("give either FILEs or --from-counts, not both")
+    if args.max_memory is not None:
+        raise ValueError("--max-memory bounds counting; --from-counts trains on counts made already")
     from bytepair.counts.artifact import WordCounts
 
     counts = WordCounts.open(args.from_counts)
@@ -99,6 +101,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         progress=progress_bars(args),
         errors=errors,
         trace=args.trace,
+        max_memory=args.max_memory,
     )
     return _report_training(args, tok, f"{len(files)} file(s)", start)
 
@@ -116,10 +119,15 @@ def _report_training(args: argparse.Namespace, tok, source: str, start: float) -
     bpt = s.input_bytes / s.tokens if s.tokens else float("nan")
     if args.quiet:
         return 0
+    pruned = (
+        f"  pruned         {s.pruned_words:,} distinct words seen < {s.pruned_min_count} times "
+        f"({s.pruned_pre_tokens:,} pre-tokens) to stay within --max-memory\n"
+        if s.pruned_words else ""
+    )
     print(
         f"wrote {'tokenizer.json to stdout' if args.output == '-' else args.output}\n"
         f"  input          {_fmt_bytes(s.input_bytes)} in {source}\n"
-        f"  pre-tokens     {s.pre_tokens:,} ({s.distinct_words:,} distinct words)\n"
+        f"  pre-tokens     {s.pre_tokens:,} ({s.distinct_words:,} distinct words)\n{pruned}"
         f"  merges         {s.merges:,} learned{' (stopped early: no pair left)' if s.stopped_early else ''}\n"
         f"  vocab size     {tok.vocab_size:,} (256 bytes + {s.merges:,} merges + {len(tok.special_tokens)} special)\n"
         f"  time           {total:.2f} s (counting {s.count_seconds:.2f} s, merging {s.merge_seconds:.2f} s)\n"
@@ -232,6 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="train from a word-counts folder (bytepair count) instead of FILEs; "
                    "pattern and special tokens default to the folder's")
     t.add_argument("--threads", type=positive_int, default=None, help="counting threads (default: all cores)")
+    t.add_argument("--max-memory", type=byte_size, default=None, metavar="SIZE",
+                   help="memory budget of the word counts, e.g. 4G (at least 64M); past it the rarest words "
+                   "are dropped and the summary says how many (default: no bound, exact counts)")
     t.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
     t.add_argument("-o", "--output", default="tokenizer.json", help="tokenizer.json to write (- for stdout)")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bars, no summary")

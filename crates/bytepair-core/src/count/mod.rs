@@ -20,7 +20,7 @@ use crate::cut::CutRule;
 use crate::pretokenize::{PreTokenizer, SearchError};
 use crate::progress::Progress;
 pub use chunks::{Chunk, ChunkReader};
-pub use tally::WordTally;
+pub use tally::{Pruned, WordTally};
 
 /// Word (pre-token bytes) -> number of occurrences.
 pub type WordCounts = FxHashMap<Vec<u8>, u64>;
@@ -61,6 +61,66 @@ impl CountError {
 /// the size of the run. HF tokenizers and sentencepiece bound lengths too
 /// (`max_token_length`, `max_sentence_length`).
 pub const DEFAULT_MAX_WORD_BYTES: usize = 1 << 16;
+
+/// Bounds on counting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Pre-tokens longer than this many bytes (at least 4) are counted as
+    /// several words ([`split_long_word`]).
+    pub max_word_bytes: usize,
+    /// A memory budget, in bytes, for the word counts of one counting call (the
+    /// tallies of all threads, then their sum); None: no bound. Past it the
+    /// rarest words are dropped, as lossy counting does (Manku and Motwani,
+    /// "Approximate Frequency Counts over Data Streams", 2002): every word seen
+    /// fewer than 2 times so far, then 4, 8... until the counts fit in half the
+    /// budget again. What was dropped is reported ([`Pruned`]); counts are then
+    /// approximate and can depend on the thread count.
+    pub max_memory: Option<usize>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_word_bytes: DEFAULT_MAX_WORD_BYTES, max_memory: None }
+    }
+}
+
+/// The result of a counting call: the word counts, and what a memory budget dropped.
+#[derive(Debug, Default)]
+pub struct Counted {
+    pub counts: WordCounts,
+    pub pruned: Pruned,
+}
+
+/// Heap bytes a word of `WordCounts` costs beyond its own bytes (its `Vec`
+/// header, the count, the table's control byte and spare room, the allocator).
+const MAP_ENTRY_BYTES: usize = 64;
+
+/// Heap bytes held by `counts` (estimated from its capacity and key bytes).
+pub fn memory_bytes(counts: &WordCounts) -> usize {
+    counts.capacity() * MAP_ENTRY_BYTES + counts.keys().map(Vec::len).sum::<usize>()
+}
+
+/// Drop the rarest words of `counts` until it holds at most `budget` bytes
+/// (the lossy counting of [`Limits::max_memory`]). Nothing happens below it.
+pub fn prune_to_budget(counts: &mut WordCounts, budget: usize) -> Pruned {
+    let mut pruned = Pruned::default();
+    let mut min_count = 2;
+    while memory_bytes(counts) > budget && !counts.is_empty() {
+        counts.retain(|_, &mut n| {
+            let keep = n >= min_count;
+            if !keep {
+                pruned.words += 1;
+                pruned.pre_tokens += n;
+            }
+            keep
+        });
+        counts.shrink_to_fit();
+        crate::memory::release_freed_memory();
+        pruned.min_count = min_count;
+        min_count = min_count.saturating_mul(2);
+    }
+    pruned
+}
 
 /// `piece` cut into words of at most `max` bytes (at least 4), each ending at
 /// a UTF-8 character boundary where `piece` is UTF-8: the first word is the
@@ -124,14 +184,16 @@ pub fn merge_counts(mut a: WordCounts, mut b: WordCounts) -> WordCounts {
 /// and pulls jobs from the shared iterator until it is exhausted.
 fn count_parallel<J: Send>(
     jobs: impl Iterator<Item = Result<J, CountError>> + Send,
-    max_word_bytes: usize,
+    limits: &Limits,
     progress: &Progress,
     count_one: impl Fn(J, &mut WordTally) -> Result<(), CountError> + Sync,
-) -> Result<WordCounts, CountError> {
+) -> Result<Counted, CountError> {
     let jobs = Mutex::new(jobs);
     let failed = AtomicBool::new(false);
+    // Half the budget for the threads' tallies, half for their sum.
+    let thread_budget = limits.max_memory.map(|m| m / (2 * rayon::current_num_threads()));
     let tallies: Vec<Result<WordTally, CountError>> = rayon::broadcast(|_| {
-        let mut counts = WordTally::new(max_word_bytes);
+        let mut counts = WordTally::with_budget(limits.max_word_bytes, thread_budget);
         loop {
             if progress.is_cancelled() {
                 return Err(CountError::Cancelled);
@@ -145,11 +207,17 @@ fn count_parallel<J: Send>(
                 failed.store(true, Ordering::Relaxed);
                 return Err(e);
             }
+            counts.enforce_budget();
         }
     });
-    let mut total = WordCounts::default();
+    let mut total = Counted::default();
     for tally in tallies {
-        total = merge_counts(total, tally?.into_counts());
+        let tally = tally?;
+        total.pruned.add(tally.pruned());
+        total.counts = merge_counts(std::mem::take(&mut total.counts), tally.into_counts());
+    }
+    if let Some(budget) = limits.max_memory {
+        total.pruned.add(prune_to_budget(&mut total.counts, budget / 2));
     }
     Ok(total)
 }
@@ -158,10 +226,10 @@ fn count_parallel<J: Send>(
 pub fn count_texts(
     pre: &PreTokenizer,
     texts: &[String],
-    max_word_bytes: usize,
+    limits: &Limits,
     progress: &Progress,
-) -> Result<WordCounts, CountError> {
-    count_parallel(texts.iter().map(Ok), max_word_bytes, progress, |text, counts| {
+) -> Result<Counted, CountError> {
+    count_parallel(texts.iter().map(Ok), limits, progress, |text, counts| {
         counts.add_text(pre, text)?;
         progress.add(text.len() as u64);
         Ok(())
@@ -181,9 +249,9 @@ pub fn count_documents(
     data: &[u8],
     offsets: &[i64],
     replace_errors: bool,
-    max_word_bytes: usize,
+    limits: &Limits,
     progress: &Progress,
-) -> Result<WordCounts, CountError> {
+) -> Result<Counted, CountError> {
     let bad = CountError::BadOffsets;
     if offsets.is_empty() {
         return Err(bad("offsets must hold n + 1 positions, got none".into()));
@@ -202,7 +270,7 @@ pub fn count_documents(
     }
     starts.push(offsets.len() - 1);
     let jobs = starts.windows(2).map(|w| Ok((w[0], w[1])));
-    count_parallel(jobs, max_word_bytes, progress, |(first, end), counts| {
+    count_parallel(jobs, limits, progress, |(first, end), counts| {
         for i in first..end {
             let doc = &data[offsets[i] as usize..offsets[i + 1] as usize];
             let text = match std::str::from_utf8(doc) {
@@ -229,16 +297,16 @@ pub fn count_files(
     paths: &[String],
     chunk_size: usize,
     replace_errors: bool,
-    max_word_bytes: usize,
+    limits: &Limits,
     progress: &Progress,
-) -> Result<WordCounts, CountError> {
+) -> Result<Counted, CountError> {
     let chunks = paths.iter().flat_map(|path| -> Box<dyn Iterator<Item = Result<Chunk, CountError>> + Send> {
         match ChunkReader::open(path, chunk_size, rule.clone()) {
             Ok(reader) => Box::new(reader),
             Err(e) => Box::new(std::iter::once(Err(e))),
         }
     });
-    count_parallel(chunks, max_word_bytes, progress, |chunk, counts| {
+    count_parallel(chunks, limits, progress, |chunk, counts| {
         let text = match std::str::from_utf8(&chunk.bytes) {
             Ok(t) => std::borrow::Cow::Borrowed(t),
             Err(_) if replace_errors => String::from_utf8_lossy(&chunk.bytes),
@@ -277,7 +345,7 @@ mod tests {
             for chunk_size in [1, 2, 3, 5, 8, 13, 1000] {
                 let path = path.to_string_lossy().to_string();
                 let rule = CutRule::new(pattern, &[]);
-                let got = count_files(&pre, &rule, &[path], chunk_size, false, DEFAULT_MAX_WORD_BYTES, &Progress::default()).unwrap();
+                let got = count_files(&pre, &rule, &[path], chunk_size, false, &Limits::default(), &Progress::default()).unwrap().counts;
                 assert_eq!(got, want, "pattern {pattern} chunk size {chunk_size}");
             }
         }

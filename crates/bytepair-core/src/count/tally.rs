@@ -41,7 +41,39 @@ pub struct WordTally {
     shift: u32,
     short_words: usize,
     long_words: WordCounts,
+    /// Bytes of the keys of `long_words`.
+    long_bytes: usize,
+    /// The memory budget (`with_budget`), and the most slots it allows.
+    budget: Option<usize>,
+    max_slots: usize,
+    /// The count below which the next pruning drops a word (doubles as needed).
+    min_count: u64,
+    pruned: Pruned,
 }
+
+/// What `WordTally::prune` (and a memory budget) dropped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// Distinct words dropped (a word dropped twice counts twice).
+    pub words: u64,
+    /// Their occurrences (pre-tokens) lost.
+    pub pre_tokens: u64,
+    /// The highest `min_count` applied: a word dropped was seen fewer times,
+    /// in the stretch of text counted before its pruning.
+    pub min_count: u64,
+}
+
+impl Pruned {
+    pub fn add(&mut self, other: Pruned) {
+        self.words += other.words;
+        self.pre_tokens += other.pre_tokens;
+        self.min_count = self.min_count.max(other.min_count);
+    }
+}
+
+/// Heap bytes a long word costs beyond its own bytes: its `Vec` header, the
+/// count, the map's control byte and spare capacity, and the allocator's header.
+const LONG_ENTRY_BYTES: usize = 64;
 
 impl Default for WordTally {
     fn default() -> Self {
@@ -54,13 +86,102 @@ impl WordTally {
     /// (at least 4) as consecutive words of at most that many bytes, cut at
     /// UTF-8 character boundaries (see `count::split_long_word`).
     pub fn new(max_word_bytes: usize) -> Self {
+        Self::with_budget(max_word_bytes, None)
+    }
+
+    /// `new`, holding at most about `budget` bytes when one is given: the slot
+    /// table never grows past half of it (the rarest words are pruned instead,
+    /// see `prune`), and `enforce_budget` prunes when the long words push the
+    /// total over it.
+    pub fn with_budget(max_word_bytes: usize, budget: Option<usize>) -> Self {
+        // Growing copies the table into one twice its size: old + new stay
+        // within three quarters of the budget.
+        let max_slots = budget.map_or(usize::MAX, |b| {
+            let slots = (b / 2 / std::mem::size_of::<Slot>()).max(INITIAL_SLOTS);
+            1 << slots.ilog2()
+        });
         WordTally {
+            budget,
+            max_slots,
+            min_count: 2,
+            pruned: Pruned::default(),
             max_word_bytes: max_word_bytes.max(4),
             slots: empty_slots(INITIAL_SLOTS),
             shift: 64 - INITIAL_SLOTS.trailing_zeros(),
             short_words: 0,
             long_words: WordCounts::default(),
+            long_bytes: 0,
         }
+    }
+
+    /// What the budget dropped so far.
+    pub fn pruned(&self) -> Pruned {
+        self.pruned
+    }
+
+    /// Prune until the tally holds at most half its budget, if it holds more
+    /// than the budget (the long words are only checked here, between blocks).
+    pub fn enforce_budget(&mut self) {
+        let Some(budget) = self.budget else { return };
+        if self.memory_bytes() <= budget {
+            return;
+        }
+        while self.memory_bytes() > budget / 2 && !self.is_empty() {
+            self.prune_for_budget();
+            if self.memory_bytes() > budget / 2 {
+                self.min_count = self.min_count.saturating_mul(2);
+            }
+        }
+    }
+
+    /// Prune at the current minimum count (it only rises, as in lossy counting).
+    fn prune_for_budget(&mut self) {
+        let pruned = self.prune(self.min_count);
+        self.pruned.add(pruned);
+    }
+
+    /// Heap bytes held (the slot table, and the long words with their overhead).
+    pub fn memory_bytes(&self) -> usize {
+        self.slots.len() * std::mem::size_of::<Slot>() + self.long_words.capacity() * LONG_ENTRY_BYTES + self.long_bytes
+    }
+
+    /// Drop every word counted fewer than `min_count` times, and shrink the
+    /// table to the words left (the lossy counting of a memory budget; see
+    /// `count::MemoryBudget`).
+    pub fn prune(&mut self, min_count: u64) -> Pruned {
+        let mut pruned = Pruned { min_count, ..Pruned::default() };
+        let mut kept = Vec::with_capacity(self.short_words);
+        for slot in self.slots.iter().filter(|s| s.key != 0) {
+            if slot.count < min_count {
+                pruned.words += 1;
+                pruned.pre_tokens += slot.count;
+            } else {
+                kept.push(*slot);
+            }
+        }
+        let len = (2 * kept.len()).next_power_of_two().max(INITIAL_SLOTS);
+        self.slots = empty_slots(len);
+        self.shift = 64 - len.trailing_zeros();
+        self.short_words = 0;
+        for slot in kept {
+            self.bump(slot.key, shortkey::hash(slot.key), slot.count);
+        }
+        let mut long_bytes = self.long_bytes;
+        self.long_words.retain(|word, &mut n| {
+            let keep = n >= min_count;
+            if !keep {
+                pruned.words += 1;
+                pruned.pre_tokens += n;
+                long_bytes -= word.len();
+            }
+            keep
+        });
+        self.long_words.shrink_to_fit();
+        self.long_bytes = long_bytes;
+        // glibc keeps the old table's pages in this thread's arena otherwise:
+        // resident memory then grew with every pruning (174 MB for a 64 MiB budget).
+        crate::memory::release_freed_memory();
+        pruned
     }
 
     /// Distinct words counted.
@@ -91,7 +212,17 @@ impl WordTally {
             let key = shortkey::pack(word);
             self.bump(key, shortkey::hash(key), n);
         } else {
-            super::add_word(&mut self.long_words, word, n);
+            self.add_long_word(word, n);
+        }
+    }
+
+    fn add_long_word(&mut self, word: &[u8], n: u64) {
+        match self.long_words.get_mut(word) {
+            Some(c) => *c += n,
+            None => {
+                self.long_bytes += word.len();
+                self.long_words.insert(word.to_vec(), n);
+            }
         }
     }
 
@@ -141,7 +272,7 @@ impl WordTally {
                 let key = shortkey::pack(word);
                 self.bump(key, shortkey::hash(key), 1);
             } else {
-                super::add_word(&mut self.long_words, word, 1);
+                self.add_long_word(word, 1);
             }
         }
     }
@@ -175,6 +306,15 @@ impl WordTally {
     /// Grow until `more` new words keep the table at most half full.
     fn reserve(&mut self, more: usize) {
         while 2 * (self.short_words + more) > self.slots.len() {
+            if 2 * self.slots.len() > self.max_slots {
+                // At the budget: make room by pruning, not growing; prune
+                // harder next time if more than a quarter of the room is left taken.
+                self.prune_for_budget();
+                if 4 * self.short_words > self.max_slots {
+                    self.min_count = self.min_count.saturating_mul(2);
+                }
+                continue;
+            }
             let bigger = empty_slots(2 * self.slots.len());
             let old = std::mem::replace(&mut self.slots, bigger);
             self.shift -= 1;
@@ -211,6 +351,35 @@ mod tests {
         tally.add(b"w1", 5);
         *want.entry(b"w1".to_vec()).or_insert(0) += 5;
         assert_eq!(tally.len(), want.len());
+        assert_eq!(tally.into_counts(), want);
+    }
+}
+
+#[cfg(test)]
+mod prune_tests {
+    use super::*;
+
+    #[test]
+    fn prune_drops_rare_words_and_keeps_the_rest_exact() {
+        let pre = PreTokenizer::new("gpt2", &[]).unwrap();
+        let mut text = String::new();
+        for i in 0..30_000 {
+            text.push_str(&format!(" w{} common{} {}", i, i % 3, "x".repeat(40 + i % 2)));
+        }
+        let mut tally = WordTally::default();
+        tally.add_text(&pre, &text).unwrap();
+        let before = tally.memory_bytes();
+        let mut want = WordCounts::default();
+        super::super::count_text(&pre, &text, &mut want).unwrap();
+        let pruned = tally.prune(2);
+        // Most numbers i are seen once; " w", " common", the x runs thousands of times.
+        let once = want.values().filter(|&&n| n < 2).count() as u64;
+        assert!(once > 29_000);
+        assert_eq!(pruned, Pruned { words: once, pre_tokens: once, min_count: 2 });
+        assert!(tally.memory_bytes() < before / 4, "{} -> {}", before, tally.memory_bytes());
+        want.retain(|_, n| *n >= 2);
+        tally.add(b" common", 1);
+        *want.get_mut(&b" common"[..]).unwrap() += 1;
         assert_eq!(tally.into_counts(), want);
     }
 }
