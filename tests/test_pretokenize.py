@@ -119,6 +119,7 @@ CONTRACTIONS = [
 ]
 OTHERS = [
     "a", "Z", "é", "e\u0301", "ǅ", "ʰ", "ß", "İ", "Σ", "字", "ー", "ア", "한", "ا", "\u0301", "\u200d",
+    "中B", "あCd", "xあB", "ʰA",
     "1", "12", "1234", "٣", "½", "Ⅻ", "²", "𝟘", ".", "/", "//", "!", "?!", "_", "-", "$", "😀",
     "👍🏻", "\U0001F3FB", "\ue000", "\U000F0000", "\U0010FFFF", "\x00", "\x7f", "<|endoftext|>",
 ]
@@ -178,6 +179,12 @@ def test_presets_on_arbitrary_characters(text):
         "1234567", " 1234", "x1y2", "a\xa0\xa0b", "a\u3000\u3000b", "\x85\x85x", "\u2028a", "\x1c\x1dx",
         "a.\n/b", "}\n/* c */", "foo/bar//baz\n//", "  \n  ", "\t\t\n\t", "a" * 5000, " " * 5000 + "x",
         "1" * 1000, "!" * 1000 + "\n", "字" * 3000,
+        # o200k: caseless letters on either side of a case change (the first word
+        # branch backtracks over them), after a contraction, across block edges
+        "中文Hello", "xあB", "あB", "AあB", "HI中J.", "中J中K.", "中JK中L.", "ABあC", "x'sあB", "x'lあB",
+        "a" * 61 + "中文HTTPServer", "b" * 62 + "あ" + "C" * 70 + "d", "x's" + "あ" * 30 + "Bc",
+        # o200k: a run of [\r\n/] taken by an other run two blocks back (pretokenize fuzz target)
+        "c,\r" + "/" * 124 + "'ll//", "c \x1e\r" + "/" * 123 + "'s a",
     ],
 )
 def test_presets_on_edge_cases(text):

@@ -27,6 +27,10 @@ pub struct Classes {
     pub nonascii: u64,
     /// The second to fourth bytes of a classified non-ASCII character.
     pub cont: u64,
+    /// The bytes of a non-ASCII letter of neither case (`\p{Lm}`, `\p{Lo}`:
+    /// CJK, Arabic, Hebrew, Devanagari...), also in `letter`; o200k's words
+    /// take them on either side of their case change.
+    pub caseless: u64,
     /// Past the end of the text.
     pub phantom: u64,
 }
@@ -116,6 +120,7 @@ pub unsafe fn classify_avx2<const WANT: u8>(block: &[u8; 64]) -> Classes {
             slash: if WANT & SLASH != 0 { mask!(|v| eq(v, b'/')) } else { 0 },
             nonascii: mask!(|v| v),
             cont: 0,
+            caseless: 0,
             phantom: 0,
         }
     }

@@ -15,9 +15,18 @@
 //!   first after its last newline, its last before a non-space);
 //! - after a contraction that ends a word (`it's`: the `'` and its letters
 //!   start nothing).
+//!
+//! Caseless letters (`\p{Lm}`, `\p{Lo}`) are in both word classes: a word's
+//! upper-case part takes them until its first lower-case letter, its
+//! lower-case part after it. So an upper-case letter starts a word after a
+//! lower-case letter or after caseless ones that follow a lower-case letter
+//! (`xあB` splits before `B`). After caseless letters that follow none
+//! (`中B`, `AあB`), whether it does depends on what the rest of the word holds
+//! (the first branch backtracks: `中J中K.` is `中J中` `K`): such upper-case
+//! letters are unsure.
 
 use super::gpt2::{clear, set};
-use super::{digit_groups, near, reached_from_behind, reaches_forward, runs_near_unknown, spread, Window, M};
+use super::{digit_groups, forward64, near, reached_from_behind, reaches_forward, runs_near_unknown, spread, Window, M};
 
 /// Length of the case-insensitive contraction at `j` (which holds `'`), 0 if none.
 #[inline]
@@ -30,10 +39,28 @@ fn contraction(text: &[u8], j: usize) -> u32 {
     }
 }
 
+/// Upper-case letters right after caseless ones, split by the part of the word
+/// those are in: `(after the lower-case part, a start; after the upper-case
+/// part, unsure)`.
+#[inline(always)]
+fn upper_after_caseless(upper: M, lower: M, caseless: M, apostrophe: M) -> (u64, u64) {
+    if (caseless.p | caseless.c) == 0 {
+        return (0, 0);
+    }
+    // The lower-case part of a word: from a lower-case letter through the
+    // caseless letters after it; not from the letters of a contraction, which
+    // end their word (nor from letters that only look like one: unsure then).
+    let after_apostrophe = M { p: apostrophe.p << 1 | apostrophe.p << 2, c: apostrophe.prev(1) | apostrophe.prev(2), n: 0 };
+    let lower_part = reached_from_behind(lower & !after_apostrophe, caseless);
+    (upper.c & (caseless & lower_part).prev(1), upper.c & (caseless & !lower_part).prev(1))
+}
+
 pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     let letter = w.m(|c| c.letter);
     let upper = w.m(|c| c.upper);
-    let lower = w.m(|c| c.lower());
+    let caseless = w.m(|c| c.caseless);
+    let lower = w.m(|c| c.lower() & !c.caseless);
+    let apostrophe = w.m(|c| c.apostrophe);
     let digit = w.m(|c| c.digit);
     let other = w.m(|c| c.other());
     let ws = w.m(|c| c.ws);
@@ -53,6 +80,8 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     let prefix_before = (ws.prev(1) & !newline.prev(1)) | spread(other_starts, w.m(|c| c.cont)).prev(1);
     let mut starts = letter.c & !letter.prev(1) & !prefix_before;
     starts |= upper.c & lower.prev(1);
+    let (after_lower_part, after_upper_part) = upper_after_caseless(upper, lower, caseless, apostrophe);
+    starts |= after_lower_part;
     let (groups, digits_unsure) = digit_groups(digit);
     starts |= groups & digit.c;
     starts |= other_starts.c;
@@ -71,7 +100,6 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     // (`x'll'll`) is not another; whether it is depends on the whole chain,
     // which the scalar machine follows: apostrophes 2 or 3 bytes after
     // another are unsure.
-    let apostrophe = w.m(|c| c.apostrophe);
     let chained = M {
         p: apostrophe.p & (apostrophe.p << 2 | apostrophe.p << 3),
         c: apostrophe.c & (apostrophe.prev(2) | apostrophe.prev(3)),
@@ -96,12 +124,20 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
         }
     }
 
-    let mut unsure = near(bad, 6, 2) | near(chained, 4, 3) | digits_unsure;
+    let mut unsure = near(bad, 6, 2) | near(chained, 4, 3) | digits_unsure | after_upper_part;
     unsure |= runs_near_unknown(ws, bad) | runs_near_unknown(digit, bad);
     // A run of taken characters after an unclassified other character.
     unsure |= runs_near_unknown(newline | slash, bad);
     if (newline.p | slash.p) == !0 {
         unsure = !0;
+    }
+    // A run of `[\r\n/]` that the previous block begins with may be taken by
+    // an other run two blocks back, out of sight: when it reaches the
+    // previous block's second-last byte, whether the last byte continues an
+    // other run, so whether this block's first bytes follow a prefix, is
+    // unsure (found by the pretokenize fuzz target: `,\r` + 124 `/` + `'ll`).
+    if forward64((newline.p | slash.p) & 1, newline.p | slash.p) >> 62 != 0 {
+        unsure |= 0b1111;
     }
     (starts, unsure)
 }

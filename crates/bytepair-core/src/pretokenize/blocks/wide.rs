@@ -4,8 +4,8 @@
 //! first byte of a character). Characters a preset's rules cannot treat
 //! byte-wise stay `nonascii` (unsure): whitespace (its run's last character
 //! would be marked at its last byte), numbers where the preset counts digits,
-//! o200k's caseless letters and marks (its word branches backtrack over
-//! them), and `ſ`, which case-folds into a contraction's `s`.
+//! o200k's marks (in its word classes, yet not `\p{L}`, so also in the
+//! prefix class before a word), and `ſ`, which case-folds into a contraction's `s`.
 
 use super::classify::Classes;
 use crate::pretokenize::unicode::{char_at, flags, LETTER, LOWER, NUMBER, SPACE, UPPER};
@@ -13,7 +13,7 @@ use crate::pretokenize::Preset;
 
 /// The class of a non-ASCII character for `preset`'s rules.
 enum Wide {
-    Letter { upper: bool },
+    Letter { upper: bool, caseless: bool },
     Digit,
     Other,
     Unsure,
@@ -28,10 +28,7 @@ fn wide_class(preset: Preset, c: char) -> Wide {
         return if preset == Preset::Gpt2 { Wide::Digit } else { Wide::Unsure };
     }
     if f & LETTER != 0 {
-        return match preset {
-            Preset::O200k if f & (UPPER | LOWER) == 0 => Wide::Unsure,
-            _ => Wide::Letter { upper: f & UPPER != 0 },
-        };
+        return Wide::Letter { upper: f & UPPER != 0, caseless: f & (UPPER | LOWER) == 0 };
     }
     if preset == Preset::O200k && f & crate::pretokenize::unicode::MARK != 0 {
         return Wide::Unsure;
@@ -57,10 +54,13 @@ pub(super) fn classify_wide(preset: Preset, text: &[u8], start: usize, classes: 
         bits &= !span;
         match wide_class(preset, c) {
             Wide::Unsure => continue,
-            Wide::Letter { upper } => {
+            Wide::Letter { upper, caseless } => {
                 classes.letter |= span;
                 if upper {
                     classes.upper |= span;
+                }
+                if caseless {
+                    classes.caseless |= span;
                 }
             }
             Wide::Digit => classes.digit |= span,
