@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import warnings
@@ -50,8 +51,22 @@ def setup() -> None:
         import bytepair
     src = WORK / "corpus.txt"
     src.write_text("\n".join(SENTENCES * 5), encoding="utf-8")
-    counts = bytepair.count(src, WORK / "valid", parts=2, special_tokens=[EOT], num_workers=1, progress=False)
-    VALID.update({p.name: p.read_bytes() for p in Path(counts.path).iterdir()})
+    VALID.update({p.name: p.read_bytes() for p in valid_artifact(src, WORK / "valid").iterdir()})
+
+
+def valid_artifact(src: Path, out: Path) -> Path:
+    """The word counts of `src` as a folder. `count`'s worker processes cannot
+    load a coverage-instrumented extension (its libFuzzer symbols live in this
+    process only), so the folder is made by the interpreter the fuzzing venv
+    was made from, whose bytepair is a normal build; without a venv, here."""
+    code = (f"import bytepair; bytepair.count({str(src)!r}, {str(out)!r}, parts=2, "
+            f"special_tokens=[{EOT!r}], num_workers=1, progress=False)")
+    base = Path(sys.base_prefix) / "bin" / "python3"
+    if sys.prefix != sys.base_prefix and base.exists():
+        subprocess.run([str(base), "-c", code], check=True, env={k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"})
+    else:
+        exec(code)
+    return out
 
 
 def seeds() -> list[bytes]:
