@@ -46,6 +46,7 @@ from _gpt2 import (  # noqa: E402
 )
 
 import bytepair  # noqa: E402
+import bytepair.encoding.text  # noqa: E402
 import bytepair.tokenizer  # noqa: E402
 
 _FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -571,7 +572,7 @@ def test_encode_iterable_equals_encode_on_arbitrary_chunks(seed, cuts, pattern, 
         pos, k = pos + step, k + 1
     tok = _stream_tokenizer(pattern)
     expected = tok.encode(text, allowed_special="all")
-    with mock.patch.object(bytepair.tokenizer, "_STREAM_BLOCK_CHARS", block or 1 << 16, create=True):
+    with mock.patch.object(bytepair.encoding.text, "STREAM_BLOCK_CHARS", block or 1 << 16):
         got = list(tok.encode_iterable(iter(chunks), allowed_special="all"))
     assert_same_ids(got, expected, text=text, decode_bytes=tok.decode_bytes, label=f"{pattern} encode_iterable")
 

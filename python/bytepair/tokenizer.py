@@ -11,13 +11,17 @@ Not here: training (`bytepair.train`), file formats (`bytepair.formats`).
 
 from __future__ import annotations
 
-import operator
 import os
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, AbstractSet, Literal
 
 from bytepair import _core
 from bytepair.atomic import atomic_write
+from bytepair.encoding.helpers import TokenizerHelpers
+from bytepair.encoding.text import (
+    check_encodable, check_id, fits_i64, has_surrogates, replace_surrogates, require_str, safe_blocks,
+    with_surrogates_replaced,
+)
 
 if TYPE_CHECKING:
     import tiktoken
@@ -25,11 +29,8 @@ if TYPE_CHECKING:
 AllowedSpecial = Literal["all"] | AbstractSet[str]
 DisallowedSpecial = Literal["all"] | Collection[str]
 
-# encode_iterable buffers at least this many characters before cutting at a safe boundary.
-_STREAM_BLOCK_CHARS = 1 << 16
 
-
-class Tokenizer:
+class Tokenizer(TokenizerHelpers):
     """A byte-level BPE tokenizer.
 
     Args:
@@ -67,9 +68,9 @@ class Tokenizer:
         *,
         _merges_checked: bool = False,
     ) -> None:
-        self.vocab: dict[int, bytes] = {_check_id(i, "vocab"): bytes(b) for i, b in vocab.items()}
+        self.vocab: dict[int, bytes] = {check_id(i, "vocab"): bytes(b) for i, b in vocab.items()}
         self.merges: list[tuple[bytes, bytes]] = [(bytes(a), bytes(b)) for a, b in merges]
-        self.pattern: str = _check_encodable(pattern, "pattern")
+        self.pattern: str = check_encodable(pattern, "pattern")
         self.special_tokens: dict[str, int] = self._assign_special_ids(special_tokens or ())
         self._check_merges(rank_rule=not _merges_checked)
         self._build_core()
@@ -99,7 +100,7 @@ class Tokenizer:
         if isinstance(special_tokens, str):
             raise TypeError("special_tokens must be a sequence of strings, not a single string")
         if isinstance(special_tokens, Mapping):
-            pairs = [(str(t), _check_id(i, f"special token {t!r}")) for t, i in special_tokens.items()]
+            pairs = [(str(t), check_id(i, f"special token {t!r}")) for t, i in special_tokens.items()]
         else:
             by_bytes = {b: i for i, b in self.vocab.items()}
             next_id = max(self.vocab, default=-1) + 1
@@ -107,7 +108,7 @@ class Tokenizer:
             for t in special_tokens:
                 if not isinstance(t, str):
                     raise TypeError(f"special token {t!r} is not a str")
-                _check_encodable(t, "special token")
+                check_encodable(t, "special token")
                 if t.encode() in by_bytes:
                     pairs.append((t, by_bytes[t.encode()]))
                 else:
@@ -122,7 +123,7 @@ class Tokenizer:
                 raise ValueError(f"special token {t!r} is given twice")
             if i in owner:
                 raise ValueError(f"special tokens {owner[i]!r} and {t!r} both have id {i}")
-            _check_encodable(t, "special token")
+            check_encodable(t, "special token")
             if i in self.vocab and self.vocab[i] != t.encode():
                 raise ValueError(f"special token {t!r} has id {i}, which the vocab gives to {self.vocab[i]!r}")
             out[t] = i
@@ -204,6 +205,7 @@ class Tokenizer:
         disallowed_special: DisallowedSpecial = "all",
         dropout: float = 0.0,
         seed: int | None = None,
+        max_tokens: int | None = None,
     ) -> list[int]:
         """Encode a string into token ids, with tiktoken's special-token rules.
 
@@ -221,11 +223,14 @@ class Tokenizer:
                 pre-token that is itself a token is not looked up whole.
             seed: seed of the dropout draws, an int in [0, 2**64); the same seed
                 gives the same ids. None: a fresh random seed per call.
+            max_tokens: keep at most this many ids, cut where they decode to
+                a prefix of `text` (never inside a character). None: all.
 
         Returns:
             list[int] of token ids. When special tokens overlap, the longest wins.
 
         Raises:
+            TypeError: `text` is not a str (bytes: see `encode_bytes`).
             ValueError: `text` contains a disallowed special-token string (the
                 message says how to allow it), a token named in the arguments
                 is not a special token of this tokenizer, `dropout` is not in
@@ -237,6 +242,7 @@ class Tokenizer:
         >>> tok.encode("aaaa", dropout=0.5, seed=0) == tok.encode("aaaa", dropout=0.5, seed=0)
         True
         """
+        require_str(text, "encode")
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
         if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
             raise ValueError(f"dropout={dropout!r} must be a probability in [0, 1)")
@@ -247,8 +253,10 @@ class Tokenizer:
         elif isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 1 << 64:
             raise ValueError(f"seed={seed!r} must be an integer in [0, 2**64) or None")
         if dropout == 0:
-            return self._encode_checked(text, allowed, disallowed)
-        return _with_surrogates_replaced(self._core.encode_with_dropout, text, allowed, disallowed, float(dropout), seed)
+            ids = self._encode_checked(text, allowed, disallowed)
+        else:
+            ids = with_surrogates_replaced(self._core.encode_with_dropout, text, allowed, disallowed, float(dropout), seed)
+        return ids if max_tokens is None else self._first_tokens(ids, max_tokens)
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode `text` ignoring special tokens (their strings are plain text).
@@ -256,7 +264,8 @@ class Tokenizer:
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).encode_ordinary("hi")
         [104, 105]
         """
-        return _with_surrogates_replaced(self._core.encode_ordinary, text)
+        require_str(text, "encode_ordinary")
+        return with_surrogates_replaced(self._core.encode_ordinary, text)
 
     def encode_batch(
         self,
@@ -283,7 +292,7 @@ class Tokenizer:
         except UnicodeEncodeError:
             # A lone surrogate (UTF-8 cannot hold it) fails before any work; the
             # check costs nothing on the texts that have none.
-            texts = [_replace_surrogates(t) if _has_surrogates(t) else t for t in texts]
+            texts = [replace_surrogates(t) if has_surrogates(t) else t for t in texts]
             return self._core.encode_batch(texts, allowed, disallowed, num_threads)
 
     def encode_ordinary_batch(self, texts: Sequence[str], *, num_threads: int | None = None) -> list[list[int]]:
@@ -318,7 +327,7 @@ class Tokenizer:
             token ids (int), in order.
         """
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
-        for block in _safe_blocks(texts, self._chars_after_last_cut):
+        for block in safe_blocks(texts, self._chars_after_last_cut):
             yield from self._encode_checked(block, allowed, disallowed)
 
     def encode_to_numpy(
@@ -333,8 +342,9 @@ class Tokenizer:
         buffer, with no Python int per token. Same errors as `encode`."""
         import numpy as np
 
+        require_str(text, "encode_to_numpy")
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
-        raw = _with_surrogates_replaced(self._core.encode_to_bytes, text, allowed, disallowed)
+        raw = with_surrogates_replaced(self._core.encode_to_bytes, text, allowed, disallowed)
         return np.frombuffer(raw, dtype="<u4")
 
     def encode_blocks(
@@ -350,16 +360,16 @@ class Tokenizer:
         import numpy as np
 
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
-        for block in _safe_blocks(texts, self._chars_after_last_cut):
-            raw = _with_surrogates_replaced(self._core.encode_to_bytes, block, allowed, disallowed)
+        for block in safe_blocks(texts, self._chars_after_last_cut):
+            raw = with_surrogates_replaced(self._core.encode_to_bytes, block, allowed, disallowed)
             yield np.frombuffer(raw, dtype="<u4")
 
     def _chars_after_last_cut(self, text: str) -> int | None:
         # Lone surrogates: one U+FFFD each keeps every character index.
-        return _with_surrogates_replaced(self._core.chars_after_last_cut, text)
+        return with_surrogates_replaced(self._core.chars_after_last_cut, text)
 
     def _encode_checked(self, text: str, allowed: list[str], disallowed: list[str]) -> list[int]:
-        return _with_surrogates_replaced(self._core.encode, text, allowed, disallowed)
+        return with_surrogates_replaced(self._core.encode, text, allowed, disallowed)
 
     def pretokenize(self, text: str) -> list[str]:
         """The pre-tokens of `text` under this tokenizer's pattern (special tokens
@@ -401,7 +411,7 @@ class Tokenizer:
         try:
             return core_fn(ids)
         except (OverflowError, TypeError):
-            bad = next(i for i in ids if not _fits_i64(i))
+            bad = next(i for i in ids if not fits_i64(i))
             raise ValueError(f"token id {bad!r} is not in the vocabulary") from None
 
     def decode_single_token_bytes(self, token_id: int) -> bytes:
@@ -522,78 +532,3 @@ class Tokenizer:
         from bytepair.formats import save_gpt2
 
         save_gpt2(self, directory)
-
-
-def _check_id(value: object, where: str) -> int:
-    """A token id must be an int in [0, 2**32); ValueError naming `where` if not."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 32:
-        raise ValueError(f"{where}: token id {value!r} must be an integer in [0, 2**32)")
-    return value
-
-
-def _fits_i64(value: object) -> bool:
-    try:
-        return -(1 << 63) <= operator.index(value) < 1 << 63
-    except TypeError:
-        return False
-
-
-def _with_surrogates_replaced(call, text: str, *args):
-    """`call(text, *args)`; if the core refuses `text` for a lone surrogate
-    (UTF-8 cannot hold one), `call` again with each replaced by U+FFFD, as
-    tiktoken does. The check costs nothing on the texts that have none."""
-    try:
-        return call(text, *args)
-    except UnicodeEncodeError:
-        return call(_replace_surrogates(text), *args)
-
-
-def _has_surrogates(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-        return False
-    except UnicodeEncodeError:
-        return True
-
-
-def _check_encodable(text: str, what: str) -> str:
-    """`text`, if it is a str that UTF-8 can encode (no lone surrogates)."""
-    if not isinstance(text, str):
-        raise TypeError(f"{what} must be a str, got {type(text).__name__}")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise ValueError(f"{what} {text!r} holds a lone surrogate at index {e.start}") from None
-    return text
-
-
-def _replace_surrogates(text: str) -> str:
-    """Lone surrogates become U+FFFD (what tiktoken does)."""
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
-def _safe_blocks(texts: Iterable[str], chars_after_last_cut: Callable[[str], int | None]) -> Iterator[str]:
-    """Concatenate `texts` and re-cut them into blocks of at least
-    `_STREAM_BLOCK_CHARS` characters at safe cuts (the last block may be shorter).
-    `chars_after_last_cut(buffer)` is the core's `CutRule` (src/count.rs)."""
-    pending: list[str] = []
-    size = 0
-    threshold = _STREAM_BLOCK_CHARS
-    for text in texts:
-        if not isinstance(text, str):
-            raise TypeError(f"expected str, got {type(text).__name__}")
-        pending.append(text)
-        size += len(text)
-        if size < threshold:
-            continue
-        buffer = "".join(pending)
-        tail = chars_after_last_cut(buffer)
-        if tail is None:
-            # No safe cut yet: wait for twice as much text (linear time overall).
-            pending, threshold = [buffer], 2 * size
-            continue
-        cut = len(buffer) - tail
-        yield buffer[:cut]
-        pending, size, threshold = [buffer[cut:]], tail, _STREAM_BLOCK_CHARS
-    if pending:
-        yield "".join(pending)
