@@ -76,14 +76,14 @@ def gpt2_tokenizer() -> bytepair.Tokenizer:
     """GPT-2 read by the library (`Tokenizer.from_gpt2_files`) from the released files."""
     root = corpora_dir() / "cs336"
     tok = bytepair.Tokenizer.from_gpt2_files(root / "gpt2_vocab.json", root / "gpt2_merges.txt")
-    assert len(tok.vocab) == 50256 and len(tok.merges) == 50000 and tok.special_tokens == {EOT: 50256}
+    assert len(tok.vocab) == 50257 and len(tok.merges) == 50000 and tok.special_tokens == {EOT: 50256}
     return tok
 
 
 def gpt2_files() -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], dict[str, int]]:
     """(vocab without special tokens, merges, special tokens) of GPT-2."""
     tok = gpt2_tokenizer()
-    return dict(tok.vocab), list(tok.merges), dict(tok.special_tokens)
+    return {i: b for i, b in tok.vocab.items() if i != 50256}, list(tok.merges), dict(tok.special_tokens)
 
 
 @functools.cache

@@ -126,3 +126,43 @@ def test_disallowed_special_still_raises_and_surrogates_are_replaced(tok):
     with pytest.raises(ValueError, match="disallowed special token"):
         tok.encode("a<|endoftext|>", dropout=0.5, seed=0)
     assert tok.decode(tok.encode("a\ud800b", dropout=0.5, seed=0)) == "a\ufffdb"
+
+
+# ---- dropout wherever encoding happens (issue 18 item 10) ---------------------------------
+
+
+def test_encode_batch_with_dropout_does_not_depend_on_the_thread_count():
+    from bytepair.encoding.helpers import document_seed
+
+    tok = bytepair.train_from_iterator(["the quick brown fox jumps over the lazy dog"] * 30, 300, progress=False)
+    texts = [f"the lazy dog {i} jumps over the quick fox" for i in range(40)]
+    one = tok.encode_batch(texts, dropout=0.3, seed=7, num_threads=1)
+    assert tok.encode_batch(texts, dropout=0.3, seed=7, num_threads=2) == one
+    assert one == [tok.encode(t, dropout=0.3, seed=document_seed(7, i)) for i, t in enumerate(texts)]
+    assert [tok.decode(ids) for ids in one] == texts
+    assert one != tok.encode_batch(texts) and one != tok.encode_batch(texts, dropout=0.3, seed=8)
+
+
+def test_cli_encode_with_dropout_is_seeded_and_decodes_back(tmp_path):
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    tok = bytepair.train_from_iterator(["the quick brown fox jumps over the lazy dog"] * 30, 300, progress=False)
+    tok.save(tmp_path / "tok.json")
+    text = "the quick brown fox jumps over the lazy dog\n" * 3000
+    (tmp_path / "in.txt").write_text(text, encoding="utf-8")
+
+    def encode(out: str, *flags: str) -> np.ndarray:
+        subprocess.run([sys.executable, "-m", "bytepair", "encode", str(tmp_path / "in.txt"), "-t",
+                        str(tmp_path / "tok.json"), "-o", str(tmp_path / out), "-q", *flags], check=True, timeout=120)
+        return np.load(tmp_path / out)
+
+    plain = encode("plain.npy")
+    first, again = encode("a.npy", "--dropout", "0.2", "--seed", "3"), encode("b.npy", "--dropout", "0.2", "--seed", "3")
+    assert np.array_equal(first, again) and len(first) > len(plain)
+    assert tok.decode(first.tolist()) == text
+    bad = subprocess.run([sys.executable, "-m", "bytepair", "encode", str(tmp_path / "in.txt"), "-t",
+                          str(tmp_path / "tok.json"), "-o", "-", "--dropout", "1.5"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--dropout" in bad.stderr

@@ -231,3 +231,22 @@ def test_counts_manifest_special_token_with_a_lone_surrogate(tmp_path):
     assert_value_error_naming(folder / "_manifest.json", lambda: bytepair.WordCounts.open(folder), "lone surrogate")
     with pytest.raises(ValueError, match="lone surrogate"):
         bytepair.train_from_iterator(["hello world"], 260, special_tokens=["\ud800"], progress=False)
+
+
+def test_counts_part_with_a_column_name_that_is_not_utf8(tmp_path):
+    """pyarrow raised UnicodeDecodeError reading such a part's schema."""
+    import hashlib
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = _counts_folder(tmp_path)
+    part = folder / "part-00000.parquet"
+    pq.write_table(pa.table({"word": pa.array([b"ab"]), "count": pa.array([3], pa.int64()), "zzzz": [1]}), part)
+    data = part.read_bytes()
+    assert data.count(b"zzzz") >= 1
+    part.write_bytes(data.replace(b"zzzz", b"\xc5\xc5\xc5\xc5"))
+    _rewrite_manifest(folder, lambda m: m["parts"][0].update(sha256=hashlib.sha256(part.read_bytes()).hexdigest(),
+                                                             rows=1))
+    counts = bytepair.WordCounts.open(folder)
+    assert_value_error_naming(part, lambda: bytepair.train_from_counts(counts, 300), "not a word-counts part")

@@ -157,7 +157,7 @@ def test_from_gpt2_files_equals_tiktokens_gpt2_loader():
     """Our reading of OpenAI's files == tiktoken's (which checks vocab.json against
     the merges itself); merge r makes token 256 + r; <|endoftext|> is special."""
     tok = gpt2_tokenizer()
-    assert {b: i for i, b in tok.vocab.items()} == tiktoken_gpt2_ranks()
+    assert tok.mergeable_ranks == tiktoken_gpt2_ranks() and tok.vocab[50256] == EOT.encode()
     assert tok.special_tokens == {EOT: 50256} and tok.pattern == "gpt2"
     assert all(tok.vocab[256 + r] == a + b for r, (a, b) in enumerate(tok.merges))
     assert tok.merges[0] == (b" ", b"t") and tok.merges[-1] == (b" g", b"azed")
@@ -208,7 +208,7 @@ def test_save_gpt2_loads_in_tiktoken_and_hf(tmp_path, pattern):
         ranks = data_gym_to_mergeable_bpe_ranks(
             str(tmp_path / "merges.txt"), str(tmp_path / "vocab.json"), clobber_one_byte_tokens=True
         )
-    assert ranks == {b: i for i, b in tok.vocab.items()}
+    assert ranks == tok.mergeable_ranks
     hf = hf_from_gpt2_files(tmp_path, pattern)
     for rel, start in HF_SLICES:
         text = read_slice(rel, start, 300_000)
@@ -293,7 +293,7 @@ def test_save_gpt2_rejects_what_vocab_json_cannot_hold(tmp_path):
 @pytest.mark.parametrize("name", OPENAI)
 def test_openai_rank_file_loads_with_recovered_merges(name):
     tok, ref = openai_tokenizer(name), openai_reference(name)
-    assert tok.vocab == {r: t for t, r in ref._mergeable_ranks.items()}
+    assert tok.mergeable_ranks == ref._mergeable_ranks
     assert tok.special_tokens == ref._special_tokens and tok.pattern == OPENAI_PRESET[name]
     assert tok.pattern_regex == ref._pat_str
     assert len(tok.merges) == len(ref._mergeable_ranks) - 256
@@ -440,7 +440,7 @@ def hf_written(tmp_path: Path, tok: bytepair.Tokenizer, pre_tokenizer, name: str
     """A tokenizer.json written by HF tokenizers itself from `tok`'s vocab and merges."""
     from tokenizers import Tokenizer, decoders, models
 
-    vocab = {formats.token_to_str(b): i for i, b in tok.vocab.items()}
+    vocab = {formats.token_to_str(b): i for b, i in tok.mergeable_ranks.items()}
     merges = [(formats.token_to_str(a), formats.token_to_str(b)) for a, b in tok.merges]
     hf = Tokenizer(models.BPE(vocab, merges, ignore_merges=True))
     hf.pre_tokenizer = pre_tokenizer
@@ -580,7 +580,9 @@ def test_hf_renumbered_added_tokens_follow_hf(tmp_path):
 
 @pytest.fixture
 def good_doc():
-    tok = bytepair.Tokenizer(byte_vocab() | {256: b"ab", 257: b"abc"}, [(b"a", b"b"), (b"ab", b"c")], [EOT])
+    # cl100k: written as Split + ByteLevel (GPT-2's pattern is HF's ByteLevel alone).
+    tok = bytepair.Tokenizer(byte_vocab() | {256: b"ab", 257: b"abc"}, [(b"a", b"b"), (b"ab", b"c")], [EOT],
+                             pattern="cl100k")
     return json.loads(formats.to_hf_json(tok))
 
 

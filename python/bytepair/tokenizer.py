@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, AbstractSet, Literal
 
 from bytepair import _core
 from bytepair.atomic import atomic_write
-from bytepair.encoding.helpers import TokenizerHelpers
+from bytepair.encoding.helpers import TokenizerHelpers, document_seed, dropout_batch
 from bytepair.encoding.text import (
     check_encodable, check_id, fits_i64, has_surrogates, replace_surrogates, require_str, safe_blocks,
     with_surrogates_replaced,
@@ -43,6 +43,16 @@ class Tokenizer(TokenizerHelpers):
             else the next free id (in the order given).
         pattern: the pre-tokenization regex, or a preset name (``"gpt2"``,
             ``"cl100k"``, ``"o200k"``).
+
+    Attributes:
+        vocab: dict[int, bytes], every id, special tokens included (as their
+            UTF-8), as HF's ``get_vocab()`` and the CS336 ``(vocab, merges)``:
+            ``len(vocab) == vocab_size``.
+        mergeable_ranks: dict[bytes, int], tiktoken's table: the tokens that are
+            not special -> their ids.
+        n_vocab: one more than the largest id (tiktoken's; above `vocab_size`
+            when ids have gaps).
+        merges, special_tokens (str -> id), pattern: as given.
 
     Raises:
         ValueError: a merge whose parts or result are not in the vocab, two
@@ -73,6 +83,7 @@ class Tokenizer(TokenizerHelpers):
         self.pattern: str = check_encodable(pattern, "pattern")
         self.special_tokens: dict[str, int] = self._assign_special_ids(special_tokens or ())
         self._check_merges(rank_rule=not _merges_checked)
+        self._add_special_entries()
         self._build_core()
 
     @classmethod
@@ -83,8 +94,15 @@ class Tokenizer(TokenizerHelpers):
         output): no copies, no checks (on code.txt these took a sixth of `train`)."""
         tok = cls.__new__(cls)
         tok.vocab, tok.merges, tok.special_tokens, tok.pattern = vocab, merges, special_tokens, pattern
+        tok._add_special_entries()
         tok._build_core()
         return tok
+
+    def _add_special_entries(self) -> None:
+        """`vocab` holds every id: each special token as its UTF-8 bytes (HF's
+        ``get_vocab()`` convention; `mergeable_ranks` leaves them out)."""
+        for t, i in self.special_tokens.items():
+            self.vocab.setdefault(i, t.encode("utf-8"))
 
     def _build_core(self) -> None:
         special_ids = set(self.special_tokens.values())
@@ -148,13 +166,19 @@ class Tokenizer(TokenizerHelpers):
 
     @property
     def vocab_size(self) -> int:
-        """Number of ids: vocabulary entries plus special tokens not among them."""
-        return len(self.vocab.keys() | set(self.special_tokens.values()))
+        """Number of ids, special tokens included: ``len(vocab)``."""
+        return len(self.vocab)
+
+    @property
+    def mergeable_ranks(self) -> dict[bytes, int]:
+        """tiktoken's rank table: the bytes of every token that is not special ->
+        its id (`vocab` holds every id, special tokens included)."""
+        return dict(self._ids_by_bytes())
 
     @property
     def n_vocab(self) -> int:
         """One more than the largest id (tiktoken's `n_vocab`)."""
-        return max(self.vocab.keys() | set(self.special_tokens.values()), default=-1) + 1
+        return max(self.vocab, default=-1) + 1
 
     @property
     def special_tokens_set(self) -> set[str]:
@@ -274,6 +298,8 @@ class Tokenizer(TokenizerHelpers):
         num_threads: int | None = None,
         allowed_special: AllowedSpecial = frozenset(),
         disallowed_special: DisallowedSpecial = "all",
+        dropout: float = 0.0,
+        seed: int | None = None,
     ) -> list[list[int]]:
         """Encode many texts in parallel (Rust threads, GIL released).
 
@@ -281,10 +307,16 @@ class Tokenizer(TokenizerHelpers):
             texts: the documents; each is encoded independently, like `encode`.
             num_threads: threads encoding, the calling thread included, which
                 also turns finished ids into lists (default: one per core).
+            dropout, seed: BPE-dropout as in `encode`; document i draws from a
+                seed made of `seed` and i, so the ids do not depend on the
+                number of threads.
 
         Returns:
             list of id lists, one per text, in order.
         """
+        if dropout:
+            return dropout_batch(self, list(texts), num_threads, dropout, seed,
+                                 allowed_special=allowed_special, disallowed_special=disallowed_special)
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
         texts = list(texts)
         try:
@@ -353,14 +385,22 @@ class Tokenizer(TokenizerHelpers):
         *,
         allowed_special: AllowedSpecial = frozenset(),
         disallowed_special: DisallowedSpecial = "all",
+        dropout: float = 0.0,
+        seed: int = 0,
     ) -> Iterator["numpy.ndarray"]:
         """Like `encode_iterable`, but yields one ``numpy.uint32`` array per block
         of about 64K characters or more: no Python object per token, for encoding
-        files of any size in bounded memory."""
+        files of any size in bounded memory. With `dropout`, block k is encoded
+        as `encode` with dropout and a seed made of `seed` and k."""
         import numpy as np
 
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
-        for block in safe_blocks(texts, self._chars_after_last_cut):
+        for k, block in enumerate(safe_blocks(texts, self._chars_after_last_cut)):
+            if dropout:
+                ids = self.encode(block, allowed_special=allowed_special, disallowed_special=disallowed_special,
+                                  dropout=dropout, seed=document_seed(seed, k))
+                yield np.array(ids, dtype=np.uint32)
+                continue
             raw = with_surrogates_replaced(self._core.encode_to_bytes, block, allowed, disallowed)
             yield np.frombuffer(raw, dtype="<u4")
 
@@ -431,6 +471,18 @@ class Tokenizer(TokenizerHelpers):
         from bytepair.formats import to_hf_json
 
         atomic_write(path, to_hf_json(self).encode("utf-8"))
+
+    def save_pretrained(self, directory: str | os.PathLike, *, bos_token: str | None = None,
+                        eos_token: str | None = None, pad_token: str | None = None, unk_token: str | None = None,
+                        model_max_length: int | None = None) -> list[str]:
+        """Write a transformers tokenizer folder (tokenizer.json,
+        tokenizer_config.json, special_tokens_map.json) that
+        ``AutoTokenizer.from_pretrained`` reads with our ids and these roles
+        (each a special token). See `bytepair.formats.hf.save_pretrained`."""
+        from bytepair.formats.hf import save_pretrained
+
+        return save_pretrained(self, directory, bos_token=bos_token, eos_token=eos_token, pad_token=pad_token,
+                               unk_token=unk_token, model_max_length=model_max_length)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Tokenizer":

@@ -163,6 +163,8 @@ def cmd_encode(args: argparse.Namespace) -> int:
                 read = done
                 bar.update_to(done)
 
+            if args.dropout:
+                policy |= {"dropout": args.dropout, "seed": args.seed}
             try:
                 for ids in tok.encode_blocks(read_text_blocks(args.file, args.errors, on_read), **policy):
                     raw.write(ids.astype(dtype).tobytes())
@@ -180,6 +182,28 @@ def cmd_encode(args: argparse.Namespace) -> int:
     where = "stdout" if args.output == "-" else args.output
     message(args, f"wrote {where}: {count:,} tokens ({np.dtype(dtype).name}), {read / max(count, 1):.3f} bytes/token")
     return 0
+
+
+def _probability(text: str) -> float:
+    """argparse type of --dropout: a float in [0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a probability in [0, 1)")
+    return value
+
+
+def _seed(text: str) -> int:
+    """argparse type of --seed: an integer in [0, 2**64)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= value < 1 << 64:
+        raise argparse.ArgumentTypeError(f"{text} is not in [0, 2**64)")
+    return value
 
 
 def _reword_disallowed_special(error: ValueError, path: str, read: int) -> None:
@@ -258,6 +282,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="special-token strings in the text: fail (default, as tiktoken's encode), "
                    "emit their ids, or encode them as text")
     e.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
+    e.add_argument("--dropout", type=_probability, default=0.0, metavar="P",
+                   help="BPE-dropout: skip each merge with probability P (subword regularization; default 0)")
+    e.add_argument("--seed", type=_seed, default=0, metavar="S", help="seed of --dropout's draws (default 0)")
     e.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no messages")
     e.set_defaults(run=cmd_encode)
 

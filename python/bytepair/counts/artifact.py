@@ -106,7 +106,7 @@ def _open_part(path: str) -> "pyarrow.parquet.ParquetFile":
     pa, pq = _pyarrow()
     try:
         return pq.ParquetFile(path)
-    except pa.ArrowException as e:
+    except (pa.ArrowException, ValueError) as e:  # ValueError: pyarrow's UnicodeDecodeError on a bad column name
         raise ValueError(f"{path}: not a word-counts part (Parquet): {e}") from None
 
 
@@ -119,7 +119,7 @@ def _batches_of(pf: "pyarrow.parquet.ParquetFile", path: str, batch_rows: int) -
             batch = next(batches)
         except StopIteration:
             return
-        except (pa.ArrowException, OSError) as e:
+        except (pa.ArrowException, OSError, ValueError) as e:
             raise ValueError(f"{path}: damaged word-counts part: {e}") from None
         yield batch
 

@@ -17,6 +17,7 @@ indexes str; ids are tokens; `encode_bytes` takes bytes.
 from __future__ import annotations
 
 import codecs
+import os
 import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -38,6 +39,38 @@ def char_index_of_bytes(data: bytes) -> "numpy.ndarray":
     raw = np.frombuffer(data, dtype=np.uint8)
     starts = (raw & 0xC0) != 0x80
     return np.maximum(np.cumsum(starts, dtype=np.int64) - 1, 0)
+
+
+def document_seed(seed: int, index: int) -> int:
+    """The dropout seed of document `index` of a batch seeded with `seed`: one
+    SplitMix64 step (Steele et al., 2014) of their combination, in [0, 2**64)."""
+    z = (seed + (index + 1) * 0x9E3779B97F4A7C15) & (1 << 64) - 1
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & (1 << 64) - 1
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & (1 << 64) - 1
+    return z ^ (z >> 31)
+
+
+def dropout_batch(tok, texts: list[str], num_threads: int | None, dropout: float, seed: int | None,
+                  **special) -> list[list[int]]:
+    """`encode` with BPE-dropout of each text on a thread pool (the core
+    releases the GIL); document i uses `document_seed(seed, i)`."""
+    import secrets
+    from concurrent.futures import ThreadPoolExecutor
+
+    if seed is None:
+        seed = secrets.randbits(64)
+    elif isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 1 << 64:
+        raise ValueError(f"seed={seed!r} must be an integer in [0, 2**64) or None")
+    cores = os.cpu_count() or 1
+    if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1):
+        raise ValueError(f"num_threads={num_threads!r} must be a positive integer or None")
+    threads = min(num_threads or cores, cores)  # capped at the cores, as the core's pools are
+
+    def one(i: int) -> list[int]:
+        return tok.encode(texts[i], dropout=dropout, seed=document_seed(seed, i), **special)
+
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        return list(pool.map(one, range(len(texts))))
 
 
 class DecodeStream:

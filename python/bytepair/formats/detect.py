@@ -160,9 +160,16 @@ def load(
         pattern, special_tokens: for a ``.tiktoken`` file without a sidecar (and
             to override one); for GPT-2 files, `pattern` replaces GPT-2's.
 
+    A name of `bytepair.list_encodings` where no such file exists loads that
+    encoding (`bytepair.get_encoding`), so every ``-t FILE`` of the CLI takes one.
+
     Raises:
         FileNotFoundError, ValueError: as `detect_format` and the format's reader.
     """
+    from bytepair.formats.by_name import get_encoding, list_encodings
+
+    if not os.path.exists(path) and os.fspath(path) in list_encodings() and pattern is special_tokens is None:
+        return get_encoding(os.fspath(path))
     return _load_detected(*detect_format(path), pattern=pattern, special_tokens=special_tokens)
 
 

@@ -8,7 +8,9 @@ What we write (tokenizers >= 0.15 and transformers read it with our ids):
   - model: BPE, vocab ``{printable token: id}``, merges ``"left right"``, and
     ``ignore_merges: true`` so a pre-token that is itself a token is looked up
     whole, as tiktoken does;
-  - pre_tokenizer: ``Split(pattern, Isolated)`` then ``ByteLevel(use_regex=false)``
+  - pre_tokenizer: for GPT-2's pattern, HF's ``ByteLevel(use_regex=true)`` (its
+    built-in regex is GPT-2's; the form of OpenAI's GPT-2 tokenizer.json); else
+    ``Split(pattern, Isolated)`` then ``ByteLevel(use_regex=false)``
     for a preset or a pattern read from an Isolated Split; any other pattern as
     ``Split(pattern, Removed, invert=true)``, which keeps the matches and drops
     the text between them, as ``re.findall`` and tiktoken do;
@@ -42,6 +44,7 @@ lstrip/rstrip/single_word. A post-processor (the tokens HF adds when
 from __future__ import annotations
 
 import json
+import os
 import re
 import warnings
 from collections.abc import Mapping, Sequence
@@ -186,13 +189,7 @@ def to_hf_json(tok: "Tokenizer") -> str:
             for t, i in added
         ],
         "normalizer": None,
-        "pre_tokenizer": {
-            "type": "Sequence",
-            "pretokenizers": [
-                _split_node(tok.pattern),
-                {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
-            ],
-        },
+        "pre_tokenizer": _pre_tokenizer_node(tok.pattern),
         "post_processor": None,
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
         "model": {
@@ -209,6 +206,18 @@ def to_hf_json(tok: "Tokenizer") -> str:
         },
     }
     return json.dumps(doc, ensure_ascii=False, indent=1)
+
+
+def _pre_tokenizer_node(pattern: str) -> dict[str, Any]:
+    """The pre_tokenizer of tokenizer.json for `pattern`. GPT-2's is HF's own
+    ByteLevel split (its built-in regex is GPT-2's), the form of OpenAI's
+    GPT-2 tokenizer.json, which every reader of tokenizer.json knows (other
+    fast encoders refuse a Split regex they do not recognise); any other
+    pattern is a Split followed by a ByteLevel that only maps bytes."""
+    if preset_name(_core.resolve_pattern(pattern)) == "gpt2":
+        return {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
+    return {"type": "Sequence", "pretokenizers": [_split_node(pattern), byte_level]}
 
 
 def _split_node(pattern: str) -> dict[str, Any]:
@@ -424,3 +433,73 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
                     "(list it in added_tokens, or set ignore_merges=true)"
                 )
     return build_tokenizer(vocab, merges, specials, pattern, source=source)
+
+
+# ---- transformers model folders ------------------------------------------------------
+
+# transformers' "no limit" for model_max_length (VERY_LARGE_INTEGER).
+_NO_MAX_LENGTH = int(1e30)
+ROLES = ("bos_token", "eos_token", "pad_token", "unk_token")
+
+
+def save_pretrained(tok: "Tokenizer", directory: str | os.PathLike, *, model_max_length: int | None = None,
+                    **roles: str | None) -> list[str]:
+    """Write a transformers tokenizer folder: ``tokenizer.json``,
+    ``tokenizer_config.json`` (``PreTrainedTokenizerFast``, the roles,
+    ``model_max_length``, the special tokens as ``added_tokens_decoder``) and
+    ``special_tokens_map.json``, so that ``transformers.AutoTokenizer.
+    from_pretrained(directory)`` gives our ids and knows which special token is
+    ``eos_token`` and so on. Each file is written atomically; other files in
+    the folder (model weights) are left alone.
+
+    Args:
+        roles: ``bos_token``, ``eos_token``, ``pad_token``, ``unk_token``: each
+            None or one of `tok`'s special tokens.
+        model_max_length: the model's context in tokens (None: no limit).
+
+    Returns:
+        the paths written.
+
+    Raises:
+        ValueError: a role that is not a special token of `tok`, or an unknown role.
+        TypeError: a role that is not a str.
+    """
+    from bytepair.atomic import atomic_write
+
+    unknown = sorted(set(roles) - set(ROLES))
+    if unknown:
+        raise ValueError(f"unknown role {unknown[0]!r}; the roles are {', '.join(ROLES)}")
+    given = {role: token for role, token in roles.items() if token is not None}
+    for role, token in given.items():
+        if not isinstance(token, str):
+            raise TypeError(f"{role} must be a str, got {type(token).__name__}")
+        if token not in tok.special_tokens:
+            raise ValueError(f"{role} {token!r} is not a special token of this tokenizer "
+                             f"(it has {', '.join(map(repr, tok.special_tokens)) or 'none'})")
+    if model_max_length is not None and (isinstance(model_max_length, bool) or not isinstance(model_max_length, int)
+                                         or model_max_length < 1):
+        raise ValueError(f"model_max_length={model_max_length!r} must be a positive integer or None")
+    decoder = {
+        str(i): {"content": t, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False,
+                 "special": True}
+        for t, i in sorted(tok.special_tokens.items(), key=lambda kv: kv[1])
+    }
+    config = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "model_max_length": _NO_MAX_LENGTH if model_max_length is None else model_max_length,
+        "clean_up_tokenization_spaces": False,
+        "added_tokens_decoder": decoder,
+        **given,
+    }
+    os.makedirs(directory, exist_ok=True)
+    files = {
+        "tokenizer.json": to_hf_json(tok),
+        "tokenizer_config.json": json.dumps(config, ensure_ascii=False, indent=2),
+        "special_tokens_map.json": json.dumps(given, ensure_ascii=False, indent=2),
+    }
+    written = []
+    for name, text in files.items():
+        path = os.path.join(os.fspath(directory), name)
+        atomic_write(path, text.encode("utf-8"))
+        written.append(path)
+    return written
