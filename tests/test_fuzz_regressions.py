@@ -250,3 +250,16 @@ def test_counts_part_with_a_column_name_that_is_not_utf8(tmp_path):
                                                              rows=1))
     counts = bytepair.WordCounts.open(folder)
     assert_value_error_naming(part, lambda: bytepair.train_from_counts(counts, 300), "not a word-counts part")
+
+
+def test_counts_that_add_up_past_2_64_are_totalled_exactly(tmp_path):
+    """Counts of an artifact summing past 2**64: `WordCounter.total` panicked
+    on u64 overflow (a fuzz build checks overflow; a release build wrapped it
+    silently, into the manifest's pre_tokens), before training refused them."""
+    from bytepair import _core
+
+    counter = _core.WordCounter("gpt2", [])
+    counter.add_counts([(b"ab", 1 << 63), (b"cd", 1 << 63), (b"e", 5)])
+    assert counter.total() == (1 << 64) + 5
+    with pytest.raises(OverflowError, match="beyond 2\\*\\*64"):
+        bytepair.train_from_counts({"ab": 1 << 63, "cd": 1 << 63}, 300)

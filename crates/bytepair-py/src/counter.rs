@@ -183,9 +183,10 @@ impl WordCounter {
         self.counts.len()
     }
 
-    /// Total number of pre-tokens counted.
-    fn total(&self) -> u64 {
-        self.counts.values().sum()
+    /// Total number of pre-tokens counted, exact beyond 2^64 (counts read from
+    /// artifacts can add up past it; a u64 sum wrapped).
+    fn total(&self) -> u128 {
+        self.counts.values().map(|&c| u128::from(c)).sum()
     }
 
     /// All (word bytes, count), sorted by count descending then bytes.

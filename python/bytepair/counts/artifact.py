@@ -79,7 +79,9 @@ def _write_part(path: str, data: bytes, offsets: bytes, counts: bytes) -> dict[s
     digest = hashlib.sha256()
     with atomic_open(path) as f:
         pq.write_table(table, _HashingWriter(f, digest), compression="zstd")
-    total = int(np.frombuffer(counts, dtype="<i8").sum(dtype=np.uint64))
+    # Exact past 2**64 (a numpy uint64 sum wraps): high and low halves apart.
+    values = np.frombuffer(counts, dtype="<i8").view(np.uint64)
+    total = (int((values >> np.uint64(32)).sum(dtype=np.uint64)) << 32) + int((values & np.uint64(0xFFFFFFFF)).sum(dtype=np.uint64))
     return {"rows": n, "pre_tokens": total, "sha256": digest.hexdigest()}
 
 
