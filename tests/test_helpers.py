@@ -168,3 +168,24 @@ def test_eot_token_of_a_tokenizer_without_one(small):
     with pytest.raises(KeyError, match="endoftext"):
         plain.eot_token
     assert small.eot_token == small.special_tokens[EOT]
+
+
+@pytest.mark.parametrize("rel, start", SLICES[1:2])
+def test_decode_stream_equals_hfs(tmp_path, rel, start):
+    """HF tokenizers' own DecodeStream on the same ids gives the same pieces."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers.decoders import DecodeStream
+
+    tok = gpt2_tokenizer()
+    tok.save(tmp_path / "tok.json")
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tok.json"))
+    ids = tok.encode(read_slice(rel, start, 20_000))
+    theirs, ours = DecodeStream(skip_special_tokens=False), tok.decode_stream()
+    assert [ours.step(i) for i in ids] == [theirs.step(hf, i) for i in ids]
+
+
+@pytest.mark.parametrize("rel, start", SLICES)
+def test_encode_bytes_of_valid_text_equals_tiktokens_encode_bytes(rel, start):
+    tok, enc = gpt2_tokenizer(), tiktoken_gpt2()
+    data = read_slice(rel, start, 50_000).encode()
+    assert tok.encode_bytes(data) == enc._encode_bytes(data)
