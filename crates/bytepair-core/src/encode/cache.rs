@@ -90,11 +90,7 @@ impl PieceCache {
 
     #[inline]
     fn home(&self, hash: u64) -> usize {
-        // The first slot of a 64-byte line (slots are 32 bytes): a piece one
-        // slot past its home is still in the line fetched ahead. From any slot
-        // the next probe was in the next line half the time, a miss to memory
-        // (a tenth of encode on GPT-2 prose).
-        (hash >> self.shift) as usize & !1
+        (hash >> self.shift) as usize
     }
 
     /// Ask for the cache line of `hash`'s home slot ahead of its probe.
