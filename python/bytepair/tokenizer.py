@@ -24,6 +24,7 @@ from bytepair.encoding.text import (
 )
 
 if TYPE_CHECKING:
+    import numpy
     import tiktoken
 
 AllowedSpecial = Literal["all"] | AbstractSet[str]

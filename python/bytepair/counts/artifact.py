@@ -37,11 +37,15 @@ import socket
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from bytepair import _core
 from bytepair.atomic import atomic_open, atomic_write
 from bytepair.counts.sources import CountSpec, SourceStats, count_file
+
+if TYPE_CHECKING:
+    import pyarrow
+    import pyarrow.parquet
 
 MANIFEST = "_manifest.json"
 FORMAT = "bytepair-word-counts"
