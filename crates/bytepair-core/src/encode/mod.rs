@@ -46,7 +46,7 @@ pub(crate) use merge::merge_by_rank;
 /// Pieces the pre-tokenizer hands over at a time (see `encode_preset_pieces`).
 const BATCH: usize = 128;
 /// How many pieces ahead of its probe a cache slot is fetched.
-const PREFETCH_AHEAD: usize = 32;
+const PREFETCH_AHEAD: usize = 64;
 
 /// A special-token string found where it is not allowed.
 #[derive(Debug, Clone, PartialEq, Eq)]
