@@ -88,6 +88,7 @@ def count_on_ray(
                  runtime_env=runtime_env if runtime_env is not None else default_runtime_env() if joining else None)
         runtime_env = None  # the job's own: every task has it
     staging = None
+    pending: dict[Any, int] = {}
     try:
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         sizes = [input_size(p) for p in paths]
@@ -103,7 +104,6 @@ def count_on_ray(
         totals = {"documents": 0, "bytes": 0}
         with ProgressBar(sum(sizes), "counting", unit="B", scale=True, enabled=progress) as bar:
             queue = list(range(len(plan)))
-            pending: dict[Any, int] = {}
             files_done = 0
             while queue or pending:
                 while queue and (num_tasks is None or len(pending) < num_tasks):
@@ -127,7 +127,14 @@ def count_on_ray(
         ])
     except BaseException:
         if staging is not None:
-            shutil.rmtree(staging, ignore_errors=True)  # a failed run leaves nothing behind
+            # The other shards' tasks may still be writing into the staging
+            # folder (and would make it again after it is removed): stop them
+            # first, then leave nothing behind.
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            if pending:
+                ray.wait(list(pending), num_returns=len(pending), timeout=60)
+            shutil.rmtree(staging, ignore_errors=True)
         raise
     finally:
         if shutdown:
