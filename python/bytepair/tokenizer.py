@@ -19,8 +19,8 @@ from bytepair import _core
 from bytepair.atomic import atomic_write
 from bytepair.encoding.helpers import TokenizerHelpers, document_seed, dropout_batch
 from bytepair.encoding.text import (
-    check_encodable, check_id, fits_i64, has_surrogates, replace_surrogates, require_str, safe_blocks,
-    with_surrogates_replaced,
+    check_encodable, check_id, dropout_seed, fits_i64, has_surrogates, replace_surrogates, require_str,
+    safe_blocks, with_surrogates_replaced,
 )
 
 if TYPE_CHECKING:
@@ -271,12 +271,7 @@ class Tokenizer(TokenizerHelpers):
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
         if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
             raise ValueError(f"dropout={dropout!r} must be a probability in [0, 1)")
-        if seed is None:
-            import secrets
-
-            seed = secrets.randbits(64)
-        elif isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 1 << 64:
-            raise ValueError(f"seed={seed!r} must be an integer in [0, 2**64) or None")
+        seed = dropout_seed(seed)
         if dropout == 0:
             ids = self._encode_checked(text, allowed, disallowed)
         else:

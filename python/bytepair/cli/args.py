@@ -65,6 +65,17 @@ def output_file(path: str) -> Iterator[BinaryIO]:
         yield f
 
 
+def save_tokenizer_json(tok, path: str) -> None:
+    """Write `tok` as a tokenizer.json to `path` (atomically), or to stdout for ``-``."""
+    if path != "-":
+        tok.save(path)
+        return
+    from bytepair.formats.hf import to_hf_json
+
+    with output_file("-") as out:
+        out.write(to_hf_json(tok).encode("utf-8"))
+
+
 def progress_bars(args: argparse.Namespace) -> bool | None:
     """The `progress` argument for a command: off with ``-q``, else None, which
     means "when stderr is a terminal" (no bars in pipes, logs or CI)."""

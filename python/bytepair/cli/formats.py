@@ -7,9 +7,8 @@ import sys
 
 from bytepair import _core
 from bytepair.inspection.report import printable
-from bytepair.cli.args import input_path, output_file
+from bytepair.cli.args import input_path, save_tokenizer_json
 from bytepair.formats.detect import _FORMAT_NAMES, FORMATS, convert, info, load
-from bytepair.formats.hf import to_hf_json
 
 def _special_arg(text: str) -> tuple[str, int]:
     token, sep, number = text.rpartition("=")
@@ -51,9 +50,7 @@ def _convert_to_stdout(args: argparse.Namespace, specials: dict[str, int] | None
     files, or lose the pattern and special tokens)."""
     if args.to not in (None, "hf"):
         raise ValueError(f"OUT - (stdout) writes --to hf only; --to {args.to} needs a file name")
-    tok = load(args.input, pattern=args.pattern, special_tokens=specials)
-    with output_file("-") as out:
-        out.write(to_hf_json(tok).encode("utf-8"))
+    save_tokenizer_json(load(args.input, pattern=args.pattern, special_tokens=specials), "-")
     return 0
 
 

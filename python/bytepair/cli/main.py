@@ -32,7 +32,9 @@ import time
 import numpy as np
 
 from bytepair import __version__
-from bytepair.cli.args import byte_size, input_path, message, output_file, positive_int, progress_bars
+from bytepair.cli.args import (
+    byte_size, input_path, message, output_file, positive_int, progress_bars, save_tokenizer_json,
+)
 from bytepair.progress import ProgressBar
 from bytepair.textfile import read_text_blocks
 from bytepair.tokenizer import Tokenizer
@@ -107,13 +109,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _report_training(args: argparse.Namespace, tok, source: str, start: float) -> int:
-    if args.output == "-":
-        from bytepair.formats import to_hf_json
-
-        with output_file("-") as out:
-            out.write(to_hf_json(tok).encode("utf-8"))
-    else:
-        tok.save(args.output)
+    save_tokenizer_json(tok, args.output)
     total = time.perf_counter() - start
     s = tok.training_stats
     bpt = s.input_bytes / s.tokens if s.tokens else float("nan")

@@ -83,9 +83,12 @@ def _write_part(path: str, data: bytes, offsets: bytes, counts: bytes) -> dict[s
     digest = hashlib.sha256()
     with atomic_open(path) as f:
         pq.write_table(table, _HashingWriter(f, digest), compression="zstd")
-    # Exact past 2**64 (a numpy uint64 sum wraps): high and low halves apart.
+    # Exact past 2**64 (a numpy uint64 sum wraps): the high and low 32 bits
+    # apart, each summing below 2**64 for fewer than 2**32 rows.
     values = np.frombuffer(counts, dtype="<i8").view(np.uint64)
-    total = (int((values >> np.uint64(32)).sum(dtype=np.uint64)) << 32) + int((values & np.uint64(0xFFFFFFFF)).sum(dtype=np.uint64))
+    high = int((values >> np.uint64(32)).sum(dtype=np.uint64))
+    low = int((values & np.uint64(0xFFFFFFFF)).sum(dtype=np.uint64))
+    total = (high << 32) + low
     return {"rows": n, "pre_tokens": total, "sha256": digest.hexdigest()}
 
 

@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from bytepair.encoding.text import has_surrogates, replace_surrogates
+from bytepair.encoding.text import dropout_seed, has_surrogates, replace_surrogates
 
 if TYPE_CHECKING:
     import numpy
@@ -54,13 +54,9 @@ def dropout_batch(tok, texts: list[str], num_threads: int | None, dropout: float
                   **special) -> list[list[int]]:
     """`encode` with BPE-dropout of each text on a thread pool (the core
     releases the GIL); document i uses `document_seed(seed, i)`."""
-    import secrets
     from concurrent.futures import ThreadPoolExecutor
 
-    if seed is None:
-        seed = secrets.randbits(64)
-    elif isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 1 << 64:
-        raise ValueError(f"seed={seed!r} must be an integer in [0, 2**64) or None")
+    seed = dropout_seed(seed)
     cores = os.cpu_count() or 1
     if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1):
         raise ValueError(f"num_threads={num_threads!r} must be a positive integer or None")

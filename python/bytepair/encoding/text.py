@@ -19,6 +19,18 @@ def require_str(text: object, method: str) -> None:
         raise TypeError(f"{method} takes a str, not {type(text).__name__}{hint}")
 
 
+def dropout_seed(seed: object) -> int:
+    """The seed of BPE-dropout draws: `seed` checked to be an int in [0, 2**64),
+    or a fresh random one for None. ValueError naming the value otherwise."""
+    if seed is None:
+        import secrets
+
+        return secrets.randbits(64)
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 1 << 64:
+        raise ValueError(f"seed={seed!r} must be an integer in [0, 2**64) or None")
+    return seed
+
+
 def check_id(value: object, where: str) -> int:
     """A token id must be an int in [0, 2**32); ValueError naming `where` if not."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 32:

@@ -100,21 +100,30 @@ pub fn memory_bytes(counts: &WordCounts) -> usize {
     counts.capacity() * MAP_ENTRY_BYTES + counts.keys().map(Vec::len).sum::<usize>()
 }
 
+/// Remove the words of `counts` seen fewer than `min_count` times, adding them
+/// to `pruned`, and shrink the map. Returns the bytes of the words removed.
+pub(crate) fn drop_rare(counts: &mut WordCounts, min_count: u64, pruned: &mut Pruned) -> usize {
+    let mut bytes = 0;
+    counts.retain(|word, &mut n| {
+        let keep = n >= min_count;
+        if !keep {
+            pruned.words += 1;
+            pruned.pre_tokens += n;
+            bytes += word.len();
+        }
+        keep
+    });
+    counts.shrink_to_fit();
+    bytes
+}
+
 /// Drop the rarest words of `counts` until it holds at most `budget` bytes
 /// (the lossy counting of [`Limits::max_memory`]). Nothing happens below it.
 pub fn prune_to_budget(counts: &mut WordCounts, budget: usize) -> Pruned {
     let mut pruned = Pruned::default();
     let mut min_count = 2;
     while memory_bytes(counts) > budget && !counts.is_empty() {
-        counts.retain(|_, &mut n| {
-            let keep = n >= min_count;
-            if !keep {
-                pruned.words += 1;
-                pruned.pre_tokens += n;
-            }
-            keep
-        });
-        counts.shrink_to_fit();
+        drop_rare(counts, min_count, &mut pruned);
         crate::memory::release_freed_memory();
         pruned.min_count = min_count;
         min_count = min_count.saturating_mul(2);

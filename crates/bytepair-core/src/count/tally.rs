@@ -147,7 +147,7 @@ impl WordTally {
 
     /// Drop every word counted fewer than `min_count` times, and shrink the
     /// table to the words left (the lossy counting of a memory budget; see
-    /// `count::MemoryBudget`).
+    /// `count::Limits::max_memory`).
     pub fn prune(&mut self, min_count: u64) -> Pruned {
         let mut pruned = Pruned { min_count, ..Pruned::default() };
         let mut kept = Vec::with_capacity(self.short_words);
@@ -166,18 +166,7 @@ impl WordTally {
         for slot in kept {
             self.bump(slot.key, shortkey::hash(slot.key), slot.count);
         }
-        let mut long_bytes = self.long_bytes;
-        self.long_words.retain(|word, &mut n| {
-            let keep = n >= min_count;
-            if !keep {
-                pruned.words += 1;
-                pruned.pre_tokens += n;
-                long_bytes -= word.len();
-            }
-            keep
-        });
-        self.long_words.shrink_to_fit();
-        self.long_bytes = long_bytes;
+        self.long_bytes -= super::drop_rare(&mut self.long_words, min_count, &mut pruned);
         // glibc keeps the old table's pages in this thread's arena otherwise:
         // resident memory then grew with every pruning (174 MB for a 64 MiB budget).
         crate::memory::release_freed_memory();
