@@ -647,3 +647,19 @@ def test_encode_to_numpy_equals_encode_and_tiktoken():
         tok.encode_to_numpy(text)
     enc = tok.to_tiktoken()
     assert ids.tolist() == enc.encode_to_numpy(text, allowed_special="all").tolist()
+
+
+def test_encode_to_numpy_arrays_own_their_ids():
+    """The array takes over the core's buffer: it outlives the tokenizer and
+    the next call (which reuses no buffer it holds), and it is writeable."""
+    import gc
+
+    tok = bytepair.train_from_iterator(["hello world, hello numpy"] * 20, 300, progress=False)
+    texts = ["hello world " * 1000, "numpy " * 3000, ""]
+    arrays = [tok.encode_to_numpy(t) for t in texts]
+    want = [tok.encode(t) for t in texts]
+    del tok
+    gc.collect()
+    assert [a.tolist() for a in arrays] == want
+    arrays[0][0] = 7
+    assert arrays[0][0] == 7 and arrays[1].tolist() == want[1]

@@ -76,8 +76,8 @@ class CoreBPE:
         self, text: str, allowed: list[str], disallowed: list[str], dropout: float, seed: int
     ) -> list[int]:
         """BPE-dropout: each candidate merge skipped with probability dropout in [0, 1); seed in [0, 2**64)."""
-    def encode_to_bytes(self, text: str, allowed: list[str], disallowed: list[str]) -> bytes:
-        """Ids as little-endian uint32 bytes."""
+    def encode_to_numpy(self, text: str, allowed: list[str], disallowed: list[str]) -> "numpy.ndarray":
+        """Ids as a 1-D uint32 array that owns its buffer (no copy)."""
     def encode_batch(
         self, texts: list[str], allowed: list[str], disallowed: list[str], num_threads: int | None = None
     ) -> list[list[int]]:

@@ -366,14 +366,12 @@ class Tokenizer(TokenizerHelpers):
         disallowed_special: DisallowedSpecial = "all",
     ) -> "numpy.ndarray":
         """`encode` as a 1-D ``numpy.uint32`` array (tiktoken's
-        ``Encoding.encode_to_numpy``): the ids are copied once from the core's
-        buffer, with no Python int per token. Same errors as `encode`."""
-        import numpy as np
-
+        ``Encoding.encode_to_numpy``): the array owns the buffer the core encoded
+        into, with no copy and no Python int per token; unlike tiktoken's, it is
+        writeable. Same errors as `encode`."""
         require_str(text, "encode_to_numpy")
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
-        raw = with_surrogates_replaced(self._core.encode_to_bytes, text, allowed, disallowed)
-        return np.frombuffer(raw, dtype="<u4")
+        return with_surrogates_replaced(self._core.encode_to_numpy, text, allowed, disallowed)
 
     def encode_blocks(
         self,
@@ -397,8 +395,7 @@ class Tokenizer(TokenizerHelpers):
                                   dropout=dropout, seed=document_seed(seed, k))
                 yield np.array(ids, dtype=np.uint32)
                 continue
-            raw = with_surrogates_replaced(self._core.encode_to_bytes, block, allowed, disallowed)
-            yield np.frombuffer(raw, dtype="<u4")
+            yield with_surrogates_replaced(self._core.encode_to_numpy, block, allowed, disallowed)
 
     def _chars_after_last_cut(self, text: str) -> int | None:
         # Lone surrogates: one U+FFFD each keeps every character index.
