@@ -33,7 +33,7 @@ pub const LOWER_SET: u8 = LOWER | CASELESS | MARK;
 const PAGE: usize = 256;
 const PAGES: usize = 0x110000 / PAGE;
 
-struct Table {
+pub struct Table {
     /// Page of each 256-character block of code points.
     index: Box<[u16; PAGES]>,
     /// The distinct pages of flags.
@@ -48,8 +48,22 @@ pub fn flags(c: char) -> u8 {
     if cp < 128 {
         return ASCII[cp];
     }
-    let t = table();
-    t.pages[t.index[cp / PAGE] as usize][cp % PAGE]
+    table().get(c)
+}
+
+/// The flag table of every code point (built on first use).
+pub fn table() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(build)
+}
+
+impl Table {
+    /// The flags of `c`: two loads, for a loop that holds the table.
+    #[inline(always)]
+    pub fn get(&self, c: char) -> u8 {
+        let cp = c as usize;
+        self.pages[self.index[cp / PAGE] as usize][cp % PAGE]
+    }
 }
 
 /// The flags of the ASCII characters (the same values the table holds).
@@ -68,11 +82,6 @@ pub static ASCII: [u8; 128] = {
     }
     table
 };
-
-fn table() -> &'static Table {
-    static TABLE: OnceLock<Table> = OnceLock::new();
-    TABLE.get_or_init(build)
-}
 
 /// The code point ranges of a regex class such as `\p{Lu}`, from regex-syntax.
 fn ranges(class: &str) -> Vec<(u32, u32)> {

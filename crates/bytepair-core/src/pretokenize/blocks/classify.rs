@@ -25,6 +25,8 @@ pub struct Classes {
     /// A byte of 0x80 or above that the classes above do not cover (see
     /// `wide`: the bytes of a non-ASCII character it classifies are cleared).
     pub nonascii: u64,
+    /// 0xC0 and above: the first byte of a multi-byte character (in UTF-8).
+    pub lead: u64,
     /// The second to fourth bytes of a classified non-ASCII character.
     pub cont: u64,
     /// The bytes of a non-ASCII letter of neither case (`\p{Lm}`, `\p{Lo}`:
@@ -66,6 +68,7 @@ pub fn classify_portable(block: &[u8; 64]) -> Classes {
         set(&mut c.apostrophe, b == b'\'');
         set(&mut c.slash, b == b'/');
         set(&mut c.nonascii, b >= 0x80);
+        set(&mut c.lead, b >= 0xC0);
     }
     c
 }
@@ -119,6 +122,8 @@ pub unsafe fn classify_avx2<const WANT: u8>(block: &[u8; 64]) -> Classes {
             apostrophe: mask!(|v| eq(v, b'\'')),
             slash: if WANT & SLASH != 0 { mask!(|v| eq(v, b'/')) } else { 0 },
             nonascii: mask!(|v| v),
+            // Bit 7 and bit 6 (the top bit of v + v, bytewise).
+            lead: mask!(|v| _mm256_and_si256(v, _mm256_add_epi8(v, v))),
             cont: 0,
             caseless: 0,
             phantom: 0,

@@ -309,7 +309,7 @@ impl<'t> Walker<'t> {
         block[..have].copy_from_slice(&self.text[start..start + have]);
         let mut c = classify_portable(&block);
         let real = (1u64 << have) - 1;
-        for mask in [&mut c.letter, &mut c.upper, &mut c.digit, &mut c.ws, &mut c.space, &mut c.newline, &mut c.apostrophe, &mut c.slash, &mut c.nonascii] {
+        for mask in [&mut c.letter, &mut c.upper, &mut c.digit, &mut c.ws, &mut c.space, &mut c.newline, &mut c.apostrophe, &mut c.slash, &mut c.nonascii, &mut c.lead] {
             *mask &= real;
         }
         c.phantom = !real;

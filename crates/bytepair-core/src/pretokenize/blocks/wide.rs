@@ -8,66 +8,112 @@
 //! prefix class before a word), and `ſ`, which case-folds into a contraction's `s`.
 
 use super::classify::Classes;
-use crate::pretokenize::unicode::{char_at, flags, LETTER, LOWER, NUMBER, SPACE, UPPER};
+use crate::pretokenize::unicode::{self, char_at, LETTER, LOWER, MARK, NUMBER, SPACE, UPPER};
 use crate::pretokenize::Preset;
 
-/// The class of a non-ASCII character for `preset`'s rules.
-enum Wide {
-    Letter { upper: bool, caseless: bool },
-    Digit,
-    Other,
-    Unsure,
+/// What a non-ASCII character is for a preset's rules, as bits: one lookup in
+/// `KINDS` instead of a chain of branches per character.
+const WORD: u8 = 1;
+const CAPITAL: u8 = 1 << 1;
+const NO_CASE: u8 = 1 << 2;
+const DIGIT: u8 = 1 << 3;
+/// Left `nonascii` for the scalar rules.
+const UNSURE: u8 = 1 << 4;
+
+/// The kind of a character with Unicode flags `f` under preset `p` (0: gpt2, 1:
+/// cl100k, 2: o200k). `CASELESS` needs no test: a letter of neither case.
+const fn kind(p: usize, f: u8) -> u8 {
+    if f & SPACE != 0 {
+        UNSURE
+    } else if f & NUMBER != 0 {
+        if p == 0 { DIGIT } else { UNSURE }
+    } else if f & LETTER != 0 {
+        let capital = if f & UPPER != 0 { CAPITAL } else { 0 };
+        let no_case = if f & (UPPER | LOWER) == 0 { NO_CASE } else { 0 };
+        WORD | capital | no_case
+    } else if p == 2 && f & MARK != 0 {
+        UNSURE
+    } else {
+        0
+    }
 }
 
-fn wide_class(preset: Preset, c: char) -> Wide {
-    let f = flags(c);
-    if f & SPACE != 0 || c == '\u{17f}' {
-        return Wide::Unsure;
+/// `kind` of every flags value, per preset.
+static KINDS: [[u8; 256]; 3] = {
+    let mut kinds = [[0u8; 256]; 3];
+    let mut p = 0;
+    while p < 3 {
+        let mut f = 0;
+        while f < 256 {
+            kinds[p][f] = kind(p, f as u8);
+            f += 1;
+        }
+        p += 1;
     }
-    if f & NUMBER != 0 {
-        return if preset == Preset::Gpt2 { Wide::Digit } else { Wide::Unsure };
-    }
-    if f & LETTER != 0 {
-        return Wide::Letter { upper: f & UPPER != 0, caseless: f & (UPPER | LOWER) == 0 };
-    }
-    if preset == Preset::O200k && f & crate::pretokenize::unicode::MARK != 0 {
-        return Wide::Unsure;
-    }
-    Wide::Other
+    kinds
+};
+
+/// `mask` where `kind` has `bit`, else 0.
+#[inline(always)]
+fn where_kind(kind: u8, bit: u8, mask: u64) -> u64 {
+    0u64.wrapping_sub(u64::from(kind & bit != 0)) & mask
 }
 
 /// Classify the non-ASCII characters of the block at `start` of `text` into
 /// `classes` (whose `nonascii` marks their bytes), including the tail of a
 /// character begun in the previous block.
+///
+/// Each character is looked up at its first byte (`Classes::lead`), and the
+/// classes found at first bytes then spread to the bytes that follow, so the
+/// lookups of one block do not wait for each other.
 pub(super) fn classify_wide(preset: Preset, text: &[u8], start: usize, classes: &mut Classes) {
-    let mut bits = classes.nonascii;
-    while bits != 0 {
-        let i = bits.trailing_zeros() as usize;
-        // The first byte of the character: here, or before the block.
-        let mut lead = start + i;
+    let table = unicode::table();
+    let kinds = &KINDS[match preset {
+        Preset::Gpt2 => 0,
+        Preset::Cl100k => 1,
+        Preset::O200k => 2,
+    }];
+    let kind_of = |c: char| if c == '\u{17f}' { UNSURE } else { kinds[table.get(c) as usize] };
+    let leads = classes.lead & classes.nonascii;
+    let tails = classes.nonascii & !leads;
+    // Kinds at first bytes, as masks.
+    let (mut letter, mut upper, mut caseless, mut digit, mut sure) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let mut add = |kind: u8, at: u64| {
+        if kind & UNSURE == 0 {
+            letter |= where_kind(kind, WORD, at);
+            upper |= where_kind(kind, CAPITAL, at);
+            caseless |= where_kind(kind, NO_CASE, at);
+            digit |= where_kind(kind, DIGIT, at);
+            sure |= at;
+        }
+    };
+    // A character begun in the previous block: its tail opens this one.
+    let head = tails & !tails.wrapping_add(1);
+    if head != 0 {
+        let mut lead = start;
         while text[lead] & 0xC0 == 0x80 {
             lead -= 1;
         }
-        let (c, len) = char_at(text, lead);
-        let end = (lead + len - start).min(64);
-        let span = if end == 64 { !0u64 << i } else { (1u64 << end) - (1u64 << i) };
-        bits &= !span;
-        match wide_class(preset, c) {
-            Wide::Unsure => continue,
-            Wide::Letter { upper, caseless } => {
-                classes.letter |= span;
-                if upper {
-                    classes.upper |= span;
-                }
-                if caseless {
-                    classes.caseless |= span;
-                }
-            }
-            Wide::Digit => classes.digit |= span,
-            Wide::Other => {}
-        }
-        classes.nonascii &= !span;
-        let first = if lead >= start { 1u64 << (lead - start) } else { 0 };
-        classes.cont |= span & !first;
+        add(kind_of(char_at(text, lead).0), head);
     }
+    let mut bits = leads;
+    while bits != 0 {
+        let i = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        add(kind_of(char_at(text, start + i).0), 1 << i);
+    }
+    // Spread each class from a first byte over the (at most three) bytes after it.
+    let spread = |mut mask: u64| {
+        for _ in 0..3 {
+            mask |= (mask << 1) & tails;
+        }
+        mask
+    };
+    let sure = spread(sure);
+    classes.letter |= spread(letter);
+    classes.upper |= spread(upper);
+    classes.caseless |= spread(caseless);
+    classes.digit |= spread(digit);
+    classes.nonascii &= !sure;
+    classes.cont |= sure & tails;
 }
