@@ -55,7 +55,8 @@ const HUGE_PAGE: usize = 2 << 20;
 impl<T: Copy> ZeroedSlice<T> {
     fn layout(len: usize) -> std::alloc::Layout {
         let size = (len * std::mem::size_of::<T>()).max(1);
-        let align = if size >= HUGE_PAGE { HUGE_PAGE } else { std::mem::align_of::<T>() };
+        // At least a cache line: a slot that divides 64 bytes never straddles two.
+        let align = if size >= HUGE_PAGE { HUGE_PAGE } else { std::mem::align_of::<T>().max(64) };
         std::alloc::Layout::from_size_align(size, align).expect("a table of sane size")
     }
 

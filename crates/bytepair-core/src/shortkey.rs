@@ -36,6 +36,34 @@ pub(crate) fn unpack(key: u128) -> Vec<u8> {
     key.to_le_bytes()[..len].to_vec()
 }
 
+/// The longest byte string that has a two-part key (`load_mid`).
+pub(crate) const MAX_MID: usize = 31;
+
+/// The key of `text[start..start + len]`, `MAX_SHORT` < len <= `MAX_MID`:
+/// the first 16 bytes, then the rest with the length in the top byte (so the
+/// second half is never 0).
+#[inline]
+pub(crate) fn load_mid(text: &[u8], start: usize, len: usize) -> [u128; 2] {
+    debug_assert!(len > MAX_SHORT && len <= MAX_MID && start + len <= text.len());
+    let first = u128::from_le_bytes(text[start..start + 16].try_into().expect("16 bytes"));
+    let rest = len - 16;
+    let tail = match text.get(start + 16..start + 32) {
+        Some(window) => u128::from_le_bytes(window.try_into().expect("16 bytes")) & LOW_BYTES[rest],
+        None => {
+            let mut buf = [0u8; 16];
+            buf[..rest].copy_from_slice(&text[start + 16..start + len]);
+            u128::from_le_bytes(buf)
+        }
+    };
+    [first, tail | (len as u128) << 120]
+}
+
+/// `hash` of a two-part key.
+#[inline]
+pub(crate) fn hash_mid(key: [u128; 2]) -> u64 {
+    hash(key[0] ^ key[1].rotate_left(61))
+}
+
 /// A hash of a key whose top bits are well mixed (they pick a home slot).
 #[inline]
 pub(crate) fn hash(key: u128) -> u64 {
@@ -71,5 +99,19 @@ mod tests {
             }
         }
         assert_ne!(pack(b"a"), pack(b"a\0"));
+    }
+
+    #[test]
+    fn two_part_keys_hold_every_byte_and_the_length() {
+        let text: Vec<u8> = (0..80u8).map(|b| b.wrapping_mul(37)).chain([0, 0]).collect();
+        for start in 0..text.len() {
+            for len in MAX_SHORT + 1..=MAX_MID.min(text.len() - start) {
+                let key = load_mid(&text, start, len);
+                let bytes: Vec<u8> = key[0].to_le_bytes().into_iter().chain(key[1].to_le_bytes()).collect();
+                assert_eq!(&bytes[..len], &text[start..start + len]);
+                assert!(bytes[len..31].iter().all(|&b| b == 0) && bytes[31] as usize == len);
+            }
+        }
+        assert_ne!(load_mid(b"0123456789abcdefg\0", 0, 17), load_mid(b"0123456789abcdefg\0", 0, 18));
     }
 }

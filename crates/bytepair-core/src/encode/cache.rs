@@ -1,13 +1,13 @@
 //! Per-thread caches of the encoder, kept from one piece and one call to the
-//! next: the ids of pieces seen before (`PieceCache` for pieces of up to 15
-//! bytes, `LongCache` for longer ones), recent pair lookups (`HotPairs`) and
-//! the merge buffer (`Scratch`).
+//! next: the ids of pieces seen before (`PieceCache`s for pieces of up to 15
+//! bytes and of 16 to 31, `LongCache` for longer ones), recent pair lookups
+//! (`HotPairs`) and the merge buffer (`Scratch`).
 //!
 //! Text follows Zipf's law: a few tens of thousands of distinct pieces make
 //! most of it, so after the first occurrences nearly every piece is a hit, and a
 //! hit costs one probe of an open-addressing table instead of a vocabulary
 //! lookup and a merge. Every cache is bounded: a table that reaches its budget
-//! is emptied and fills again (`CacheBudget`, default 16 MiB of piece slots per
+//! is emptied and fills again (default 16 MiB of slots per piece cache,
 //! thread and encoder, set with `set_cache_budget`).
 
 use std::cell::RefCell;
@@ -20,28 +20,25 @@ use crate::memory::ZeroedSlice;
 use super::merge::Part;
 use super::tables::{packed_key, packed_slot, PairRanks, PairTable, CODE_BITS, FREE, NO_RANK, PACKED_KEY_MASK};
 
-/// Ids a piece slot holds inline; a piece that encodes to more keeps them in
-/// the cache's spill list.
-pub(super) const INLINE_IDS: usize = 3;
-/// Slots of a new piece cache (a power of two): 512 KiB.
-const INITIAL_SLOTS: usize = 1 << 14;
-/// Default `max_slots` of a piece cache: 2^19 slots of 32 bytes, 16 MiB.
-/// 10 MB of English prose has ~115k distinct pieces of up to 15 bytes, of
-/// code ~45k, of text in 30 languages ~265k.
+/// Bytes of a new piece cache: 512 KiB.
+const INITIAL_BYTES: usize = 512 << 10;
+/// Default `max_slots` of a piece cache: 16 MiB of slots (2^19 slots of 32
+/// bytes for short pieces). 10 MB of English prose has ~115k distinct pieces
+/// of up to 15 bytes, of code ~45k, of text in 30 languages ~265k.
 pub const DEFAULT_CACHE_BYTES: usize = 16 << 20;
 
-/// Bytes of piece slots a thread's cache may use per encoder (a power of two
-/// of 32-byte slots, at least `INITIAL_SLOTS`); long pieces and spilled ids may
-/// use as much again.
+/// Bytes of piece slots a thread's cache may use per encoder and per piece
+/// cache (a power of two, at least `INITIAL_BYTES`); long pieces and spilled
+/// ids may use as much again.
 static CACHE_BYTES: AtomicUsize = AtomicUsize::new(DEFAULT_CACHE_BYTES);
 
-/// Set the memory budget of the encoder's per-thread piece caches, in bytes
-/// (rounded down to a power of two of 32-byte slots, at least 512 KiB); caches
-/// made afterwards use it. Returns the budget in effect.
+/// Set the memory budget of each of the encoder's per-thread piece caches
+/// (one for pieces of up to 15 bytes, one for 16 to 31), in bytes (rounded down
+/// to a power of two, at least 512 KiB); caches made afterwards use it.
+/// Returns the budget in effect.
 pub fn set_cache_budget(bytes: usize) -> usize {
-    let slots = (bytes / std::mem::size_of::<Slot>()).max(INITIAL_SLOTS);
-    let slots = 1usize << (usize::BITS - 1 - slots.leading_zeros());
-    let bytes = slots * std::mem::size_of::<Slot>();
+    let bytes = bytes.max(INITIAL_BYTES);
+    let bytes = 1usize << (usize::BITS - 1 - bytes.leading_zeros());
     CACHE_BYTES.store(bytes, Ordering::Relaxed);
     bytes
 }
@@ -51,21 +48,55 @@ pub fn cache_budget() -> usize {
     CACHE_BYTES.load(Ordering::Relaxed)
 }
 
-/// A cached piece: its key (`tables::piece_key`: the bytes and the length; 0
-/// marks an empty slot) and its ids, inline or, beyond `INLINE_IDS`, as
-/// (offset, count) in the spill list.
-#[derive(Clone, Copy, Default)]
+/// The key of a piece cache's slot: a piece's bytes and length packed into
+/// numbers (`shortkey`); all zero marks an empty slot, which no piece packs to.
+pub(super) trait SlotKey: Copy + Eq {
+    /// The key of an empty slot: all zero.
+    const EMPTY: Self;
+    fn is_empty(&self) -> bool {
+        *self == Self::EMPTY
+    }
+    fn hash(&self) -> u64;
+}
+
+/// Pieces of up to 15 bytes (`shortkey::load`).
+impl SlotKey for u128 {
+    const EMPTY: Self = 0;
+    #[inline]
+    fn hash(&self) -> u64 {
+        hash_key(*self)
+    }
+}
+
+/// Pieces of 16 to 31 bytes (`shortkey::load_mid`).
+impl SlotKey for [u128; 2] {
+    const EMPTY: Self = [0; 2];
+    #[inline]
+    fn hash(&self) -> u64 {
+        crate::shortkey::hash_mid(*self)
+    }
+}
+
+/// A cached piece: its key and its `N` ids inline or, beyond `N`, as
+/// (offset, count) in the spill list. 32 bytes for short pieces (`u128`, 3
+/// ids), 64 for the others (`[u128; 2]`, 7 ids): slots never straddle a cache
+/// line (tables are aligned to 64 bytes).
+#[derive(Clone, Copy)]
 #[repr(C, align(32))]
-struct Slot {
-    key: u128,
-    ids: [u32; INLINE_IDS],
+struct Slot<K, const N: usize> {
+    key: K,
+    ids: [u32; N],
     count: u32,
 }
 
-/// Short pieces (up to 15 bytes) -> ids: open addressing with linear probing,
-/// at most half full below the budget, three quarters at it; then emptied.
-pub(super) struct PieceCache {
-    slots: ZeroedSlice<Slot>,
+impl<K: SlotKey, const N: usize> Slot<K, N> {
+    const EMPTY: Self = Slot { key: K::EMPTY, ids: [0; N], count: 0 };
+}
+
+/// Pieces -> ids: open addressing with linear probing, at most half full below
+/// the budget, three quarters at it; then emptied.
+pub(super) struct PieceCache<K: SlotKey, const N: usize> {
+    slots: ZeroedSlice<Slot<K, N>>,
     /// 64 - log2(slots): a hash shifted right by it is a home slot.
     shift: u32,
     len: usize,
@@ -73,19 +104,29 @@ pub(super) struct PieceCache {
     spill: Vec<u32>,
 }
 
-/// `len` empty slots (zeroed: key 0), on huge pages when large.
-fn empty_slots(len: usize) -> ZeroedSlice<Slot> {
-    // SAFETY: a zeroed Slot is a valid, empty slot.
-    unsafe { ZeroedSlice::new(len) }
-}
+/// Pieces of up to 15 bytes; 3 ids inline (most pieces are 1 or 2 tokens).
+pub(super) type ShortCache = PieceCache<u128, INLINE_IDS>;
+/// Pieces of 16 to 31 bytes; 7 ids inline.
+pub(super) type MidCache = PieceCache<[u128; 2], 7>;
+
+/// Ids a short piece's slot holds inline; a piece that encodes to more keeps
+/// them in the cache's spill list.
+pub(super) const INLINE_IDS: usize = 3;
 
 pub(super) use crate::shortkey::hash as hash_key;
 
-impl PieceCache {
+impl<K: SlotKey, const N: usize> PieceCache<K, N> {
     fn new() -> Self {
-        let max_slots = (cache_budget() / std::mem::size_of::<Slot>()).max(INITIAL_SLOTS);
-        let shift = 64 - INITIAL_SLOTS.trailing_zeros();
-        PieceCache { slots: empty_slots(INITIAL_SLOTS), shift, len: 0, max_slots, spill: Vec::new() }
+        let initial = (INITIAL_BYTES / std::mem::size_of::<Slot<K, N>>()).next_power_of_two();
+        let max_slots = (cache_budget() / std::mem::size_of::<Slot<K, N>>()).max(initial);
+        let shift = 64 - initial.trailing_zeros();
+        PieceCache { slots: Self::empty_slots(initial), shift, len: 0, max_slots, spill: Vec::new() }
+    }
+
+    /// `len` empty slots (zeroed: an empty key), on huge pages when large.
+    fn empty_slots(len: usize) -> ZeroedSlice<Slot<K, N>> {
+        // SAFETY: a zeroed slot is a valid, empty slot (keys are integers).
+        unsafe { ZeroedSlice::new(len) }
     }
 
     #[inline]
@@ -100,31 +141,38 @@ impl PieceCache {
         crate::memory::prefetch(unsafe { self.slots.get_unchecked(self.home(hash)) });
     }
 
-    /// Append the cached ids of `key` (hash `hash`) to `out`; false on a miss.
+    /// The slot of `key` (hash `hash`), if it is cached.
     #[inline]
-    pub(super) fn push_hit(&self, key: u128, hash: u64, out: &mut Vec<u32>) -> bool {
+    fn find(&self, key: K, hash: u64) -> Option<&Slot<K, N>> {
         let mask = self.slots.len() - 1;
         let mut i = self.home(hash);
         loop {
             let slot = &self.slots[i];
             if slot.key == key {
-                if slot.count as usize <= INLINE_IDS {
-                    push_fixed(&slot.ids, slot.count as usize, out);
-                } else {
-                    let start = slot.ids[0] as usize;
-                    out.extend_from_slice(&self.spill[start..start + slot.count as usize]);
-                }
-                return true;
+                return Some(slot);
             }
-            if slot.key == 0 {
-                return false;
+            if slot.key.is_empty() {
+                return None;
             }
             i = (i + 1) & mask;
         }
     }
 
+    /// Append the cached ids of `key` (hash `hash`) to `out`; false on a miss.
+    #[inline]
+    pub(super) fn push_hit(&self, key: K, hash: u64, out: &mut Vec<u32>) -> bool {
+        let Some(slot) = self.find(key, hash) else { return false };
+        if slot.count as usize <= N {
+            push_fixed(&slot.ids, slot.count as usize, out);
+        } else {
+            let start = slot.ids[0] as usize;
+            out.extend_from_slice(&self.spill[start..start + slot.count as usize]);
+        }
+        true
+    }
+
     /// Remember `ids` (at least one) as the ids of `key`, which is not cached.
-    pub(super) fn insert(&mut self, key: u128, hash: u64, ids: &[u32]) {
+    pub(super) fn insert(&mut self, key: K, hash: u64, ids: &[u32]) {
         if 2 * (self.len + 1) > self.slots.len() {
             if self.slots.len() < self.max_slots {
                 self.grow();
@@ -132,8 +180,8 @@ impl PieceCache {
                 self.clear();
             }
         }
-        let mut slot = Slot { key, ids: [0; INLINE_IDS], count: ids.len() as u32 };
-        if ids.len() <= INLINE_IDS {
+        let mut slot = Slot { key, ids: [0; N], count: ids.len() as u32 };
+        if ids.len() <= N {
             slot.ids[..ids.len()].copy_from_slice(ids);
         } else {
             slot.ids[0] = self.spill.len() as u32;
@@ -141,7 +189,7 @@ impl PieceCache {
         }
         let mask = self.slots.len() - 1;
         let mut i = self.home(hash);
-        while self.slots[i].key != 0 {
+        while !self.slots[i].key.is_empty() {
             i = (i + 1) & mask;
         }
         self.slots[i] = slot;
@@ -150,13 +198,13 @@ impl PieceCache {
 
     /// Double the table, re-placing every slot.
     fn grow(&mut self) {
-        let doubled = empty_slots(2 * self.slots.len());
+        let doubled = Self::empty_slots(2 * self.slots.len());
         let old = std::mem::replace(&mut self.slots, doubled);
         self.shift -= 1;
         let mask = self.slots.len() - 1;
-        for &slot in old.iter().filter(|s| s.key != 0) {
-            let mut i = self.home(hash_key(slot.key));
-            while self.slots[i].key != 0 {
+        for &slot in old.iter().filter(|s| !s.key.is_empty()) {
+            let mut i = self.home(slot.key.hash());
+            while !self.slots[i].key.is_empty() {
                 i = (i + 1) & mask;
             }
             self.slots[i] = slot;
@@ -165,13 +213,13 @@ impl PieceCache {
 
     /// Forget every piece (the table keeps its size).
     fn clear(&mut self) {
-        self.slots.fill(Slot::default());
+        self.slots.fill(Slot::EMPTY);
         self.spill.clear();
         self.len = 0;
     }
 }
 
-/// Pieces of more than 15 bytes -> ids (offset and count in `ids`), bounded
+/// Pieces of more than 31 bytes -> ids (offset and count in `ids`), bounded
 /// like the piece cache: emptied when its ids reach the budget's worth.
 pub(super) struct LongCache {
     pieces: FxHashMap<Box<[u8]>, (u32, u32)>,
@@ -258,15 +306,34 @@ pub(super) struct Scratch {
     /// The encoder the caches belong to.
     encoder: u64,
     pub(super) parts: Vec<Part>,
-    pub(super) pieces: PieceCache,
+    pub(super) pieces: ShortCache,
+    pub(super) mid: MidCache,
     pub(super) long: LongCache,
     pub(super) hot: HotPairs,
 }
 
 impl Scratch {
+    /// Fetch the slot of a piece ahead of its probe: in the short cache for a
+    /// hash with its low bit clear, else in the cache of 16 to 31 bytes.
+    #[inline]
+    pub(super) fn prefetch(&self, hash: u64) {
+        if hash & 1 == 0 {
+            self.pieces.prefetch(hash);
+        } else {
+            self.mid.prefetch(hash);
+        }
+    }
+
     /// Empty caches for the encoder tagged `encoder`.
     pub(super) fn new(encoder: u64) -> Self {
-        Scratch { encoder, parts: Vec::new(), pieces: PieceCache::new(), long: LongCache::new(), hot: HotPairs::empty() }
+        Scratch {
+            encoder,
+            parts: Vec::new(),
+            pieces: ShortCache::new(),
+            mid: MidCache::new(),
+            long: LongCache::new(),
+            hot: HotPairs::empty(),
+        }
     }
 }
 
@@ -316,29 +383,40 @@ mod tests {
     use super::*;
     use crate::encode::tables::piece_key;
 
-    #[test]
-    fn piece_cache_grows_then_empties_at_its_budget() {
-        let mut cache = PieceCache::new();
-        cache.max_slots = 2 * INITIAL_SLOTS;
-        let keys: Vec<u128> = (0..INITIAL_SLOTS as u32 * 2).map(|i| piece_key(&i.to_le_bytes())).collect();
+    /// Fill a cache with twice the keys of its first table (ids of 1 to 8
+    /// tokens, some spilled), with a budget of two tables.
+    fn fill_past_budget<K: SlotKey, const N: usize>(key_of: impl Fn(u32) -> K) {
+        let mut cache = PieceCache::<K, N>::new();
+        let initial = cache.slots.len();
+        cache.max_slots = 2 * initial;
+        let keys: Vec<K> = (0..initial as u32 * 2).map(key_of).collect();
         for (n, &key) in keys.iter().enumerate() {
-            let ids = [n as u32, 1, 2, 3][..1 + n % 4].to_vec();
-            cache.insert(key, hash_key(key), &ids);
+            let ids: Vec<u32> = (0..1 + n as u32 % 8).map(|k| n as u32 + k).collect();
+            cache.insert(key, key.hash(), &ids);
             let mut out = vec![];
-            assert!(cache.push_hit(key, hash_key(key), &mut out));
+            assert!(cache.push_hit(key, key.hash(), &mut out));
             assert_eq!(out, ids);
         }
-        assert_eq!(cache.slots.len(), 2 * INITIAL_SLOTS, "grew once, to its budget");
+        assert_eq!(cache.slots.len(), 2 * initial, "grew once, to its budget");
         assert!(cache.len <= 3 * cache.slots.len() / 4, "emptied instead of overfilling");
         let mut out = vec![];
-        assert!(!cache.push_hit(keys[0], hash_key(keys[0]), &mut out), "the first keys were dropped");
+        assert!(!cache.push_hit(keys[0], keys[0].hash(), &mut out), "the first keys were dropped");
     }
 
     #[test]
-    fn budget_rounds_to_a_power_of_two_of_slots() {
+    fn piece_caches_grow_then_empty_at_their_budget() {
+        fill_past_budget::<u128, INLINE_IDS>(|i| piece_key(&i.to_le_bytes()));
+        fill_past_budget::<[u128; 2], 7>(|i| {
+            let text = format!("{i:0>20}");
+            crate::shortkey::load_mid(text.as_bytes(), 0, text.len())
+        });
+    }
+
+    #[test]
+    fn budget_rounds_down_to_a_power_of_two() {
         let old = cache_budget();
         assert_eq!(set_cache_budget(3 << 20), 2 << 20);
-        assert_eq!(set_cache_budget(1), INITIAL_SLOTS * 32);
+        assert_eq!(set_cache_budget(1), INITIAL_BYTES);
         set_cache_budget(old);
     }
 }

@@ -37,6 +37,7 @@ use crate::pretokenize::{special_matcher, PatternError, Pieces, PreTokenizer, Pr
 use cache::{hash_key, new_encoder_tag, with_scratch, Scratch, INLINE_IDS};
 use decode::Decoder;
 use merge::{merge_long, merge_short, LONG_PIECE};
+use crate::shortkey::{hash_mid, load_mid, MAX_MID as MID_PIECE};
 use tables::{load_key, piece_key, PairRanks, TokenIds, CACHED_PIECE, NO_ID};
 
 pub use cache::{cache_budget, set_cache_budget, DEFAULT_CACHE_BYTES};
@@ -378,31 +379,42 @@ impl Encoder {
             if n == 0 {
                 break;
             }
-            // Keys and hashes of the pieces of up to 15 bytes (0: not cached).
+            // Keys of the pieces of up to 15 bytes (0 for the others), and
+            // hashes: of the short key (low bit clear), of the two-part key of
+            // a piece of 16 to 31 bytes (low bit set: the slot is in the other
+            // cache), or 0. A home slot takes the top bits only.
             for i in 0..n {
                 let (start, len) = (bounds[i], bounds[i + 1] - bounds[i]);
-                let cached = len <= CACHED_PIECE;
-                keys[i] = if cached { load_key(b, start, len) } else { 0 };
-                hashes[i] = hash_key(keys[i]);
+                (keys[i], hashes[i]) = if len <= CACHED_PIECE {
+                    let key = load_key(b, start, len);
+                    (key, hash_key(key) & !1)
+                } else if len <= MID_PIECE {
+                    (0, hash_mid(load_mid(b, start, len)) | 1)
+                } else {
+                    (0, 0)
+                };
             }
             // Fetch the slots a few pieces ahead of their probes: far enough
             // to hide a miss to memory, few enough in flight for the CPU.
             for &hash in &hashes[..n.min(PREFETCH_AHEAD)] {
-                scratch.pieces.prefetch(hash);
+                scratch.prefetch(hash);
             }
             out.reserve(n * INLINE_IDS);
             for i in 0..n {
                 if i + PREFETCH_AHEAD < n {
-                    scratch.pieces.prefetch(hashes[i + PREFETCH_AHEAD]);
+                    scratch.prefetch(hashes[i + PREFETCH_AHEAD]);
                 }
                 let (key, hash) = (keys[i], hashes[i]);
                 if key != 0 && scratch.pieces.push_hit(key, hash, out) {
                     continue;
                 }
                 let piece = &b[bounds[i]..bounds[i + 1]];
-                let done = match key {
-                    0 => self.encode_piece(piece, scratch, out),
-                    key => self.encode_short_miss(piece, key, hash, scratch, out),
+                let done = if key != 0 {
+                    self.encode_short_miss(piece, key, hash, scratch, out)
+                } else if hash & 1 != 0 {
+                    self.encode_mid(piece, load_mid(b, bounds[i], piece.len()), hash, scratch, out)
+                } else {
+                    self.encode_piece(piece, scratch, out)
                 };
                 if let Err(e) = done {
                     error.get_or_insert(e);
@@ -413,7 +425,8 @@ impl Encoder {
     }
 
     /// Encode one pre-token, appending its ids to `out`: one or two bytes from
-    /// the vocabulary's tables, others through the caches.
+    /// the vocabulary's tables, others through the caches (by length: up to
+    /// 15 bytes, 16 to 31, longer).
     fn encode_piece(&self, piece: &[u8], scratch: &mut Scratch, out: &mut Vec<u32>) -> Result<(), EncodeError> {
         match piece.len() {
             0 => Ok(()),
@@ -434,6 +447,10 @@ impl Encoder {
                 }
                 self.encode_short_miss(piece, key, hash, scratch, out)
             }
+            len if len <= MID_PIECE => {
+                let key = load_mid(piece, 0, len);
+                self.encode_mid(piece, key, hash_mid(key), scratch, out)
+            }
             _ => {
                 if scratch.long.push_hit(piece, out) {
                     return Ok(());
@@ -452,6 +469,18 @@ impl Encoder {
         let start = out.len();
         self.whole_or_merged(self.ids.get_short(key), piece, scratch, out)?;
         scratch.pieces.insert(key, hash, &out[start..]);
+        Ok(())
+    }
+
+    /// A piece of 16 to 31 bytes (two-part key `key`, hash `hash`): through
+    /// the cache of such pieces.
+    fn encode_mid(&self, piece: &[u8], key: [u128; 2], hash: u64, scratch: &mut Scratch, out: &mut Vec<u32>) -> Result<(), EncodeError> {
+        if scratch.mid.push_hit(key, hash, out) {
+            return Ok(());
+        }
+        let start = out.len();
+        self.whole_or_merged(self.ids.get(piece), piece, scratch, out)?;
+        scratch.mid.insert(key, hash, &out[start..]);
         Ok(())
     }
 
