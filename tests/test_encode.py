@@ -663,3 +663,32 @@ def test_encode_to_numpy_arrays_own_their_ids():
     assert [a.tolist() for a in arrays] == want
     arrays[0][0] = 7
     assert arrays[0][0] == 7 and arrays[1].tolist() == want[1]
+
+
+def test_cache_budget_is_a_setting_and_a_small_one_gives_the_same_ids():
+    """A budget rounds down to a power of two (at least 512 KiB); caches made
+    under a small one empty and refill often, and the ids do not change."""
+    import random
+    import threading
+
+    old = bytepair.cache_budget()
+    assert old == 16 << 20, "the documented default"
+    rng = random.Random(3)
+    words = ["".join(rng.choice("abcdefghij") for _ in range(rng.randint(1, 30))) for _ in range(40_000)]
+    text = " ".join(words)
+    tok = bytepair.train_from_iterator([text[:200_000]], 600, progress=False)
+    want = tok.encode(text)
+    try:
+        assert bytepair.set_cache_budget(3 << 20) == 2 << 20
+        assert bytepair.set_cache_budget(0) == 512 << 10 == bytepair.cache_budget()
+        got = []
+        thread = threading.Thread(target=lambda: got.append(tok.encode(text)))  # fresh caches
+        thread.start()
+        thread.join()
+        assert got == [want]
+    finally:
+        bytepair.set_cache_budget(old)
+    with pytest.raises(ValueError, match="nbytes must be >= 0, got -1"):
+        bytepair.set_cache_budget(-1)
+    with pytest.raises(TypeError, match="must be an int, got str"):
+        bytepair.set_cache_budget("1G")

@@ -2,8 +2,16 @@
 
 from collections.abc import Callable
 
+import numpy
+
 def resolve_pattern(name_or_pattern: str) -> str:
     """Preset name (gpt2, cl100k, o200k) -> its regex; other strings unchanged."""
+
+def set_cache_budget(nbytes: int) -> int:
+    """Budget of each per-thread piece cache, in bytes; returns the budget in effect."""
+
+def cache_budget() -> int:
+    """The piece-cache budget in effect, in bytes."""
 
 def recover_merges(merged: list[bytes]) -> list[int | None]:
     """Tokens in rank order (no single bytes) -> byte length of the left part of each

@@ -37,6 +37,20 @@ fn recover_merges(py: Python<'_>, merged: Vec<Vec<u8>>) -> Vec<Option<usize>> {
     py.detach(|| bytepair_core::recover::recover_merges(&merged))
 }
 
+/// Set the memory budget of each per-thread piece cache of the encoder, in
+/// bytes (rounded down to a power of two, at least 512 KiB; default 16 MiB);
+/// caches made afterwards use it. Returns the budget in effect.
+#[pyfunction]
+fn set_cache_budget(nbytes: usize) -> usize {
+    bytepair_core::encode::set_cache_budget(nbytes)
+}
+
+/// The piece-cache budget in effect, in bytes.
+#[pyfunction]
+fn cache_budget() -> usize {
+    bytepair_core::encode::cache_budget()
+}
+
 /// Test hook: panic on the calling thread (`"caller"`, surfaces as pyo3's
 /// `PanicException`) or on a worker thread (`"worker"`, surfaces as `RuntimeError`),
 /// to check that a panic never aborts the interpreter.
@@ -54,6 +68,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resolve_pattern, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add_function(wrap_pyfunction!(recover_merges, m)?)?;
+    m.add_function(wrap_pyfunction!(set_cache_budget, m)?)?;
+    m.add_function(wrap_pyfunction!(cache_budget, m)?)?;
     m.add_class::<counter::WordCounter>()?;
     m.add_class::<encoder::CoreBPE>()?;
     Ok(())
