@@ -385,14 +385,12 @@ impl Encoder {
             // cache), or 0. A home slot takes the top bits only.
             for i in 0..n {
                 let (start, len) = (bounds[i], bounds[i + 1] - bounds[i]);
-                (keys[i], hashes[i]) = if len <= CACHED_PIECE {
-                    let key = load_key(b, start, len);
-                    (key, hash_key(key) & !1)
-                } else if len <= MID_PIECE {
-                    (0, hash_mid(load_mid(b, start, len)) | 1)
-                } else {
-                    (0, 0)
-                };
+                let short = len <= CACHED_PIECE;
+                keys[i] = if short { load_key(b, start, len) } else { 0 };
+                hashes[i] = hash_key(keys[i]) & !1;
+                if !short && len <= MID_PIECE {
+                    hashes[i] = hash_mid(load_mid(b, start, len)) | 1;
+                }
             }
             // Fetch the slots a few pieces ahead of their probes: far enough
             // to hide a miss to memory, few enough in flight for the CPU.
