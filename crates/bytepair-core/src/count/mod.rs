@@ -201,29 +201,32 @@ fn count_parallel<J: Send>(
     let failed = AtomicBool::new(false);
     // Half the budget for the threads' tallies, half for their sum.
     let thread_budget = limits.max_memory.map(|m| m / (2 * rayon::current_num_threads()));
-    let tallies: Vec<Result<WordTally, CountError>> = rayon::broadcast(|_| {
-        let mut counts = WordTally::with_budget(limits.max_word_bytes, thread_budget);
+    // Each thread turns its own tally into counts (an allocation per word),
+    // so that only the sum below is sequential.
+    let tallies: Vec<Result<Counted, CountError>> = rayon::broadcast(|_| {
+        let mut tally = WordTally::with_budget(limits.max_word_bytes, thread_budget);
         loop {
             if progress.is_cancelled() {
                 return Err(CountError::Cancelled);
             }
             if failed.load(Ordering::Relaxed) {
-                return Ok(counts);
+                break;
             }
             let job = jobs.lock().unwrap_or_else(|e| e.into_inner()).next();
-            let Some(job) = job else { return Ok(counts) };
-            if let Err(e) = job.and_then(|j| count_one(j, &mut counts)) {
+            let Some(job) = job else { break };
+            if let Err(e) = job.and_then(|j| count_one(j, &mut tally)) {
                 failed.store(true, Ordering::Relaxed);
                 return Err(e);
             }
-            counts.enforce_budget();
+            tally.enforce_budget();
         }
+        Ok(Counted { pruned: tally.pruned(), counts: tally.into_counts() })
     });
     let mut total = Counted::default();
-    for tally in tallies {
-        let tally = tally?;
-        total.pruned.add(tally.pruned());
-        total.counts = merge_counts(std::mem::take(&mut total.counts), tally.into_counts());
+    for counted in tallies {
+        let counted = counted?;
+        total.pruned.add(counted.pruned);
+        total.counts = merge_counts(std::mem::take(&mut total.counts), counted.counts);
     }
     if let Some(budget) = limits.max_memory {
         total.pruned.add(prune_to_budget(&mut total.counts, budget / 2));
