@@ -30,6 +30,18 @@
 //! `(bytes(A), bytes(B))`, so results never depend on hash or thread order.
 //!
 //! Counts are u64 throughout (HF's 32-bit pair counts overflow on big corpora).
+//!
+//! Limits (`TrainOptions`, as HF tokenizers' `min_frequency` and `max_token_length`):
+//! a pair whose merge would be longer than `max_token_length` bytes is never
+//! queued (its count is still kept, so the seams around it stay exact), and the
+//! loop stops when the best pair counts fewer than `min_frequency`. The
+//! tie-break holds among the pairs left.
+//!
+//! Extending a tokenizer (`train_on_base`): every distinct word is encoded with
+//! the base's encoder (rank-ordered merges, `crate::encode`) and the pair counts
+//! are seeded from those token sequences, instead of replaying the base's tens
+//! of thousands of merges through this loop; new merges then follow as usual,
+//! on a dense internal numbering of the base's tokens.
 
 
 mod changes;
@@ -39,9 +51,10 @@ use std::cmp::Ordering as CmpOrdering;
 use std::collections::BinaryHeap;
 
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::count::WordCounts;
+use crate::encode::{EncodeError, Encoder};
 use crate::memory::drop_in_background;
 use crate::progress::Progress;
 use changes::SeamChanges;
@@ -59,19 +72,46 @@ pub struct Merge {
     pub count: u64,
 }
 
-/// Result of training: merges in rank order (merge `r` creates id `256 + r`).
+/// Limits on the merges the loop may choose. The default sets none.
+#[derive(Debug, Clone, Default)]
+pub struct TrainOptions {
+    /// Stop when the best pair counts fewer than this (HF's `min_frequency`);
+    /// 0 and 1 set no limit.
+    pub min_frequency: u64,
+    /// No token longer than this many bytes: a pair whose merge would be longer
+    /// is skipped (never merged, not counted as a merge). None: no limit.
+    pub max_token_length: Option<usize>,
+}
+
+/// Why the merge loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// It learned every merge asked for.
+    Finished,
+    /// No pair that may be merged was left.
+    NoPairLeft,
+    /// The best pair left counts fewer than `TrainOptions::min_frequency`.
+    BelowMinFrequency,
+}
+
+/// Result of training: merges in rank order (from `train`, merge `r` creates
+/// id `256 + r`; from `train_on_base`, id `Base::first_new_id + r`).
 #[derive(Debug)]
 pub struct Trained {
     pub merges: Vec<Merge>,
-    /// True when the loop ran out of pairs before reaching the requested number.
-    pub stopped_early: bool,
+    pub stop: Stop,
     /// Tokens the counted text holds after all merges (sum of count x word length).
     pub tokens: u64,
 }
 
 impl Trained {
-    /// The bytes of the token each merge makes, in rank order: merge `r`
-    /// makes id `256 + r`, the concatenation of its two parts.
+    /// True when the loop ended before learning every merge asked for.
+    pub fn stopped_early(&self) -> bool {
+        self.stop != Stop::Finished
+    }
+
+    /// The bytes of the token each merge makes, in rank order, for a result
+    /// of `train`: merge `r` makes id `256 + r`, the concatenation of its two parts.
     pub fn merged_tokens(&self) -> Vec<Vec<u8>> {
         let mut bytes: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
         for m in &self.merges {
@@ -148,6 +188,12 @@ struct Trainer {
     waiting: Vec<Vec<Pair>>,
     /// The changes of the merge being applied (kept for its tables).
     changes: SeamChanges,
+    /// Longest token allowed, in bytes.
+    max_token_length: usize,
+    /// The bytes of the base's tokens when extending one: a pair that would
+    /// make one of them again is skipped (the base's encoder would merge it
+    /// with the base's rank anyway, and one token must not have two ids).
+    taken: FxHashSet<Vec<u8>>,
 }
 
 #[derive(Default)]
@@ -160,10 +206,11 @@ struct PairStats {
 }
 
 impl Trainer {
-    fn new(words: Words, freqs: Vec<u64>) -> Self {
-        let token_bytes: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    /// A trainer over `words` (token ids indexing `token_bytes`).
+    fn new(words: Words, freqs: Vec<u64>, token_bytes: Vec<Vec<u8>>, taken: FxHashSet<Vec<u8>>, options: &TrainOptions) -> Self {
         let token_prefix = token_bytes.iter().map(|b| TokenPrefix::of(b)).collect();
         let pairs = initial_pair_index(&words, &freqs);
+        let vocabulary = token_bytes.len();
         let mut t = Trainer {
             words,
             freqs,
@@ -173,10 +220,26 @@ impl Trainer {
             heap: BinaryHeap::new(),
             threshold: 1 << 63,
             waiting: vec![Vec::new(); 64],
-            changes: SeamChanges::for_vocabulary(256),
+            changes: SeamChanges::for_vocabulary(vocabulary),
+            max_token_length: options.max_token_length.unwrap_or(usize::MAX),
+            taken,
         };
         t.rebuild_queue();
         t
+    }
+
+    /// Whether merging `pair` would make a token longer than allowed.
+    fn too_long(&self, pair: Pair) -> bool {
+        self.token_bytes[pair.0 as usize].len() + self.token_bytes[pair.1 as usize].len() > self.max_token_length
+    }
+
+    /// Whether `pair` may be merged: not too long, and not a token of the base.
+    fn eligible(&self, pair: Pair) -> bool {
+        if self.too_long(pair) {
+            return false;
+        }
+        self.taken.is_empty()
+            || !self.taken.contains(&[&self.token_bytes[pair.0 as usize][..], &self.token_bytes[pair.1 as usize][..]].concat())
     }
 
     fn candidate(&self, pair: Pair, count: u64) -> Candidate {
@@ -223,7 +286,11 @@ impl Trainer {
 
     /// Queue `pair` with its live `count` (positive): on the heap if it is at
     /// least the threshold, else in its bucket.
+    /// A pair too long to merge is never queued.
     fn enqueue(&mut self, pair: Pair, count: u64) {
+        if self.too_long(pair) {
+            return;
+        }
         if count >= self.threshold {
             let candidate = self.candidate(pair, count);
             self.heap.push(candidate);
@@ -250,9 +317,10 @@ impl Trainer {
         true
     }
 
-    /// Pop the best pair with a positive live count, or None when none is left.
-    /// Entries whose key equals the top's are popped together and ordered by
-    /// their bytes; the live ones that lose are pushed back.
+    /// Pop the best eligible pair with a positive live count, or None when none
+    /// is left. Entries whose key equals the top's are popped together and
+    /// ordered by their bytes; the live ones that lose are pushed back, the
+    /// ones that may not be merged (`eligible`) are dropped.
     fn pop_best(&mut self) -> Option<(Pair, u64)> {
         loop {
             if self.heap.is_empty() && self.lower_threshold() {
@@ -266,7 +334,11 @@ impl Trainer {
             }
             for c in group {
                 match self.live_count(c.pair) {
-                    n if n == c.count => live.push(c),
+                    n if n == c.count => {
+                        if self.eligible(c.pair) {
+                            live.push(c);
+                        }
+                    }
                     0 => {}
                     n => self.enqueue(c.pair, n),
                 }
@@ -402,6 +474,9 @@ pub enum TrainError {
     /// reaches 2^64, so a pair count could overflow u64.
     #[error("the counts add up to {total_bytes} bytes of text, beyond 2**64: pair counts would overflow u64")]
     CountsTooLarge { total_bytes: u128 },
+    /// A word holds bytes the base tokenizer has no token for.
+    #[error("bytes {0:?} are not in the base tokenizer's vocabulary")]
+    NotInBase(Vec<u8>),
 }
 
 /// Every pair count and token total is at most the sum of count x word length,
@@ -414,7 +489,17 @@ fn check_total_bytes(word_counts: &WordCounts) -> Result<(), TrainError> {
     Ok(())
 }
 
-/// Learn up to `num_merges` merges from word counts (word bytes -> count).
+/// Learn up to `num_merges` merges from word counts (word bytes -> count),
+/// with no limits (`train_with` and the default `TrainOptions`).
+///
+/// # Errors
+/// As `train_with`.
+pub fn train(word_counts: WordCounts, num_merges: usize, progress: &Progress) -> Result<Trained, TrainError> {
+    train_with(word_counts, num_merges, &TrainOptions::default(), progress)
+}
+
+/// Learn up to `num_merges` merges from word counts (word bytes -> count)
+/// within the limits of `options`; merge `r` creates id `256 + r`.
 ///
 /// Words of one byte carry no pair and are skipped. `progress.done` counts merges.
 ///
@@ -422,25 +507,103 @@ fn check_total_bytes(word_counts: &WordCounts) -> Result<(), TrainError> {
 /// [`TrainError::CountsTooLarge`] before any work when the counts stand for 2^64
 /// bytes of text or more (counts merged from artifacts can get there);
 /// [`TrainError::Cancelled`] when cancelled through `progress`.
-pub fn train(word_counts: WordCounts, num_merges: usize, progress: &Progress) -> Result<Trained, TrainError> {
+pub fn train_with(word_counts: WordCounts, num_merges: usize, options: &TrainOptions, progress: &Progress) -> Result<Trained, TrainError> {
     check_total_bytes(&word_counts)?;
     let single_byte_tokens: u64 = word_counts.iter().filter(|(w, _)| w.len() == 1).map(|(_, c)| c).sum();
     let (words, freqs) = Words::from_counts(&word_counts);
     drop_in_background(word_counts);
-    let mut t = Trainer::new(words, freqs);
+    let bytes = (0..=255u8).map(|b| vec![b]).collect();
+    let trainer = Trainer::new(words, freqs, bytes, FxHashSet::default(), options);
+    let (merges, stop, tokens) = learn(trainer, single_byte_tokens, num_merges, options, progress)?;
+    Ok(Trained { merges, stop, tokens })
+}
+
+/// A tokenizer to extend (`train_on_base`).
+pub struct Base<'a> {
+    /// Encodes a word with the base's merges (rank order, as encoding does).
+    pub encoder: &'a Encoder,
+    /// Every token of the base that is not special: (id, bytes).
+    pub tokens: Vec<(u32, Vec<u8>)>,
+    /// The id of the first new merge: one past the base's largest id.
+    pub first_new_id: u32,
+}
+
+/// Learn up to `num_merges` merges that extend `base`: each word of
+/// `word_counts` is encoded with the base's merges, pair counts are seeded from
+/// those tokens, and the loop goes on from there (limits, tie-break and
+/// `progress` as in `train_with`). Merges are given in the base's ids; merge
+/// `r` creates id `base.first_new_id + r`. A pair whose bytes are already a
+/// token of the base is skipped.
+///
+/// # Errors
+/// As `train_with`, and [`TrainError::NotInBase`] for bytes that the base
+/// cannot encode (a vocabulary without some single byte).
+pub fn train_on_base(
+    word_counts: WordCounts,
+    base: Base<'_>,
+    num_merges: usize,
+    options: &TrainOptions,
+    progress: &Progress,
+) -> Result<Trained, TrainError> {
+    check_total_bytes(&word_counts)?;
+    let internal: FxHashMap<u32, u32> = base.tokens.iter().enumerate().map(|(k, &(id, _))| (id, k as u32)).collect();
+    let words: Vec<(&[u8], u64)> = word_counts.iter().filter(|(_, &c)| c > 0).map(|(w, &c)| (&w[..], c)).collect();
+    let encoded = words
+        .par_iter()
+        .map(|&(word, count)| {
+            let mut ids = Vec::with_capacity(word.len());
+            base.encoder.encode_word_into(word, &mut ids).map_err(|e| match e {
+                EncodeError::NotInVocabulary(bytes) => TrainError::NotInBase(bytes),
+                _ => TrainError::NotInBase(word.to_vec()),
+            })?;
+            let ids: Vec<u32> = ids.iter().map(|id| internal[id]).collect();
+            Ok((TokenPrefix::of(word).prefix, ids, count))
+        })
+        .collect::<Result<Vec<_>, TrainError>>()?;
+    drop(words);
+    drop_in_background(word_counts);
+    let single_tokens: u64 = encoded.iter().filter(|(_, ids, _)| ids.len() == 1).map(|&(_, _, c)| c).sum();
+    let (words, freqs) = Words::from_token_words(encoded);
+    let taken = base.tokens.iter().map(|(_, b)| b.clone()).collect();
+    let n_base = base.tokens.len() as u32;
+    let external: Vec<u32> = base.tokens.iter().map(|&(id, _)| id).collect();
+    let token_bytes = base.tokens.into_iter().map(|(_, b)| b).collect();
+    let trainer = Trainer::new(words, freqs, token_bytes, taken, options);
+    let (mut merges, stop, tokens) = learn(trainer, single_tokens, num_merges, options, progress)?;
+    let to_external = |id: u32| if id < n_base { external[id as usize] } else { base.first_new_id + (id - n_base) };
+    for m in &mut merges {
+        (m.left, m.right) = (to_external(m.left), to_external(m.right));
+    }
+    Ok(Trained { merges, stop, tokens })
+}
+
+/// The merge loop: new ids follow the trainer's tokens; `single_tokens` is
+/// the tokens of the words left out of the trainer (one token each).
+fn learn(
+    mut t: Trainer,
+    single_tokens: u64,
+    num_merges: usize,
+    options: &TrainOptions,
+    progress: &Progress,
+) -> Result<(Vec<Merge>, Stop, u64), TrainError> {
+    let first_new_id = t.token_bytes.len() as u32;
     // Capacity from what the words can hold, not from the request: a vocab_size of
     // 10^10 must not reserve 160 GB up front.
     let mut merges = Vec::with_capacity(num_merges.min(t.pair_count()));
+    let mut stop = Stop::Finished;
     while merges.len() < num_merges {
         if progress.is_cancelled() {
             return Err(TrainError::Cancelled);
         }
         let Some((pair, count)) = t.pop_best() else {
-            let tokens = single_byte_tokens + t.token_total();
-            drop_in_background(t);
-            return Ok(Trained { merges, stopped_early: true, tokens });
+            stop = Stop::NoPairLeft;
+            break;
         };
-        let new_id = 256 + merges.len() as u32;
+        if count < options.min_frequency {
+            stop = Stop::BelowMinFrequency;
+            break;
+        }
+        let new_id = first_new_id + merges.len() as u32;
         t.push_token(pair);
         t.apply_merge(pair, new_id);
         merges.push(Merge { left: pair.0, right: pair.1, count });
@@ -450,9 +613,9 @@ pub fn train(word_counts: WordCounts, num_merges: usize, progress: &Progress) ->
             t.rebuild_queue();
         }
     }
-    let tokens = single_byte_tokens + t.token_total();
+    let tokens = single_tokens + t.token_total();
     drop_in_background(t);
-    Ok(Trained { merges, stopped_early: false, tokens })
+    Ok((merges, stop, tokens))
 }
 
 #[cfg(test)]
@@ -477,6 +640,12 @@ mod tests {
     /// The merges by recounting every pair of every word at each step (the
     /// textbook loop), with the same tie-break, as token byte strings.
     fn learn_by_recounting(words: &[(Vec<u8>, u64)], n: usize) -> Vec<Vec<u8>> {
+        learn_by_recounting_with(words, n, &TrainOptions::default())
+    }
+
+    /// `learn_by_recounting` within `options`: pairs too long left out, stop below min_frequency.
+    fn learn_by_recounting_with(words: &[(Vec<u8>, u64)], n: usize, options: &TrainOptions) -> Vec<Vec<u8>> {
+        let max_len = options.max_token_length.unwrap_or(usize::MAX);
         let mut words: Vec<(Vec<Vec<u8>>, u64)> =
             words.iter().map(|(w, c)| (w.iter().map(|&b| vec![b]).collect(), *c)).collect();
         let mut out = vec![];
@@ -484,10 +653,15 @@ mod tests {
             let mut counts: std::collections::BTreeMap<(Vec<u8>, Vec<u8>), u64> = Default::default();
             for (w, c) in &words {
                 for p in w.windows(2) {
-                    *counts.entry((p[0].clone(), p[1].clone())).or_default() += c;
+                    if p[0].len() + p[1].len() <= max_len {
+                        *counts.entry((p[0].clone(), p[1].clone())).or_default() += c;
+                    }
                 }
             }
-            let Some((best, _)) = counts.into_iter().max_by(|x, y| x.1.cmp(&y.1).then(x.0.cmp(&y.0))) else { break };
+            let Some((best, top)) = counts.into_iter().max_by(|x, y| x.1.cmp(&y.1).then(x.0.cmp(&y.0))) else { break };
+            if top < options.min_frequency {
+                break;
+            }
             let merged = [best.0.clone(), best.1.clone()].concat();
             for (w, _) in &mut words {
                 let mut i = 0;
@@ -504,17 +678,21 @@ mod tests {
         out
     }
 
-    #[test]
-    fn merges_equal_a_full_recount_on_generated_words() {
-        // Few letters and counts spread over four orders of magnitude: many
-        // ties, repeats like `abab`, and pairs that wait in the buckets.
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = |m: u64| {
+    /// A seeded xorshift stream: `next(m)` is a number below `m`.
+    fn xorshift(mut state: u64) -> impl FnMut(u64) -> u64 {
+        move |m| {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             state % m
-        };
+        }
+    }
+
+    #[test]
+    fn merges_equal_a_full_recount_on_generated_words() {
+        // Few letters and counts spread over four orders of magnitude: many
+        // ties, repeats like `abab`, and pairs that wait in the buckets.
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         for _ in 0..20 {
             let mut counts = WordCounts::default();
             for _ in 0..60 {
@@ -527,6 +705,34 @@ mod tests {
             let trained = train(counts, 40, &Progress::default()).unwrap();
             assert_eq!(trained.merged_tokens(), expected, "words {words:?}");
         }
+    }
+
+    #[test]
+    fn limits_equal_a_full_recount_on_generated_words() {
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
+        for round in 0..30 {
+            let mut counts = WordCounts::default();
+            for _ in 0..60 {
+                let len = 1 + next(9) as usize;
+                let word: Vec<u8> = (0..len).map(|_| b"abc"[next(3) as usize]).collect();
+                *counts.entry(word).or_default() += [1, 2, 5, 90][next(4) as usize];
+            }
+            let options = TrainOptions { min_frequency: [0, 3, 40][round % 3], max_token_length: [None, Some(2), Some(3), Some(5)][round % 4] };
+            let words: Vec<(Vec<u8>, u64)> = counts.iter().map(|(w, c)| (w.clone(), *c)).collect();
+            let expected = learn_by_recounting_with(&words, 40, &options);
+            let trained = train_with(counts, 40, &options, &Progress::default()).unwrap();
+            assert_eq!(trained.merged_tokens(), expected, "words {words:?}, {options:?}");
+            assert_eq!(trained.stopped_early(), expected.len() < 40);
+        }
+    }
+
+    #[test]
+    fn min_frequency_stops_with_its_reason() {
+        let wc: WordCounts = [(b"ab".to_vec(), 5), (b"cd".to_vec(), 2)].into_iter().collect();
+        let options = TrainOptions { min_frequency: 3, max_token_length: None };
+        let t = train_with(wc, 10, &options, &Progress::default()).unwrap();
+        assert_eq!(t.merged_tokens(), [b"ab".to_vec()]);
+        assert_eq!(t.stop, Stop::BelowMinFrequency);
     }
 
     #[test]
@@ -550,6 +756,6 @@ mod tests {
     fn stops_early_when_no_pair_is_left() {
         let t = train([(b"ab".to_vec(), 3)].into_iter().collect(), 10, &Progress::default()).unwrap();
         assert_eq!(t.merges.len(), 1);
-        assert!(t.stopped_early);
+        assert_eq!(t.stop, Stop::NoPairLeft);
     }
 }
