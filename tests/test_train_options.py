@@ -364,3 +364,16 @@ def test_base_with_counts_and_cli(corpus_text, tmp_path):
         bytepair.train_from_counts({"ab": 1}, 50357, base=gpt2, pattern="cl100k")
     with pytest.raises(ValueError, match=r"at least 50257 \(the base tokenizer's ids\)"):
         bytepair.train_from_counts({"ab": 1}, 50000, base=gpt2)
+
+
+def test_remote_compressed_and_globbed_inputs(stories):
+    fsspec = pytest.importorskip("fsspec")
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/train19/a.txt.gz", gzip.compress(stories.encode()))
+    fs.pipe("/train19/b.txt.xz", lzma.compress(stories.encode()))
+    try:
+        remote = bytepair.train("memory://train19/*", 400, progress=False)
+        assert remote.training_stats.input_bytes == 2 * len(stories.encode())
+        assert remote.merges == bytepair.train_from_iterator([stories, stories], 400, progress=False).merges
+    finally:
+        fs.rm("/train19", recursive=True)

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 
 from bytepair import _core
 from bytepair.counts.count import expand_inputs, infer_format
-from bytepair.counts.sources import CountSpec, check_inputs, check_special_tokens, count_file, input_size, is_plain_local, local_path
+from bytepair.counts.sources import CountSpec, check_inputs, check_special_tokens, count_file, input_size, is_plain_local, is_remote, local_path
 from bytepair.progress import ProgressBar
 from bytepair.tokenizer import Tokenizer
 
@@ -77,6 +77,8 @@ class TrainingStats:
     pruned_words: int = 0
     pruned_pre_tokens: int = 0
     pruned_min_count: int = 0
+    # Ids kept from a base tokenizer (0 without one).
+    base_ids: int = 0
     # Each source counted by `train`: (name, bytes read, weight).
     sources: list[tuple[str, int, float]] = field(default_factory=list)
 
@@ -289,6 +291,7 @@ def _learn(
         )
     stats.merge_seconds = time.perf_counter() - start
     stats.merges = len(learned)
+    stats.base_ids = 0 if base is None else base.vocab_size
     stats.stopped_early = stop is not None
     stats.stop_reason = stop
     stats.merge_counts = [c for _, _, c in learned]
@@ -380,7 +383,7 @@ def train(
             ``min_frequency``); training stops there, with a warning.
         max_token_length: no token longer than this many bytes (HF's
             ``max_token_length``, in bytes here); longer pairs are skipped, not
-            counted as merges.
+            counted as merges. A base's own tokens are kept whatever their length.
         weights: a data mixture, ``{path_or_glob: w}``: the word counts of the
             inputs each key names (a file, folder or glob; the first key that
             names an input wins) are multiplied by the float ``w`` and rounded
@@ -416,6 +419,7 @@ def train(
             offset), a bad JSON line or Parquet column (names the file and
             record), an empty corpus (no text outside special tokens), a
             weight that is negative or names no input, a negative `trace`.
+        ImportError: a ``.zst`` input without the zstandard package.
         KeyboardInterrupt: Ctrl-C, within about 0.1 s.
 
     Warns:
@@ -489,14 +493,19 @@ def _weight_groups(paths: list[str], weights: Mapping[str, float] | None) -> lis
     for key, w in weights.items():
         if isinstance(w, bool) or not isinstance(w, numbers.Real) or not math.isfinite(w) or w < 0:
             raise ValueError(f"weight of {key!r} must be a finite number >= 0, got {w!r}")
-        named = set(expand_inputs(key))
-        hits = [p for p in paths if p in named and p not in owner]
-        if not any(p in named for p in paths):
+        named = {_identity(p) for p in expand_inputs(key)}
+        hits = [p for p in paths if _identity(p) in named]
+        if not hits:
             raise ValueError(f"weight of {key!r}: it names none of the inputs")
-        owner.update((p, key) for p in hits)
+        owner.update((p, key) for p in hits if p not in owner)
     groups = [(1, [p for p in paths if p not in owner])]
     groups += [(weights[k], [p for p in paths if owner.get(p) == k]) for k in weights]
     return [(w, g) for w, g in groups if g]
+
+
+def _identity(path: str) -> str:
+    """One spelling per input: URLs as given, local paths resolved (``./a.txt`` is ``a.txt``)."""
+    return path if is_remote(path) else os.path.realpath(local_path(path))
 
 
 def train_from_iterator(

@@ -163,7 +163,9 @@ def _report_training(args: argparse.Namespace, tok, source: str, start: float) -
     save_tokenizer_json(tok, args.output)
     total = time.perf_counter() - start
     s = tok.training_stats
-    bpt = s.input_bytes / s.tokens if s.tokens else float("nan")
+    # With weights the tokens count each source w times, so the bytes must too.
+    weighted_bytes = sum(n * w for _, n, w in s.sources) if s.sources else s.input_bytes
+    bpt = weighted_bytes / s.tokens if s.tokens else float("nan")
     if args.quiet:
         return 0
     pruned = (
@@ -175,13 +177,14 @@ def _report_training(args: argparse.Namespace, tok, source: str, start: float) -
         f"    {_fmt_bytes(n):>10}  x {w:g}  {name}\n" for name, n, w in s.sources
     ) if args.weight else ""
     stop = {"no_pair": " (stopped early: no pair left)", "min_frequency": " (stopped early: below --min-frequency)"}
-    base = f"{len(tok.merges) - s.merges:,} base merges + " if args.base else ""
+    held = f"{s.base_ids:,} ids of the base" if s.base_ids else "256 bytes"
+    new_specials = tok.vocab_size - (s.base_ids or 256) - s.merges
     print(
         f"wrote {'tokenizer.json to stdout' if args.output == '-' else args.output}\n"
         f"  input          {_fmt_bytes(s.input_bytes)} in {source}\n{sources}"
         f"  pre-tokens     {s.pre_tokens:,} ({s.distinct_words:,} distinct words)\n{pruned}"
         f"  merges         {s.merges:,} learned{stop.get(s.stop_reason, '')}\n"
-        f"  vocab size     {tok.vocab_size:,} ({base or '256 bytes + '}{s.merges:,} merges + {len(tok.special_tokens)} special)\n"
+        f"  vocab size     {tok.vocab_size:,} ({held} + {s.merges:,} merges + {new_specials} special)\n"
         f"  time           {total:.2f} s (counting {s.count_seconds:.2f} s, merging {s.merge_seconds:.2f} s)\n"
         f"  peak memory    {peak_rss_mb():.0f} MiB\n"
         f"  bytes/token    {bpt:.3f} on the training text ({s.tokens:,} tokens)",
