@@ -377,3 +377,34 @@ def test_remote_compressed_and_globbed_inputs(stories):
         assert remote.merges == bytepair.train_from_iterator([stories, stories], 400, progress=False).merges
     finally:
         fs.rm("/train19", recursive=True)
+
+
+@hypothesis.settings(max_examples=40, deadline=None)
+@hypothesis.given(
+    base_counts=st.dictionaries(st.text("abc", min_size=1, max_size=6), st.integers(1, 9), min_size=1, max_size=12),
+    counts=st.dictionaries(st.text("abcd", min_size=1, max_size=8), st.sampled_from([1, 2, 5, 30]), max_size=20),
+    base_merges=st.integers(0, 8),
+    max_token_length=st.none() | st.integers(2, 5),
+)
+def test_extension_matches_reference_on_generated_counts(base_counts, counts, base_merges, max_token_length):
+    base = quiet(bytepair.train_from_counts, base_counts, 256 + base_merges)
+    ranks = {a + b: r for r, (a, b) in enumerate(base.merges)} | {bytes([i]): -1 for i in range(256)}
+    want = ref_trace(counts, 12, base_ranks=ranks, max_token_length=max_token_length)
+    ext = quiet(bytepair.train_from_counts, counts, base.vocab_size + 12, base=base, max_token_length=max_token_length)
+    assert trace_of(ext) == want
+    assert ext.merges[:len(base.merges)] == base.merges
+    assert len(set(ext.vocab.values())) == len(ext.vocab)
+
+
+def test_extension_from_an_artifact_and_a_base_without_every_byte(tmp_path, corpus_text):
+    text = corpus_text("shakespeare.txt", 30_000, 0.5)
+    (tmp_path / "a.txt").write_text(text, encoding="utf-8")
+    base = bytepair.train_from_iterator([text[:5000]], 300, special_tokens=[EOT], progress=False)
+    counts = bytepair.count(tmp_path / "a.txt", tmp_path / "counts", special_tokens=[EOT], progress=False)
+    ext = bytepair.train_from_counts(counts, base.vocab_size + 50, base=base, reserve_special_tokens=2)
+    assert ext.merges == bytepair.train_from_iterator([text], base.vocab_size + 50, base=base,
+                                                      reserve_special_tokens=2, progress=False).merges
+    assert ext.special_tokens == {EOT: 299, "<|reserved_special_token_0|>": 348, "<|reserved_special_token_1|>": 349}
+    letters = bytepair.Tokenizer({i: bytes([i]) for i in range(97, 123)}, [])
+    with pytest.raises(ValueError, match=r"bytes b\"!\" are not in the base tokenizer's vocabulary"):
+        bytepair.train_from_counts({"hi!": 3}, 40, base=letters)

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 
 from bytepair import _core
 from bytepair.counts.count import expand_inputs, infer_format
-from bytepair.counts.sources import CountSpec, check_inputs, check_special_tokens, count_file, input_size, is_plain_local, is_remote, local_path
+from bytepair.counts.sources import CountSpec, check_inputs, check_special_tokens, compression_of, count_file, input_size, is_plain_local, is_remote, local_path
 from bytepair.progress import ProgressBar
 from bytepair.tokenizer import Tokenizer
 
@@ -444,10 +444,11 @@ def train(
     stats = TrainingStats()
     counter = _new_counter(plan, max_memory)
     start = time.perf_counter()
-    with ProgressBar(sum(map(input_size, paths)), "counting", unit="B", scale=True, enabled=show) as bar:
+    sizes = {p: input_size(p) for p in paths}
+    with ProgressBar(sum(sizes.values()), "counting", unit="B", scale=True, enabled=show) as bar:
         for weight, group in groups:
             part = counter if weight == 1 else _new_counter(plan, max_memory)
-            done = _count_inputs(part, group, spec, num_threads, chunk_size, bar)
+            done = _count_inputs(part, group, spec, num_threads, chunk_size, bar, sizes)
             stats.input_bytes += done
             stats.sources.append((_describe_files(group), done, weight))
             if part is not counter:
@@ -460,11 +461,12 @@ def train(
 
 def _count_inputs(
     counter: _core.WordCounter, paths: list[str], spec: CountSpec, num_threads: int | None, chunk_size: int,
-    bar: ProgressBar,
+    bar: ProgressBar, sizes: dict[str, int],
 ) -> int:
     """Count `paths` into `counter` (`counts.sources.count_file`); runs of local
     plain text files go to the Rust reader in one call, so many small files
-    share its threads. Returns the bytes read (text as decoded, for the others)."""
+    share its threads. Returns the bytes of text read (decompressed, for
+    compressed files). The bar moves by file sizes (`sizes`), as stored."""
     done = 0
     for streamed, run in itertools.groupby(paths, key=lambda p: spec.format == "text" and is_plain_local(p)):
         run = list(run)
@@ -473,12 +475,14 @@ def _count_inputs(
             counter.count_files([local_path(p) for p in run], num_threads, chunk_size, spec.errors == "replace",
                                 lambda n: bar.update_to(before + n))
             # Pipes (/dev/stdin, <(...)) have no size: the bytes read are the input.
-            done += max(sum(map(input_size, run)), bar.n - before)
+            done += max(sum(sizes[p] for p in run), bar.n - before)
             continue
         for path in run:
             at = bar.n
-            done += count_file(counter, path, spec, num_threads=num_threads,
-                               on_bytes=lambda n: bar.update_to(at + n)).bytes
+            # Decompressed bytes are not file bytes: a compressed file moves the bar once, when done.
+            on_bytes = None if compression_of(path) else (lambda n: bar.update_to(at + n))
+            done += count_file(counter, path, spec, num_threads=num_threads, on_bytes=on_bytes).bytes
+            bar.update_to(at + sizes[path])
     return done
 
 

@@ -475,7 +475,7 @@ pub enum TrainError {
     #[error("the counts add up to {total_bytes} bytes of text, beyond 2**64: pair counts would overflow u64")]
     CountsTooLarge { total_bytes: u128 },
     /// A word holds bytes the base tokenizer has no token for.
-    #[error("bytes {0:?} are not in the base tokenizer's vocabulary")]
+    #[error("bytes b\"{}\" are not in the base tokenizer's vocabulary", .0.escape_ascii())]
     NotInBase(Vec<u8>),
 }
 
@@ -556,7 +556,9 @@ pub fn train_on_base(
                 EncodeError::NotInVocabulary(bytes) => TrainError::NotInBase(bytes),
                 _ => TrainError::NotInBase(word.to_vec()),
             })?;
-            let ids: Vec<u32> = ids.iter().map(|id| internal[id]).collect();
+            // An id outside `tokens` (a vocabulary giving one token two ids) is named by its word.
+            let ids = ids.iter().map(|id| internal.get(id).copied()).collect::<Option<Vec<u32>>>();
+            let ids = ids.ok_or_else(|| TrainError::NotInBase(word.to_vec()))?;
             Ok((TokenPrefix::of(word).prefix, ids, count))
         })
         .collect::<Result<Vec<_>, TrainError>>()?;
