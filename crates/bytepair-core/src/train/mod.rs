@@ -44,6 +44,7 @@
 //! on a dense internal numbering of the base's tokens.
 
 
+mod base;
 mod changes;
 mod words;
 
@@ -54,12 +55,12 @@ use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::count::WordCounts;
-use crate::encode::{EncodeError, Encoder};
 use crate::memory::drop_in_background;
 use crate::progress::Progress;
 use changes::SeamChanges;
 use words::{merge_words, Words};
 
+pub use base::{train_on_base, Base};
 pub use words::{merge_in_word, Seam};
 
 type Pair = (u32, u32);
@@ -518,67 +519,6 @@ pub fn train_with(word_counts: WordCounts, num_merges: usize, options: &TrainOpt
     Ok(Trained { merges, stop, tokens })
 }
 
-/// A tokenizer to extend (`train_on_base`).
-pub struct Base<'a> {
-    /// Encodes a word with the base's merges (rank order, as encoding does).
-    pub encoder: &'a Encoder,
-    /// Every token of the base that is not special: (id, bytes).
-    pub tokens: Vec<(u32, Vec<u8>)>,
-    /// The id of the first new merge: one past the base's largest id.
-    pub first_new_id: u32,
-}
-
-/// Learn up to `num_merges` merges that extend `base`: each word of
-/// `word_counts` is encoded with the base's merges, pair counts are seeded from
-/// those tokens, and the loop goes on from there (limits, tie-break and
-/// `progress` as in `train_with`). Merges are given in the base's ids; merge
-/// `r` creates id `base.first_new_id + r`. A pair whose bytes are already a
-/// token of the base is skipped.
-///
-/// # Errors
-/// As `train_with`, and [`TrainError::NotInBase`] for bytes that the base
-/// cannot encode (a vocabulary without some single byte).
-pub fn train_on_base(
-    word_counts: WordCounts,
-    base: Base<'_>,
-    num_merges: usize,
-    options: &TrainOptions,
-    progress: &Progress,
-) -> Result<Trained, TrainError> {
-    check_total_bytes(&word_counts)?;
-    let internal: FxHashMap<u32, u32> = base.tokens.iter().enumerate().map(|(k, &(id, _))| (id, k as u32)).collect();
-    let words: Vec<(&[u8], u64)> = word_counts.iter().filter(|(_, &c)| c > 0).map(|(w, &c)| (&w[..], c)).collect();
-    let encoded = words
-        .par_iter()
-        .map(|&(word, count)| {
-            let mut ids = Vec::with_capacity(word.len());
-            base.encoder.encode_word_into(word, &mut ids).map_err(|e| match e {
-                EncodeError::NotInVocabulary(bytes) => TrainError::NotInBase(bytes),
-                _ => TrainError::NotInBase(word.to_vec()),
-            })?;
-            // An id outside `tokens` (a vocabulary giving one token two ids) is named by its word.
-            let ids = ids.iter().map(|id| internal.get(id).copied()).collect::<Option<Vec<u32>>>();
-            let ids = ids.ok_or_else(|| TrainError::NotInBase(word.to_vec()))?;
-            Ok((TokenPrefix::of(word).prefix, ids, count))
-        })
-        .collect::<Result<Vec<_>, TrainError>>()?;
-    drop(words);
-    drop_in_background(word_counts);
-    let single_tokens: u64 = encoded.iter().filter(|(_, ids, _)| ids.len() == 1).map(|&(_, _, c)| c).sum();
-    let (words, freqs) = Words::from_token_words(encoded);
-    let taken = base.tokens.iter().map(|(_, b)| b.clone()).collect();
-    let n_base = base.tokens.len() as u32;
-    let external: Vec<u32> = base.tokens.iter().map(|&(id, _)| id).collect();
-    let token_bytes = base.tokens.into_iter().map(|(_, b)| b).collect();
-    let trainer = Trainer::new(words, freqs, token_bytes, taken, options);
-    let (mut merges, stop, tokens) = learn(trainer, single_tokens, num_merges, options, progress)?;
-    let to_external = |id: u32| if id < n_base { external[id as usize] } else { base.first_new_id + (id - n_base) };
-    for m in &mut merges {
-        (m.left, m.right) = (to_external(m.left), to_external(m.right));
-    }
-    Ok(Trained { merges, stop, tokens })
-}
-
 /// The merge loop: new ids follow the trainer's tokens; `single_tokens` is
 /// the tokens of the words left out of the trainer (one token each).
 fn learn(
@@ -621,143 +561,4 @@ fn learn(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn learn(words: &[(&str, u64)], n: usize) -> Vec<String> {
-        let wc = words.iter().map(|(w, c)| (w.as_bytes().to_vec(), *c)).collect();
-        let t = train(wc, n, &Progress::default()).unwrap();
-        t.merged_tokens().into_iter().map(|b| String::from_utf8(b).unwrap()).collect()
-    }
-
-    #[test]
-    fn counts_standing_for_2_64_bytes_are_refused_before_training() {
-        let wc: WordCounts = [(b"ab".to_vec(), 1u64 << 62), (b"cd".to_vec(), 1u64 << 62)].into_iter().collect();
-        let err = train(wc, 10, &Progress::default()).unwrap_err();
-        assert_eq!(err, TrainError::CountsTooLarge { total_bytes: 1u128 << 64 });
-        let wc: WordCounts = [(b"ab".to_vec(), (1u64 << 63) - 1)].into_iter().collect();
-        assert_eq!(train(wc, 10, &Progress::default()).unwrap().merges[0].count, (1u64 << 63) - 1);
-    }
-
-    /// The merges by recounting every pair of every word at each step (the
-    /// textbook loop), with the same tie-break, as token byte strings.
-    fn learn_by_recounting(words: &[(Vec<u8>, u64)], n: usize) -> Vec<Vec<u8>> {
-        learn_by_recounting_with(words, n, &TrainOptions::default())
-    }
-
-    /// `learn_by_recounting` within `options`: pairs too long left out, stop below min_frequency.
-    fn learn_by_recounting_with(words: &[(Vec<u8>, u64)], n: usize, options: &TrainOptions) -> Vec<Vec<u8>> {
-        let max_len = options.max_token_length.unwrap_or(usize::MAX);
-        let mut words: Vec<(Vec<Vec<u8>>, u64)> =
-            words.iter().map(|(w, c)| (w.iter().map(|&b| vec![b]).collect(), *c)).collect();
-        let mut out = vec![];
-        while out.len() < n {
-            let mut counts: std::collections::BTreeMap<(Vec<u8>, Vec<u8>), u64> = Default::default();
-            for (w, c) in &words {
-                for p in w.windows(2) {
-                    if p[0].len() + p[1].len() <= max_len {
-                        *counts.entry((p[0].clone(), p[1].clone())).or_default() += c;
-                    }
-                }
-            }
-            let Some((best, top)) = counts.into_iter().max_by(|x, y| x.1.cmp(&y.1).then(x.0.cmp(&y.0))) else { break };
-            if top < options.min_frequency {
-                break;
-            }
-            let merged = [best.0.clone(), best.1.clone()].concat();
-            for (w, _) in &mut words {
-                let mut i = 0;
-                while i + 1 < w.len() {
-                    if w[i] == best.0 && w[i + 1] == best.1 {
-                        w[i] = merged.clone();
-                        w.remove(i + 1);
-                    }
-                    i += 1;
-                }
-            }
-            out.push(merged);
-        }
-        out
-    }
-
-    /// A seeded xorshift stream: `next(m)` is a number below `m`.
-    fn xorshift(mut state: u64) -> impl FnMut(u64) -> u64 {
-        move |m| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % m
-        }
-    }
-
-    #[test]
-    fn merges_equal_a_full_recount_on_generated_words() {
-        // Few letters and counts spread over four orders of magnitude: many
-        // ties, repeats like `abab`, and pairs that wait in the buckets.
-        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
-        for _ in 0..20 {
-            let mut counts = WordCounts::default();
-            for _ in 0..60 {
-                let len = 1 + next(7) as usize;
-                let word: Vec<u8> = (0..len).map(|_| b"abcd"[next(4) as usize]).collect();
-                *counts.entry(word).or_default() += [1, 3, 40, 700][next(4) as usize];
-            }
-            let words: Vec<(Vec<u8>, u64)> = counts.iter().map(|(w, c)| (w.clone(), *c)).collect();
-            let expected = learn_by_recounting(&words, 40);
-            let trained = train(counts, 40, &Progress::default()).unwrap();
-            assert_eq!(trained.merged_tokens(), expected, "words {words:?}");
-        }
-    }
-
-    #[test]
-    fn limits_equal_a_full_recount_on_generated_words() {
-        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
-        for round in 0..30 {
-            let mut counts = WordCounts::default();
-            for _ in 0..60 {
-                let len = 1 + next(9) as usize;
-                let word: Vec<u8> = (0..len).map(|_| b"abc"[next(3) as usize]).collect();
-                *counts.entry(word).or_default() += [1, 2, 5, 90][next(4) as usize];
-            }
-            let options = TrainOptions { min_frequency: [0, 3, 40][round % 3], max_token_length: [None, Some(2), Some(3), Some(5)][round % 4] };
-            let words: Vec<(Vec<u8>, u64)> = counts.iter().map(|(w, c)| (w.clone(), *c)).collect();
-            let expected = learn_by_recounting_with(&words, 40, &options);
-            let trained = train_with(counts, 40, &options, &Progress::default()).unwrap();
-            assert_eq!(trained.merged_tokens(), expected, "words {words:?}, {options:?}");
-            assert_eq!(trained.stopped_early(), expected.len() < 40);
-        }
-    }
-
-    #[test]
-    fn min_frequency_stops_with_its_reason() {
-        let wc: WordCounts = [(b"ab".to_vec(), 5), (b"cd".to_vec(), 2)].into_iter().collect();
-        let options = TrainOptions { min_frequency: 3, max_token_length: None };
-        let t = train_with(wc, 10, &options, &Progress::default()).unwrap();
-        assert_eq!(t.merged_tokens(), [b"ab".to_vec()]);
-        assert_eq!(t.stop, Stop::BelowMinFrequency);
-    }
-
-    #[test]
-    fn hugging_face_course_example() {
-        let got = learn(&[("hug", 10), ("pug", 5), ("pun", 12), ("bun", 4), ("hugs", 5)], 4);
-        assert_eq!(got, ["ug", "un", "hug", "pun"]);
-    }
-
-    #[test]
-    fn back_to_back_occurrences_leave_no_phantom_pair() {
-        // a b a b -> ab ab: the seam after the first ab briefly counts
-        // (ab, a), which the second takes back. Were it kept, a bogus
-        // "aba" would be merged after "abab" instead of stopping.
-        assert_eq!(learn(&[("abab", 5)], 3), ["ab", "abab"]);
-        // (b, a) loses both its occurrences: one left of the first ab and
-        // one between the two.
-        assert_eq!(learn(&[("babab", 3), ("ab", 1)], 3), ["ab", "bab", "babab"]);
-    }
-
-    #[test]
-    fn stops_early_when_no_pair_is_left() {
-        let t = train([(b"ab".to_vec(), 3)].into_iter().collect(), 10, &Progress::default()).unwrap();
-        assert_eq!(t.merges.len(), 1);
-        assert_eq!(t.stop, Stop::NoPairLeft);
-    }
-}
+mod tests;
