@@ -68,18 +68,24 @@ fn xorshift(mut state: u64) -> impl FnMut(u64) -> u64 {
     }
 }
 
+/// 60 words of up to `max_len` letters of `letters`, each counted one of `counts`.
+fn generated_words(next: &mut impl FnMut(u64) -> u64, letters: &[u8], max_len: u64, counts: [u64; 4]) -> WordCounts {
+    let mut words = WordCounts::default();
+    for _ in 0..60 {
+        let len = 1 + next(max_len) as usize;
+        let word: Vec<u8> = (0..len).map(|_| letters[next(letters.len() as u64) as usize]).collect();
+        *words.entry(word).or_default() += counts[next(4) as usize];
+    }
+    words
+}
+
 #[test]
 fn merges_equal_a_full_recount_on_generated_words() {
     // Few letters and counts spread over four orders of magnitude: many
     // ties, repeats like `abab`, and pairs that wait in the buckets.
     let mut next = xorshift(0x2545_f491_4f6c_dd1d);
     for _ in 0..20 {
-        let mut counts = WordCounts::default();
-        for _ in 0..60 {
-            let len = 1 + next(7) as usize;
-            let word: Vec<u8> = (0..len).map(|_| b"abcd"[next(4) as usize]).collect();
-            *counts.entry(word).or_default() += [1, 3, 40, 700][next(4) as usize];
-        }
+        let counts = generated_words(&mut next, b"abcd", 7, [1, 3, 40, 700]);
         let words: Vec<(Vec<u8>, u64)> = counts.iter().map(|(w, c)| (w.clone(), *c)).collect();
         let expected = learn_by_recounting(&words, 40);
         let trained = train(counts, 40, &Progress::default()).unwrap();
@@ -91,12 +97,7 @@ fn merges_equal_a_full_recount_on_generated_words() {
 fn limits_equal_a_full_recount_on_generated_words() {
     let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
     for round in 0..30 {
-        let mut counts = WordCounts::default();
-        for _ in 0..60 {
-            let len = 1 + next(9) as usize;
-            let word: Vec<u8> = (0..len).map(|_| b"abc"[next(3) as usize]).collect();
-            *counts.entry(word).or_default() += [1, 2, 5, 90][next(4) as usize];
-        }
+        let counts = generated_words(&mut next, b"abc", 9, [1, 2, 5, 90]);
         let options = TrainOptions { min_frequency: [0, 3, 40][round % 3], max_token_length: [None, Some(2), Some(3), Some(5)][round % 4] };
         let words: Vec<(Vec<u8>, u64)> = counts.iter().map(|(w, c)| (w.clone(), *c)).collect();
         let expected = learn_by_recounting_with(&words, 40, &options);
