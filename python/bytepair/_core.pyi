@@ -64,11 +64,25 @@ class WordCounter:
     def total(self) -> int: ...
     def items(self) -> list[tuple[bytes, int]]:
         """(word, count) sorted by count descending, then bytes."""
+    def add_scaled(self, other: WordCounter, weight: float) -> None:
+        """Add other's counts times weight (exact for integers, else rounded half away from zero); empties other."""
+    def chars_after_last_cut(self, text: str) -> int | None:
+        """Characters of text after its last safe cut for counting, or None."""
     def train(
-        self, num_merges: int, num_threads: int | None = None, progress: Callable[[int], object] | None = None
-    ) -> tuple[list[tuple[int, int, int]], bool, int]:
-        """Consume the counts; return ([(left id, right id, pair count)], stopped_early,
-        tokens in the counted text after all merges)."""
+        self,
+        num_merges: int,
+        num_threads: int | None = None,
+        progress: Callable[[int], object] | None = None,
+        min_frequency: int = 0,
+        max_token_length: int | None = None,
+        base: CoreBPE | None = None,
+        base_tokens: list[tuple[int, bytes]] = ...,
+        first_new_id: int = 256,
+    ) -> tuple[list[tuple[int, int, int]], str | None, int]:
+        """Consume the counts; return ([(left id, right id, pair count)], why it stopped early
+        (None, "no_pair" or "min_frequency"), tokens in the counted text after all merges).
+        With base (its ordinary (id, bytes) tokens and the first new id), words are split by
+        the base's merges first."""
 
 class CoreBPE:
     """Encoder over (bytes, id) tokens, merge results in rank order, special tokens, pattern."""

@@ -13,7 +13,11 @@ What it covers:
 * `count_words`: word counts (pre-token bytes -> occurrences) over documents;
 * `train_trace` / `train_from_counts`: the naive merge loop of Sennrich et al.
   (2016), "Neural Machine Translation of Rare Words with Subword Units": recount
-  every pair each step, merge the best one everywhere, repeat;
+  every pair each step, merge the best one everywhere, repeat; with HF
+  tokenizers' limits `min_frequency` (stop when the best pair counts fewer) and
+  `max_token_length` (pairs whose merge would be longer are never chosen), and
+  on top of a base tokenizer's merges (`base_ranks`: each word split by the
+  base first, pairs making a base token again never chosen);
 * `encode`: tiktoken's encoding of text with a trained merge table;
 * `train_chars` / `segment_chars`: the paper's classic character-level
   variant with an end-of-word marker ``</w>``, to replay its worked example
@@ -39,7 +43,7 @@ works without it (it is a test dependency).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 # The preset pre-tokenization patterns, as published (GPT-2's encoder.py, and
 # cl100k_base and o200k_base as tiktoken >= 0.8 ships them: its cl100k pattern
@@ -174,25 +178,43 @@ def best_pair(counts: Mapping[tuple, int], ties: str = "greatest") -> tuple:
     raise ValueError(f"ties={ties!r}: expected 'greatest' or 'first'")
 
 
-def learn(words: Mapping[tuple, int], num_merges: int, ties: str = "greatest") -> list[tuple[tuple, int, bool]]:
+def learn(
+    words: Mapping[tuple, int],
+    num_merges: int,
+    ties: str = "greatest",
+    *,
+    min_frequency: int = 0,
+    max_token_length: int | None = None,
+    taken: Collection = frozenset(),
+) -> list[tuple[tuple, int, bool]]:
     """The merge loop over words given as tuples of symbols (bytes or str).
 
-    Each step recounts all pairs, picks `best_pair`, and merges it in every
-    word. Stops after `num_merges` merges, or earlier when no pair is left.
-    Returns ``[(pair, count, tied)]``: the pair merged, its count when chosen,
-    and whether another pair had the same (top) count at that step.
+    Each step recounts all pairs, leaves out those that may not be merged
+    (joined longer than `max_token_length` bytes or characters, or joined equal
+    to a symbol in `taken`), picks `best_pair` among the rest, and merges it in
+    every word. Stops after `num_merges` merges, or earlier when no pair is
+    left or the best one counts fewer than `min_frequency`. Returns
+    ``[(pair, count, tied)]``: the pair merged, its count when chosen, and
+    whether another pair had the same (top) count at that step.
 
     >>> learn({("a", "b", "c"): 2, ("b", "c"): 1}, 5)
     [(('b', 'c'), 3, False), (('a', 'bc'), 2, False)]
+    >>> learn({("a", "b", "c"): 2, ("b", "c"): 1}, 5, max_token_length=2)
+    [(('b', 'c'), 3, False)]
+    >>> learn({("a", "b", "c"): 2, ("b", "c"): 1}, 5, min_frequency=3)
+    [(('b', 'c'), 3, False)]
     """
     words = {w: f for w, f in words.items() if f > 0 and len(w) > 1}
     trace = []
     while len(trace) < num_merges:
         counts = pair_counts(words)
+        counts = {p: c for p, c in counts.items() if _may_merge(p, max_token_length, taken)}
         if not counts:
             break
         pair = best_pair(counts, ties)
         top = counts[pair]
+        if top < min_frequency:
+            break
         tied = sum(1 for c in counts.values() if c == top) > 1
         trace.append((pair, top, tied))
         merged: dict[tuple, int] = {}
@@ -202,6 +224,11 @@ def learn(words: Mapping[tuple, int], num_merges: int, ties: str = "greatest") -
                 merged[w] = merged.get(w, 0) + f
         words = merged
     return trace
+
+
+def _may_merge(pair: tuple, max_token_length: int | None, taken: Collection) -> bool:
+    joined = pair[0] + pair[1]
+    return (max_token_length is None or len(joined) <= max_token_length) and joined not in taken
 
 
 def _byte_words(word_counts: Mapping[bytes | str, int]) -> dict[tuple, int]:
@@ -214,24 +241,54 @@ def _byte_words(word_counts: Mapping[bytes | str, int]) -> dict[tuple, int]:
     return words
 
 
-def train_trace(word_counts: Mapping[bytes | str, int], num_merges: int) -> list[tuple[Pair, int, bool]]:
+def _base_words(word_counts: Mapping[bytes | str, int], ranks: Mapping[bytes, int]) -> dict[tuple, int]:
+    """Words as tuples of the tokens a base splits them into (`bpe`; a word
+    that is a token of the base is that token, as in `encode`)."""
+    words: dict[tuple, int] = {}
+    for w, f in word_counts.items():
+        w = w.encode("utf-8") if isinstance(w, str) else bytes(w)
+        key = (w,) if w in ranks else tuple(bpe(w, ranks))
+        words[key] = words.get(key, 0) + f
+    return words
+
+
+def train_trace(
+    word_counts: Mapping[bytes | str, int],
+    num_merges: int,
+    *,
+    min_frequency: int = 0,
+    max_token_length: int | None = None,
+    base_ranks: Mapping[bytes, int] | None = None,
+) -> list[tuple[Pair, int, bool]]:
     """Byte-level BPE on word counts: ``[(pair, count, tied)]`` for each merge
-    (see `learn`).
+    (see `learn`; `max_token_length` in bytes). With `base_ranks` (a base
+    tokenizer's tokens -> rank, single bytes included), each word starts as the
+    base's split of it, and no merge makes a base token again.
 
     >>> [(a + b, n, tied) for (a, b), n, tied in train_trace({b"hug": 10, b"pug": 5}, 3)]
     [(b'ug', 15, False), (b'hug', 10, False), (b'pug', 5, False)]
+    >>> base = {bytes([i]): i for i in range(256)} | {b"ug": 256}
+    >>> [(a, b) for (a, b), _, _ in train_trace({b"hug": 10, b"pug": 5}, 3, base_ranks=base)]
+    [(b'h', b'ug'), (b'p', b'ug')]
     """
-    return learn(_byte_words(word_counts), num_merges)
+    if base_ranks is None:
+        words, taken = _byte_words(word_counts), frozenset()
+    else:
+        words, taken = _base_words(word_counts, base_ranks), frozenset(base_ranks)
+    return learn(words, num_merges, min_frequency=min_frequency, max_token_length=max_token_length, taken=taken)
 
 
-def train_from_counts(word_counts: Mapping[bytes | str, int], num_merges: int) -> list[Pair]:
-    """The merge table learned from word counts, in rank order.
+def train_from_counts(word_counts: Mapping[bytes | str, int], num_merges: int, **limits) -> list[Pair]:
+    """The merge table learned from word counts, in rank order (`limits`: the
+    keyword arguments of `train_trace`).
 
     >>> counts = {b"hug": 10, b"pug": 5, b"pun": 12, b"bun": 4, b"hugs": 5}
     >>> [a + b for a, b in train_from_counts(counts, 4)]
     [b'ug', b'un', b'hug', b'pun']
+    >>> [a + b for a, b in train_from_counts(counts, 4, min_frequency=16)]
+    [b'ug', b'un']
     """
-    return [pair for pair, _, _ in train_trace(word_counts, num_merges)]
+    return [pair for pair, _, _ in train_trace(word_counts, num_merges, **limits)]
 
 
 def train(texts: Iterable[str], num_merges: int, pattern: str = "gpt2", special_tokens: Iterable[str] = ()) -> list[Pair]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import codecs
 import os
 from collections.abc import Callable, Iterator
+from typing import BinaryIO
 
 BLOCK_BYTES = 1 << 20
 
@@ -27,23 +28,35 @@ def read_text_blocks(
             message names the file and the byte offset of the first bad byte.
             ``errors="replace"`` decodes them to U+FFFD instead.
     """
+    with open(path, "rb") as f:
+        yield from decode_text_blocks(f, os.fspath(path), errors, on_read, block_bytes)
+
+
+def decode_text_blocks(
+    f: BinaryIO,
+    name: str,
+    errors: str = "strict",
+    on_read: Callable[[int], None] | None = None,
+    block_bytes: int = BLOCK_BYTES,
+) -> Iterator[str]:
+    """`read_text_blocks` of an open binary stream (a decompressor, a remote
+    file); errors name it `name`."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors)
     done = 0
-    with open(path, "rb") as f:
-        while True:
-            data = f.read(block_bytes)
-            held = len(decoder.getstate()[0])  # bytes of a character cut by the last block
-            try:
-                text = decoder.decode(data, final=not data)
-            except UnicodeDecodeError as e:
-                raise ValueError(
-                    f"{os.fspath(path)}: invalid UTF-8 at byte offset {done - held + e.start} "
-                    f"(use errors='replace' / --errors replace to replace bad bytes)"
-                ) from None
-            done += len(data)
-            if on_read is not None:
-                on_read(done)
-            if text:
-                yield text
-            if not data:
-                return
+    while True:
+        data = f.read(block_bytes)
+        held = len(decoder.getstate()[0])  # bytes of a character cut by the last block
+        try:
+            text = decoder.decode(data, final=not data)
+        except UnicodeDecodeError as e:
+            raise ValueError(
+                f"{name}: invalid UTF-8 at byte offset {done - held + e.start} "
+                f"(use errors='replace' / --errors replace to replace bad bytes)"
+            ) from None
+        done += len(data)
+        if on_read is not None:
+            on_read(done)
+        if text:
+            yield text
+        if not data:
+            return

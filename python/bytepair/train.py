@@ -11,24 +11,43 @@ trained on (`train_from_counts`):
    lexicographically greatest ``(bytes(A), bytes(B))``.
 
 Id layout of the result (docs/design.md): ids 0..255 are the bytes, id 256 + r is the
-merge of rank r, special tokens follow the last merge in the order given.
+merge of rank r, special tokens follow the last merge in the order given. Special
+tokens given at fixed ids (a mapping, as Llama 3 reserves its 256) must fall in that
+block of ids after the merges; the others fill its free ids in order.
+
+Training options beyond the vocabulary size (the ones HF tokenizers and
+sentencepiece users ask for):
+
+* ``min_frequency=k``: no merge of a pair counted fewer than k times;
+* ``max_token_length=n``: no token longer than n bytes (longer pairs are skipped);
+* ``reserve_special_tokens=N``: N placeholder special tokens
+  ``<|reserved_special_token_{i}|>``;
+* ``base=tokenizer``: extend an existing tokenizer, keeping its ids, merges,
+  special tokens and pattern; new merges get ids after its largest id;
+* ``weights={path_or_glob: w}``: a data mixture, each source's counts times w.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import numbers
 import os
 import sys
 import time
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from bytepair import _core
-from bytepair.counts.sources import check_special_tokens
+from bytepair.counts.count import expand_inputs, infer_format
+from bytepair.counts.sources import (
+    CountSpec, check_inputs, compression_of, count_file, input_size, is_plain_local, is_remote, local_path,
+)
 from bytepair.progress import ProgressBar
 from bytepair.tokenizer import Tokenizer
+from bytepair.train_plan import TrainPlan, plan_training, special_ids
 
 if TYPE_CHECKING:
     from bytepair.counts.artifact import WordCounts
@@ -51,6 +70,8 @@ class TrainingStats:
     distinct_words: int = 0
     merges: int = 0
     stopped_early: bool = False
+    # Why: None (every merge asked for was learned), "no_pair" or "min_frequency".
+    stop_reason: str | None = None
     count_seconds: float = 0.0
     merge_seconds: float = 0.0
     merge_counts: list[int] = field(default_factory=list, repr=False)
@@ -59,6 +80,10 @@ class TrainingStats:
     pruned_words: int = 0
     pruned_pre_tokens: int = 0
     pruned_min_count: int = 0
+    # Ids kept from a base tokenizer (0 without one).
+    base_ids: int = 0
+    # Each source counted by `train`: (name, bytes read, weight).
+    sources: list[tuple[str, int, float]] = field(default_factory=list)
 
 # A memory budget below this leaves too little room for the counts of one
 # block of text per thread, and would prune nearly every word.
@@ -86,33 +111,8 @@ def _note_pruning(counter: _core.WordCounter, stats: TrainingStats, max_memory: 
         )
 
 
-def _check_arguments(vocab_size: int, special_tokens: Sequence[str], trace: int = 0) -> int:
-    """Validate and return the number of merges to learn."""
-    if isinstance(trace, bool) or not isinstance(trace, int) or trace < 0:
-        raise ValueError(f"trace={trace!r} must be a non-negative integer (merges to print)")
-    special_tokens = check_special_tokens(special_tokens)
-    if isinstance(vocab_size, numbers.Integral) and not isinstance(vocab_size, bool):
-        vocab_size = int(vocab_size)  # numpy integers are accepted as the int they hold
-    if not isinstance(vocab_size, int) or vocab_size < 256 + len(special_tokens):
-        raise ValueError(
-            f"vocab_size={vocab_size!r} is too small: it must be at least 256 (the bytes) "
-            f"+ {len(special_tokens)} (special tokens) = {256 + len(special_tokens)}"
-        )
-    return vocab_size - 256 - len(special_tokens)
-
-
-def _check_files(files: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:
-    if isinstance(files, (str, os.PathLike)):
-        files = [files]
-    paths = [os.fspath(f) for f in files]
-    if not paths:
-        raise ValueError("no input files given")
-    for p in paths:
-        if os.path.isdir(p):
-            raise IsADirectoryError(f"{p}: is a directory, expected a text file")
-        if not os.path.exists(p):
-            raise FileNotFoundError(f"{p}: no such file")
-    return paths
+def _new_counter(plan: TrainPlan, max_memory: int | None = None) -> _core.WordCounter:
+    return _core.WordCounter(plan.pattern, plan.split_at, max_memory=max_memory)
 
 
 def _show_progress(progress: bool | None) -> bool:
@@ -133,54 +133,80 @@ def _describe_files(paths: Sequence[str]) -> str:
 
 def _learn(
     counter: _core.WordCounter,
-    num_merges: int,
-    special_tokens: Sequence[str],
-    pattern: str,
+    plan: TrainPlan,
     stats: TrainingStats,
     *,
     num_threads: int | None,
     progress: bool,
-    trace: int = 0,
 ) -> Tokenizer:
     """Run the merge loop on `counter` and build the Tokenizer; print the
-    first `trace` merges (`bytepair.inspection.report.print_trace`)."""
+    first `plan.trace` new merges (`bytepair.inspection.report.trace_lines`)."""
     stats.distinct_words = len(counter)
     stats.pre_tokens = counter.total()
+    base = plan.base
+    extension = {} if base is None else {
+        "base": base._core,
+        "base_tokens": [(i, b) for b, i in base.mergeable_ranks.items()],
+        "first_new_id": plan.next_id,
+    }
     start = time.perf_counter()
-    with ProgressBar(num_merges, "merges", unit="merge", enabled=progress) as bar:
-        learned, stopped_early, stats.tokens = counter.train(num_merges, num_threads, bar.update_to)
+    with ProgressBar(plan.num_merges, "merges", unit="merge", enabled=progress) as bar:
+        learned, stop, stats.tokens = counter.train(
+            plan.num_merges, num_threads, bar.update_to,
+            min_frequency=plan.min_frequency, max_token_length=plan.max_token_length, **extension,
+        )
     stats.merge_seconds = time.perf_counter() - start
     stats.merges = len(learned)
-    stats.stopped_early = stopped_early
+    stats.base_ids = 0 if base is None else base.vocab_size
+    stats.stopped_early = stop is not None
+    stats.stop_reason = stop
     stats.merge_counts = [c for _, _, c in learned]
-    if stopped_early:
-        warnings.warn(
-            f"no pair left to merge after {len(learned)} merges: the vocabulary has "
-            f"{256 + len(learned) + len(special_tokens)} ids, fewer than the {num_merges + 256 + len(special_tokens)} asked for",
-            stacklevel=3,
-        )
-    vocab = {i: bytes([i]) for i in range(256)}
-    merges = []
+    if base is None:
+        vocab, merges, specials = {i: bytes([i]) for i in range(256)}, [], {}
+    else:
+        vocab, merges, specials = dict(base.vocab), list(base.merges), dict(base.special_tokens)
     for rank, (a, b, _) in enumerate(learned):
         merges.append((vocab[a], vocab[b]))
-        vocab[256 + rank] = vocab[a] + vocab[b]
-    first_special = 256 + len(learned)
-    specials = {t: first_special + k for k, t in enumerate(special_tokens)}
-    tok = Tokenizer._trusted(vocab, merges, specials, pattern)
+        vocab[plan.next_id + rank] = vocab[a] + vocab[b]
+    specials |= special_ids(plan, plan.next_id + len(learned))
+    tok = Tokenizer._trusted(vocab, merges, specials, plan.pattern)
     tok.training_stats = stats
-    if trace:
-        from bytepair.inspection.report import print_trace
+    if stop is not None:
+        _warn_stopped(stop, plan, tok.vocab_size)
+    if plan.trace:
+        from bytepair.inspection.report import trace_lines
 
-        print_trace(tok, trace)
+        for line in trace_lines(merges[len(merges) - len(learned):], stats.merge_counts, plan.trace):
+            print(line)
+        sys.stdout.flush()
     return tok
+
+
+def _warn_stopped(stop: str, plan: TrainPlan, vocab_size: int) -> None:
+    if stop == "min_frequency":
+        why = f"the best pair left counts fewer than min_frequency={plan.min_frequency}"
+    else:
+        why = "no pair left to merge" + (f" within max_token_length={plan.max_token_length}" if plan.max_token_length else "")
+    warnings.warn(
+        f"{why} after {vocab_size - (plan.vocab_size - plan.num_merges)} merges: the vocabulary has "
+        f"{vocab_size} ids, fewer than the {plan.vocab_size} asked for",
+        stacklevel=4,
+    )
 
 
 def train(
     files: str | os.PathLike | Sequence[str | os.PathLike],
     vocab_size: int,
     *,
-    special_tokens: Sequence[str] = (),
-    pattern: str = "gpt2",
+    special_tokens: Sequence[str] | Mapping[str, int] = (),
+    reserve_special_tokens: int = 0,
+    pattern: str | None = None,
+    base: Tokenizer | None = None,
+    min_frequency: int = 0,
+    max_token_length: int | None = None,
+    weights: Mapping[str, float] | None = None,
+    format: str | None = None,
+    text_field: str = "text",
     num_threads: int | None = None,
     progress: bool | None = None,
     errors: str = "strict",
@@ -188,18 +214,50 @@ def train(
     trace: int = 0,
     max_memory: int | None = None,
 ) -> Tokenizer:
-    """Train a byte-level BPE tokenizer on text files.
+    """Train a byte-level BPE tokenizer on files.
 
-    Each file is one document, read as a UTF-8 stream in blocks of `chunk_size`
-    bytes (never whole into memory) and cut only where every preset pattern ends a
-    pre-token, so the result is the same for any chunk size and thread count.
+    Reads whatever `bytepair.count` reads, with the same rules and errors:
+    text files (each one document, streamed in blocks of `chunk_size` bytes
+    and cut only where the pattern ends a pre-token, so the result is the same
+    for any chunk size and thread count), ``.gz``/``.bz2``/``.xz``/``.zst``
+    files, JSON Lines and Parquet (one record a document), folders (every
+    non-hidden file below, sorted), globs (``data/**/*.jsonl``) and fsspec URLs.
 
     Args:
-        files: one path or a list of paths.
-        vocab_size: total ids wanted: 256 bytes + merges + special tokens.
-        special_tokens: strings such as ``"<|endoftext|>"``; they split the text,
-            are never counted, and get the ids after the last merge, in order.
-        pattern: pre-tokenization regex or preset (``gpt2``, ``cl100k``, ``o200k``).
+        files: one input or a list (paths, folders, globs, URLs).
+        vocab_size: total ids wanted: 256 bytes (or the base's ids) + merges +
+            special tokens (reserved ones included).
+        special_tokens: strings such as ``"<|endoftext|>"``; they split the
+            text, are never counted, and get the ids after the last merge, in
+            order. A mapping ``{token: id}`` fixes ids instead (None: the next
+            free id); they must lie in that block of ids after the merges (Llama 3's layout:
+            ``vocab_size=128256`` and specials at 128000..128255).
+        reserve_special_tokens: add this many placeholder special tokens,
+            ``<|reserved_special_token_0|>``, ``..._1|>``..., after the given
+            ones (names already given are skipped); vocab_size counts them.
+        pattern: pre-tokenization regex or preset (``gpt2``, the default,
+            ``cl100k``, ``o200k``); with `base`, the base's (a different one
+            raises).
+        base: a Tokenizer to extend (``Tokenizer.load``, ``bytepair.get_encoding``):
+            its ids, merges, special tokens and pattern are kept, each word of
+            the corpus is first split by its merges, and
+            ``vocab_size - base.vocab_size`` new merges (and special tokens)
+            are learned on top with the usual tie-break, with ids after the
+            base's largest id. Text never needs more tokens than with the
+            base. A pair whose bytes are already a base token is not merged.
+        min_frequency: no merge of a pair counted fewer times (HF's
+            ``min_frequency``); training stops there, with a warning.
+        max_token_length: no token longer than this many bytes (HF's
+            ``max_token_length``, in bytes here); longer pairs are skipped, not
+            counted as merges. A base's own tokens are kept whatever their length.
+        weights: a data mixture, ``{path_or_glob: w}``: the word counts of the
+            inputs each key names (a file, folder or glob; the first key that
+            names an input wins) are multiplied by the float ``w`` and rounded
+            to integers; other inputs count once. ``training_stats.sources``
+            lists each source's bytes and weight.
+        format: ``text``, ``jsonl`` or ``parquet``; default: from the file
+            extensions (``.jsonl``, ``.parquet``, compressed or not), else text.
+        text_field: the JSON key / Parquet column holding the text.
         num_threads: worker threads for counting (default: one per core).
         progress: show progress bars on stderr (default: when it is a terminal).
         errors: ``"strict"`` (bytes that are not UTF-8 raise) or ``"replace"``.
@@ -221,66 +279,139 @@ def train(
         Tokenizer, with ``training_stats`` (a `TrainingStats`).
 
     Raises:
-        FileNotFoundError / IsADirectoryError: a path is missing or a directory.
-        ValueError: vocab_size too small, bad special tokens, an invalid pattern,
-            invalid UTF-8 (message names the file and byte offset), an empty
-            corpus (no text outside special tokens), or a negative `trace`.
+        FileNotFoundError: an input, or a glob that matches nothing.
+        ValueError: vocab_size too small, bad special tokens or fixed ids, an
+            invalid pattern, invalid UTF-8 (message names the file and byte
+            offset), a bad JSON line or Parquet column (names the file and
+            record), an empty corpus (no text outside special tokens), a
+            weight that is negative or names no input, a negative `trace`.
+        ImportError: a ``.zst`` input without the zstandard package.
         KeyboardInterrupt: Ctrl-C, within about 0.1 s.
 
     Warns:
-        UserWarning: no pair was left before `vocab_size` was reached.
+        UserWarning: training stopped before `vocab_size` (no pair left, or
+        none counted `min_frequency` times).
 
     >>> import bytepair, pathlib, tempfile
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.txt"; _ = p.write_text("hug " * 10 + "pug " * 5)
     >>> bytepair.train(p, 258, progress=False).merges
     [(b'u', b'g'), (b'h', b'ug')]
     """
-    num_merges = _check_arguments(vocab_size, special_tokens, trace)
+    plan = plan_training(vocab_size, special_tokens, reserve_special_tokens=reserve_special_tokens, pattern=pattern,
+                 base=base, trace=trace, min_frequency=min_frequency, max_token_length=max_token_length)
     if errors not in ("strict", "replace"):
         raise ValueError(f"errors={errors!r}: expected 'strict' or 'replace'")
-    paths = _check_files(files)
+    paths = expand_inputs(files)
+    check_inputs(paths)
+    spec = CountSpec(plan.pattern, tuple(plan.split_at), format or infer_format(paths), text_field, errors)
+    groups = _weight_groups(paths, weights)
     max_memory = _check_max_memory(max_memory)
     show = _show_progress(progress)
-    stats = TrainingStats(input_bytes=sum(os.path.getsize(p) for p in paths))
-    counter = _core.WordCounter(pattern, list(special_tokens), max_memory=max_memory)
+    stats = TrainingStats()
+    counter = _new_counter(plan, max_memory)
     start = time.perf_counter()
-    with ProgressBar(stats.input_bytes, "counting", unit="B", scale=True, enabled=show) as bar:
-        counter.count_files(paths, num_threads, chunk_size, errors == "replace", bar.update_to)
-    # Pipes (/dev/stdin, <(...)) have no size: the bytes read are the input.
-    stats.input_bytes = max(stats.input_bytes, bar.n)
+    sizes = {p: input_size(p) for p in paths}
+    with ProgressBar(sum(sizes.values()), "counting", unit="B", scale=True, enabled=show) as bar:
+        for weight, group in groups:
+            part = counter if weight == 1 else _new_counter(plan, max_memory)
+            done = _count_inputs(part, group, spec, num_threads, chunk_size, bar, sizes)
+            stats.input_bytes += done
+            stats.sources.append((_describe_files(group), done, weight))
+            if part is not counter:
+                counter.add_scaled(part, weight)
     stats.count_seconds = time.perf_counter() - start
     _require_text(counter, _describe_files(paths))
     _note_pruning(counter, stats, max_memory)
-    return _learn(
-        counter, num_merges, special_tokens, pattern, stats, num_threads=num_threads, progress=show, trace=trace
-    )
+    return _learn(counter, plan, stats, num_threads=num_threads, progress=show)
+
+
+def _count_inputs(
+    counter: _core.WordCounter, paths: list[str], spec: CountSpec, num_threads: int | None, chunk_size: int,
+    bar: ProgressBar, sizes: dict[str, int],
+) -> int:
+    """Count `paths` into `counter` (`counts.sources.count_file`); runs of local
+    plain text files go to the Rust reader in one call, so many small files
+    share its threads. Returns the bytes of text read (decompressed, for
+    compressed files). The bar moves by file sizes (`sizes`), as stored."""
+    done = 0
+    for streamed, run in itertools.groupby(paths, key=lambda p: spec.format == "text" and is_plain_local(p)):
+        run = list(run)
+        before = bar.n
+        if streamed:
+            counter.count_files([local_path(p) for p in run], num_threads, chunk_size, spec.errors == "replace",
+                                lambda n: bar.update_to(before + n))
+            # Pipes (/dev/stdin, <(...)) have no size: the bytes read are the input.
+            done += max(sum(sizes[p] for p in run), bar.n - before)
+            continue
+        for path in run:
+            at = bar.n
+            # Decompressed bytes are not file bytes: a compressed file moves the bar once, when done.
+            on_bytes = None if compression_of(path) else (lambda n: bar.update_to(at + n))
+            done += count_file(counter, path, spec, num_threads=num_threads, on_bytes=on_bytes).bytes
+            bar.update_to(at + sizes[path])
+    return done
+
+
+def _weight_groups(paths: list[str], weights: Mapping[str, float] | None) -> list[tuple[float, list[str]]]:
+    """`paths` grouped by weight, in input order within each group: (1, the
+    inputs no key names) first, then one group per key of `weights`."""
+    if not weights:
+        return [(1, paths)]
+    if not isinstance(weights, Mapping):
+        raise TypeError(f"weights must be a mapping {{path_or_glob: weight}}, not {type(weights).__name__}")
+    owner: dict[str, str] = {}
+    for key, w in weights.items():
+        if isinstance(w, bool) or not isinstance(w, numbers.Real) or not math.isfinite(w) or w < 0:
+            raise ValueError(f"weight of {key!r} must be a finite number >= 0, got {w!r}")
+        named = {_identity(p) for p in expand_inputs(key)}
+        hits = [p for p in paths if _identity(p) in named]
+        if not hits:
+            raise ValueError(f"weight of {key!r}: it names none of the inputs")
+        owner.update((p, key) for p in hits if p not in owner)
+    groups = [(1, [p for p in paths if p not in owner])]
+    groups += [(weights[k], [p for p in paths if owner.get(p) == k]) for k in weights]
+    return [(w, g) for w, g in groups if g]
+
+
+def _identity(path: str) -> str:
+    """One spelling per input: URLs as given, local paths resolved (``./a.txt`` is ``a.txt``)."""
+    return path if is_remote(path) else os.path.realpath(local_path(path))
 
 
 def train_from_iterator(
-    texts: Iterable[str],
+    texts: "Iterable[str] | Iterable[Sequence[str]]",
     vocab_size: int,
     *,
-    special_tokens: Sequence[str] = (),
-    pattern: str = "gpt2",
+    special_tokens: Sequence[str] | Mapping[str, int] = (),
+    reserve_special_tokens: int = 0,
+    pattern: str | None = None,
+    base: Tokenizer | None = None,
+    min_frequency: int = 0,
+    max_token_length: int | None = None,
     num_threads: int | None = None,
     progress: bool | None = None,
     trace: int = 0,
     max_memory: int | None = None,
 ) -> Tokenizer:
     """Train on an iterable of strings, each an independent document (pre-tokens
-    never span two texts). Texts are consumed in batches, so a generator over a
-    huge dataset is fine. Arguments (including `trace` and `max_memory`) and
-    errors as `train`.
+    never span two texts), or of lists of strings (batches, as HF's
+    ``train_from_iterator`` takes them), such as a HuggingFace
+    ``datasets.Dataset`` column (``ds["text"]``). Texts are consumed in
+    batches, so a generator over a huge dataset is fine. The other arguments
+    and errors are `train`'s; TypeError for an item that is neither.
 
     >>> import bytepair
     >>> bytepair.train_from_iterator(["low lower", "newest widest"], 257, progress=False).merges
     [(b'w', b'e')]
+    >>> bytepair.train_from_iterator([["low lower"], ["newest", "widest"]], 257, progress=False).merges
+    [(b'w', b'e')]
     """
-    num_merges = _check_arguments(vocab_size, special_tokens, trace)
+    plan = plan_training(vocab_size, special_tokens, reserve_special_tokens=reserve_special_tokens, pattern=pattern,
+                 base=base, trace=trace, min_frequency=min_frequency, max_token_length=max_token_length)
     max_memory = _check_max_memory(max_memory)
     show = _show_progress(progress)
     stats = TrainingStats()
-    counter = _core.WordCounter(pattern, list(special_tokens), max_memory=max_memory)
+    counter = _new_counter(plan, max_memory)
     start = time.perf_counter()
     with ProgressBar(None, "counting", unit="B", scale=True, enabled=show) as bar:
         done_before = 0
@@ -293,9 +424,7 @@ def train_from_iterator(
             done_before = bar.n
             batch, size = [], 0
 
-        for text in texts:
-            if not isinstance(text, str):
-                raise TypeError(f"texts must yield str, got {type(text).__name__}")
+        for text in _documents(texts):
             batch.append(text)
             size += len(text)
             if size >= _BATCH_CHARS:
@@ -306,17 +435,35 @@ def train_from_iterator(
     stats.count_seconds = time.perf_counter() - start
     _require_text(counter, "the texts")
     _note_pruning(counter, stats, max_memory)
-    return _learn(
-        counter, num_merges, special_tokens, pattern, stats, num_threads=num_threads, progress=show, trace=trace
-    )
+    return _learn(counter, plan, stats, num_threads=num_threads, progress=show)
+
+
+def _documents(texts: "Iterable[str] | Iterable[Sequence[str]]") -> Iterator[str]:
+    """The strings of `texts`, batches (lists, tuples, Arrow/`datasets` columns) flattened."""
+    if isinstance(texts, str):
+        raise TypeError("texts must be an iterable of strings, not a single string")
+    for item in texts:
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, (bytes, bytearray, Mapping)) or not isinstance(item, Iterable):
+            raise TypeError(f"texts must yield str or lists of str, got {type(item).__name__}")
+        else:
+            for text in item:
+                if not isinstance(text, str):
+                    raise TypeError(f"texts must yield str or lists of str, got a batch holding {type(text).__name__}")
+                yield text
 
 
 def train_from_counts(
     word_counts: "Mapping[str | bytes, int] | WordCounts",
     vocab_size: int,
     *,
-    special_tokens: Sequence[str] | None = None,
+    special_tokens: Sequence[str] | Mapping[str, int] | None = None,
+    reserve_special_tokens: int = 0,
     pattern: str | None = None,
+    base: Tokenizer | None = None,
+    min_frequency: int = 0,
+    max_token_length: int | None = None,
     num_threads: int | None = None,
     progress: bool | None = None,
     trace: int = 0,
@@ -324,20 +471,23 @@ def train_from_counts(
     """Train from word counts made elsewhere: a `bytepair.WordCounts` artifact
     (from `bytepair.count`, on any engine), or a mapping whose keys are
     pre-tokens, taken as given (str keys are UTF-8 encoded; they are not
-    pre-tokenized again). Counts may exceed 2**32 (u64).
-    `trace=N` prints the first N merges with their pair counts, as in `train`.
+    pre-tokenized again). Counts may exceed 2**32 (u64). The options
+    (`trace`, `min_frequency`, `max_token_length`, `base`, special tokens and
+    `reserve_special_tokens`) are `train`'s; with `base`, each word is split
+    by the base's merges first.
 
     With a WordCounts, `pattern` and `special_tokens` default to the artifact's
     (the tokenizer keeps its pattern), and the parts stream into Rust as Arrow
     buffers after their SHA-256 is checked. With a mapping they default to
-    ``"gpt2"`` and none; `pattern` is stored in the tokenizer for encoding.
+    ``"gpt2"`` (the base's with `base`) and none; `pattern` is stored in the
+    tokenizer for encoding.
 
     Raises:
         ValueError: a count that is negative or not an integer (names the word),
             vocab_size too small, or a WordCounts counted with another pattern or
-            other special tokens than those given. (Counts without any pair, even
-            none at all, give the byte-level vocabulary and the "no pair left"
-            warning.)
+            other special tokens than those given (reserved placeholders
+            aside). (Counts without any pair, even none at all, give the
+            byte-level vocabulary and the "no pair left" warning.)
         OverflowError: sum of count x word length reaches 2**64 (a pair count
             could overflow u64).
 
@@ -351,12 +501,12 @@ def train_from_counts(
     """
     from bytepair.counts.artifact import WordCounts
 
+    options = dict(reserve_special_tokens=reserve_special_tokens, base=base, trace=trace,
+                   min_frequency=min_frequency, max_token_length=max_token_length)
     if isinstance(word_counts, WordCounts):
-        return _train_from_artifact(word_counts, vocab_size, special_tokens, pattern,
-                                    num_threads=num_threads, progress=progress, trace=trace)
-    special_tokens = () if special_tokens is None else special_tokens
-    pattern = "gpt2" if pattern is None else pattern
-    num_merges = _check_arguments(vocab_size, special_tokens, trace)
+        return _train_from_artifact(word_counts, vocab_size, special_tokens, pattern, options,
+                                    num_threads=num_threads, progress=progress)
+    plan = plan_training(vocab_size, () if special_tokens is None else special_tokens, pattern=pattern, **options)
     items = []
     total_bytes = 0
     for word, count in word_counts.items():
@@ -373,43 +523,45 @@ def train_from_counts(
         raise OverflowError(
             f"the counts add up to {total_bytes} bytes of text, beyond 2**64: pair counts would overflow u64"
         )
-    counter = _core.WordCounter(pattern, list(special_tokens))
+    counter = _new_counter(plan)
     counter.add_counts(items)
-    stats = TrainingStats()
-    return _learn(
-        counter, num_merges, special_tokens, pattern, stats,
-        num_threads=num_threads, progress=_show_progress(progress), trace=trace,
-    )
+    return _learn(counter, plan, TrainingStats(), num_threads=num_threads, progress=_show_progress(progress))
 
 
 def _train_from_artifact(
     counts: "WordCounts",
     vocab_size: int,
-    special_tokens: Sequence[str] | None,
+    special_tokens: Sequence[str] | Mapping[str, int] | None,
     pattern: str | None,
+    options: dict,
     *,
     num_threads: int | None,
     progress: bool | None,
-    trace: int,
 ) -> Tokenizer:
     """`train_from_counts` on a word-counts artifact (see there)."""
-    if pattern is not None and _core.resolve_pattern(pattern) != counts.pattern:
+    base = options["base"]
+    wanted = pattern if pattern is not None else base.pattern if base is not None else None
+    if wanted is not None and _core.resolve_pattern(wanted) != counts.pattern:
         raise ValueError(
             f"{counts.path}: counted with pattern {counts.pattern_name or counts.pattern!r}, "
-            f"not {pattern!r}: words split by another pattern would train a different tokenizer"
+            f"not {wanted!r}: words split by another pattern would train a different tokenizer"
         )
-    if special_tokens is not None and tuple(special_tokens) != counts.special_tokens:
+    if special_tokens is None:
+        held = set(base.special_tokens) if base is not None else set()
+        special_tokens = tuple(t for t in counts.special_tokens if t not in held)
+    plan = plan_training(vocab_size, special_tokens, pattern=counts.pattern_name or counts.pattern, **options)
+    given = tuple(t for t in plan.split_at if not _is_placeholder(t, special_tokens))
+    if tuple(sorted(given)) != tuple(sorted(counts.special_tokens)):
         raise ValueError(
             f"{counts.path}: counted with special tokens {list(counts.special_tokens)!r}, "
-            f"not {list(special_tokens)!r} (text was split at the special tokens when counting)"
+            f"not {list(given)!r} (text was split at the special tokens when counting)"
         )
-    special_tokens = counts.special_tokens
-    num_merges = _check_arguments(vocab_size, special_tokens, trace)
-    counter = _core.WordCounter(counts.pattern, list(special_tokens))
+    counter = _new_counter(plan)
     counts.load_into(counter)
-    t = counts.totals
-    stats = TrainingStats(input_bytes=t.bytes)
-    return _learn(
-        counter, num_merges, special_tokens, counts.pattern_name or counts.pattern, stats,
-        num_threads=num_threads, progress=_show_progress(progress), trace=trace,
-    )
+    stats = TrainingStats(input_bytes=counts.totals.bytes)
+    return _learn(counter, plan, stats, num_threads=num_threads, progress=_show_progress(progress))
+
+
+def _is_placeholder(token: str, given: Sequence[str] | Mapping[str, int]) -> bool:
+    """A reserved placeholder the caller did not name (not in the artifact's split)."""
+    return token not in given and token.startswith("<|reserved_special_token_")

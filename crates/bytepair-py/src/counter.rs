@@ -7,12 +7,14 @@ use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::encoder::CoreBPE;
 use crate::errors::{columns_error, count_error, pattern_error};
 use crate::runtime::run_with_progress;
 
 /// What `WordCounter::train` returns: ([(left id, right id, pair count)],
-/// stopped early, tokens in the counted text after all merges).
-type TrainResult = (Vec<(u32, u32, u64)>, bool, u64);
+/// why it stopped early (None, "no_pair" or "min_frequency"), tokens in the
+/// counted text after all merges).
+type TrainResult = (Vec<(u32, u32, u64)>, Option<&'static str>, u64);
 
 /// One word-counts part as Arrow buffers: (data, offsets, counts) bytes.
 type PartBuffers<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
@@ -179,6 +181,31 @@ impl WordCounter {
         }
     }
 
+    /// Add the counts of `other` times `weight` (finite, >= 0) and empty it:
+    /// an integer weight multiplies exactly, any other rounds each product to
+    /// the nearest integer (halves away from zero); words that round to 0 are
+    /// left out. OverflowError when a weighted count reaches 2^64.
+    fn add_scaled(&mut self, mut other: PyRefMut<'_, WordCounter>, weight: f64) -> PyResult<()> {
+        if !weight.is_finite() || weight < 0.0 {
+            return Err(PyValueError::new_err(format!("weight {weight} must be a finite number >= 0")));
+        }
+        let exact = (weight.fract() == 0.0 && weight < 18446744073709551616.0).then_some(weight as u64);
+        for (word, count) in std::mem::take(&mut other.counts) {
+            let scaled = match exact {
+                Some(w) => count.checked_mul(w),
+                None => Some((count as f64 * weight).round()).filter(|&x| x < 18446744073709551616.0).map(|x| x as u64),
+            };
+            let Some(scaled) = scaled else {
+                return Err(PyOverflowError::new_err(format!("word {word:?}: count {count} x weight {weight} reaches 2**64")));
+            };
+            if scaled > 0 {
+                count::add_word(&mut self.counts, &word, scaled);
+            }
+        }
+        self.pruned.add(std::mem::take(&mut other.pruned));
+        Ok(())
+    }
+
     fn __len__(&self) -> usize {
         self.counts.len()
     }
@@ -196,24 +223,55 @@ impl WordCounter {
         v.into_iter().map(|(w, &n)| (PyBytes::new(py, w), n)).collect()
     }
 
-    /// Learn up to `num_merges` merges from the counts (which are consumed).
-    /// Returns ([(left id, right id, count)], stopped_early, tokens after merging);
+    /// Learn up to `num_merges` merges from the counts (which are consumed),
+    /// within `min_frequency` and `max_token_length` (bytes). With `base` (the
+    /// encoder of a tokenizer to extend), `base_tokens` its ordinary (id, bytes)
+    /// and `first_new_id`, words are encoded with the base first and merge `r`
+    /// makes id `first_new_id + r` (`train::train_on_base`).
+    /// Returns ([(left id, right id, count)], stop reason, tokens after merging);
     /// progress reports merges.
-    #[pyo3(signature = (num_merges, num_threads=None, progress=None))]
+    #[pyo3(signature = (num_merges, num_threads=None, progress=None, min_frequency=0, max_token_length=None, base=None, base_tokens=Vec::new(), first_new_id=256))]
+    #[allow(clippy::too_many_arguments)]
     fn train(
         &mut self,
         py: Python<'_>,
         num_merges: usize,
         num_threads: Option<usize>,
         progress: Option<Py<PyAny>>,
+        min_frequency: u64,
+        max_token_length: Option<usize>,
+        base: Option<PyRef<'_, CoreBPE>>,
+        base_tokens: Vec<(u32, Vec<u8>)>,
+        first_new_id: u32,
     ) -> PyResult<TrainResult> {
         let words = std::mem::take(&mut self.counts);
-        let trained = run_with_progress(py, num_threads, progress, |p| train::train(words, num_merges, p))?
-            .map_err(|e| match e {
-                train::TrainError::Cancelled => PyRuntimeError::new_err(e.to_string()),
-                train::TrainError::CountsTooLarge { .. } => PyOverflowError::new_err(e.to_string()),
-            })?;
+        let options = train::TrainOptions { min_frequency, max_token_length };
+        let encoder = base.as_ref().map(|b| &b.enc);
+        let trained = run_with_progress(py, num_threads, progress, |p| match encoder {
+            None => train::train_with(words, num_merges, &options, p),
+            Some(encoder) => {
+                let base = train::Base { encoder, tokens: base_tokens, first_new_id };
+                train::train_on_base(words, base, num_merges, &options, p)
+            }
+        })?
+        .map_err(|e| match e {
+            train::TrainError::Cancelled => PyRuntimeError::new_err(e.to_string()),
+            train::TrainError::CountsTooLarge { .. } => PyOverflowError::new_err(e.to_string()),
+            train::TrainError::NotInBase(_) => PyValueError::new_err(e.to_string()),
+        })?;
+        let stop = match trained.stop {
+            train::Stop::Finished => None,
+            train::Stop::NoPairLeft => Some("no_pair"),
+            train::Stop::BelowMinFrequency => Some("min_frequency"),
+        };
         let merges = trained.merges.into_iter().map(|m| (m.left, m.right, m.count)).collect();
-        Ok((merges, trained.stopped_early, trained.tokens))
+        Ok((merges, stop, trained.tokens))
+    }
+
+    /// Characters of `text` after its last safe cut for counting (the cut rule
+    /// of this pattern and these special tokens), or None when it has none:
+    /// the blocks of a stream read in Python are cut there.
+    fn chars_after_last_cut(&self, text: &str) -> Option<usize> {
+        self.cut.last_cut(text.as_bytes()).map(|at| text[at..].chars().count())
     }
 }

@@ -26,7 +26,7 @@ const WATCHED_SEGMENT_BYTES: usize = 8 << 20;
 /// The encoder: vocabulary, merge ranks, special tokens and pattern.
 #[pyclass(module = "bytepair._core", frozen)]
 pub struct CoreBPE {
-    enc: Encoder,
+    pub(crate) enc: Encoder,
     cut: CutRule,
     lists: IdLists,
 }

@@ -44,6 +44,16 @@ def byte_size(text: str) -> int:
     return int(value * _SIZE_UNITS[unit])
 
 
+def add_input_options(p: argparse.ArgumentParser) -> None:
+    """The flags of how inputs are read, shared by `count` and `train`."""
+    from bytepair.counts.sources import FORMATS
+
+    p.add_argument("--format", choices=FORMATS, default=None, help="default: from the file extensions, else text")
+    p.add_argument("--text-field", "--field", "--column", dest="text_field", default="text", metavar="F",
+                   help="JSON key / Parquet column (default: text)")
+    p.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
+
+
 def input_path(text: str) -> str:
     """argparse type for an input file: ``-`` is standard input."""
     if text != "-":

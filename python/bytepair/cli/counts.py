@@ -7,10 +7,9 @@ import argparse
 import sys
 import time
 
-from bytepair.cli.args import input_path, output_file, positive_int, progress_bars
+from bytepair.cli.args import add_input_options, input_path, output_file, positive_int, progress_bars
 from bytepair.counts.count import ENGINES, count
 from bytepair.inspection.report import format_token, printable
-from bytepair.counts.sources import FORMATS
 from bytepair.counts.artifact import WordCounts
 
 
@@ -99,16 +98,15 @@ def cmd_counts_export(args: argparse.Namespace) -> int:
 
 def register_count(sub: "argparse._SubParsersAction") -> None:
     c = sub.add_parser("count", help="count pre-tokens of files into a word-counts folder (any engine)")
-    c.add_argument("inputs", nargs="+", type=input_path, metavar="INPUT", help="files, folders or fsspec URLs; - for stdin")
+    c.add_argument("inputs", nargs="+", type=input_path, metavar="INPUT",
+                   help="files (.gz/.bz2/.xz/.zst too), folders, globs or fsspec URLs; - for stdin")
     c.add_argument("-o", "--output", required=True, help="word-counts folder to write")
     c.add_argument("--engine", choices=ENGINES, default="local", help="local process pool (default), ray or spark")
-    c.add_argument("--format", choices=FORMATS, default=None, help="default: from the file extensions, else text")
-    c.add_argument("--text-field", default="text", metavar="F", help="JSON key / Parquet column (default: text)")
     c.add_argument("--pattern", default="gpt2", help="gpt2 (default), cl100k, o200k, or a regex")
     c.add_argument("--special-token", action="append", default=[], metavar="T", help="repeatable")
     c.add_argument("--parts", type=positive_int, default=None, help="Parquet parts to write (default: one per worker)")
     c.add_argument("--workers", type=positive_int, default=None, help="worker processes / tasks in flight")
-    c.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
+    add_input_options(c)
     c.add_argument("--ray-address", default=None, metavar="ADDR",
                    help="Ray cluster to join (auto, ray://host:10001); default: the running one or a new local one")
     c.add_argument("-q", "--quiet", action="store_true", help="no progress bars, no summary")

@@ -33,7 +33,7 @@ import numpy as np
 
 from bytepair import __version__
 from bytepair.cli.args import (
-    byte_size, input_path, message, output_file, positive_int, progress_bars, save_tokenizer_json,
+    add_input_options, byte_size, input_path, message, output_file, positive_int, progress_bars, save_tokenizer_json,
 )
 from bytepair.progress import ProgressBar
 from bytepair.textfile import read_text_blocks
@@ -68,15 +68,63 @@ def _fmt_bytes(n: float) -> str:
 def _train_from_counts(args: argparse.Namespace):
     if args.files:
         raise ValueError("give either FILEs or --from-counts, not both")
-    if args.max_memory is not None:
-        raise ValueError("--max-memory bounds counting; --from-counts trains on counts made already")
+    for flag, value in (("--max-memory", args.max_memory), ("--weight", args.weight)):
+        if value:
+            raise ValueError(f"{flag} applies to counting; --from-counts trains on counts made already")
     from bytepair.counts.artifact import WordCounts
 
     counts = WordCounts.open(args.from_counts)
+    specials = _special_tokens(args)
     return train_from_counts(
-        counts, args.vocab_size, special_tokens=args.special_token or None, pattern=args.pattern,
-        num_threads=args.threads, progress=progress_bars(args), trace=args.trace,
+        counts, args.vocab_size, special_tokens=specials or None, pattern=args.pattern,
+        num_threads=args.threads, progress=progress_bars(args), **_training_options(args),
     ), f"{counts.path} (word counts)"
+
+
+def _special_tokens(args: argparse.Namespace) -> list[str] | dict[str, int | None]:
+    """--special-token T (next free id) and --special-token-id T=ID (fixed), in order given."""
+    if not args.special_token_id:
+        return args.special_token
+    fixed = dict(args.special_token_id)
+    return {t: None for t in args.special_token if t not in fixed} | fixed
+
+
+def _training_options(args: argparse.Namespace) -> dict:
+    """The keyword arguments every train* function takes from the flags."""
+    return dict(
+        trace=args.trace, min_frequency=args.min_frequency, max_token_length=args.max_token_length,
+        reserve_special_tokens=args.reserve_special_tokens, base=_load_base(args.base),
+    )
+
+
+def _load_base(name: str | None) -> Tokenizer | None:
+    """--base: a tokenizer file or folder (Tokenizer.load), else an encoding name (bytepair.get_encoding)."""
+    if name is None:
+        return None
+    if os.path.exists(name):
+        return Tokenizer.load(name)
+    from bytepair.formats.by_name import get_encoding, list_encodings
+
+    try:
+        return get_encoding(name)
+    except (KeyError, ValueError) as e:
+        raise ValueError(f"--base {name}: neither a tokenizer file nor a known encoding "
+                         f"({', '.join(list_encodings())}): {e}") from None
+
+
+def _name_value(kind):
+    """argparse type of NAME=VALUE flags (--weight GLOB=W, --special-token-id T=ID):
+    split at the last '=', VALUE converted by `kind`."""
+    def parse(text: str):
+        name, sep, value = text.rpartition("=")
+        try:
+            if not sep or not name:
+                raise ValueError
+            return name, kind(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not NAME={kind.__name__.upper()}") from None
+
+    return parse
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -97,22 +145,27 @@ def cmd_train(args: argparse.Namespace) -> int:
     tok = train(
         files,
         args.vocab_size,
-        special_tokens=args.special_token,
-        pattern=args.pattern or "gpt2",
+        special_tokens=_special_tokens(args),
+        pattern=args.pattern,
         num_threads=args.threads,
         progress=progress_bars(args),
         errors=errors,
-        trace=args.trace,
         max_memory=args.max_memory,
+        weights=dict(args.weight) or None,
+        format=args.format,
+        text_field=args.text_field,
+        **_training_options(args),
     )
-    return _report_training(args, tok, f"{len(files)} file(s)", start)
+    return _report_training(args, tok, f"{len(tok.training_stats.sources) or len(files)} source(s)", start)
 
 
 def _report_training(args: argparse.Namespace, tok, source: str, start: float) -> int:
     save_tokenizer_json(tok, args.output)
     total = time.perf_counter() - start
     s = tok.training_stats
-    bpt = s.input_bytes / s.tokens if s.tokens else float("nan")
+    # With weights the tokens count each source w times, so the bytes must too.
+    weighted_bytes = sum(n * w for _, n, w in s.sources) if s.sources else s.input_bytes
+    bpt = weighted_bytes / s.tokens if s.tokens else float("nan")
     if args.quiet:
         return 0
     pruned = (
@@ -120,12 +173,18 @@ def _report_training(args: argparse.Namespace, tok, source: str, start: float) -
         f"({s.pruned_pre_tokens:,} pre-tokens) to stay within --max-memory\n"
         if s.pruned_words else ""
     )
+    sources = "".join(
+        f"    {_fmt_bytes(n):>10}  x {w:g}  {name}\n" for name, n, w in s.sources
+    ) if args.weight else ""
+    stop = {"no_pair": " (stopped early: no pair left)", "min_frequency": " (stopped early: below --min-frequency)"}
+    held = f"{s.base_ids:,} ids of the base" if s.base_ids else "256 bytes"
+    new_specials = tok.vocab_size - (s.base_ids or 256) - s.merges
     print(
         f"wrote {'tokenizer.json to stdout' if args.output == '-' else args.output}\n"
-        f"  input          {_fmt_bytes(s.input_bytes)} in {source}\n"
+        f"  input          {_fmt_bytes(s.input_bytes)} in {source}\n{sources}"
         f"  pre-tokens     {s.pre_tokens:,} ({s.distinct_words:,} distinct words)\n{pruned}"
-        f"  merges         {s.merges:,} learned{' (stopped early: no pair left)' if s.stopped_early else ''}\n"
-        f"  vocab size     {tok.vocab_size:,} (256 bytes + {s.merges:,} merges + {len(tok.special_tokens)} special)\n"
+        f"  merges         {s.merges:,} learned{stop.get(s.stop_reason, '')}\n"
+        f"  vocab size     {tok.vocab_size:,} ({held} + {s.merges:,} merges + {new_specials} special)\n"
         f"  time           {total:.2f} s (counting {s.count_seconds:.2f} s, merging {s.merge_seconds:.2f} s)\n"
         f"  peak memory    {peak_rss_mb():.0f} MiB\n"
         f"  bytes/token    {bpt:.3f} on the training text ({s.tokens:,} tokens)",
@@ -251,11 +310,26 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     t = sub.add_parser("train", help="train a tokenizer on text files")
-    t.add_argument("files", nargs="*", type=input_path, metavar="FILE",
-                   help="UTF-8 text files, - for stdin (default: Python's stdlib sources)")
-    t.add_argument("--vocab-size", type=int, required=True, help="256 bytes + merges + special tokens")
+    t.add_argument("files", nargs="*", type=input_path, metavar="INPUT",
+                   help="files (text, .jsonl, .parquet; .gz/.bz2/.xz/.zst too), folders, globs or fsspec URLs; "
+                   "- for stdin (default: Python's stdlib sources)")
+    t.add_argument("--vocab-size", type=int, required=True,
+                   help="256 bytes (or the --base's ids) + merges + special tokens")
     t.add_argument("--special-token", action="append", default=[], metavar="T", help="repeatable, e.g. '<|endoftext|>'")
+    t.add_argument("--special-token-id", action="append", default=[], metavar="T=ID", type=_name_value(int),
+                   help="a special token at a fixed id, in the block after the merges (repeatable)")
+    t.add_argument("--reserve-special-tokens", type=int, default=0, metavar="N",
+                   help="add N placeholder special tokens <|reserved_special_token_{i}|>")
     t.add_argument("--pattern", default=None, help="gpt2 (default), cl100k, o200k, or a regex")
+    t.add_argument("--base", default=None, metavar="FILE|NAME",
+                   help="extend this tokenizer (a file bytepair loads, or gpt2, cl100k_base...): keep its ids, "
+                   "merges, special tokens and pattern; learn --vocab-size minus its ids new merges")
+    t.add_argument("--min-frequency", type=int, default=0, metavar="K", help="no merge of a pair counted fewer than K times")
+    t.add_argument("--max-token-length", type=positive_int, default=None, metavar="N",
+                   help="no token longer than N bytes")
+    t.add_argument("--weight", action="append", default=[], metavar="GLOB=W", type=_name_value(float),
+                   help="multiply the counts of the inputs GLOB names by W (repeatable; a data mixture)")
+    add_input_options(t)
     t.add_argument("--from-counts", metavar="COUNTS", default=None,
                    help="train from a word-counts folder (bytepair count) instead of FILEs; "
                    "pattern and special tokens default to the folder's")
@@ -263,7 +337,6 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--max-memory", type=byte_size, default=None, metavar="SIZE",
                    help="memory budget of the word counts, e.g. 4G (at least 64M); past it the rarest words "
                    "are dropped and the summary says how many (default: no bound, exact counts)")
-    t.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
     t.add_argument("-o", "--output", default="tokenizer.json", help="tokenizer.json to write (- for stdout)")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bars, no summary")
     t.add_argument("--trace", type=int, default=0, metavar="N", help="print the first N merges with their counts")

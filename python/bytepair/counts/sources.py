@@ -3,7 +3,8 @@ from local paths or any fsspec URL (``s3://``, ``gs://``, ``hf://``...).
 
 What one *document* is (pre-tokens never span two documents):
 - ``text``: a whole file (local files are streamed in blocks by the Rust reader,
-  cut only at safe boundaries; remote files are read whole);
+  cut only at safe boundaries; compressed files are decompressed in Python and
+  handed over in blocks cut at the same safe boundaries; remote files are read whole);
 - ``jsonl``: one line's JSON object, its `text_field` string;
 - ``parquet``: one row's `text_field` column (string or binary).
 
@@ -22,6 +23,9 @@ from dataclasses import dataclass
 from bytepair import _core
 
 FORMATS = ("text", "jsonl", "parquet")
+# Compressed inputs, by suffix: Python's own gzip, bz2 and lzma modules, and the
+# `zstandard` package (optional, the `zstd` extra) for .zst.
+COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd"}
 _BATCH_BYTES = 16 << 20  # JSON block / Parquet batch size handed to Rust at a time
 _PARQUET_ROWS = 8192
 
@@ -104,6 +108,16 @@ def is_remote(path: str) -> bool:
     return "://" in path and not path.startswith("file://")
 
 
+def compression_of(path: str) -> str | None:
+    """``gzip``, ``bz2``, ``xz`` or ``zstd`` for a compressed input (by suffix), else None."""
+    return COMPRESSIONS.get(os.path.splitext(path)[1].lower())
+
+
+def is_plain_local(path: str) -> bool:
+    """A local, uncompressed file: one the Rust reader streams itself."""
+    return not is_remote(path) and compression_of(path) is None
+
+
 def local_path(path: str) -> str:
     return path[len("file://"):] if path.startswith("file://") else path
 
@@ -152,9 +166,11 @@ def count_file(
             (names the file and record number).
     """
     replace = spec.errors == "replace"
-    if spec.format == "text" and not is_remote(path) and content is None:
+    if spec.format == "text" and is_plain_local(path) and content is None:
         counter.count_files([local_path(path)], num_threads, 1 << 20, replace, on_bytes)
         return SourceStats(documents=1, bytes=os.path.getsize(local_path(path)))
+    if spec.format == "text" and compression_of(path) is not None:
+        return _count_compressed_text(counter, path, spec, num_threads, on_bytes, content)
     stats = SourceStats()
     for data, offsets, first in _document_batches(path, spec, content):
         done = stats.bytes
@@ -165,6 +181,42 @@ def count_file(
         stats.documents += (len(offsets) // 8) - 1
         stats.bytes += len(data)
     return stats
+
+
+def _count_compressed_text(
+    counter: _core.WordCounter,
+    path: str,
+    spec: CountSpec,
+    num_threads: int | None,
+    on_bytes: Callable[[int], None] | None,
+    content: bytes | None,
+) -> SourceStats:
+    """One compressed text document, decompressed as a stream and counted in
+    blocks cut where the counter's cut rule allows (the cuts the Rust reader
+    takes in a plain file), so it counts exactly as the file uncompressed."""
+    from bytepair.encoding.text import safe_blocks
+    from bytepair.textfile import decode_text_blocks
+
+    done = 0
+    batch: list[str] = []
+
+    def flush() -> None:
+        counter.count_texts(batch, num_threads)
+        batch.clear()
+
+    def read(n: int) -> None:
+        nonlocal done
+        done = n
+
+    with _open(path, content) as f:
+        for block in safe_blocks(decode_text_blocks(f, path, spec.errors, read), counter.chars_after_last_cut):
+            batch.append(block)
+            if len(batch) >= 16:
+                flush()
+                if on_bytes is not None:
+                    on_bytes(done)
+        flush()
+    return SourceStats(documents=1, bytes=done)
 
 
 def _document_batches(path: str, spec: CountSpec, content: bytes | None = None) -> Iterator[tuple[bytes, bytes, int]]:
@@ -182,13 +234,35 @@ def _document_batches(path: str, spec: CountSpec, content: bytes | None = None) 
 
 
 def _open(path: str, content: bytes | None = None):
-    if content is not None:
-        return io.BytesIO(content)
-    if is_remote(path):
+    """The bytes of an input, decompressed when its suffix says so (remote
+    files through fsspec's own decompression)."""
+    kind = compression_of(path)
+    if content is None and is_remote(path):
         import fsspec
 
-        return fsspec.open(path, "rb").open()
-    return open(local_path(path), "rb")
+        if kind == "zstd":
+            _require_zstandard(path)
+        return fsspec.open(path, "rb", compression="infer").open()
+    source = io.BytesIO(content) if content is not None else local_path(path)
+    if kind is None:
+        return source if content is not None else open(source, "rb")
+    if kind == "zstd":
+        zstandard = _require_zstandard(path)
+        raw = source if content is not None else open(source, "rb")
+        return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
+    import bz2
+    import gzip
+    import lzma
+
+    return {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}[kind](source, "rb")
+
+
+def _require_zstandard(path: str):
+    try:
+        import zstandard
+    except ImportError:
+        raise ImportError(f"{path}: reading .zst files needs the zstandard package (pip install zstandard)") from None
+    return zstandard
 
 
 def _json_batches(path: str, spec: CountSpec, content: bytes | None = None):

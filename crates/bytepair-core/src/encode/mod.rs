@@ -220,6 +220,13 @@ impl Encoder {
         self.specials.iter().find(|(s, _)| s == token).map(|(_, id)| *id)
     }
 
+    /// Encode one pre-token as it is (no special tokens, no pre-tokenization),
+    /// appending its ids to `out`: what encoding makes of a word (training on
+    /// top of this vocabulary, `train::train_on_base`).
+    pub fn encode_word_into(&self, word: &[u8], out: &mut Vec<u32>) -> Result<(), EncodeError> {
+        with_scratch(self.tag, |scratch| self.encode_piece(word, scratch, out))
+    }
+
     /// Encode `text` with special-token strings taken as plain text,
     /// appending ids to `out`.
     pub fn encode_ordinary_into(&self, text: &str, out: &mut Vec<u32>) -> Result<(), EncodeError> {

@@ -30,8 +30,21 @@
 //! `(bytes(A), bytes(B))`, so results never depend on hash or thread order.
 //!
 //! Counts are u64 throughout (HF's 32-bit pair counts overflow on big corpora).
+//!
+//! Limits (`TrainOptions`, as HF tokenizers' `min_frequency` and `max_token_length`):
+//! a pair whose merge would be longer than `max_token_length` bytes is never
+//! queued (its count is still kept, so the seams around it stay exact), and the
+//! loop stops when the best pair counts fewer than `min_frequency`. The
+//! tie-break holds among the pairs left.
+//!
+//! Extending a tokenizer (`train_on_base`): every distinct word is encoded with
+//! the base's encoder (rank-ordered merges, `crate::encode`) and the pair counts
+//! are seeded from those token sequences, instead of replaying the base's tens
+//! of thousands of merges through this loop; new merges then follow as usual,
+//! on a dense internal numbering of the base's tokens.
 
 
+mod base;
 mod changes;
 mod words;
 
@@ -39,7 +52,7 @@ use std::cmp::Ordering as CmpOrdering;
 use std::collections::BinaryHeap;
 
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::count::WordCounts;
 use crate::memory::drop_in_background;
@@ -47,6 +60,7 @@ use crate::progress::Progress;
 use changes::SeamChanges;
 use words::{merge_words, Words};
 
+pub use base::{train_on_base, Base};
 pub use words::{merge_in_word, Seam};
 
 type Pair = (u32, u32);
@@ -59,19 +73,46 @@ pub struct Merge {
     pub count: u64,
 }
 
-/// Result of training: merges in rank order (merge `r` creates id `256 + r`).
+/// Limits on the merges the loop may choose. The default sets none.
+#[derive(Debug, Clone, Default)]
+pub struct TrainOptions {
+    /// Stop when the best pair counts fewer than this (HF's `min_frequency`);
+    /// 0 and 1 set no limit.
+    pub min_frequency: u64,
+    /// No token longer than this many bytes: a pair whose merge would be longer
+    /// is skipped (never merged, not counted as a merge). None: no limit.
+    pub max_token_length: Option<usize>,
+}
+
+/// Why the merge loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// It learned every merge asked for.
+    Finished,
+    /// No pair that may be merged was left.
+    NoPairLeft,
+    /// The best pair left counts fewer than `TrainOptions::min_frequency`.
+    BelowMinFrequency,
+}
+
+/// Result of training: merges in rank order (from `train`, merge `r` creates
+/// id `256 + r`; from `train_on_base`, id `Base::first_new_id + r`).
 #[derive(Debug)]
 pub struct Trained {
     pub merges: Vec<Merge>,
-    /// True when the loop ran out of pairs before reaching the requested number.
-    pub stopped_early: bool,
+    pub stop: Stop,
     /// Tokens the counted text holds after all merges (sum of count x word length).
     pub tokens: u64,
 }
 
 impl Trained {
-    /// The bytes of the token each merge makes, in rank order: merge `r`
-    /// makes id `256 + r`, the concatenation of its two parts.
+    /// True when the loop ended before learning every merge asked for.
+    pub fn stopped_early(&self) -> bool {
+        self.stop != Stop::Finished
+    }
+
+    /// The bytes of the token each merge makes, in rank order, for a result
+    /// of `train`: merge `r` makes id `256 + r`, the concatenation of its two parts.
     pub fn merged_tokens(&self) -> Vec<Vec<u8>> {
         let mut bytes: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
         for m in &self.merges {
@@ -148,6 +189,12 @@ struct Trainer {
     waiting: Vec<Vec<Pair>>,
     /// The changes of the merge being applied (kept for its tables).
     changes: SeamChanges,
+    /// Longest token allowed, in bytes.
+    max_token_length: usize,
+    /// The bytes of the base's tokens when extending one: a pair that would
+    /// make one of them again is skipped (the base's encoder would merge it
+    /// with the base's rank anyway, and one token must not have two ids).
+    taken: FxHashSet<Vec<u8>>,
 }
 
 #[derive(Default)]
@@ -160,10 +207,11 @@ struct PairStats {
 }
 
 impl Trainer {
-    fn new(words: Words, freqs: Vec<u64>) -> Self {
-        let token_bytes: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    /// A trainer over `words` (token ids indexing `token_bytes`).
+    fn new(words: Words, freqs: Vec<u64>, token_bytes: Vec<Vec<u8>>, taken: FxHashSet<Vec<u8>>, options: &TrainOptions) -> Self {
         let token_prefix = token_bytes.iter().map(|b| TokenPrefix::of(b)).collect();
         let pairs = initial_pair_index(&words, &freqs);
+        let vocabulary = token_bytes.len();
         let mut t = Trainer {
             words,
             freqs,
@@ -173,10 +221,26 @@ impl Trainer {
             heap: BinaryHeap::new(),
             threshold: 1 << 63,
             waiting: vec![Vec::new(); 64],
-            changes: SeamChanges::for_vocabulary(256),
+            changes: SeamChanges::for_vocabulary(vocabulary),
+            max_token_length: options.max_token_length.unwrap_or(usize::MAX),
+            taken,
         };
         t.rebuild_queue();
         t
+    }
+
+    /// Whether merging `pair` would make a token longer than allowed.
+    fn too_long(&self, pair: Pair) -> bool {
+        self.token_bytes[pair.0 as usize].len() + self.token_bytes[pair.1 as usize].len() > self.max_token_length
+    }
+
+    /// Whether `pair` may be merged: not too long, and not a token of the base.
+    fn eligible(&self, pair: Pair) -> bool {
+        if self.too_long(pair) {
+            return false;
+        }
+        self.taken.is_empty()
+            || !self.taken.contains(&[&self.token_bytes[pair.0 as usize][..], &self.token_bytes[pair.1 as usize][..]].concat())
     }
 
     fn candidate(&self, pair: Pair, count: u64) -> Candidate {
@@ -223,7 +287,11 @@ impl Trainer {
 
     /// Queue `pair` with its live `count` (positive): on the heap if it is at
     /// least the threshold, else in its bucket.
+    /// A pair too long to merge is never queued.
     fn enqueue(&mut self, pair: Pair, count: u64) {
+        if self.too_long(pair) {
+            return;
+        }
         if count >= self.threshold {
             let candidate = self.candidate(pair, count);
             self.heap.push(candidate);
@@ -250,9 +318,10 @@ impl Trainer {
         true
     }
 
-    /// Pop the best pair with a positive live count, or None when none is left.
-    /// Entries whose key equals the top's are popped together and ordered by
-    /// their bytes; the live ones that lose are pushed back.
+    /// Pop the best eligible pair with a positive live count, or None when none
+    /// is left. Entries whose key equals the top's are popped together and
+    /// ordered by their bytes; the live ones that lose are pushed back, the
+    /// ones that may not be merged (`eligible`) are dropped.
     fn pop_best(&mut self) -> Option<(Pair, u64)> {
         loop {
             if self.heap.is_empty() && self.lower_threshold() {
@@ -266,7 +335,11 @@ impl Trainer {
             }
             for c in group {
                 match self.live_count(c.pair) {
-                    n if n == c.count => live.push(c),
+                    n if n == c.count => {
+                        if self.eligible(c.pair) {
+                            live.push(c);
+                        }
+                    }
                     0 => {}
                     n => self.enqueue(c.pair, n),
                 }
@@ -402,6 +475,9 @@ pub enum TrainError {
     /// reaches 2^64, so a pair count could overflow u64.
     #[error("the counts add up to {total_bytes} bytes of text, beyond 2**64: pair counts would overflow u64")]
     CountsTooLarge { total_bytes: u128 },
+    /// A word holds bytes the base tokenizer has no token for.
+    #[error("bytes b\"{}\" are not in the base tokenizer's vocabulary", .0.escape_ascii())]
+    NotInBase(Vec<u8>),
 }
 
 /// Every pair count and token total is at most the sum of count x word length,
@@ -414,7 +490,17 @@ fn check_total_bytes(word_counts: &WordCounts) -> Result<(), TrainError> {
     Ok(())
 }
 
-/// Learn up to `num_merges` merges from word counts (word bytes -> count).
+/// Learn up to `num_merges` merges from word counts (word bytes -> count),
+/// with no limits (`train_with` and the default `TrainOptions`).
+///
+/// # Errors
+/// As `train_with`.
+pub fn train(word_counts: WordCounts, num_merges: usize, progress: &Progress) -> Result<Trained, TrainError> {
+    train_with(word_counts, num_merges, &TrainOptions::default(), progress)
+}
+
+/// Learn up to `num_merges` merges from word counts (word bytes -> count)
+/// within the limits of `options`; merge `r` creates id `256 + r`.
 ///
 /// Words of one byte carry no pair and are skipped. `progress.done` counts merges.
 ///
@@ -422,25 +508,44 @@ fn check_total_bytes(word_counts: &WordCounts) -> Result<(), TrainError> {
 /// [`TrainError::CountsTooLarge`] before any work when the counts stand for 2^64
 /// bytes of text or more (counts merged from artifacts can get there);
 /// [`TrainError::Cancelled`] when cancelled through `progress`.
-pub fn train(word_counts: WordCounts, num_merges: usize, progress: &Progress) -> Result<Trained, TrainError> {
+pub fn train_with(word_counts: WordCounts, num_merges: usize, options: &TrainOptions, progress: &Progress) -> Result<Trained, TrainError> {
     check_total_bytes(&word_counts)?;
     let single_byte_tokens: u64 = word_counts.iter().filter(|(w, _)| w.len() == 1).map(|(_, c)| c).sum();
     let (words, freqs) = Words::from_counts(&word_counts);
     drop_in_background(word_counts);
-    let mut t = Trainer::new(words, freqs);
+    let bytes = (0..=255u8).map(|b| vec![b]).collect();
+    let trainer = Trainer::new(words, freqs, bytes, FxHashSet::default(), options);
+    let (merges, stop, tokens) = learn(trainer, single_byte_tokens, num_merges, options, progress)?;
+    Ok(Trained { merges, stop, tokens })
+}
+
+/// The merge loop: new ids follow the trainer's tokens; `single_tokens` is
+/// the tokens of the words left out of the trainer (one token each).
+fn learn(
+    mut t: Trainer,
+    single_tokens: u64,
+    num_merges: usize,
+    options: &TrainOptions,
+    progress: &Progress,
+) -> Result<(Vec<Merge>, Stop, u64), TrainError> {
+    let first_new_id = t.token_bytes.len() as u32;
     // Capacity from what the words can hold, not from the request: a vocab_size of
     // 10^10 must not reserve 160 GB up front.
     let mut merges = Vec::with_capacity(num_merges.min(t.pair_count()));
+    let mut stop = Stop::Finished;
     while merges.len() < num_merges {
         if progress.is_cancelled() {
             return Err(TrainError::Cancelled);
         }
         let Some((pair, count)) = t.pop_best() else {
-            let tokens = single_byte_tokens + t.token_total();
-            drop_in_background(t);
-            return Ok(Trained { merges, stopped_early: true, tokens });
+            stop = Stop::NoPairLeft;
+            break;
         };
-        let new_id = 256 + merges.len() as u32;
+        if count < options.min_frequency {
+            stop = Stop::BelowMinFrequency;
+            break;
+        }
+        let new_id = first_new_id + merges.len() as u32;
         t.push_token(pair);
         t.apply_merge(pair, new_id);
         merges.push(Merge { left: pair.0, right: pair.1, count });
@@ -450,106 +555,10 @@ pub fn train(word_counts: WordCounts, num_merges: usize, progress: &Progress) ->
             t.rebuild_queue();
         }
     }
-    let tokens = single_byte_tokens + t.token_total();
+    let tokens = single_tokens + t.token_total();
     drop_in_background(t);
-    Ok(Trained { merges, stopped_early: false, tokens })
+    Ok((merges, stop, tokens))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn learn(words: &[(&str, u64)], n: usize) -> Vec<String> {
-        let wc = words.iter().map(|(w, c)| (w.as_bytes().to_vec(), *c)).collect();
-        let t = train(wc, n, &Progress::default()).unwrap();
-        t.merged_tokens().into_iter().map(|b| String::from_utf8(b).unwrap()).collect()
-    }
-
-    #[test]
-    fn counts_standing_for_2_64_bytes_are_refused_before_training() {
-        let wc: WordCounts = [(b"ab".to_vec(), 1u64 << 62), (b"cd".to_vec(), 1u64 << 62)].into_iter().collect();
-        let err = train(wc, 10, &Progress::default()).unwrap_err();
-        assert_eq!(err, TrainError::CountsTooLarge { total_bytes: 1u128 << 64 });
-        let wc: WordCounts = [(b"ab".to_vec(), (1u64 << 63) - 1)].into_iter().collect();
-        assert_eq!(train(wc, 10, &Progress::default()).unwrap().merges[0].count, (1u64 << 63) - 1);
-    }
-
-    /// The merges by recounting every pair of every word at each step (the
-    /// textbook loop), with the same tie-break, as token byte strings.
-    fn learn_by_recounting(words: &[(Vec<u8>, u64)], n: usize) -> Vec<Vec<u8>> {
-        let mut words: Vec<(Vec<Vec<u8>>, u64)> =
-            words.iter().map(|(w, c)| (w.iter().map(|&b| vec![b]).collect(), *c)).collect();
-        let mut out = vec![];
-        while out.len() < n {
-            let mut counts: std::collections::BTreeMap<(Vec<u8>, Vec<u8>), u64> = Default::default();
-            for (w, c) in &words {
-                for p in w.windows(2) {
-                    *counts.entry((p[0].clone(), p[1].clone())).or_default() += c;
-                }
-            }
-            let Some((best, _)) = counts.into_iter().max_by(|x, y| x.1.cmp(&y.1).then(x.0.cmp(&y.0))) else { break };
-            let merged = [best.0.clone(), best.1.clone()].concat();
-            for (w, _) in &mut words {
-                let mut i = 0;
-                while i + 1 < w.len() {
-                    if w[i] == best.0 && w[i + 1] == best.1 {
-                        w[i] = merged.clone();
-                        w.remove(i + 1);
-                    }
-                    i += 1;
-                }
-            }
-            out.push(merged);
-        }
-        out
-    }
-
-    #[test]
-    fn merges_equal_a_full_recount_on_generated_words() {
-        // Few letters and counts spread over four orders of magnitude: many
-        // ties, repeats like `abab`, and pairs that wait in the buckets.
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = |m: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % m
-        };
-        for _ in 0..20 {
-            let mut counts = WordCounts::default();
-            for _ in 0..60 {
-                let len = 1 + next(7) as usize;
-                let word: Vec<u8> = (0..len).map(|_| b"abcd"[next(4) as usize]).collect();
-                *counts.entry(word).or_default() += [1, 3, 40, 700][next(4) as usize];
-            }
-            let words: Vec<(Vec<u8>, u64)> = counts.iter().map(|(w, c)| (w.clone(), *c)).collect();
-            let expected = learn_by_recounting(&words, 40);
-            let trained = train(counts, 40, &Progress::default()).unwrap();
-            assert_eq!(trained.merged_tokens(), expected, "words {words:?}");
-        }
-    }
-
-    #[test]
-    fn hugging_face_course_example() {
-        let got = learn(&[("hug", 10), ("pug", 5), ("pun", 12), ("bun", 4), ("hugs", 5)], 4);
-        assert_eq!(got, ["ug", "un", "hug", "pun"]);
-    }
-
-    #[test]
-    fn back_to_back_occurrences_leave_no_phantom_pair() {
-        // a b a b -> ab ab: the seam after the first ab briefly counts
-        // (ab, a), which the second takes back. Were it kept, a bogus
-        // "aba" would be merged after "abab" instead of stopping.
-        assert_eq!(learn(&[("abab", 5)], 3), ["ab", "abab"]);
-        // (b, a) loses both its occurrences: one left of the first ab and
-        // one between the two.
-        assert_eq!(learn(&[("babab", 3), ("ab", 1)], 3), ["ab", "bab", "babab"]);
-    }
-
-    #[test]
-    fn stops_early_when_no_pair_is_left() {
-        let t = train([(b"ab".to_vec(), 3)].into_iter().collect(), 10, &Progress::default()).unwrap();
-        assert_eq!(t.merges.len(), 1);
-        assert!(t.stopped_early);
-    }
-}
+mod tests;

@@ -28,18 +28,31 @@ impl Words {
     /// prefix is sorted on as one integer: sorting by the whole bytes spent
     /// ~0.1 s (multilingual, 475k words) comparing words through pointers.
     pub(super) fn from_counts(counts: &WordCounts) -> (Self, Vec<u64>) {
-        let mut kept: Vec<(u64, &[u8], u64)> = counts
+        let kept: Vec<(u64, &[u8], u64)> = counts
             .iter()
             .filter(|(w, &c)| w.len() >= 2 && c > 0)
             .map(|(w, &c)| (TokenPrefix::of(w).prefix, &w[..], c))
             .collect();
-        kept.par_sort_unstable_by_key(|&(prefix, _, _)| prefix);
-        let total: usize = kept.iter().map(|(_, w, _)| w.len()).sum();
+        Self::from_kept(kept)
+    }
+
+    /// Words already split into tokens (a base tokenizer's encoding), each
+    /// with the prefix of its bytes and its count; those of fewer than two
+    /// tokens are left out. Order as in `from_counts`.
+    pub(super) fn from_token_words(words: Vec<(u64, Vec<u32>, u64)>) -> (Self, Vec<u64>) {
+        let kept = words.into_iter().filter(|(_, ids, c)| ids.len() >= 2 && *c > 0).collect();
+        Self::from_kept(kept)
+    }
+
+    /// The words of `kept` (prefix, word, count) in prefix order.
+    fn from_kept<T: Symbols + Send>(mut kept: Vec<(u64, T, u64)>) -> (Self, Vec<u64>) {
+        kept.par_sort_unstable_by_key(|(prefix, _, _)| *prefix);
+        let total: usize = kept.iter().map(|(_, w, _)| w.count()).sum();
         let mut words = Words { symbols: Vec::with_capacity(total), start: Vec::with_capacity(kept.len()), len: Vec::with_capacity(kept.len()) };
-        for &(_, bytes, _) in &kept {
+        for (_, word, _) in &kept {
             words.start.push(words.symbols.len());
-            words.len.push(bytes.len() as u32);
-            words.symbols.extend(bytes.iter().map(|&b| u32::from(b)));
+            words.len.push(word.count() as u32);
+            word.push_to(&mut words.symbols);
         }
         (words, kept.iter().map(|&(_, _, c)| c).collect())
     }
@@ -55,6 +68,30 @@ impl Words {
     /// All the words, for `merge_words`, and where each starts.
     pub(super) fn view(&mut self) -> (WordsView<'_>, &[usize]) {
         (WordsView { first: 0, base: 0, symbols: &mut self.symbols, len: &mut self.len }, &self.start)
+    }
+}
+
+/// A word as `Words::from_kept` takes it: bytes (one token each) or token ids.
+trait Symbols {
+    fn count(&self) -> usize;
+    fn push_to(&self, out: &mut Vec<u32>);
+}
+
+impl Symbols for &[u8] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn push_to(&self, out: &mut Vec<u32>) {
+        out.extend(self.iter().map(|&b| u32::from(b)));
+    }
+}
+
+impl Symbols for Vec<u32> {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn push_to(&self, out: &mut Vec<u32>) {
+        out.extend_from_slice(self);
     }
 }
 

@@ -1,0 +1,141 @@
+//! The merge loop against a full recount at every step, limits included.
+
+use super::*;
+
+fn learn(words: &[(&str, u64)], n: usize) -> Vec<String> {
+    let wc = words.iter().map(|(w, c)| (w.as_bytes().to_vec(), *c)).collect();
+    let t = train(wc, n, &Progress::default()).unwrap();
+    t.merged_tokens().into_iter().map(|b| String::from_utf8(b).unwrap()).collect()
+}
+
+#[test]
+fn counts_standing_for_2_64_bytes_are_refused_before_training() {
+    let wc: WordCounts = [(b"ab".to_vec(), 1u64 << 62), (b"cd".to_vec(), 1u64 << 62)].into_iter().collect();
+    let err = train(wc, 10, &Progress::default()).unwrap_err();
+    assert_eq!(err, TrainError::CountsTooLarge { total_bytes: 1u128 << 64 });
+    let wc: WordCounts = [(b"ab".to_vec(), (1u64 << 63) - 1)].into_iter().collect();
+    assert_eq!(train(wc, 10, &Progress::default()).unwrap().merges[0].count, (1u64 << 63) - 1);
+}
+
+/// The merges by recounting every pair of every word at each step (the
+/// textbook loop), with the same tie-break, as token byte strings.
+fn learn_by_recounting(words: &[(Vec<u8>, u64)], n: usize) -> Vec<Vec<u8>> {
+    learn_by_recounting_with(words, n, &TrainOptions::default())
+}
+
+/// `learn_by_recounting` within `options`: pairs too long left out, stop below min_frequency.
+fn learn_by_recounting_with(words: &[(Vec<u8>, u64)], n: usize, options: &TrainOptions) -> Vec<Vec<u8>> {
+    let max_len = options.max_token_length.unwrap_or(usize::MAX);
+    let mut words: Vec<(Vec<Vec<u8>>, u64)> =
+        words.iter().map(|(w, c)| (w.iter().map(|&b| vec![b]).collect(), *c)).collect();
+    let mut out = vec![];
+    while out.len() < n {
+        let mut counts: std::collections::BTreeMap<(Vec<u8>, Vec<u8>), u64> = Default::default();
+        for (w, c) in &words {
+            for p in w.windows(2) {
+                if p[0].len() + p[1].len() <= max_len {
+                    *counts.entry((p[0].clone(), p[1].clone())).or_default() += c;
+                }
+            }
+        }
+        let Some((best, top)) = counts.into_iter().max_by(|x, y| x.1.cmp(&y.1).then(x.0.cmp(&y.0))) else { break };
+        if top < options.min_frequency {
+            break;
+        }
+        let merged = [best.0.clone(), best.1.clone()].concat();
+        for (w, _) in &mut words {
+            let mut i = 0;
+            while i + 1 < w.len() {
+                if w[i] == best.0 && w[i + 1] == best.1 {
+                    w[i] = merged.clone();
+                    w.remove(i + 1);
+                }
+                i += 1;
+            }
+        }
+        out.push(merged);
+    }
+    out
+}
+
+/// A seeded xorshift stream: `next(m)` is a number below `m`.
+fn xorshift(mut state: u64) -> impl FnMut(u64) -> u64 {
+    move |m| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % m
+    }
+}
+
+/// 60 words of up to `max_len` letters of `letters`, each counted one of `counts`.
+fn generated_words(next: &mut impl FnMut(u64) -> u64, letters: &[u8], max_len: u64, counts: [u64; 4]) -> WordCounts {
+    let mut words = WordCounts::default();
+    for _ in 0..60 {
+        let len = 1 + next(max_len) as usize;
+        let word: Vec<u8> = (0..len).map(|_| letters[next(letters.len() as u64) as usize]).collect();
+        *words.entry(word).or_default() += counts[next(4) as usize];
+    }
+    words
+}
+
+#[test]
+fn merges_equal_a_full_recount_on_generated_words() {
+    // Few letters and counts spread over four orders of magnitude: many
+    // ties, repeats like `abab`, and pairs that wait in the buckets.
+    let mut next = xorshift(0x2545_f491_4f6c_dd1d);
+    for _ in 0..20 {
+        let counts = generated_words(&mut next, b"abcd", 7, [1, 3, 40, 700]);
+        let words: Vec<(Vec<u8>, u64)> = counts.iter().map(|(w, c)| (w.clone(), *c)).collect();
+        let expected = learn_by_recounting(&words, 40);
+        let trained = train(counts, 40, &Progress::default()).unwrap();
+        assert_eq!(trained.merged_tokens(), expected, "words {words:?}");
+    }
+}
+
+#[test]
+fn limits_equal_a_full_recount_on_generated_words() {
+    let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
+    for round in 0..30 {
+        let counts = generated_words(&mut next, b"abc", 9, [1, 2, 5, 90]);
+        let options = TrainOptions { min_frequency: [0, 3, 40][round % 3], max_token_length: [None, Some(2), Some(3), Some(5)][round % 4] };
+        let words: Vec<(Vec<u8>, u64)> = counts.iter().map(|(w, c)| (w.clone(), *c)).collect();
+        let expected = learn_by_recounting_with(&words, 40, &options);
+        let trained = train_with(counts, 40, &options, &Progress::default()).unwrap();
+        assert_eq!(trained.merged_tokens(), expected, "words {words:?}, {options:?}");
+        assert_eq!(trained.stopped_early(), expected.len() < 40);
+    }
+}
+
+#[test]
+fn min_frequency_stops_with_its_reason() {
+    let wc: WordCounts = [(b"ab".to_vec(), 5), (b"cd".to_vec(), 2)].into_iter().collect();
+    let options = TrainOptions { min_frequency: 3, max_token_length: None };
+    let t = train_with(wc, 10, &options, &Progress::default()).unwrap();
+    assert_eq!(t.merged_tokens(), [b"ab".to_vec()]);
+    assert_eq!(t.stop, Stop::BelowMinFrequency);
+}
+
+#[test]
+fn hugging_face_course_example() {
+    let got = learn(&[("hug", 10), ("pug", 5), ("pun", 12), ("bun", 4), ("hugs", 5)], 4);
+    assert_eq!(got, ["ug", "un", "hug", "pun"]);
+}
+
+#[test]
+fn back_to_back_occurrences_leave_no_phantom_pair() {
+    // a b a b -> ab ab: the seam after the first ab briefly counts
+    // (ab, a), which the second takes back. Were it kept, a bogus
+    // "aba" would be merged after "abab" instead of stopping.
+    assert_eq!(learn(&[("abab", 5)], 3), ["ab", "abab"]);
+    // (b, a) loses both its occurrences: one left of the first ab and
+    // one between the two.
+    assert_eq!(learn(&[("babab", 3), ("ab", 1)], 3), ["ab", "bab", "babab"]);
+}
+
+#[test]
+fn stops_early_when_no_pair_is_left() {
+    let t = train([(b"ab".to_vec(), 3)].into_iter().collect(), 10, &Progress::default()).unwrap();
+    assert_eq!(t.merges.len(), 1);
+    assert_eq!(t.stop, Stop::NoPairLeft);
+}

@@ -1,0 +1,158 @@
+"""What a training run will make, planned and checked before any counting:
+the number of merges, the ids of the new special tokens, the limits and the
+base tokenizer (`bytepair.train`'s shared arguments).
+
+Id layout (docs/design.md): merges get ids after the 256 bytes (or after a
+base's largest id); special tokens take the block of ids after the merges.
+Special tokens at fixed ids (``{token: id}``, Llama 3's layout) must lie in
+that block, so ``rank == id - 256`` still holds; the others, and the
+``reserve_special_tokens`` placeholders, fill its free ids in order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import numbers
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from bytepair import _core
+from bytepair.counts.sources import check_special_tokens
+from bytepair.tokenizer import Tokenizer
+
+
+def _check_limits(min_frequency: int, max_token_length: int | None) -> None:
+    """ValueError for a `min_frequency` that is not a non-negative integer or a
+    `max_token_length` that is neither None nor a positive integer."""
+    if isinstance(min_frequency, bool) or not isinstance(min_frequency, numbers.Integral) or min_frequency < 0:
+        raise ValueError(f"min_frequency={min_frequency!r} must be a non-negative integer (a pair count)")
+    if max_token_length is not None and (
+        isinstance(max_token_length, bool) or not isinstance(max_token_length, numbers.Integral) or max_token_length < 1
+    ):
+        raise ValueError(f"max_token_length={max_token_length!r} must be None or a positive integer (bytes)")
+
+
+RESERVED_SPECIAL_TOKEN = "<|reserved_special_token_{}|>"
+
+
+@dataclass
+class TrainPlan:
+    """What a training run will make, checked before any counting.
+
+    `specials` are the new special tokens in id order (given, then reserved);
+    the text is split at them and at the base's. `fixed` maps those given at
+    fixed ids to their id. New merges get ids from `next_id` on.
+    """
+
+    vocab_size: int
+    num_merges: int
+    specials: tuple[str, ...]
+    fixed: dict[str, int]
+    pattern: str
+    base: Tokenizer | None = None
+    trace: int = 0
+    min_frequency: int = 0
+    max_token_length: int | None = None
+
+    @property
+    def next_id(self) -> int:
+        return 256 if self.base is None else self.base.n_vocab
+
+    @property
+    def split_at(self) -> list[str]:
+        """Every special-token string that splits the text (the base's first)."""
+        return ([] if self.base is None else list(self.base.special_tokens)) + list(self.specials)
+
+
+def plan_training(
+    vocab_size: int,
+    special_tokens: Sequence[str] | Mapping[str, int],
+    *,
+    reserve_special_tokens: int = 0,
+    pattern: str | None = None,
+    base: Tokenizer | None = None,
+    trace: int = 0,
+    min_frequency: int = 0,
+    max_token_length: int | None = None,
+) -> TrainPlan:
+    """Check the arguments every `train*` function shares and plan the ids."""
+    if isinstance(trace, bool) or not isinstance(trace, int) or trace < 0:
+        raise ValueError(f"trace={trace!r} must be a non-negative integer (merges to print)")
+    _check_limits(min_frequency, max_token_length)
+    if base is not None and not isinstance(base, Tokenizer):
+        raise TypeError(f"base must be a bytepair.Tokenizer (Tokenizer.load, bytepair.get_encoding), not {type(base).__name__}")
+    if base is not None and pattern is not None and _core.resolve_pattern(pattern) != base.pattern_regex:
+        raise ValueError(f"pattern={pattern!r} differs from the base tokenizer's: an extension keeps the base's pattern")
+    names, fixed = _given_specials(special_tokens, base)
+    if isinstance(reserve_special_tokens, bool) or not isinstance(reserve_special_tokens, int) or reserve_special_tokens < 0:
+        raise ValueError(f"reserve_special_tokens={reserve_special_tokens!r} must be a non-negative integer")
+    taken = set(names) | set(base.special_tokens if base is not None else ())
+    placeholders = (RESERVED_SPECIAL_TOKEN.format(i) for i in itertools.count())
+    reserved = list(itertools.islice((t for t in placeholders if t not in taken), reserve_special_tokens))
+    specials = names + tuple(reserved)
+    if isinstance(vocab_size, numbers.Integral) and not isinstance(vocab_size, bool):
+        vocab_size = int(vocab_size)  # numpy integers are accepted as the int they hold
+    floor = (256 if base is None else base.vocab_size) + len(specials)
+    if not isinstance(vocab_size, int) or vocab_size < floor:
+        held = "256 (the bytes)" if base is None else f"{base.vocab_size} (the base tokenizer's ids)"
+        raise ValueError(
+            f"vocab_size={vocab_size!r} is too small: it must be at least {held} "
+            f"+ {len(specials)} (special tokens) = {floor}"
+        )
+    plan = TrainPlan(
+        vocab_size, vocab_size - floor, specials, fixed,
+        pattern=base.pattern if base is not None else pattern or "gpt2", base=base, trace=trace,
+        min_frequency=int(min_frequency), max_token_length=None if max_token_length is None else int(max_token_length),
+    )
+    _check_fixed_ids(plan)
+    return plan
+
+
+def _given_specials(
+    special_tokens: Sequence[str] | Mapping[str, int], base: Tokenizer | None
+) -> tuple[tuple[str, ...], dict[str, int]]:
+    """(names in order, {name: fixed id}) of the special tokens given, less
+    those the base has already (a fixed id must then be the base's)."""
+    fixed: dict[str, int] = {}
+    if isinstance(special_tokens, Mapping):
+        names = check_special_tokens(list(special_tokens))
+        for t, i in special_tokens.items():
+            if i is None:  # no fixed id: the next free one
+                continue
+            if isinstance(i, bool) or not isinstance(i, numbers.Integral) or i < 0:
+                raise ValueError(f"special token {t!r}: id {i!r} must be a non-negative integer")
+            fixed[t] = int(i)
+    else:
+        names = check_special_tokens(special_tokens)
+    if base is None:
+        return names, fixed
+    for t in names:
+        if t in base.special_tokens and fixed.get(t, base.special_tokens[t]) != base.special_tokens[t]:
+            raise ValueError(f"special token {t!r} has id {base.special_tokens[t]} in the base tokenizer, not {fixed[t]}")
+    new = tuple(t for t in names if t not in base.special_tokens)
+    return new, {t: i for t, i in fixed.items() if t in new}
+
+
+def _check_fixed_ids(plan: TrainPlan) -> None:
+    """Fixed ids must lie in the block of ids the new special tokens take, right
+    after the planned merges (docs/design.md's layout), once each."""
+    first = plan.next_id + plan.num_merges
+    block = range(first, first + len(plan.specials))
+    owner: dict[int, str] = {}
+    for t, i in plan.fixed.items():
+        if i not in block:
+            raise ValueError(
+                f"special token {t!r} has id {i}, outside the ids of the special tokens, "
+                f"{block.start}..{block.stop - 1} (after the {plan.num_merges:,} merges that vocab_size={plan.vocab_size:,} leaves)"
+            )
+        if i in owner:
+            raise ValueError(f"special tokens {owner[i]!r} and {t!r} both have id {i}")
+        owner[i] = t
+
+
+def special_ids(plan: TrainPlan, first: int) -> dict[str, int]:
+    """Ids of the new special tokens after training: fixed ones keep theirs,
+    the others take the free ids from `first` (after the last merge) in order."""
+    used = set(plan.fixed.values())
+    free = (i for i in itertools.count(first) if i not in used)
+    return {t: plan.fixed[t] if t in plan.fixed else next(free) for t in plan.specials}
