@@ -15,10 +15,12 @@ from bytepair.counts.sources import CountSpec
 from bytepair.tokenizer import Tokenizer
 from bytepair.train import TrainingStats, train, train_from_counts, train_from_iterator
 from bytepair.counts.artifact import WordCounts
+from bytepair.dataset import TokenShards, encode_dataset
 from bytepair.formats.by_name import get_encoding, list_encodings
 
 __all__ = [
-    "CountSpec", "Tokenizer", "TrainingStats", "WordCounts", "count", "get_encoding", "list_encodings",
+    "CountSpec", "TokenShards", "Tokenizer", "TrainingStats", "WordCounts", "count", "encode_dataset", "get_encoding",
+    "list_encodings",
     "resolve_pattern", "train", "train_from_counts", "train_from_iterator",
 ]
 __version__ = "0.1.0"

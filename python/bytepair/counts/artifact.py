@@ -41,13 +41,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from bytepair import _core
 from bytepair.atomic import atomic_open, atomic_write
-from bytepair.counts.sources import CountSpec, SourceStats, count_file
+from bytepair.counts.sources import MANIFEST, CountSpec, SourceStats, count_file
 
 if TYPE_CHECKING:
     import pyarrow
     import pyarrow.parquet
 
-MANIFEST = "_manifest.json"
 FORMAT = "bytepair-word-counts"
 FORMAT_VERSION = 1
 BUCKET_HASH = "xxh3_64(word, seed=0x6279746570616972) % parts"

@@ -21,49 +21,13 @@ from typing import Any
 
 
 from bytepair.progress import ProgressBar
-from bytepair.counts.sources import CountSpec, check_inputs, input_size, is_remote
+from bytepair.counts.sources import CountSpec, check_inputs, expand_inputs, infer_format, input_size
 from bytepair.counts.artifact import (
-    BUCKET_HASH, MANIFEST, WordCounts, _bucket_paths, _build_manifest, _commit, _count_shard, _part_name, _plan_shards,
+    BUCKET_HASH, WordCounts, _bucket_paths, _build_manifest, _commit, _count_shard, _part_name, _plan_shards,
     _reduce_bucket, _staging_dir,
 )
 
 ENGINES = ("local", "ray", "spark")
-_EXTENSIONS = {".txt": "text", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
-
-
-def expand_inputs(inputs: str | os.PathLike | Sequence[str | os.PathLike], out: str | None = None) -> list[str]:
-    """Paths as strings; a local folder stands for every non-hidden file below
-    it, in sorted order, leaving out word-counts artifacts (folders with a
-    manifest) and `out`, so that ``count DIR -o DIR/counts`` never counts its
-    own earlier output. Raises ValueError for no input at all."""
-    if isinstance(inputs, (str, os.PathLike)):
-        inputs = [inputs]
-    skip = os.path.realpath(out) if out is not None and not is_remote(out) else None
-
-    def is_input_dir(path: str) -> bool:
-        return os.path.realpath(path) != skip and not os.path.exists(os.path.join(path, MANIFEST))
-
-    paths: list[str] = []
-    for item in map(os.fspath, inputs):
-        if not is_remote(item) and os.path.isdir(item):
-            for root, dirs, files in os.walk(item):
-                if not is_input_dir(root):
-                    dirs[:] = []
-                    continue
-                dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
-                paths += [os.path.join(root, f) for f in sorted(files) if not f.startswith((".", "_"))]
-        else:
-            paths.append(item)
-    if not paths:
-        raise ValueError(f"no input files in {[os.fspath(i) for i in inputs]!r}")
-    return paths
-
-
-def infer_format(paths: Sequence[str]) -> str:
-    """``jsonl`` or ``parquet`` when every file has that extension (``.gz`` etc.
-    aside, which fsspec does not decompress here), else ``text``."""
-    kinds = {_EXTENSIONS.get(os.path.splitext(p)[1].lower(), "text") for p in paths}
-    return kinds.pop() if len(kinds) == 1 else "text"
 
 
 def count(
