@@ -37,9 +37,12 @@ def encode_tasks_on_ray(
     address: str | None = None,
     runtime_env: dict[str, Any] | None = None,
     max_retries: int = 1,
+    _fail_once: str | None = None,
 ) -> dict[int, dict[str, Any]]:
     """Run `_encode_task` for each task index in `todo` as a Ray task (one CPU
-    and `num_threads` threads each, default 1); returns {task: record}.
+    and `num_threads` threads each, default 1); returns {task: record}. A
+    task that fails for any reason but bad input is retried up to
+    `max_retries` times; the retry overwrites that task's shards only.
 
     Raises:
         ImportError: ray is not installed.
@@ -60,7 +63,7 @@ def encode_tasks_on_ray(
     try:
         task_fn = ray.remote(_encode_task_or_error).options(**options)
         tok_ref = ray.put(tok)
-        pending = {task_fn.remote(t, list(tasks[t]), spec, tok_ref, out_dir, num_threads or 1): t for t in todo}
+        pending = {task_fn.remote(t, list(tasks[t]), spec, tok_ref, out_dir, num_threads or 1, _fail_once): t for t in todo}
         finished: dict[int, dict[str, Any]] = {}
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
@@ -83,10 +86,20 @@ def encode_tasks_on_ray(
 
 
 def _encode_task_or_error(task: int, paths: list[str], spec: ShardSpec, tok: "Tokenizer", out_dir: str,
-                          num_threads: int) -> dict[str, Any] | BaseException:
+                          num_threads: int, fail_once: str | None = None) -> dict[str, Any] | BaseException:
     """One Ray task. Bad input (ValueError, OSError) is returned, not raised,
-    so Ray does not retry what would fail again and the driver re-raises it."""
+    so Ray does not retry what would fail again and the driver re-raises it.
+    `fail_once` (tests): a marker file; the first task to create it fails
+    after writing its shards."""
     try:
-        return _encode_task(task, paths, spec, tok, out_dir, num_threads)
+        record = _encode_task(task, paths, spec, tok, out_dir, num_threads)
     except (ValueError, OSError) as e:
         return e
+    if fail_once is not None:
+        try:
+            with open(fail_once, "x"):
+                pass
+        except FileExistsError:
+            return record
+        raise RuntimeError("injected failure after writing the shards")
+    return record
