@@ -313,3 +313,13 @@ def test_inputs_glob_and_a_dataset_inside_the_input_folder_is_not_read(mixed, to
         import shutil
 
         shutil.rmtree(folder / "sub" / "tokens")
+
+
+def test_a_long_document_is_cut_into_segments_with_the_same_ids(tmp_path, tok, corpus_text):
+    """A document over 1 MiB is encoded in parallel segments cut at safe cuts
+    (one big file uses every thread): the ids are those of the whole."""
+    text = corpus_text("enwiki.txt", 3 << 20, at=0.3)
+    (tmp_path / "big.txt").write_text(text, encoding="utf-8")
+    ds = bytepair.encode_dataset(tmp_path / "big.txt", tmp_path / "ds", tok, num_threads=2, progress=False)
+    assert len(ds) == 1
+    assert np.array_equal(ds[0], np.array(tok.encode_ordinary(text) + [tok.eot_token]))

@@ -212,33 +212,37 @@ impl CoreBPE {
             };
             count_error(CountError::InvalidUtf8 { path, offset: offset as u64 })
         };
-        let encoded: Vec<Result<Vec<u32>, PyErr>> = run_with_progress(py, num_threads, None, |_| {
-            (0..offsets.len() - 1)
+        let decode = |i: usize| match std::str::from_utf8(document(i)) {
+            Ok(text) => Ok(Cow::Borrowed(text)),
+            Err(_) if replace_errors => Ok(String::from_utf8_lossy(document(i))),
+            Err(e) => Err(bad_utf8(i, e.valid_up_to())),
+        };
+        let encoded: Vec<(usize, Vec<u32>)> = run_with_progress(py, num_threads, None, |_| {
+            let texts: Vec<Cow<str>> = (0..offsets.len() - 1).into_par_iter().map(decode).collect::<PyResult<_>>()?;
+            // A long document is encoded in segments cut where the ids of the
+            // parts join to the ids of the whole (bytepair_core::cut), so one
+            // big file uses every thread too.
+            let pieces: Vec<(usize, &str)> = texts
+                .iter()
+                .enumerate()
+                .flat_map(|(i, text)| segments(&self.cut, text, SEGMENT_BYTES).map(move |(_, piece)| (i, piece)))
+                .collect();
+            pieces
                 .into_par_iter()
-                .map(|i| {
-                    let text = match std::str::from_utf8(document(i)) {
-                        Ok(text) => Cow::Borrowed(text),
-                        Err(_) if replace_errors => String::from_utf8_lossy(document(i)),
-                        Err(e) => return Err(bad_utf8(i, e.valid_up_to())),
-                    };
-                    let mut ids = self.enc.encode(&text, &allowed, &disallowed).map_err(|e| encode_error(e, &text))?;
-                    ids.extend(eot);
-                    Ok(ids)
-                })
-                .collect()
-        })?;
-        let encoded: Vec<Vec<u32>> = encoded.into_iter().collect::<PyResult<_>>()?;
-        let lengths: Vec<u8> = encoded.iter().flat_map(|ids| (ids.len() as i64).to_le_bytes()).collect();
-        let mut out = Vec::with_capacity(encoded.iter().map(Vec::len).sum::<usize>() * itemsize);
-        for ids in &encoded {
-            if itemsize == 4 {
-                out.extend(ids.iter().flat_map(|id| id.to_le_bytes()));
-                continue;
+                .map(|(i, piece)| Ok((i, self.enc.encode(piece, &allowed, &disallowed).map_err(|e| encode_error(e, piece))?)))
+                .collect::<PyResult<Vec<_>>>()
+        })??;
+        let documents = offsets.len() - 1;
+        let mut out = Vec::with_capacity((encoded.iter().map(|(_, ids)| ids.len()).sum::<usize>() + documents) * itemsize);
+        let mut lengths = Vec::with_capacity(documents * 8);
+        let mut pieces = encoded.iter().peekable();
+        for i in 0..documents {
+            let before = out.len();
+            while let Some((_, ids)) = pieces.next_if(|(doc, _)| *doc == i) {
+                push_ids(&mut out, ids.iter().copied(), itemsize)?;
             }
-            for &id in ids {
-                let narrow = u16::try_from(id).map_err(|_| PyValueError::new_err(format!("id {id} does not fit in 2 bytes")))?;
-                out.extend_from_slice(&narrow.to_le_bytes());
-            }
+            push_ids(&mut out, eot, itemsize)?;
+            lengths.extend_from_slice(&(((out.len() - before) / itemsize) as i64).to_le_bytes());
         }
         Ok((PyBytes::new(py, &out), PyBytes::new(py, &lengths)))
     }
@@ -268,6 +272,19 @@ impl CoreBPE {
         self.enc.pre_tokenizer().for_each_piece(text, |w| out.push(w.to_string())).map_err(|e| PyValueError::new_err(e.to_string()))?;
         Ok(out)
     }
+}
+
+/// Append `ids` to `out` as little-endian unsigned ints of `itemsize` (2 or 4) bytes.
+fn push_ids(out: &mut Vec<u8>, ids: impl IntoIterator<Item = u32>, itemsize: usize) -> PyResult<()> {
+    for id in ids {
+        if itemsize == 4 {
+            out.extend_from_slice(&id.to_le_bytes());
+        } else {
+            let narrow = u16::try_from(id).map_err(|_| PyValueError::new_err(format!("id {id} does not fit in 2 bytes")))?;
+            out.extend_from_slice(&narrow.to_le_bytes());
+        }
+    }
+    Ok(())
 }
 
 /// `ids` as little-endian uint32 bytes, in one copy.
