@@ -244,6 +244,7 @@ def test_megatron_uint16(tmp_path):
     ds = bytepair.encode_dataset(tmp_path / "a.txt", tmp_path / "ds", byte_tokenizer(special_tokens=[EOT]),
                                  separator=EOT, layout="megatron", progress=False)
     assert [d.tolist() for d in read_megatron(tmp_path / "ds" / "shard-00000-00000")] == [[97, 98, 256], [99, 100, 101, 256]]
+    assert ds.manifest["dtype"] == "uint16" and ds[1].tolist() == [99, 100, 101, 256]
 
 
 def test_bad_utf8_names_the_file_and_record(tmp_path, tok):
@@ -302,9 +303,8 @@ def test_cli_glob_that_matches_nothing(tmp_path):
 
 
 def test_inputs_glob_and_a_dataset_inside_the_input_folder_is_not_read(mixed, tok, tmp_path):
-    folder, documents = mixed
-    ds = encode(str(folder / "sub" / "*.txt.*"), tmp_path / "ds", tok)
-    assert ds.manifest["input"]["files"] == 2
+    folder, _ = mixed
+    assert encode(str(folder / "sub" / "*.txt.*"), tmp_path / "ds", tok).manifest["input"]["files"] == 2
     inner = encode(folder / "sub", folder / "sub" / "tokens", tok)
     try:
         again = encode(folder / "sub", tmp_path / "again", tok)

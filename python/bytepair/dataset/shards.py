@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from bytepair.tokenizer import Tokenizer
 
 LAYOUTS = ("shards", "megatron")
-ENGINES = ("local", "ray")
+ENGINES = ("local", "ray", "spark")
 PROGRESS = "_progress"
 PLAN = "plan.json"
 DEFAULT_SHARD_SIZE = 1 << 27  # tokens: 256 MiB of uint16 per shard
@@ -311,12 +311,13 @@ def encode_dataset(
             record and byte offset) or ``replace`` (U+FFFD).
         num_threads: encoding threads (default: one per core); on Ray, the
             threads of each task (default 1, one CPU per task).
-        engine: ``local`` (this process) or ``ray`` (one Ray task per task of
-            inputs; see `bytepair.counts.engines.on_ray` for the cluster rules).
+        engine: ``local`` (this process), ``ray`` or ``spark`` (one cluster
+            task per task of inputs; `bytepair.dataset.on_ray`, `on_spark`).
         progress: a bar of input bytes and tokens on stderr (default: when
             stderr is a terminal).
         task_bytes: input bytes per task (tests use small ones).
-        engine_options: ray: ``address``, ``runtime_env``, ``max_retries``.
+        engine_options: ray: ``address``, ``runtime_env``, ``max_retries``;
+            spark: ``spark`` (a SparkSession; default the active one or a local one).
 
     Returns:
         TokenShards: the finished dataset.
@@ -372,6 +373,11 @@ def encode_dataset(
 
             finished = encode_tasks_on_ray(todo, tasks, spec, tok, out_dir, bar, done_tokens,
                                            num_threads=num_threads, **engine_options)
+        elif engine == "spark":
+            from bytepair.dataset.on_spark import encode_tasks_on_spark
+
+            finished = encode_tasks_on_spark(todo, tasks, spec, tok, out_dir, bar, done_tokens,
+                                             num_threads=num_threads, **engine_options)
         else:
             if engine_options:
                 raise TypeError(f"unexpected options for the local engine: {', '.join(engine_options)}")
