@@ -122,7 +122,7 @@ def add_dataset_flags(e: argparse.ArgumentParser) -> None:
     g.add_argument("--eot", default=None, metavar="TOKEN",
                    help="special token after each document (default: <|endoftext|> if the tokenizer has it)")
     g.add_argument("--no-eot", action="store_true", help="no token after each document")
-    g.add_argument("--engine", choices=ENGINES, default=None, help="local (default: this machine's cores) or ray")
+    g.add_argument("--engine", choices=ENGINES, default=None, help="local (default: this machine's cores), ray or spark")
     g.add_argument("--ray-address", default=None, metavar="ADDR", help="Ray cluster to join (with --engine ray)")
     g.add_argument("--threads", type=positive_int, default=None, help="encoding threads (default: all cores)")
 
