@@ -229,7 +229,12 @@ impl CoreBPE {
                 .collect();
             pieces
                 .into_par_iter()
-                .map(|(i, piece)| Ok((i, self.enc.encode(piece, &allowed, &disallowed).map_err(|e| encode_error(e, piece))?)))
+                .map(|(i, piece)| {
+                    let mut ids = self.enc.encode(piece, &allowed, &disallowed).map_err(|e| encode_error(e, piece))?;
+                    // encode reserves 2 ids per byte; a batch holds every piece's ids at once
+                    ids.shrink_to_fit();
+                    Ok((i, ids))
+                })
                 .collect::<PyResult<Vec<_>>>()
         })??;
         let documents = offsets.len() - 1;

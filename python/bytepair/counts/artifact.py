@@ -398,6 +398,33 @@ def _commit(staging: str, out: str, manifest: dict[str, Any]) -> "WordCounts":
 # -- reading an artifact ---------------------------------------------------------
 
 
+def read_manifest(path: str, format: str, version: int, kind: str, missing: str) -> dict[str, Any]:
+    """The ``_manifest.json`` of the output folder `path` (word counts, token
+    shards), checked to be of `format` and at most `version`.
+
+    Raises:
+        FileNotFoundError: no folder (named as a `kind` folder), or no manifest
+            in it (the message ends with `missing`).
+        ValueError: not JSON, another format, or a newer version (names the file).
+    """
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"{path}: no such {kind} folder")
+    manifest_path = os.path.join(path, MANIFEST)
+    if not os.path.exists(manifest_path):
+        raise FileNotFoundError(f"{path}: no {MANIFEST}: {missing}")
+    try:
+        with open(manifest_path, "rb") as f:
+            manifest = json.load(f)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"{manifest_path}: not valid JSON: {e}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != format:
+        raise ValueError(f"{manifest_path}: not a bytepair {kind} manifest (format != {format!r})")
+    found = manifest.get("format_version")
+    if not isinstance(found, int) or found > version:
+        raise ValueError(f"{manifest_path}: format_version {found!r}; this bytepair reads up to {version}")
+    return manifest
+
+
 @dataclass(frozen=True)
 class _Totals:
     """What was counted: documents, input bytes, pre-tokens, distinct words."""
@@ -433,23 +460,9 @@ class WordCounts:
                 version, or that names a part file that is missing.
         """
         path = os.fspath(path)
-        if not os.path.isdir(path):
-            raise FileNotFoundError(f"{path}: no such word-counts folder")
         manifest_path = os.path.join(path, MANIFEST)
-        if not os.path.exists(manifest_path):
-            raise FileNotFoundError(
-                f"{path}: no {MANIFEST}: not a word-counts artifact (an unfinished or interrupted count?)"
-            )
-        try:
-            with open(manifest_path, "rb") as f:
-                manifest = json.load(f)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise ValueError(f"{manifest_path}: not valid JSON: {e}") from None
-        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-            raise ValueError(f"{manifest_path}: not a bytepair word-counts manifest (format != {FORMAT!r})")
-        version = manifest.get("format_version")
-        if not isinstance(version, int) or version > FORMAT_VERSION:
-            raise ValueError(f"{manifest_path}: format_version {version!r}; this bytepair reads up to {FORMAT_VERSION}")
+        manifest = read_manifest(path, FORMAT, FORMAT_VERSION, "word-counts",
+                                 "not a word-counts artifact (an unfinished or interrupted count?)")
         try:
             parts = manifest["parts"]
             _check_parts(parts)

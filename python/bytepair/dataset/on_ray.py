@@ -12,58 +12,46 @@ bytepair package shipped as the job's ``py_modules`` when joining a cluster.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from bytepair.counts.engines.on_ray import _import_ray, default_runtime_env
-from bytepair.dataset.shards import ShardSpec, _encode_task
-from bytepair.progress import ProgressBar
+from bytepair.counts.engines.on_ray import start_ray
+from bytepair.dataset.shards import ShardSpec, TaskRun, _encode_task
 
 if TYPE_CHECKING:
     from bytepair.tokenizer import Tokenizer
 
 
 def encode_tasks_on_ray(
-    todo: Sequence[int],
-    tasks: Sequence[Sequence[str]],
-    spec: ShardSpec,
-    tok: "Tokenizer",
-    out_dir: str,
-    bar: ProgressBar,
-    done_tokens: int,
+    run: TaskRun,
+    on_record: Callable[[dict[str, Any]], None],
     *,
-    num_threads: int | None = None,
     address: str | None = None,
     runtime_env: dict[str, Any] | None = None,
     max_retries: int = 1,
     _fail_once: str | None = None,
 ) -> dict[int, dict[str, Any]]:
-    """Run `_encode_task` for each task index in `todo` as a Ray task (one CPU
-    and `num_threads` threads each, default 1); returns {task: record}. A
-    task that fails for any reason but bad input is retried up to
-    `max_retries` times; the retry overwrites that task's shards only.
+    """Run each task of `run` as a Ray task (one CPU and `run.num_threads`
+    threads each, default 1), calling `on_record` as each finishes; returns
+    {task: record}. A task that fails for any reason but bad input is retried
+    up to `max_retries` times; the retry overwrites that task's shards only.
+    `address`, `runtime_env`: as for counting (`start_ray`).
 
     Raises:
         ImportError: ray is not installed.
         ValueError, OSError: bad input, as the task raised it (names the file).
         ray.exceptions.RayError: a task that still failed after `max_retries`.
     """
-    ray = _import_ray()
-    shutdown = not ray.is_initialized()
-    if shutdown:
-        joining = address is not None or bool(os.environ.get("RAY_ADDRESS"))
-        ray.init(address=address, include_dashboard=False, logging_level="WARNING", log_to_driver=False,
-                 runtime_env=runtime_env if runtime_env is not None else default_runtime_env() if joining else None)
-        runtime_env = None
+    ray, shutdown, runtime_env = start_ray(address, runtime_env)
     options: dict[str, Any] = {"num_cpus": 1, "max_retries": max_retries, "retry_exceptions": True}
     if runtime_env:
         options["runtime_env"] = runtime_env
     pending: dict[Any, int] = {}
     try:
         task_fn = ray.remote(_encode_task_or_error).options(**options)
-        tok_ref = ray.put(tok)
-        pending = {task_fn.remote(t, list(tasks[t]), spec, tok_ref, out_dir, num_threads or 1, _fail_once): t for t in todo}
+        tok_ref = ray.put(run.tok)
+        pending = {task_fn.remote(t, paths, run.spec, tok_ref, run.out_dir, run.num_threads or 1, _fail_once): t
+                   for t, paths in run.todo}
         finished: dict[int, dict[str, Any]] = {}
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
@@ -72,9 +60,7 @@ def encode_tasks_on_ray(
             if isinstance(record, BaseException):
                 raise record
             finished[t] = record
-            done_tokens += record["tokens"]
-            bar.update_to(bar.n + record["bytes"])
-            bar.set_postfix(tokens=f"{done_tokens:,}", tasks=f"{len(finished)}/{len(todo)}")
+            on_record(record)
         return finished
     except BaseException:
         for ref in pending:

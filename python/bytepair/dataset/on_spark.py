@@ -13,34 +13,21 @@ the active one, or a local one made for the run (`bytepair.counts.engines.on_spa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from bytepair.dataset.shards import ShardSpec, _encode_task
-from bytepair.progress import ProgressBar
+from bytepair.dataset.shards import TaskRun, _encode_task
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from bytepair.tokenizer import Tokenizer
-
 
 def encode_tasks_on_spark(
-    todo: Sequence[int],
-    tasks: Sequence[Sequence[str]],
-    spec: ShardSpec,
-    tok: "Tokenizer",
-    out_dir: str,
-    bar: ProgressBar,
-    done_tokens: int,
-    *,
-    num_threads: int | None = None,
-    spark: "SparkSession | None" = None,
+    run: TaskRun, on_record: Callable[[dict[str, Any]], None], *, spark: "SparkSession | None" = None
 ) -> dict[int, dict[str, Any]]:
-    """Run `_encode_task` for each task index in `todo` as a Spark task (with
-    `num_threads` threads, default the task's ``spark.task.cpus``); returns
-    {task: record}. The bar moves when the job ends (Spark returns the
-    records together).
+    """Run each task of `run` as a Spark task (with `run.num_threads` threads,
+    default the task's ``spark.task.cpus``); returns {task: record}, calling
+    `on_record` for each when the job ends (Spark returns them together).
 
     Raises:
         ImportError: pyspark is not installed.
@@ -51,22 +38,22 @@ def encode_tasks_on_spark(
     except ImportError as e:  # pragma: no cover
         raise ImportError("engine='spark' needs pyspark: pip install 'bytepair[spark]'") from e
     session, created = _session(spark)
+    spec, out_dir, num_threads = run.spec, run.out_dir, run.num_threads
     try:
         context = session.sparkContext
-        shared = context.broadcast(tok)
-        jobs = [(t, list(tasks[t])) for t in todo]
+        shared = context.broadcast(run.tok)
 
-        def run(job: tuple[int, list[str]]) -> dict[str, Any]:
+        def encode(job: tuple[int, list[str]]) -> dict[str, Any]:
             from bytepair.counts.engines.on_spark import _task_threads
 
             return _encode_task(job[0], job[1], spec, shared.value, out_dir, num_threads or _task_threads())
 
-        records = _run(lambda: context.parallelize(jobs, max(1, len(jobs))).map(run).collect()) if jobs else []
+        jobs = run.todo
+        records = _run(lambda: context.parallelize(jobs, max(1, len(jobs))).map(encode).collect()) if jobs else []
         shared.unpersist()
     finally:
         if created:
             session.stop()
-    finished = {r["task"]: r for r in records}
-    bar.update_to(bar.n + sum(r["bytes"] for r in records))
-    bar.set_postfix(tokens=f"{done_tokens + sum(r['tokens'] for r in records):,}")
-    return finished
+    for record in records:
+        on_record(record)
+    return {r["task"]: r for r in records}

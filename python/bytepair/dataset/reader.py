@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from bytepair.counts.artifact import _sha256_file
+from bytepair.counts.artifact import _sha256_file, read_manifest
 from bytepair.counts.sources import MANIFEST
 from bytepair.dataset.megatron import read_megatron_index
 
@@ -50,26 +49,17 @@ class TokenShards:
                 that names a missing shard.
         """
         path = os.fspath(path)
+        manifest = read_manifest(path, FORMAT, FORMAT_VERSION, "token-shards",
+                                 "not a finished dataset (an interrupted encode? run it again to resume)")
         manifest_path = os.path.join(path, MANIFEST)
-        if not os.path.isdir(path):
-            raise FileNotFoundError(f"{path}: no such dataset folder")
-        if not os.path.exists(manifest_path):
-            raise FileNotFoundError(f"{path}: no {MANIFEST}: not a finished dataset (an interrupted encode? "
-                                    "run it again to resume)")
         try:
-            with open(manifest_path, "rb") as f:
-                manifest = json.load(f)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise ValueError(f"{manifest_path}: not valid JSON: {e}") from None
-        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-            raise ValueError(f"{manifest_path}: not a token-shards manifest (format != {FORMAT!r})")
-        if not isinstance(manifest.get("format_version"), int) or manifest["format_version"] > FORMAT_VERSION:
-            raise ValueError(f"{manifest_path}: format_version {manifest.get('format_version')!r}; "
-                             f"this bytepair reads up to {FORMAT_VERSION}")
-        for shard in manifest["shards"]:
-            for name in (shard["name"] + ".bin", shard["index"]):
-                if not os.path.isfile(os.path.join(path, name)):
-                    raise ValueError(f"{manifest_path}: shard file {name!r} is missing")
+            names = [name for s in manifest["shards"] for name in (s["name"] + ".bin", s["index"])]
+            int(manifest["documents"]), int(manifest["tokens"]), manifest["dtype"], manifest["layout"]
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"{manifest_path}: missing or malformed key ({e!r})") from None
+        for name in names:
+            if not os.path.isfile(os.path.join(path, name)):
+                raise ValueError(f"{manifest_path}: shard file {name!r} is missing")
         return cls(path, manifest)
 
     def __repr__(self) -> str:

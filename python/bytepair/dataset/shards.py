@@ -364,28 +364,22 @@ def encode_dataset(
     _start_or_resume(out_dir, plan)
     show = sys.stderr.isatty() if progress is None else bool(progress)
     records: list[dict[str, Any] | None] = [_finished_task(out_dir, t, task) for t, task in enumerate(tasks)]
-    todo = [t for t, r in enumerate(records) if r is None]
+    run = TaskRun([(t, tasks[t]) for t, r in enumerate(records) if r is None], spec, tok, out_dir, num_threads)
     with ProgressBar(sum(sizes), "encoding", unit="B", scale=True, enabled=show) as bar:
-        done_tokens = sum(r["tokens"] for r in records if r is not None)
-        bar.update_to(sum(r["bytes"] for r in records if r is not None))
+        counter = _Progress(bar, [r for r in records if r is not None])
         if engine == "ray":
             from bytepair.dataset.on_ray import encode_tasks_on_ray
 
-            finished = encode_tasks_on_ray(todo, tasks, spec, tok, out_dir, bar, done_tokens,
-                                           num_threads=num_threads, **engine_options)
+            finished = encode_tasks_on_ray(run, counter.task_done, **engine_options)
         elif engine == "spark":
             from bytepair.dataset.on_spark import encode_tasks_on_spark
 
-            finished = encode_tasks_on_spark(todo, tasks, spec, tok, out_dir, bar, done_tokens,
-                                             num_threads=num_threads, **engine_options)
+            finished = encode_tasks_on_spark(run, counter.task_done, **engine_options)
         else:
             if engine_options:
                 raise TypeError(f"unexpected options for the local engine: {', '.join(engine_options)}")
-            finished = {}
-            for t in todo:
-                finished[t] = _encode_task(t, tasks[t], spec, tok, out_dir, num_threads,
-                                           on_batch=_bar_feeder(bar, done_tokens))
-                done_tokens += finished[t]["tokens"]
+            finished = {t: _encode_task(t, paths, spec, tok, out_dir, num_threads, on_batch=counter.batch_done)
+                        for t, paths in run.todo}
         records = [finished.get(t, r) for t, r in enumerate(records)]
     manifest = _build_manifest(spec, plan, records, np.dtype(dtype).name)
     atomic_write(os.path.join(out_dir, MANIFEST), (json.dumps(manifest, indent=1) + "\n").encode())
@@ -393,17 +387,37 @@ def encode_dataset(
     return TokenShards.open(out_dir)
 
 
-def _bar_feeder(bar: ProgressBar, tokens_before: int):
-    """on_batch for `_encode_task`: input bytes on the bar, tokens after it."""
-    state = {"bytes": bar.n, "tokens": tokens_before}
+@dataclass
+class TaskRun:
+    """What an engine runs: `_encode_task(task, paths, spec, tok, out_dir,
+    num_threads)` for each ``(task, paths)`` of `todo` (the tasks an earlier
+    run did not finish). `num_threads` None: the engine's default."""
 
-    def on_batch(nbytes: int, tokens: int) -> None:
-        state["bytes"] += nbytes
-        state["tokens"] += tokens
-        bar.update_to(state["bytes"])
-        bar.set_postfix(tokens=f"{state['tokens']:,}")
+    todo: list[tuple[int, list[str]]]
+    spec: ShardSpec
+    tok: "Tokenizer"
+    out_dir: str
+    num_threads: int | None
 
-    return on_batch
+
+class _Progress:
+    """The bar of input bytes, with the tokens written after it: fed per batch
+    (local engine) or per finished task (cluster engines)."""
+
+    def __init__(self, bar: ProgressBar, finished: list[dict[str, Any]]):
+        self.bar = bar
+        self.bytes = sum(r["bytes"] for r in finished)
+        self.tokens = sum(r["tokens"] for r in finished)
+        self.batch_done(0, 0)
+
+    def batch_done(self, nbytes: int, tokens: int) -> None:
+        self.bytes += nbytes
+        self.tokens += tokens
+        self.bar.update_to(self.bytes)
+        self.bar.set_postfix(tokens=f"{self.tokens:,}")
+
+    def task_done(self, record: dict[str, Any]) -> None:
+        self.batch_done(record["bytes"], record["tokens"])
 
 
 def _load_tokenizer(name_or_path: str) -> "Tokenizer":
