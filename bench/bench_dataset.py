@@ -83,9 +83,9 @@ def run_ours(files: list[str], rank_file: str, threads: int, engine: str, scratc
     start, cpu = time.perf_counter(), time.process_time()
     ds = bytepair.encode_dataset(files, Path(scratch) / "ds", tok, separator=SEPARATOR, num_threads=threads,
                                  engine=engine, progress=False)
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    seconds, cpu, peak = time.perf_counter() - start, time.process_time() - cpu, common.peak_rss_mib()
     return {"seconds": seconds, "cpu": cpu, "tokens": ds.manifest["tokens"] - len(ds), "documents": len(ds),
-            "ids": ids_digest(ids for ids, _ in ds.shard_arrays()), "peak_mib": common.peak_rss_mib()}
+            "ids": ids_digest(ids for ids, _ in ds.shard_arrays()), "peak_mib": peak}
 
 
 def run_nanogpt(files: list[str], rank_file: str, threads: int, scratch: str) -> dict:
@@ -111,9 +111,9 @@ def run_nanogpt(files: list[str], rank_file: str, threads: int, scratch: str) ->
         out[at:at + len(b)] = b
         at += len(b)
     out.flush()
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    seconds, cpu, peak = time.perf_counter() - start, time.process_time() - cpu, common.peak_rss_mib()
     return {"seconds": seconds, "cpu": cpu, "tokens": total - len(documents), "documents": len(documents),
-            "ids": ids_digest([out]), "peak_mib": common.peak_rss_mib()}
+            "ids": ids_digest([out]), "peak_mib": peak}
 
 
 def run_gigatoken(files: list[str], rank_file: str) -> dict:
@@ -124,12 +124,12 @@ def run_gigatoken(files: list[str], rank_file: str) -> dict:
     common.reset_peak_rss()
     start, cpu = time.perf_counter(), time.process_time()
     ids = tok.encode_files(gigatoken.TextFileSource(files, separator=SEPARATOR), parallel=True)
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    seconds, cpu, peak = time.perf_counter() - start, time.process_time() - cpu, common.peak_rss_mib()
     import awkward as ak
 
     flat = np.asarray(ak.flatten(ids))
     return {"seconds": seconds, "cpu": cpu, "tokens": len(flat), "documents": len(ids), "ids": ids_digest([flat]),
-            "peak_mib": common.peak_rss_mib()}
+            "peak_mib": peak}
 
 
 def child(name: str, rank_file: str) -> dict:

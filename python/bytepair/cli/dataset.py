@@ -107,7 +107,7 @@ def cmd_shards_inspect(args: argparse.Namespace) -> int:
 def add_dataset_flags(e: argparse.ArgumentParser) -> None:
     """The flags `bytepair encode` takes for a dataset."""
     g = e.add_argument_group(
-        "datasets (several INPUTs, a folder or glob, -o an existing folder, or any flag below: "
+        "datasets (several INPUTs, a folder or glob, -o an existing folder or ending in /, or any flag below: "
         "writes a folder of token shards and _manifest.json, resumable)")
     g.add_argument("--shard-size", type=byte_size, default=None, metavar="N",
                    help=f"tokens per shard, e.g. 100M (default {DEFAULT_SHARD_SIZE:,}; K/M/G are powers of 1024)")

@@ -277,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("encode", help="encode a text file to a .npy array of ids, or a corpus to token shards",
                        description="One FILE -> a .npy of ids (uint16 if the vocabulary fits, else uint32). "
-                       "Several INPUTs, a folder or glob, -o an existing folder, or any dataset flag -> "
+                       "Several INPUTs, a folder or glob, -o an existing folder or ending in /, or any dataset flag -> "
                        "a dataset folder OUT_DIR of token shards (bytepair shards inspect OUT_DIR).")
     e.add_argument("inputs", nargs="+", type=input_path, metavar="INPUT",
                    help="UTF-8 text file, - for stdin; for a dataset also folders, globs, .gz/.bz2/.xz/.zst, "

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from bytepair import _core
 from bytepair.atomic import atomic_open, atomic_write
 from bytepair.counts.sources import MANIFEST, CountSpec, SourceStats, count_file
+from bytepair.folders import read_manifest, sha256_file as _sha256_file
 
 if TYPE_CHECKING:
     import pyarrow
@@ -172,14 +173,6 @@ def _add_part(counter: _core.WordCounter, path: str, unique: bool = True) -> Non
             counter.add_columns(data, offsets, counts, unique)
         except ValueError as e:
             raise ValueError(f"{path}: {e}") from None
-
-
-def _sha256_file(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 # -- the two engine functions --------------------------------------------------
@@ -396,33 +389,6 @@ def _commit(staging: str, out: str, manifest: dict[str, Any]) -> "WordCounts":
 
 
 # -- reading an artifact ---------------------------------------------------------
-
-
-def read_manifest(path: str, format: str, version: int, kind: str, missing: str) -> dict[str, Any]:
-    """The ``_manifest.json`` of the output folder `path` (word counts, token
-    shards), checked to be of `format` and at most `version`.
-
-    Raises:
-        FileNotFoundError: no folder (named as a `kind` folder), or no manifest
-            in it (the message ends with `missing`).
-        ValueError: not JSON, another format, or a newer version (names the file).
-    """
-    if not os.path.isdir(path):
-        raise FileNotFoundError(f"{path}: no such {kind} folder")
-    manifest_path = os.path.join(path, MANIFEST)
-    if not os.path.exists(manifest_path):
-        raise FileNotFoundError(f"{path}: no {MANIFEST}: {missing}")
-    try:
-        with open(manifest_path, "rb") as f:
-            manifest = json.load(f)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise ValueError(f"{manifest_path}: not valid JSON: {e}") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != format:
-        raise ValueError(f"{manifest_path}: not a bytepair {kind} manifest (format != {format!r})")
-    found = manifest.get("format_version")
-    if not isinstance(found, int) or found > version:
-        raise ValueError(f"{manifest_path}: format_version {found!r}; this bytepair reads up to {version}")
-    return manifest
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from bytepair.counts.artifact import _sha256_file, read_manifest
+from bytepair.folders import read_manifest, sha256_file as _sha256_file
 from bytepair.counts.sources import MANIFEST
 from bytepair.dataset.megatron import read_megatron_index
 

@@ -50,7 +50,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from bytepair.atomic import atomic_open, atomic_write
-from bytepair.counts.artifact import _HashingWriter, _sha256_file
+from bytepair.counts.artifact import _HashingWriter
+from bytepair.folders import sha256_file as _sha256_file
 from bytepair.counts.sources import (
     FORMATS, MANIFEST, check_inputs, document_batches, expand_inputs, infer_format, input_size, is_remote,
 )
