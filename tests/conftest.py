@@ -8,6 +8,11 @@
   gives a slice of one as text, cut to whole lines;
 * `engine_available(module)` skips a test when a counting engine (ray,
   pyspark) is not installed, or fails it when BYTEPAIR_REQUIRE_ENGINES=1;
+* `ray_cluster`: one two-CPU local Ray cluster for every Ray test of the
+  session (starting Ray takes seconds), started by the tests, so bytepair joins
+  a cluster it did not start, as on a real one; `spark_session`: one local
+  ``local[2,2]`` SparkSession for the Spark tests (two slots, a failed task
+  tried twice as on a cluster);
 * hypothesis profile: no deadline (the first call of a pattern compiles it, and
   CI machines vary); each test sets its own max_examples to stay fast.
 """
@@ -135,3 +140,32 @@ def engine_available(module: str) -> None:
         if os.environ.get("BYTEPAIR_REQUIRE_ENGINES") == "1":
             pytest.fail(f"BYTEPAIR_REQUIRE_ENGINES=1 but {problem}")
         pytest.skip(problem, allow_module_level=True)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """A two-CPU local Ray cluster shared by the Ray tests of the session."""
+    engine_available("ray")
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def spark_session():
+    """One local SparkSession, ``local[2,2]``, shared by the Spark tests of the session."""
+    engine_available("pyspark")
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import this bytepair
+    session = (SparkSession.builder.master("local[2,2]").appName("bytepair tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.sql.files.maxPartitionBytes", str(MIB))  # several map tasks even here
+               .getOrCreate())
+    session.sparkContext.setLogLevel("OFF")  # injected and input errors would print Java stack traces
+    yield session
+    session.stop()

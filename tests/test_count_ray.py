@@ -28,11 +28,7 @@ import ray  # noqa: E402
 from bytepair.counts.engines.on_ray import count_on_ray  # noqa: E402
 
 
-@pytest.fixture(scope="module", autouse=True)
-def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.usefixtures("ray_cluster")
 
 
 @pytest.mark.parametrize("shards,parts", [(1, 1), (3, 2), (6, 5)])

@@ -1,8 +1,8 @@
 """The Spark engine (`bytepair.counts.engines.on_spark`): its artifacts equal the local engine's.
 
-One local SparkSession for the module, ``local[2,2]``: two task slots, and a
-failed task is tried twice (plain ``local[2]`` never retries), so an injected
-failure is retried as on a cluster. Word counts, totals and training results
+One local SparkSession (conftest.spark_session, shared with the dataset
+tests), ``local[2,2]``: two task slots, and a failed task is tried twice (plain
+``local[2]`` never retries), so an injected failure is retried as on a cluster. Word counts, totals and training results
 are compared with the local engine (`bytepair.count(engine="local")`), which
 tests/test_wordcounts.py checks against single-process counting.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import numpy as np
 import pytest
@@ -19,27 +18,15 @@ import pytest
 import bytepair
 from bytepair import _core
 from bytepair.counts.artifact import WordCounts, _part_batches
-from conftest import COUNTING_STRESS_TEXTS, EOT, MIB, engine_available
+from conftest import COUNTING_STRESS_TEXTS, EOT
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 
 @pytest.fixture(scope="module")
-def spark():
-    engine_available("pyspark")
-    from pyspark.sql import SparkSession
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import this bytepair
-    session = (SparkSession.builder.master("local[2,2]").appName("bytepair tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "4")
-               .config("spark.sql.files.maxPartitionBytes", str(MIB))  # several map tasks even here
-               .getOrCreate())
-    session.sparkContext.setLogLevel("OFF")  # injected and input errors would print Java stack traces
-    yield session
-    session.stop()
+def spark(spark_session):
+    return spark_session
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ MODULES = [
     "bytepair.train",
     "bytepair.formats.bytelevel",
     "bytepair.counts.artifact",
+    "bytepair.dataset.reader",
 ]
 
 

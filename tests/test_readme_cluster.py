@@ -1,5 +1,6 @@
 """The README's "Beyond one machine" shell block runs as written (Ray and Spark
-on this machine) and gives the tokenizer that training on the files gives."""
+on this machine), gives the tokenizer that training on the files gives, and the
+token dataset that encoding each document gives."""
 
 from __future__ import annotations
 
@@ -50,4 +51,11 @@ def test_readme_block_runs_as_written(tmp_path, corpus_text):
     from_counts = bytepair.Tokenizer.load(tmp_path / "tokenizer.json")
     assert from_counts.merges == direct.merges
     assert from_counts.special_tokens == direct.special_tokens
-    assert shlex.split(commands[-1])[:3] == ["bytepair", "train", "--from-counts"]
+    assert any(shlex.split(c)[:3] == ["bytepair", "train", "--from-counts"] for c in commands)
+    # the dataset encoded on Ray: each document (text between separators) on its own, EOT after it
+    assert any(shlex.split(c)[:2] == ["bytepair", "encode"] and "--engine" in c for c in commands)
+    ds = bytepair.TokenShards.open(tmp_path / "tokens")
+    eot = from_counts.special_tokens["<|endoftext|>"]
+    documents = [d for f in files for d in Path(f).read_text().split("<|endoftext|>") if d]
+    assert len(ds) == len(documents)
+    assert ds.tokens.tolist() == [i for d in documents for i in from_counts.encode_ordinary(d) + [eot]]

@@ -381,3 +381,34 @@ def test_fsspec_urls_read_like_local_files(tmp_path):
         expected = _core.WordCounter("gpt2", [EOT])
         expected.count_texts(["\n".join(texts)] if fmt == "text" else texts)
         assert words == dict(expected.items()), fmt
+
+
+def test_compressed_and_globbed_inputs_count_as_the_plain_files(tmp_path, corpus_text):
+    """The readers shared with datasets: .gz/.bz2/.xz/.zst text and JSON Lines,
+    and globs, give the counts of the plain files."""
+    import bz2
+    import gzip
+    import lzma
+
+    import pyarrow as pa
+
+    texts = [corpus_text("enwiki.txt", 200_000, at) for at in (0.1, 0.5)]
+    plain = tmp_path / "plain"
+    packed = tmp_path / "packed"
+    plain.mkdir()
+    packed.mkdir()
+    for i, text in enumerate(texts):
+        (plain / f"{i}.txt").write_text(text)
+    (packed / "0.txt.gz").write_bytes(gzip.compress(texts[0].encode()))
+    (packed / "1.txt.xz").write_bytes(lzma.compress(texts[1].encode()))
+    (packed / "2.jsonl.bz2").write_bytes(bz2.compress("".join(json.dumps({"text": t}) + "\n" for t in texts).encode()))
+    with pa.CompressedOutputStream(str(packed / "3.jsonl.zst"), "zstd") as f:
+        f.write(json.dumps({"text": texts[0]}).encode() + b"\n")
+    expected = bytepair.count([plain / "0.txt", plain / "1.txt"] * 2 + [plain / "0.txt"], tmp_path / "a",
+                              num_workers=1, progress=False)
+    got_text = bytepair.count(str(packed / "*.txt.*"), tmp_path / "b", num_workers=1, progress=False)
+    got_jsonl = bytepair.count(str(packed / "*.jsonl.*"), tmp_path / "c", num_workers=1, progress=False)
+    assert got_text.totals.documents == 2 and got_jsonl.totals.documents == 3
+    summed = {w: c1 + dict(got_jsonl.items()).get(w, 0) for w, c1 in got_text.items()}
+    summed.update({w: c for w, c in got_jsonl.items() if w not in summed})
+    assert summed == dict(expected.items())

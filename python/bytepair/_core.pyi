@@ -105,6 +105,22 @@ class CoreBPE:
     ) -> list[list[int]]:
         """num_threads counts the calling thread, which also builds the lists;
         UnicodeEncodeError (before any work) if a text holds a lone surrogate."""
+    def encode_documents(
+        self,
+        data: bytes,
+        offsets: bytes,
+        source: str,
+        first_record: int | None,
+        allowed: list[str],
+        disallowed: list[str],
+        eot: int | None,
+        itemsize: int,
+        replace_errors: bool = False,
+        num_threads: int | None = None,
+    ) -> tuple[bytes, bytes]:
+        """Documents in Arrow large_binary layout (data, n + 1 LE int64 offsets), each encoded
+        on threads with eot appended -> (ids back to back as LE uint16/uint32 for itemsize 2/4,
+        each document's id count as LE int64). Errors name source, record and byte offset."""
     def decode_bytes(self, ids: list[int]) -> bytes: ...
     def decode_text(self, ids: list[int], errors: str) -> str:
         """The joined bytes of ids decoded as UTF-8 with the error handler `errors`."""

@@ -41,9 +41,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from bytepair import _core
-from bytepair.counts.count import expand_inputs, infer_format
 from bytepair.counts.sources import (
-    CountSpec, check_inputs, compression_of, count_file, input_size, is_plain_local, is_remote, local_path,
+    CountSpec, check_inputs, compression_of, count_file, expand_inputs, infer_format, input_size, is_plain_local,
+    is_remote, local_path,
 )
 from bytepair.progress import ProgressBar
 from bytepair.tokenizer import Tokenizer
@@ -285,7 +285,6 @@ def train(
             offset), a bad JSON line or Parquet column (names the file and
             record), an empty corpus (no text outside special tokens), a
             weight that is negative or names no input, a negative `trace`.
-        ImportError: a ``.zst`` input without the zstandard package.
         KeyboardInterrupt: Ctrl-C, within about 0.1 s.
 
     Warns:

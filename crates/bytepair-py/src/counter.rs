@@ -20,7 +20,7 @@ type TrainResult = (Vec<(u32, u32, u64)>, Option<&'static str>, u64);
 type PartBuffers<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
 
 /// Little-endian i64s from a bytes buffer (Arrow offsets or an INT64 column).
-fn le_i64s(raw: &[u8], what: &str) -> PyResult<Vec<i64>> {
+pub(crate) fn le_i64s(raw: &[u8], what: &str) -> PyResult<Vec<i64>> {
     if !raw.len().is_multiple_of(8) {
         return Err(PyValueError::new_err(format!("{what}: {} bytes is not a whole number of int64", raw.len())));
     }

@@ -2,16 +2,21 @@
 //! long text is cut at safe cuts into segments with a Ctrl-C check between
 //! them; id lists are built and read back by `IdLists`.
 
+use std::borrow::Cow;
+
+use bytepair_core::count::CountError;
 use bytepair_core::cut::{segments, CutRule};
 use bytepair_core::encode::cancellable;
 use bytepair_core::{EncodeError, Encoder};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use numpy::PyArray1;
+use rayon::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 
 use crate::batch::{encode_batch, BatchError};
-use crate::errors::{encode_error, encoder_error};
+use crate::counter::le_i64s;
+use crate::errors::{count_error, encode_error, encoder_error};
 use crate::id_lists::IdLists;
 use crate::runtime::{run_with_progress, thread_count};
 
@@ -182,6 +187,89 @@ impl CoreBPE {
         })
     }
 
+    /// Encode documents for a training set. The documents come in Arrow
+    /// `large_binary` layout, as the corpus readers make them (`data` back to
+    /// back, `offsets` n + 1 little-endian int64), and are encoded on
+    /// `num_threads` threads while the calling thread waits and checks Ctrl-C;
+    /// `eot` is appended to each when given. Returns all ids back to back as
+    /// little-endian unsigned ints of `itemsize` bytes (2 or 4) and each
+    /// document's number of ids (`eot` included) as little-endian int64: what
+    /// a token shard and its offsets hold (`bytepair.dataset`), with no Python
+    /// object per document or per id. Errors: bytes that are not UTF-8 (unless
+    /// `replace_errors`) name `source`, the record (`first_record` + index,
+    /// when given) and the byte offset; an encode error is the first failing
+    /// document's; an id that does not fit in `itemsize` bytes is a ValueError.
+    #[pyo3(signature = (data, offsets, source, first_record, allowed, disallowed, eot, itemsize, replace_errors=false, num_threads=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn encode_documents<'py>(
+        &self,
+        py: Python<'py>,
+        data: &[u8],
+        offsets: &[u8],
+        source: &str,
+        first_record: Option<u64>,
+        allowed: Vec<String>,
+        disallowed: Vec<String>,
+        eot: Option<u32>,
+        itemsize: usize,
+        replace_errors: bool,
+        num_threads: Option<usize>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        if itemsize != 2 && itemsize != 4 {
+            return Err(PyValueError::new_err(format!("itemsize={itemsize}: expected 2 or 4")));
+        }
+        let offsets = le_i64s(offsets, "offsets")?;
+        if offsets.is_empty() || offsets.windows(2).any(|w| w[0] < 0 || w[1] < w[0]) || offsets[offsets.len() - 1] as u64 > data.len() as u64 {
+            return Err(PyValueError::new_err(format!("offsets do not describe documents within {} bytes", data.len())));
+        }
+        let document = |i: usize| &data[offsets[i] as usize..offsets[i + 1] as usize];
+        let bad_utf8 = |i: usize, offset: usize| {
+            let path = match first_record {
+                Some(first) => format!("{source}: record {}", first + i as u64),
+                None => source.to_string(),
+            };
+            count_error(CountError::InvalidUtf8 { path, offset: offset as u64 })
+        };
+        let decode = |i: usize| match std::str::from_utf8(document(i)) {
+            Ok(text) => Ok(Cow::Borrowed(text)),
+            Err(_) if replace_errors => Ok(String::from_utf8_lossy(document(i))),
+            Err(e) => Err(bad_utf8(i, e.valid_up_to())),
+        };
+        let encoded: Vec<(usize, Vec<u32>)> = run_with_progress(py, num_threads, None, |_| {
+            let texts: Vec<Cow<str>> = (0..offsets.len() - 1).into_par_iter().map(decode).collect::<PyResult<_>>()?;
+            // A long document is encoded in segments cut where the ids of the
+            // parts join to the ids of the whole (bytepair_core::cut), so one
+            // big file uses every thread too.
+            let pieces: Vec<(usize, &str)> = texts
+                .iter()
+                .enumerate()
+                .flat_map(|(i, text)| segments(&self.cut, text, SEGMENT_BYTES).map(move |(_, piece)| (i, piece)))
+                .collect();
+            pieces
+                .into_par_iter()
+                .map(|(i, piece)| {
+                    let mut ids = self.enc.encode(piece, &allowed, &disallowed).map_err(|e| encode_error(e, piece))?;
+                    // encode reserves 2 ids per byte; a batch holds every piece's ids at once
+                    ids.shrink_to_fit();
+                    Ok((i, ids))
+                })
+                .collect::<PyResult<Vec<_>>>()
+        })??;
+        let documents = offsets.len() - 1;
+        let mut out = Vec::with_capacity((encoded.iter().map(|(_, ids)| ids.len()).sum::<usize>() + documents) * itemsize);
+        let mut lengths = Vec::with_capacity(documents * 8);
+        let mut pieces = encoded.iter().peekable();
+        for i in 0..documents {
+            let before = out.len();
+            while let Some((_, ids)) = pieces.next_if(|(doc, _)| *doc == i) {
+                push_ids(&mut out, ids.iter().copied(), itemsize)?;
+            }
+            push_ids(&mut out, eot, itemsize)?;
+            lengths.extend_from_slice(&(((out.len() - before) / itemsize) as i64).to_le_bytes());
+        }
+        Ok((PyBytes::new(py, &out), PyBytes::new(py, &lengths)))
+    }
+
     /// Joined bytes of a list of ids.
     fn decode_bytes<'py>(&self, py: Python<'py>, ids: Bound<'py, PyList>) -> PyResult<Bound<'py, PyBytes>> {
         Ok(PyBytes::new(py, &self.lists.joined_bytes(py, &self.enc, &ids)?))
@@ -207,4 +295,17 @@ impl CoreBPE {
         self.enc.pre_tokenizer().for_each_piece(text, |w| out.push(w.to_string())).map_err(|e| PyValueError::new_err(e.to_string()))?;
         Ok(out)
     }
+}
+
+/// Append `ids` to `out` as little-endian unsigned ints of `itemsize` (2 or 4) bytes.
+fn push_ids(out: &mut Vec<u8>, ids: impl IntoIterator<Item = u32>, itemsize: usize) -> PyResult<()> {
+    for id in ids {
+        if itemsize == 4 {
+            out.extend_from_slice(&id.to_le_bytes());
+        } else {
+            let narrow = u16::try_from(id).map_err(|_| PyValueError::new_err(format!("id {id} does not fit in 2 bytes")))?;
+            out.extend_from_slice(&narrow.to_le_bytes());
+        }
+    }
+    Ok(())
 }

@@ -2,6 +2,7 @@
 
     bytepair train [FILE...] --vocab-size N [--special-token T]... [-o tokenizer.json]
     bytepair encode -t tokenizer.json FILE -o ids.npy
+    bytepair encode -t tokenizer.json INPUT... -o OUT_DIR   (token shards: cli/dataset.py)
     bytepair decode -t tokenizer.json ids.npy [-o out.txt]
 
 `-` is standard input as a FILE and standard output as `-o`; results go to
@@ -202,6 +203,11 @@ def _special_policy(choice: str) -> dict:
 
 
 def cmd_encode(args: argparse.Namespace) -> int:
+    from bytepair.cli.dataset import cmd_encode_dataset, writes_dataset
+
+    if writes_dataset(args):
+        return cmd_encode_dataset(args)
+    args.file, args.special = args.inputs[0], args.special or "raise"
     tok = Tokenizer.load(args.tokenizer)
     dtype = np.uint16 if tok.n_vocab <= 1 << 16 else np.uint32
     policy = _special_policy(args.special)
@@ -342,19 +348,27 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--trace", type=int, default=0, metavar="N", help="print the first N merges with their counts")
     t.set_defaults(run=cmd_train)
 
-    e = sub.add_parser("encode", help="encode a text file to a .npy array of ids")
-    e.add_argument("file", type=input_path, metavar="FILE", help="UTF-8 text file, - for stdin")
+    e = sub.add_parser("encode", help="encode a text file to a .npy array of ids, or a corpus to token shards",
+                       description="One FILE -> a .npy of ids (uint16 if the vocabulary fits, else uint32). "
+                       "Several INPUTs, a folder or glob, -o an existing folder or ending in /, or any dataset flag -> "
+                       "a dataset folder OUT_DIR of token shards (bytepair shards inspect OUT_DIR).")
+    e.add_argument("inputs", nargs="+", type=input_path, metavar="INPUT",
+                   help="UTF-8 text file, - for stdin; for a dataset also folders, globs, .gz/.bz2/.xz/.zst, "
+                   ".jsonl, .parquet, fsspec URLs")
     e.add_argument("-t", "--tokenizer", required=True, type=input_path)
     e.add_argument("-o", "--output", required=True,
-                   help=".npy file, - for stdout (uint16 if the vocabulary fits, else uint32)")
-    e.add_argument("--special", choices=("raise", "allow", "text"), default="raise",
-                   help="special-token strings in the text: fail (default, as tiktoken's encode), "
-                   "emit their ids, or encode them as text")
+                   help=".npy file or - for stdout (one FILE), else the dataset folder OUT_DIR")
+    e.add_argument("--special", choices=("raise", "allow", "text"), default=None,
+                   help="special-token strings in the text: fail (default for one FILE, as tiktoken's encode), "
+                   "emit their ids, or encode them as text (always, for a dataset)")
     e.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
     e.add_argument("--dropout", type=_probability, default=0.0, metavar="P",
                    help="BPE-dropout: skip each merge with probability P (subword regularization; default 0)")
     e.add_argument("--seed", type=_seed, default=0, metavar="S", help="seed of --dropout's draws (default 0)")
     e.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no messages")
+    from bytepair.cli.dataset import add_dataset_flags, register_shards
+
+    add_dataset_flags(e)
     e.set_defaults(run=cmd_encode)
 
     d = sub.add_parser("decode", help="decode a .npy array of ids back to text")
@@ -367,6 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_count(sub)
     register_counts(sub)
+    register_shards(sub)
     # Converting between file formats.
     from bytepair.cli.formats import register_commands
 

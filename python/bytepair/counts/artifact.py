@@ -41,13 +41,13 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from bytepair import _core
 from bytepair.atomic import atomic_open, atomic_write
-from bytepair.counts.sources import CountSpec, SourceStats, count_file
+from bytepair.counts.sources import MANIFEST, CountSpec, SourceStats, count_file
+from bytepair.folders import read_manifest, sha256_file as _sha256_file
 
 if TYPE_CHECKING:
     import pyarrow
     import pyarrow.parquet
 
-MANIFEST = "_manifest.json"
 FORMAT = "bytepair-word-counts"
 FORMAT_VERSION = 1
 BUCKET_HASH = "xxh3_64(word, seed=0x6279746570616972) % parts"
@@ -173,14 +173,6 @@ def _add_part(counter: _core.WordCounter, path: str, unique: bool = True) -> Non
             counter.add_columns(data, offsets, counts, unique)
         except ValueError as e:
             raise ValueError(f"{path}: {e}") from None
-
-
-def _sha256_file(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 # -- the two engine functions --------------------------------------------------
@@ -434,23 +426,9 @@ class WordCounts:
                 version, or that names a part file that is missing.
         """
         path = os.fspath(path)
-        if not os.path.isdir(path):
-            raise FileNotFoundError(f"{path}: no such word-counts folder")
         manifest_path = os.path.join(path, MANIFEST)
-        if not os.path.exists(manifest_path):
-            raise FileNotFoundError(
-                f"{path}: no {MANIFEST}: not a word-counts artifact (an unfinished or interrupted count?)"
-            )
-        try:
-            with open(manifest_path, "rb") as f:
-                manifest = json.load(f)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise ValueError(f"{manifest_path}: not valid JSON: {e}") from None
-        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-            raise ValueError(f"{manifest_path}: not a bytepair word-counts manifest (format != {FORMAT!r})")
-        version = manifest.get("format_version")
-        if not isinstance(version, int) or version > FORMAT_VERSION:
-            raise ValueError(f"{manifest_path}: format_version {version!r}; this bytepair reads up to {FORMAT_VERSION}")
+        manifest = read_manifest(path, FORMAT, FORMAT_VERSION, "word-counts",
+                                 "not a word-counts artifact (an unfinished or interrupted count?)")
         try:
             parts = manifest["parts"]
             _check_parts(parts)

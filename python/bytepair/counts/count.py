@@ -9,87 +9,25 @@ the same artifact content as counting in one process.
 
 from __future__ import annotations
 
-import glob
 import os
 import shutil
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 
 from bytepair.progress import ProgressBar
-from bytepair.counts.sources import CountSpec, check_inputs, compression_of, input_size, is_remote
+from bytepair.counts.sources import CountSpec, check_inputs, expand_inputs, infer_format, input_size
 from bytepair.counts.artifact import (
-    BUCKET_HASH, MANIFEST, WordCounts, _bucket_paths, _build_manifest, _commit, _count_shard, _part_name, _plan_shards,
+    BUCKET_HASH, WordCounts, _bucket_paths, _build_manifest, _commit, _count_shard, _part_name, _plan_shards,
     _reduce_bucket, _staging_dir,
 )
 
 ENGINES = ("local", "ray", "spark")
-_EXTENSIONS = {".txt": "text", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
-
-
-def expand_inputs(inputs: str | os.PathLike | Sequence[str | os.PathLike], out: str | None = None) -> list[str]:
-    """Paths as strings; a local folder stands for every non-hidden file below
-    it, in sorted order, leaving out word-counts artifacts (folders with a
-    manifest) and `out`, so that ``count DIR -o DIR/counts`` never counts its
-    own earlier output; a glob (``*``, ``?``, ``[``; ``**`` spans folders) that
-    is not an existing path stands for the files it matches, sorted (fsspec's
-    glob for URLs). Raises ValueError for no input at all, FileNotFoundError
-    for a glob that matches no file."""
-    if isinstance(inputs, (str, os.PathLike)):
-        inputs = [inputs]
-    skip = os.path.realpath(out) if out is not None and not is_remote(out) else None
-
-    def is_input_dir(path: str) -> bool:
-        return os.path.realpath(path) != skip and not os.path.exists(os.path.join(path, MANIFEST))
-
-    paths: list[str] = []
-    for item in _expand_globs(map(os.fspath, inputs)):
-        if not is_remote(item) and os.path.isdir(item):
-            for root, dirs, files in os.walk(item):
-                if not is_input_dir(root):
-                    dirs[:] = []
-                    continue
-                dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
-                paths += [os.path.join(root, f) for f in sorted(files) if not f.startswith((".", "_"))]
-        else:
-            paths.append(item)
-    if not paths:
-        raise ValueError(f"no input files in {[os.fspath(i) for i in inputs]!r}")
-    return paths
-
-
-def _expand_globs(items: Iterable[str]) -> Iterator[str]:
-    for item in items:
-        if not glob.has_magic(item) or (not is_remote(item) and os.path.exists(item)):
-            yield item
-            continue
-        if is_remote(item):
-            import fsspec
-
-            fs, _ = fsspec.core.url_to_fs(item)
-            protocol = item.split("://", 1)[0]
-            found = [f"{protocol}://{p}" for p in sorted(fs.glob(item))]
-        else:
-            found = sorted(p for p in glob.glob(item, recursive=True) if os.path.isfile(p))
-        if not found:
-            raise FileNotFoundError(f"{item}: no file matches this glob")
-        yield from found
-
-
-def infer_format(paths: Sequence[str]) -> str:
-    """``jsonl`` or ``parquet`` when every file has that extension (after a
-    compression suffix such as ``.gz``: ``x.jsonl.gz`` is JSON Lines), else ``text``."""
-    kinds = {_EXTENSIONS.get(os.path.splitext(_uncompressed_name(p))[1].lower(), "text") for p in paths}
-    return kinds.pop() if len(kinds) == 1 else "text"
-
-
-def _uncompressed_name(path: str) -> str:
-    return os.path.splitext(path)[0] if compression_of(path) else path
 
 
 def count(
@@ -116,8 +54,7 @@ def count(
     Args:
         inputs: files, folders (every non-hidden file below, sorted), globs
             or fsspec URLs; ``.gz``, ``.bz2``, ``.xz`` and ``.zst`` files are
-            decompressed (.zst needs the zstandard package). For ``text`` each
-            file is one document.
+            decompressed. For ``text`` each file is one document.
         out: the artifact folder (created; an older artifact there is replaced
             only once the new one is complete).
         engine: ``local`` (a process pool on this machine), ``ray`` (Ray Core

@@ -1,20 +1,29 @@
-"""Read corpus documents for counting: plain text files, JSON Lines and Parquet,
-from local paths or any fsspec URL (``s3://``, ``gs://``, ``hf://``...).
+"""Read corpus documents, for counting (`bytepair.count`) and for encoding
+datasets (`bytepair.encode_dataset`): plain text files, JSON Lines and Parquet,
+from local paths, folders, globs or any fsspec URL (``s3://``, ``gs://``,
+``hf://``...), each possibly compressed (``.gz``, ``.bz2``, ``.xz``, ``.zst``).
 
 What one *document* is (pre-tokens never span two documents):
-- ``text``: a whole file (local files are streamed in blocks by the Rust reader,
-  cut only at safe boundaries; compressed files are decompressed in Python and
-  handed over in blocks cut at the same safe boundaries; remote files are read whole);
+- ``text``: a whole file (local uncompressed files are counted in blocks by the
+  Rust reader, cut only at safe boundaries; compressed files are decompressed
+  as a stream and counted in blocks cut at the same boundaries; remote files
+  are read whole), or, with a `separator`, the text between two separator
+  strings (empty pieces are not documents);
 - ``jsonl``: one line's JSON object, its `text_field` string;
 - ``parquet``: one row's `text_field` column (string or binary).
 
-The documents of JSON Lines and Parquet files reach Rust as Arrow buffers, in
-batches, never as one Python object per document.
+`document_batches` yields them as Arrow buffers (data back to back, n + 1
+int64 offsets), in batches of about 16 MiB, which reach Rust as they are:
+never one Python object per document.
 """
 
 from __future__ import annotations
 
+import bz2
+import glob
+import gzip
 import io
+import lzma
 import os
 import struct
 from collections.abc import Callable, Iterator, Sequence
@@ -23,9 +32,9 @@ from dataclasses import dataclass
 from bytepair import _core
 
 FORMATS = ("text", "jsonl", "parquet")
-# Compressed inputs, by suffix: Python's own gzip, bz2 and lzma modules, and the
-# `zstandard` package (optional, the `zstd` extra) for .zst.
-COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd"}
+MANIFEST = "_manifest.json"  # a folder holding one is an output (word counts, token shards), never an input
+_EXTENSIONS = {".txt": "text", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+COMPRESSED = (".gz", ".bz2", ".xz", ".zst")
 _BATCH_BYTES = 16 << 20  # JSON block / Parquet batch size handed to Rust at a time
 _PARQUET_ROWS = 8192
 
@@ -108,11 +117,6 @@ def is_remote(path: str) -> bool:
     return "://" in path and not path.startswith("file://")
 
 
-def compression_of(path: str) -> str | None:
-    """``gzip``, ``bz2``, ``xz`` or ``zstd`` for a compressed input (by suffix), else None."""
-    return COMPRESSIONS.get(os.path.splitext(path)[1].lower())
-
-
 def is_plain_local(path: str) -> bool:
     """A local, uncompressed file: one the Rust reader streams itself."""
     return not is_remote(path) and compression_of(path) is None
@@ -130,6 +134,81 @@ def input_size(path: str) -> int:
         fs, p = fsspec.core.url_to_fs(path)
         return int(fs.size(p))
     return os.path.getsize(local_path(path))
+
+
+def expand_inputs(inputs: str | os.PathLike | Sequence[str | os.PathLike], out: str | None = None) -> list[str]:
+    """Paths as strings, in the order given; a local folder stands for every
+    non-hidden file below it, in sorted order, leaving out output folders
+    (word counts, token shards: folders with a manifest) and `out`, so that
+    ``count DIR -o DIR/counts`` never reads its own earlier output; a local
+    path with ``*?[`` that names no file is a glob (``**`` recursive), its
+    matches sorted.
+
+    Raises:
+        FileNotFoundError: a glob that matches nothing.
+        ValueError: no input at all (an empty folder).
+    """
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    skip = os.path.realpath(out) if out is not None and not is_remote(out) else None
+
+    def is_input_dir(path: str) -> bool:
+        return os.path.realpath(path) != skip and not os.path.exists(os.path.join(path, MANIFEST))
+
+    def expand(item: str) -> list[str]:
+        if is_remote(item):
+            return _remote_glob(item) if glob.has_magic(item) else [item]
+        if os.path.isdir(item):
+            found = []
+            for root, dirs, files in os.walk(item):
+                if not is_input_dir(root):
+                    dirs[:] = []
+                    continue
+                dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+                found += [os.path.join(root, f) for f in sorted(files) if not f.startswith((".", "_"))]
+            return found
+        if glob.has_magic(item) and not os.path.exists(local_path(item)):
+            matches = sorted(glob.glob(local_path(item), recursive=True))
+            if not matches:
+                raise FileNotFoundError(f"{item}: no file matches this pattern")
+            return [p for m in matches for p in expand(m)]
+        return [item]
+
+    paths = [p for item in map(os.fspath, inputs) for p in expand(item)]
+    if not paths:
+        raise ValueError(f"no input files in {[os.fspath(i) for i in inputs]!r}")
+    return paths
+
+
+def _remote_glob(url: str) -> list[str]:
+    """The files an fsspec URL with ``*?[`` matches, sorted (FileNotFoundError: none)."""
+    import fsspec
+
+    fs, _ = fsspec.core.url_to_fs(url)
+    protocol = url.split("://", 1)[0]
+    found = [f"{protocol}://{p}" for p in sorted(fs.glob(url))]
+    if not found:
+        raise FileNotFoundError(f"{url}: no file matches this pattern")
+    return found
+
+
+def compression_of(path: str) -> str | None:
+    """The compression suffix of `path` (``.gz``, ``.bz2``, ``.xz``, ``.zst``), or None."""
+    suffix = os.path.splitext(path)[1].lower()
+    return suffix if suffix in COMPRESSED else None
+
+
+def infer_format(paths: Sequence[str]) -> str:
+    """``jsonl`` or ``parquet`` when every file has that extension (before a
+    compression suffix: ``a.jsonl.gz`` is JSON Lines), else ``text``."""
+
+    def kind(p: str) -> str:
+        suffix = compression_of(p)
+        stem = p[: -len(suffix)] if suffix else p
+        return _EXTENSIONS.get(os.path.splitext(stem)[1].lower(), "text")
+
+    kinds = {kind(p) for p in paths}
+    return kinds.pop() if len(kinds) == 1 else "text"
 
 
 def check_inputs(paths: list[str]) -> None:
@@ -169,10 +248,10 @@ def count_file(
     if spec.format == "text" and is_plain_local(path) and content is None:
         counter.count_files([local_path(path)], num_threads, 1 << 20, replace, on_bytes)
         return SourceStats(documents=1, bytes=os.path.getsize(local_path(path)))
-    if spec.format == "text" and compression_of(path) is not None:
+    if spec.format == "text" and compression_of(path):
         return _count_compressed_text(counter, path, spec, num_threads, on_bytes, content)
     stats = SourceStats()
-    for data, offsets, first in _document_batches(path, spec, content):
+    for data, offsets, first in document_batches(path, spec.format, spec.text_field, content=content):
         done = stats.bytes
         counter.count_documents(
             data, offsets, path, None if spec.format == "text" else first, num_threads, replace,
@@ -219,57 +298,95 @@ def _count_compressed_text(
     return SourceStats(documents=1, bytes=done)
 
 
-def _document_batches(path: str, spec: CountSpec, content: bytes | None = None) -> Iterator[tuple[bytes, bytes, int]]:
-    """(data, offsets, index of the first record) per batch of documents."""
-    if spec.format == "text":  # a remote or already read text file: one document, whole
+def document_batches(
+    path: str, format: str, text_field: str = "text", *, separator: str | None = None, content: bytes | None = None
+) -> Iterator[tuple[bytes, bytes, int]]:
+    """The documents of one input file, in batches: ``(data, offsets, first)``
+    with the documents' bytes back to back in `data`, n + 1 little-endian
+    int64 `offsets`, and the index of the batch's first document in the file.
+
+    Args:
+        path: a local path or fsspec URL; ``.gz``/``.bz2``/``.xz``/``.zst``
+            are decompressed (not Parquet, which must seek).
+        format: ``text``, ``jsonl`` or ``parquet`` (see the module docs).
+        text_field: the JSON key / Parquet column with the text.
+        separator: ``text`` only: the string between two documents (documents
+            are then read in ~16 MiB batches, a document held whole).
+        content: the file's bytes, already read elsewhere (`path` only names it).
+
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: a JSON line that does not parse, a record without a string
+            `text_field`, a file that is not Parquet (each naming the file).
+    """
+    if format == "text" and separator:
+        yield from _separated_batches(path, separator.encode("utf-8"), content)
+        return
+    if format == "text":  # one document, whole
         with _open(path, content) as f:
             data = f.read()
         yield data, struct.pack("<2q", 0, len(data)), 0
         return
-    batches = _json_batches(path, spec, content) if spec.format == "jsonl" else _parquet_batches(path, spec, content)
+    if compression_of(path) and format == "parquet":
+        raise ValueError(f"{path}: a compressed Parquet file cannot be read (Parquet compresses inside the file)")
+    batches = _json_batches(path, text_field, content) if format == "jsonl" else _parquet_batches(path, text_field, content)
     first = 0
     for column in batches:
-        yield _arrow_documents(column, path, first, spec.text_field)
+        yield _arrow_documents(column, path, first, text_field)
         first += len(column)
 
 
+def _separated_batches(path: str, separator: bytes, content: bytes | None) -> Iterator[tuple[bytes, bytes, int]]:
+    """`document_batches` of a text file cut at every `separator`; empty
+    pieces (a separator at the start or end, two in a row) are dropped."""
+    import numpy as np
+
+    first = 0
+    held = b""  # the start of a document the next block continues
+    with _open(path, content) as f:
+        while True:
+            block = f.read(_BATCH_BYTES)
+            pieces = (held + block).split(separator)
+            held = pieces.pop() if block else b""
+            documents = [p for p in pieces if p]
+            if documents:
+                offsets = np.zeros(len(documents) + 1, dtype="<i8")
+                np.cumsum([len(d) for d in documents], out=offsets[1:])
+                yield b"".join(documents), offsets.tobytes(), first
+                first += len(documents)
+            if not block:
+                return
+
+
 def _open(path: str, content: bytes | None = None):
-    """The bytes of an input, decompressed when its suffix says so (remote
-    files through fsspec's own decompression)."""
-    kind = compression_of(path)
-    if content is None and is_remote(path):
+    """A binary file object for `path`, decompressed by its suffix."""
+    if content is not None:
+        raw = io.BytesIO(content)
+    elif is_remote(path):
         import fsspec
 
-        if kind == "zstd":
-            _require_zstandard(path)
-        return fsspec.open(path, "rb", compression="infer").open()
-    source = io.BytesIO(content) if content is not None else local_path(path)
-    if kind is None:
-        return source if content is not None else open(source, "rb")
-    if kind == "zstd":
-        zstandard = _require_zstandard(path)
-        raw = source if content is not None else open(source, "rb")
-        return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
-    import bz2
-    import gzip
-    import lzma
+        raw = fsspec.open(path, "rb").open()
+    else:
+        raw = open(local_path(path), "rb")
+    kind = compression_of(path)
+    if kind == ".gz":
+        return gzip.GzipFile(fileobj=raw)
+    if kind == ".bz2":
+        return bz2.BZ2File(raw)
+    if kind == ".xz":
+        return lzma.LZMAFile(raw)
+    if kind == ".zst":  # pyarrow (a dependency already) has zstd; the standard library has it from 3.14
+        import pyarrow as pa
 
-    return {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}[kind](source, "rb")
-
-
-def _require_zstandard(path: str):
-    try:
-        import zstandard
-    except ImportError:
-        raise ImportError(f"{path}: reading .zst files needs the zstandard package (pip install zstandard)") from None
-    return zstandard
+        return pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), "zstd")
+    return raw
 
 
-def _json_batches(path: str, spec: CountSpec, content: bytes | None = None):
+def _json_batches(path: str, text_field: str, content: bytes | None = None):
     import pyarrow as pa
     import pyarrow.json as pj
 
-    schema = pa.schema([(spec.text_field, pa.large_string())])
+    schema = pa.schema([(text_field, pa.large_string())])
     parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
     with _open(path, content) as f:
         try:
@@ -277,10 +394,12 @@ def _json_batches(path: str, spec: CountSpec, content: bytes | None = None):
             for batch in reader:
                 yield batch.column(0)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-            raise ValueError(f"{path}: not JSON Lines with a string field {spec.text_field!r}: {e}") from None
+            if str(e).startswith("Empty JSON stream"):  # an empty file: no records
+                return
+            raise ValueError(f"{path}: not JSON Lines with a string field {text_field!r}: {e}") from None
 
 
-def _parquet_batches(path: str, spec: CountSpec, content: bytes | None = None):
+def _parquet_batches(path: str, text_field: str, content: bytes | None = None):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -290,13 +409,13 @@ def _parquet_batches(path: str, spec: CountSpec, content: bytes | None = None):
         except pa.ArrowException as e:
             raise ValueError(f"{path}: not a Parquet file: {e}") from None
         names = pf.schema_arrow.names
-        if spec.text_field not in names:
-            raise ValueError(f"{path}: no column {spec.text_field!r} (columns: {', '.join(names)})")
-        kind = pf.schema_arrow.field(spec.text_field).type
+        if text_field not in names:
+            raise ValueError(f"{path}: no column {text_field!r} (columns: {', '.join(names)})")
+        kind = pf.schema_arrow.field(text_field).type
         if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind)
                 or pa.types.is_large_binary(kind) or pa.types.is_string_view(kind)):
-            raise ValueError(f"{path}: column {spec.text_field!r} is {kind}, expected string or binary")
-        for batch in pf.iter_batches(batch_size=_PARQUET_ROWS, columns=[spec.text_field]):
+            raise ValueError(f"{path}: column {text_field!r} is {kind}, expected string or binary")
+        for batch in pf.iter_batches(batch_size=_PARQUET_ROWS, columns=[text_field]):
             yield batch.column(0)
 
 

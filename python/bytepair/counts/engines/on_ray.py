@@ -80,13 +80,7 @@ def count_on_ray(
             it (the message names the file, record and byte offset).
         ray.exceptions.RayError: a task that still failed after its retries.
     """
-    ray = _import_ray()
-    shutdown = not ray.is_initialized()
-    if shutdown:
-        joining = address is not None or bool(os.environ.get("RAY_ADDRESS"))
-        ray.init(address=address, include_dashboard=False, logging_level="WARNING", log_to_driver=False,
-                 runtime_env=runtime_env if runtime_env is not None else default_runtime_env() if joining else None)
-        runtime_env = None  # the job's own: every task has it
+    ray, shutdown, runtime_env = start_ray(address, runtime_env)
     staging = None
     pending: dict[Any, int] = {}
     try:
@@ -154,6 +148,20 @@ def _count_shard_task(
         return _count_shard(files, spec, staging, shard_id, parts, num_threads=1, _fail_after_write=fail_once)
     except (ValueError, OSError) as e:
         return e
+
+
+def start_ray(address: str | None, runtime_env: dict[str, Any] | None) -> tuple[Any, bool, dict[str, Any] | None]:
+    """(ray, whether this call started it and must shut it down, the
+    runtime_env each task still needs). Joins `address`, ``RAY_ADDRESS`` or
+    the running Ray, else starts a local one; when joining a cluster, ships
+    bytepair as the job's `runtime_env` (default `default_runtime_env`)."""
+    ray = _import_ray()
+    if ray.is_initialized():
+        return ray, False, runtime_env
+    joining = address is not None or bool(os.environ.get("RAY_ADDRESS"))
+    ray.init(address=address, include_dashboard=False, logging_level="WARNING", log_to_driver=False,
+             runtime_env=runtime_env if runtime_env is not None else default_runtime_env() if joining else None)
+    return ray, True, None  # the job's own runtime_env: every task has it
 
 
 def default_runtime_env() -> dict[str, Any]:

@@ -1,0 +1,482 @@
+"""Encode a corpus into token shards for training a language model:
+`encode_dataset` writes them (on this machine's cores, or on Ray), `TokenShards`
+reads them back.
+
+The inputs are read by the corpus readers of counting (`bytepair.counts.sources`:
+files, folders, globs, compressed files, JSON Lines, Parquet, fsspec URLs), and a
+*document* is what they say (a whole text file, the text between two
+`separator` strings, a JSON record, a Parquet row). Each document is encoded on
+its own (special-token strings in it are plain text, as with
+`encode_ordinary` and nanoGPT's ``prepare.py``) and the end-of-document token
+follows it. The output folder::
+
+    tokens/
+      shard-00000-00000.bin          ids back to back, little-endian uint16 when the
+                                     vocabulary fits (n_vocab <= 65536), else uint32:
+                                     np.memmap(path, dtype=manifest["dtype"]) as is
+      shard-00000-00000.offsets.npy  int64, documents + 1: document i is ids[o[i]:o[i+1]]
+      ...
+      _manifest.json                 written last: format and version, tokenizer
+                                     SHA-256, dtype, eot, documents, tokens, and each
+                                     shard's documents, tokens and SHA-256
+
+With ``layout="megatron"`` each shard is instead Megatron-LM's pair
+``shard-*.bin`` + ``shard-*.idx`` (the ``MMapIndexedDataset`` / ``IndexedDataset``
+layout of megatron/core/datasets/indexed_dataset.py, one sequence per
+document), which Megatron-LM and NeMo read by its prefix.
+
+Shards and resumption: the inputs (in the order given) are grouped into
+*tasks* of consecutive files of about 64 MiB (a file is never split), and task
+t writes ``shard-t-k`` for k = 0, 1, ...: each shard closes after the document
+that brings it to `shard_size` tokens. The grouping depends on the inputs
+alone, so the output is the same for any engine and thread count. Every file is
+written atomically; a finished task records its shards (with SHA-256) in
+``_progress/task-t.json``; a rerun into the same folder with the same inputs
+and settings skips the tasks whose record and shards check out and redoes the
+rest (a redone task overwrites its own shards only); the manifest comes last.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import struct
+import sys
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from bytepair.atomic import atomic_open, atomic_write
+from bytepair.counts.artifact import _HashingWriter
+from bytepair.folders import sha256_file as _sha256_file
+from bytepair.counts.sources import (
+    FORMATS, MANIFEST, check_inputs, document_batches, expand_inputs, infer_format, input_size, is_remote,
+)
+from bytepair.dataset.megatron import megatron_index
+from bytepair.dataset.reader import FORMAT, FORMAT_VERSION, TokenShards
+from bytepair.progress import ProgressBar
+
+if TYPE_CHECKING:
+    import numpy
+
+    from bytepair.tokenizer import Tokenizer
+
+LAYOUTS = ("shards", "megatron")
+ENGINES = ("local", "ray", "spark")
+PROGRESS = "_progress"
+PLAN = "plan.json"
+DEFAULT_SHARD_SIZE = 1 << 27  # tokens: 256 MiB of uint16 per shard
+TASK_BYTES = 64 << 20  # input bytes grouped into one task
+
+
+@dataclass(frozen=True)
+class ShardSpec:
+    """How documents become shards; the same in every worker and pinned by
+    the manifest (a rerun with another spec does not resume)."""
+
+    tokenizer_sha256: str
+    format: str | None  # input format: text, jsonl, parquet; None: each file's by its extension
+    field: str  # JSON Lines key
+    column: str  # Parquet column
+    separator: str | None  # text files
+    errors: str
+    eot: int | None
+    dtype: str  # uint16 or uint32 (megatron: int32)
+    shard_size: int
+    layout: str
+
+
+def tokenizer_sha256(tok: "Tokenizer") -> str:
+    """SHA-256 of what fixes the ids: the regex, the special tokens and every
+    (id, bytes) of the vocabulary, in id order (not of any file format)."""
+    digest = hashlib.sha256()
+    digest.update(json.dumps([tok.pattern_regex, sorted(tok.special_tokens.items())]).encode())
+    for i in sorted(tok.vocab):
+        token = tok.vocab[i]
+        digest.update(struct.pack("<QQ", i, len(token)) + token)
+    return digest.hexdigest()
+
+
+def _eot_id(tok: "Tokenizer", eot: str | bool | None) -> int | None:
+    """The id to append to each document: True = the tokenizer's
+    ``<|endoftext|>`` if it has one; a str = that special token; None/False = none."""
+    if eot is None or eot is False:
+        return None
+    if eot is True:
+        return tok.special_tokens.get("<|endoftext|>")
+    if eot not in tok.special_tokens:
+        raise ValueError(f"eot {eot!r} is not a special token of this tokenizer "
+                         f"(it has {', '.join(map(repr, tok.special_tokens)) or 'none'})")
+    return tok.special_tokens[eot]
+
+
+def _plan_tasks(sizes: Sequence[int], task_bytes: int) -> list[list[int]]:
+    """Consecutive input indices grouped into tasks of about `task_bytes`."""
+    tasks: list[list[int]] = [[]]
+    load = 0
+    for i, size in enumerate(sizes):
+        if tasks[-1] and load + size > task_bytes:
+            tasks.append([])
+            load = 0
+        tasks[-1].append(i)
+        load += size
+    return tasks if tasks[-1] else []
+
+
+def _shard_name(task: int, k: int) -> str:
+    return f"shard-{task:05d}-{k:05d}"
+
+
+def _task_record_path(out_dir: str, task: int) -> str:
+    return os.path.join(out_dir, PROGRESS, f"task-{task:05d}.json")
+
+
+# -- one task: a range of inputs into its shards ---------------------------------
+
+
+def _encoded_batches(paths: Sequence[str], spec: ShardSpec, tok: "Tokenizer", num_threads: int | None,
+                     ) -> Iterator[tuple[bytes, "numpy.ndarray", int]]:
+    """(ids bytes, per-document id counts, input bytes) per batch of documents,
+    the next batch read while this one is encoded."""
+    import numpy as np
+
+    itemsize = np.dtype(spec.dtype).itemsize
+
+    def batches():
+        for path in paths:
+            kind = spec.format or infer_format([path])
+            field = spec.field if kind == "jsonl" else spec.column
+            whole = kind == "text" and not spec.separator  # one document: errors name the file alone
+            for data, offsets, first in document_batches(path, kind, field, separator=spec.separator):
+                yield path, data, offsets, None if whole else first
+
+    for path, data, offsets, record in _read_ahead(batches()):
+        ids, lengths = tok._core.encode_documents(data, offsets, path, record, [], [], spec.eot, itemsize,
+                                                   spec.errors == "replace", num_threads)
+        yield ids, np.frombuffer(lengths, dtype="<i8"), len(data)
+
+
+def _read_ahead(items: Iterator[Any]) -> Iterator[Any]:
+    """`items`, the next one produced on a helper thread while the caller
+    works on this one (reading, decompressing and JSON parsing overlap encoding)."""
+    done = object()
+    with ThreadPoolExecutor(1, thread_name_prefix="bytepair-read") as reader:
+        ahead = reader.submit(next, items, done)
+        while (item := ahead.result()) is not done:
+            ahead = reader.submit(next, items, done)
+            yield item
+
+
+def _encode_task(task: int, paths: Sequence[str], spec: ShardSpec, tok: "Tokenizer", out_dir: str,
+                 num_threads: int | None = None, on_batch=None) -> dict[str, Any]:
+    """Encode the documents of `paths` (in order) into shards ``shard-task-k``
+    of `out_dir`, then record them in ``_progress/task-<task>.json``. Engine
+    neutral: the local engine and Ray run it. `on_batch(bytes, tokens)` is
+    called after each batch. Returns the record."""
+    import numpy as np
+
+    itemsize = np.dtype(spec.dtype).itemsize
+    batches = _encoded_batches(paths, spec, tok, num_threads)
+    pending: list[Any] = []  # [ids memoryview, lengths] of the batch being cut into shards
+    shards, read = [], 0
+
+    def next_batch() -> bool:
+        nonlocal read
+        for ids, lengths, nbytes in batches:
+            read += nbytes
+            if on_batch is not None:
+                on_batch(nbytes, len(ids) // itemsize)
+            if len(lengths):
+                pending[:] = [memoryview(ids), lengths]
+                return True
+        return False
+
+    while pending or next_batch():
+        name = _shard_name(task, len(shards))
+        lengths_parts = []
+        digest = hashlib.sha256()
+        with atomic_open(os.path.join(out_dir, name + ".bin")) as f:
+            out = _HashingWriter(f, digest)
+            tokens = 0
+            while tokens < spec.shard_size and (pending or next_batch()):
+                ids, lengths = pending
+                ends = np.cumsum(lengths)
+                take = min(int(np.searchsorted(ends, spec.shard_size - tokens)) + 1, len(lengths))
+                out.write(ids[: int(ends[take - 1]) * itemsize])
+                lengths_parts.append(lengths[:take])
+                tokens += int(ends[take - 1])
+                if take == len(lengths):
+                    pending.clear()
+                else:
+                    pending[:] = [ids[int(ends[take - 1]) * itemsize:], lengths[take:]]
+        lengths = np.concatenate(lengths_parts)
+        shards.append({"name": name, "documents": len(lengths), "tokens": tokens, "sha256": digest.hexdigest(),
+                       **_write_index(out_dir, name, lengths, spec)})
+    record = {"task": task, "inputs": list(paths), "bytes": read, "documents": sum(s["documents"] for s in shards),
+              "tokens": sum(s["tokens"] for s in shards), "shards": shards}
+    atomic_write(_task_record_path(out_dir, task), json.dumps(record).encode())
+    return record
+
+
+def _write_index(out_dir: str, name: str, lengths: "numpy.ndarray", spec: ShardSpec) -> dict[str, str]:
+    """Write a shard's document index beside its ids; returns its manifest entry."""
+    import numpy as np
+
+    if spec.layout == "megatron":
+        path = os.path.join(out_dir, name + ".idx")
+        data = megatron_index(lengths, spec.dtype)
+        atomic_write(path, data)
+    else:
+        path = os.path.join(out_dir, name + ".offsets.npy")
+        offsets = np.zeros(len(lengths) + 1, dtype="<i8")
+        np.cumsum(lengths, out=offsets[1:])
+        with atomic_open(path) as f:
+            np.save(f, offsets, allow_pickle=False)
+        with open(path, "rb") as f:
+            data = f.read()
+    return {"index": os.path.basename(path), "index_sha256": hashlib.sha256(data).hexdigest()}
+
+
+def _shard_intact(out_dir: str, shard: dict[str, Any]) -> bool:
+    """True if both files of a shard exist with the SHA-256 the record holds."""
+    try:
+        return (_sha256_file(os.path.join(out_dir, shard["name"] + ".bin")) == shard["sha256"]
+                and _sha256_file(os.path.join(out_dir, shard["index"])) == shard["index_sha256"])
+    except OSError:
+        return False
+
+
+def _finished_task(out_dir: str, task: int, paths: list[str]) -> dict[str, Any] | None:
+    """The record of an earlier run's task `task` if it is complete: the same
+    inputs, and every shard present with its checksum. Else None (redo it)."""
+    try:
+        with open(_task_record_path(out_dir, task), "rb") as f:
+            record = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if record.get("inputs") != paths or not all(_shard_intact(out_dir, s) for s in record.get("shards", [])):
+        return None
+    return record
+
+
+# -- the driver ------------------------------------------------------------------
+
+
+def encode_dataset(
+    inputs: str | os.PathLike | Sequence[str | os.PathLike],
+    out_dir: str | os.PathLike,
+    tokenizer: "Tokenizer | str | os.PathLike",
+    *,
+    field: str | None = None,
+    column: str | None = None,
+    separator: str | None = None,
+    eot: str | bool | None = True,
+    shard_size: int = DEFAULT_SHARD_SIZE,
+    format: str | None = None,
+    layout: str = "shards",
+    errors: str = "strict",
+    num_threads: int | None = None,
+    engine: str = "local",
+    progress: bool | None = None,
+    task_bytes: int = TASK_BYTES,
+    **engine_options: Any,
+) -> "TokenShards":
+    """Encode every document of `inputs` into token shards in `out_dir`.
+
+    Args:
+        inputs: files, folders (every non-hidden file below, sorted), globs or
+            fsspec URLs, ``.gz``/``.bz2``/``.xz``/``.zst`` decompressed; the
+            document order of the output is this order.
+        out_dir: the output folder (created). If it holds an unfinished run
+            with the same inputs and settings, that run is resumed.
+        tokenizer: a `Tokenizer`, a tokenizer file or an encoding name
+            (``gpt2``, ``cl100k_base``...).
+        field: the JSON Lines key with the text (default ``text``).
+        column: the Parquet column with the text (default ``text``).
+        separator: text files: the string between two documents (e.g.
+            ``"<|endoftext|>"``); default: each file is one document.
+        eot: the special token appended to every document: True (default)
+            the tokenizer's ``<|endoftext|>`` if it has one, a str names
+            another special token, None or False appends none.
+        shard_size: tokens per shard (a shard closes after the document that
+            reaches it; the last shard of each task is shorter).
+        format: the input format of every file, ``text``, ``jsonl`` or
+            ``parquet``; default: each file's from its extension (``.jsonl``,
+            ``.json``, ``.ndjson``, ``.parquet``, before ``.gz``...; else text).
+        layout: ``shards`` (ids + offsets.npy per shard) or ``megatron``
+            (Megatron-LM ``.bin`` + ``.idx`` per shard).
+        errors: ``strict`` (bytes that are not UTF-8 raise, naming the file,
+            record and byte offset) or ``replace`` (U+FFFD).
+        num_threads: encoding threads (default: one per core); on Ray, the
+            threads of each task (default 1, one CPU per task).
+        engine: ``local`` (this process), ``ray`` or ``spark`` (one cluster
+            task per task of inputs; `bytepair.dataset.on_ray`, `on_spark`).
+        progress: a bar of input bytes and tokens on stderr (default: when
+            stderr is a terminal).
+        task_bytes: input bytes per task (tests use small ones).
+        engine_options: ray: ``address``, ``runtime_env``, ``max_retries``;
+            spark: ``spark`` (a SparkSession; default the active one or a local one).
+
+    Returns:
+        TokenShards: the finished dataset.
+
+    Raises:
+        FileNotFoundError, IsADirectoryError: a missing input, a glob matching nothing.
+        FileExistsError: `out_dir` holds something else than a run of this
+            dataset (another dataset, other settings, other files).
+        ValueError: a bad argument, bad input (names the file, record and offset).
+    """
+    import numpy as np
+
+    from bytepair.tokenizer import Tokenizer
+
+    tok = tokenizer if isinstance(tokenizer, Tokenizer) else _load_tokenizer(os.fspath(tokenizer))
+    out_dir = os.fspath(out_dir)
+    if is_remote(out_dir):
+        raise ValueError(f"{out_dir}: token shards are written to a local (or mounted) folder")
+    if engine not in ENGINES:
+        raise ValueError(f"engine={engine!r}: expected one of {', '.join(ENGINES)}")
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout={layout!r}: expected one of {', '.join(LAYOUTS)}")
+    if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
+        raise ValueError(f"shard_size={shard_size!r} must be a positive number of tokens")
+    if errors not in ("strict", "replace"):
+        raise ValueError(f"errors={errors!r}: expected 'strict' or 'replace'")
+    if separator == "":
+        raise ValueError("separator must not be empty")
+    paths = expand_inputs(inputs, out_dir)
+    check_inputs(paths)
+    paths = [p if is_remote(p) else os.path.abspath(p) for p in paths]
+    if format is not None and format not in FORMATS:
+        raise ValueError(f"format={format!r}: expected one of {', '.join(FORMATS)}")
+    if separator is not None and format not in (None, "text"):
+        raise ValueError(f"separator is for text files; {format} inputs have one document per record")
+    dtype = "uint16" if tok.n_vocab <= 1 << 16 else "int32" if layout == "megatron" else "uint32"
+    spec = ShardSpec(tokenizer_sha256(tok), format, field or "text", column or "text", separator, errors,
+                     _eot_id(tok, eot), dtype, shard_size, layout)
+    sizes = [input_size(p) for p in paths]
+    tasks = [[paths[i] for i in group] for group in _plan_tasks(sizes, task_bytes)]
+    plan = {"spec": asdict(spec), "tasks": tasks, "sizes": sizes}
+    if _already_done(out_dir, plan):
+        return TokenShards.open(out_dir)
+    _start_or_resume(out_dir, plan)
+    show = sys.stderr.isatty() if progress is None else bool(progress)
+    records: list[dict[str, Any] | None] = [_finished_task(out_dir, t, task) for t, task in enumerate(tasks)]
+    run = TaskRun([(t, tasks[t]) for t, r in enumerate(records) if r is None], spec, tok, out_dir, num_threads)
+    with ProgressBar(sum(sizes), "encoding", unit="B", scale=True, enabled=show) as bar:
+        counter = _Progress(bar, [r for r in records if r is not None])
+        if engine == "ray":
+            from bytepair.dataset.on_ray import encode_tasks_on_ray
+
+            finished = encode_tasks_on_ray(run, counter.task_done, **engine_options)
+        elif engine == "spark":
+            from bytepair.dataset.on_spark import encode_tasks_on_spark
+
+            finished = encode_tasks_on_spark(run, counter.task_done, **engine_options)
+        else:
+            if engine_options:
+                raise TypeError(f"unexpected options for the local engine: {', '.join(engine_options)}")
+            finished = {t: _encode_task(t, paths, spec, tok, out_dir, num_threads, on_batch=counter.batch_done)
+                        for t, paths in run.todo}
+        records = [finished.get(t, r) for t, r in enumerate(records)]
+    manifest = _build_manifest(spec, plan, records, np.dtype(dtype).name)
+    atomic_write(os.path.join(out_dir, MANIFEST), (json.dumps(manifest, indent=1) + "\n").encode())
+    shutil.rmtree(os.path.join(out_dir, PROGRESS), ignore_errors=True)
+    return TokenShards.open(out_dir)
+
+
+@dataclass
+class TaskRun:
+    """What an engine runs: `_encode_task(task, paths, spec, tok, out_dir,
+    num_threads)` for each ``(task, paths)`` of `todo` (the tasks an earlier
+    run did not finish). `num_threads` None: the engine's default."""
+
+    todo: list[tuple[int, list[str]]]
+    spec: ShardSpec
+    tok: "Tokenizer"
+    out_dir: str
+    num_threads: int | None
+
+
+class _Progress:
+    """The bar of input bytes, with the tokens written after it: fed per batch
+    (local engine) or per finished task (cluster engines)."""
+
+    def __init__(self, bar: ProgressBar, finished: list[dict[str, Any]]):
+        self.bar = bar
+        self.bytes = sum(r["bytes"] for r in finished)
+        self.tokens = sum(r["tokens"] for r in finished)
+        self.batch_done(0, 0)
+
+    def batch_done(self, nbytes: int, tokens: int) -> None:
+        self.bytes += nbytes
+        self.tokens += tokens
+        self.bar.update_to(self.bytes)
+        self.bar.set_postfix(tokens=f"{self.tokens:,}")
+
+    def task_done(self, record: dict[str, Any]) -> None:
+        self.batch_done(record["bytes"], record["tokens"])
+
+
+def _load_tokenizer(name_or_path: str) -> "Tokenizer":
+    """A tokenizer file, else an encoding name (``cl100k_base``)."""
+    from bytepair.formats.by_name import get_encoding, list_encodings
+    from bytepair.tokenizer import Tokenizer
+
+    if not os.path.exists(name_or_path) and name_or_path in list_encodings():
+        return get_encoding(name_or_path)
+    return Tokenizer.load(name_or_path)
+
+
+def _already_done(out_dir: str, plan: dict[str, Any]) -> bool:
+    """True if `out_dir` holds this very dataset, finished; FileExistsError if
+    it holds another one."""
+    path = os.path.join(out_dir, MANIFEST)
+    if not os.path.exists(path):
+        return False
+    with open(path, "rb") as f:
+        manifest = json.load(f)
+    if manifest.get("format") == FORMAT and manifest.get("plan") == _plan_digest(plan):
+        return True
+    raise FileExistsError(f"{out_dir}: holds another dataset or word counts ({MANIFEST}); "
+                          "choose another output folder or remove it")
+
+
+def _start_or_resume(out_dir: str, plan: dict[str, Any]) -> None:
+    """Create `out_dir` (empty or missing) with its plan, or check that the
+    unfinished run in it had the same plan (then its finished tasks are kept)."""
+    plan_path = os.path.join(out_dir, PROGRESS, PLAN)
+    if os.path.exists(plan_path):
+        with open(plan_path, "rb") as f:
+            earlier = json.load(f)
+        if earlier == plan:
+            return
+        raise FileExistsError(f"{out_dir}: holds an unfinished run with other inputs or settings; "
+                              "rerun that command to finish it, or remove the folder")
+    if os.path.isdir(out_dir) and os.listdir(out_dir):
+        raise FileExistsError(f"{out_dir}: not empty and not a dataset of bytepair; choose an empty or new folder")
+    os.makedirs(os.path.join(out_dir, PROGRESS), exist_ok=True)
+    atomic_write(plan_path, json.dumps(plan).encode())
+
+
+def _plan_digest(plan: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()
+
+
+def _build_manifest(spec: ShardSpec, plan: dict[str, Any], records: list[Any], dtype: str) -> dict[str, Any]:
+    from bytepair import __version__
+
+    shards = [s for r in records for s in r["shards"]]
+    return {
+        "format": FORMAT, "format_version": FORMAT_VERSION, "bytepair_version": __version__,
+        "layout": spec.layout, "tokenizer_sha256": spec.tokenizer_sha256, "dtype": dtype, "byteorder": "little",
+        "eot": spec.eot, "documents": sum(r["documents"] for r in records), "tokens": sum(r["tokens"] for r in records),
+        "bytes": sum(r["bytes"] for r in records), "shard_size": spec.shard_size,
+        "input": {"format": spec.format or "by extension", "field": spec.field, "column": spec.column,
+                  "separator": spec.separator,
+                  "errors": spec.errors, "files": sum(len(t) for t in plan["tasks"])},
+        "plan": _plan_digest(plan), "shards": shards,
+    }
