@@ -191,9 +191,12 @@ class Tokenizer(TokenizerHelpers):
         return _core.resolve_pattern(self.pattern)
 
     def __repr__(self) -> str:
+        # Tekken files have 1,000 special tokens: show the first few.
+        specials = list(self.special_tokens)
+        shown = repr(specials) if len(specials) <= 8 else f"[{', '.join(map(repr, specials[:8]))}, ... {len(specials)} in all]"
         return (
             f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}, "
-            f"special_tokens={list(self.special_tokens)}, pattern={self.pattern!r})"
+            f"special_tokens={shown}, pattern={self.pattern!r})"
         )
 
     def __eq__(self, other: object) -> bool:
@@ -483,7 +486,8 @@ class Tokenizer(TokenizerHelpers):
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Tokenizer":
         """Read a tokenizer file of any supported format, detected from its
-        content: a HuggingFace ``tokenizer.json`` (``save`` writes one), GPT-2's
+        content: a HuggingFace ``tokenizer.json`` (``save`` writes one), Mistral's
+        ``tekken.json`` (``save_tekken`` writes one), GPT-2's
         ``vocab.json`` + ``merges.txt`` (either path, or their directory), or a
         ``.tiktoken`` rank file with the sidecar ``save_tiktoken`` writes (or
         named after an OpenAI encoding). See `bytepair.formats.detect`.
@@ -580,3 +584,15 @@ class Tokenizer(TokenizerHelpers):
         from bytepair.formats import save_gpt2
 
         save_gpt2(self, directory)
+
+    def save_tekken(self, path: str | os.PathLike, *, version: str = "v7") -> None:
+        """Write Mistral's ``tekken.json`` (mistral-common's ``Tekkenizer.from_file``
+        reads it with our ids). Atomic. See `bytepair.formats.tekken`.
+
+        Raises:
+            ValueError: the ids are not Tekken's layout (special tokens 0..n-1,
+                then the bytes and merges in rank order without gaps).
+        """
+        from bytepair.formats import save_tekken
+
+        save_tekken(self, path, version=version)
