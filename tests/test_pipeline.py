@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import json
-import unicodedata
 
 import pytest
 from hypothesis import given, settings
@@ -218,21 +217,25 @@ def test_pretokenize_shows_normalized_pieces():
     assert [p.encode() for p in ours.pretokenize(text)] == [bytepair.formats.str_to_token(p) for p, _ in hf_pieces]
 
 
-def test_normalization_chunks_are_safe_over_all_of_unicode():
-    """The core normalizes text in chunks cut before any character that is not a
-    mark, a Hangul medial/final jamo or U+FF9E/FF9F (`pipeline/normalize.rs`,
-    `starts_chunk`): sound because every second character of a canonical
-    composition is a mark, and no other character's compatibility decomposition
-    starts with a combining character or such a second character."""
-    seconds = set()
-    for cp in range(0x110000):
-        d = unicodedata.decomposition(chr(cp))
-        if d and not d.startswith("<") and len(d.split()) == 2 and unicodedata.normalize("NFC", chr(cp)) == chr(cp):
-            seconds.add(chr(int(d.split()[1], 16)))
-    assert all(unicodedata.category(c).startswith("M") for c in seconds)
-    leading_nonstarters = [
-        hex(cp) for cp in range(0x80, 0x110000)
-        if not unicodedata.category(chr(cp)).startswith("M") and not 0x1160 <= cp <= 0x11FF
-        and (k := unicodedata.normalize("NFKD", chr(cp))) and (unicodedata.combining(k[0]) or k[0] in seconds)
-    ]
-    assert leading_nonstarters == ["0xff9e", "0xff9f"]
+# ---- offsets ------------------------------------------------------------------------
+
+OFFSET_CASES = [document(*f) for f in FAMILIES.values()] + ALL_COMPONENTS[:len(NORMALIZERS)] + [
+    document({"type": "NFKC"}, flags=ADDED_RULES["normalized"]), document(flags=ADDED_RULES["single_word"])]
+
+
+def assert_same_offsets(doc: str, text: str) -> None:
+    ours, hf = pair(doc)
+    want = hf.encode(text, add_special_tokens=False)
+    assert ours.encode_with_offsets(text) == (want.ids, want.offsets), text[:100]
+
+
+@pytest.mark.parametrize("which", range(len(OFFSET_CASES)))
+def test_offsets_stay_in_original_characters_as_hf(which, corpus_text):
+    for text in [TRICKY, corpus_text("multilingual.txt", 8_000, at=0.4), *ADDED_TEXTS]:
+        assert_same_offsets(OFFSET_CASES[which], text)
+
+
+@settings(max_examples=200)
+@given(st.sampled_from(range(len(OFFSET_CASES))), HYPOTHESIS_TEXT)
+def test_offsets_equal_hf_on_hypothesis_strings(which, text):
+    assert_same_offsets(OFFSET_CASES[which], text)

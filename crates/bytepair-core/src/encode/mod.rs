@@ -33,7 +33,8 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rustc_hash::FxHashMap;
 
-use crate::pipeline::{piece_bytes, AddedMatcher, AddedRule, Alignments, Part, Pipeline};
+use crate::pipeline::normalize::char_alignments;
+use crate::pipeline::{piece_bytes, AddedMatcher, AddedRule, Part, Pipeline};
 use crate::pretokenize::{special_matcher, PatternError, Pieces, PreTokenizer, Preset, SearchError};
 use cache::{hash_key, new_encoder_tag, with_scratch, Scratch, INLINE_IDS};
 use decode::Decoder;
@@ -297,7 +298,7 @@ impl Encoder {
                 take(Chunk::Special(id, (start, end)), out)?;
                 continue;
             }
-            let mut align: Alignments = (start as u32..end as u32).map(|i| (i, i + 1)).collect();
+            let mut align = char_alignments(&text[start..end], start);
             let norm = g.pipeline.normalize(&text[start..end], Some(&mut align));
             for (id, a, b) in normalized.map_or_else(|| whole(&norm), |m| m.split(&norm)) {
                 if let Some(id) = id {

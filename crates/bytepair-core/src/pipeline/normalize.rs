@@ -1,19 +1,35 @@
 //! Normalizers of HF tokenizers' `tokenizer.json` (`normalizers/*.rs` there):
-//! Unicode normal forms (the `unicode-normalization` crate), Lowercase, Strip,
-//! Replace, Prepend; a Sequence is a list of them applied in order.
+//! Unicode normal forms (`unicode-normalization-alignments`, the crate HF
+//! uses), Lowercase, Strip, Replace, Prepend; a Sequence is a list of them
+//! applied in order.
 //!
 //! Each step rewrites the text and, when asked, carries an alignment along:
-//! for every byte of the normalized text, the byte range of the original text
-//! it came from (HF's `NormalizedString` alignments), so that offsets can be
-//! given in the original text.
+//! for every byte of the normalized text, the byte range of the original
+//! character it came from (HF's `NormalizedString` alignments, with HF's
+//! rules for each step), so that offsets can be given in the original text.
 
 use fancy_regex::Regex as FancyRegex;
-use unicode_normalization::{is_nfc_quick, is_nfd_quick, is_nfkc_quick, is_nfkd_quick, IsNormalized, UnicodeNormalization};
+// HF tokenizers' fork of `unicode-normalization`, which reports for every
+// output character how it relates to the input (kept, added, or replacing
+// several): the alignments HF computes offsets with, and its Unicode tables,
+// so normalized text equals HF's byte for byte.
+use unicode_normalization_alignments::{is_nfc_quick, is_nfd_quick, is_nfkc_quick, is_nfkd_quick, IsNormalized, UnicodeNormalization};
 
 use crate::pretokenize::PatternError;
 
 /// For each byte of a normalized text, the range of original bytes it stands for.
 pub type Alignments = Vec<(u32, u32)>;
+
+/// The alignments of an original text starting at byte `base`: each byte
+/// stands for its whole character (HF's `NormalizedString::from`).
+pub fn char_alignments(text: &str, base: usize) -> Alignments {
+    let mut align = Vec::with_capacity(text.len());
+    for (i, c) in text.char_indices() {
+        let span = ((base + i) as u32, (base + i + c.len_utf8()) as u32);
+        align.extend(std::iter::repeat_n(span, c.len_utf8()));
+    }
+    align
+}
 
 /// Unicode normal forms (UAX #15).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,7 +93,8 @@ impl Normalizer {
                 for m in regex.find_iter(&text) {
                     let Ok(m) = m else { break };
                     w.keep(last, m.start());
-                    w.push(content, m.start(), m.end());
+                    // HF aligns the replacement with the match's last character.
+                    w.insert(content, m.end());
                     last = m.end();
                 }
                 w.keep(last, text.len());
@@ -100,9 +117,9 @@ impl Normalizer {
     }
 }
 
-/// Normalize `text` to `form`. The text is cut into chunks that normalize
-/// independently (see `starts_chunk`), so each chunk's output is aligned with
-/// the chunk: exact, and per character wherever the text is mostly ASCII.
+/// Normalize `text` to `form` with HF tokenizers' own crate, so that both
+/// the text and the alignments are HF's: each output character stands for the
+/// input character it came from (a composed character for its first part).
 fn unicode(form: Form, text: String, align: Option<&mut Alignments>) -> String {
     let done = match form {
         Form::Nfc => is_nfc_quick(text.chars()),
@@ -114,41 +131,13 @@ fn unicode(form: Form, text: String, align: Option<&mut Alignments>) -> String {
         return text;
     }
     let mut w = Rewriter::new(&text, align);
-    let mut start = 0;
-    let mut chunk = String::new();
-    let bounds = text.char_indices().filter(|&(i, c)| i > 0 && starts_chunk(c)).map(|(i, _)| i).chain([text.len()]);
-    for end in bounds {
-        let part = &text[start..end];
-        chunk.clear();
-        match form {
-            Form::Nfc => chunk.extend(part.nfc()),
-            Form::Nfd => chunk.extend(part.nfd()),
-            Form::Nfkc => chunk.extend(part.nfkc()),
-            Form::Nfkd => chunk.extend(part.nfkd()),
-        }
-        w.push(&chunk, start, end);
-        start = end;
+    match form {
+        Form::Nfc => w.transform(text.nfc()),
+        Form::Nfd => w.transform(text.nfd()),
+        Form::Nfkc => w.transform(text.nfkc()),
+        Form::Nfkd => w.transform(text.nfkd()),
     }
     w.finish()
-}
-
-/// May the text be cut before `c` without changing its normal form? Yes when
-/// nothing before `c` can combine with `c` or what it decomposes to: `c` is
-/// not a mark (those reorder and compose with what precedes them: every
-/// second character of a canonical composition pair is a mark, the vowel
-/// signs of Brahmic scripts included), not a Hangul medial vowel or final
-/// consonant (they compose with a syllable before them), and not one of the two
-/// half-width kana voicing marks, the only other characters whose compatibility
-/// decomposition starts with a combining mark (both facts checked over all of
-/// Unicode in tests/test_pipeline.py).
-fn starts_chunk(c: char) -> bool {
-    c.is_ascii()
-        || !(unicode_normalization::char::is_combining_mark(c)
-            || ('\u{1160}'..='\u{11FF}').contains(&c)
-            || ('\u{D7B0}'..='\u{D7FF}').contains(&c)
-            || c == '\u{FF9E}'
-            || c == '\u{FF9F}'
-            || unicode_normalization::char::canonical_combining_class(c) != 0)
 }
 
 /// Builds a rewritten text and, if asked, its alignments: every output byte of
@@ -176,19 +165,41 @@ impl<'a> Rewriter<'a> {
         }
     }
 
-    /// Write `s` in place of input bytes `start..end`.
+    /// Write `s` in place of input bytes `start..end` (one character or more).
     fn push(&mut self, s: &str, start: usize, end: usize) {
         self.out.push_str(s);
         if let Some((old, new)) = &mut self.align {
-            let span = if start < end {
-                (old[start].0, old[end - 1].1)
-            } else if start < old.len() {
-                (old[start].0, old[start].0)
-            } else {
-                let last = old.last().map_or(0, |a| a.1);
-                (last, last)
-            };
+            new.extend(std::iter::repeat_n((old[start].0, old[end - 1].1), s.len()));
+        }
+    }
+
+    /// Write `s` as added before input byte `at`: HF aligns added text with
+    /// the character before it (the first one's start when there is none).
+    fn insert(&mut self, s: &str, at: usize) {
+        self.out.push_str(s);
+        if let Some((old, new)) = &mut self.align {
+            let span = if at > 0 { old[at - 1] } else { old.first().map_or((0, 0), |a| (a.0, a.0)) };
             new.extend(std::iter::repeat_n(span, s.len()));
+        }
+    }
+
+    /// Apply a stream of HF changes (`NormalizedString::transform`): each
+    /// output character replaces the next input character (change 0), also
+    /// removes the `-change` after it (change < 0), or is added (change > 0).
+    fn transform(&mut self, changes: impl Iterator<Item = (char, isize)>) {
+        let mut at = 0;
+        for (c, change) in changes {
+            let mut utf8 = [0; 4];
+            let s = c.encode_utf8(&mut utf8);
+            if change > 0 {
+                self.insert(s, at);
+                continue;
+            }
+            let mut rest = self.input[at..].chars();
+            let replaced = rest.next().map_or(0, char::len_utf8);
+            let removed: usize = rest.take(change.unsigned_abs()).map(char::len_utf8).sum();
+            self.push(s, at, at + replaced.max(1));
+            at += replaced + removed;
         }
     }
 
@@ -205,22 +216,20 @@ mod tests {
     use super::*;
 
     fn run(n: &Normalizer, text: &str) -> (String, Alignments) {
-        let mut align: Alignments = (0..text.len() as u32).map(|i| (i, i + 1)).collect();
+        let mut align = char_alignments(text, 0);
         let out = n.apply(text.to_string(), Some(&mut align));
         (out, align)
     }
 
     #[test]
-    fn nfkc_aligns_each_output_byte_with_its_source() {
+    fn unicode_forms_align_as_hf() {
         let (out, align) = run(&Normalizer::Unicode(Form::Nfkc), "a\u{FB01}b");
         assert_eq!(out, "afib");
         assert_eq!(align, [(0, 1), (1, 4), (1, 4), (4, 5)]);
-    }
-
-    #[test]
-    fn hangul_jamo_compose_across_what_would_be_a_cut() {
-        let (out, _) = run(&Normalizer::Unicode(Form::Nfc), "\u{1100}\u{1161}\u{11A8}x");
+        // A composed character stands for its first part (HF: "e\u{301}" -> "\u{e9}" at (0, 1)).
+        let (out, align) = run(&Normalizer::Unicode(Form::Nfc), "\u{1100}\u{1161}\u{11A8}x");
         assert_eq!(out, "\u{AC01}x");
+        assert_eq!(align, [(0, 3), (0, 3), (0, 3), (9, 10)]);
     }
 
     #[test]
@@ -231,7 +240,7 @@ mod tests {
         let (out, align) = run(&Normalizer::Prepend("\u{2581}".into()), "ab");
         assert_eq!(out, "\u{2581}ab");
         assert_eq!(align[..3], [(0, 1), (0, 1), (0, 1)]);
-        let (out, align) = run(&Normalizer::replace(" ", "\u{2581}").unwrap(), "a b");
-        assert_eq!((out.as_str(), align[1]), ("a\u{2581}b", (1, 2)));
+        let (out, align) = run(&Normalizer::replace(" +", "\u{2581}").unwrap(), "a  b");
+        assert_eq!((out.as_str(), align[1]), ("a\u{2581}b", (2, 3)));
     }
 }
