@@ -239,3 +239,18 @@ def test_offsets_stay_in_original_characters_as_hf(which, corpus_text):
 @given(st.sampled_from(range(len(OFFSET_CASES))), HYPOTHESIS_TEXT)
 def test_offsets_equal_hf_on_hypothesis_strings(which, text):
     assert_same_offsets(OFFSET_CASES[which], text)
+
+
+def test_pipeline_survives_pickle_and_every_encode_entry_point(corpus_text):
+    import pickle
+
+    ours, _ = pair(document(*FAMILIES["Qwen2/3"]))
+    text = corpus_text("multilingual.txt", 30_000) + TRICKY
+    again = pickle.loads(pickle.dumps(ours))
+    assert again == ours and again.pipeline == ours.pipeline
+    ids = ours.encode(text)
+    assert again.encode(text) == ids
+    assert ours.encode_batch([text, text[:100]], num_threads=2) == [ids, ours.encode(text[:100])]
+    # No safe cuts with a pipeline: the stream is encoded as one text.
+    assert list(ours.encode_iterable([text[:5000], text[5000:]])) == ids
+    assert ours.count_tokens(text) == len(ids)
