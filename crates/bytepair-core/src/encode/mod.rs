@@ -154,7 +154,7 @@ impl General {
                 continue;
             }
             if rule.normalized {
-                normalized.push((pipeline.normalize(token, None), *id, *rule));
+                normalized.push((pipeline.normalize(token, None).into_owned(), *id, *rule));
             } else {
                 raw.push((token.clone(), *id, *rule));
             }
@@ -269,7 +269,8 @@ impl Encoder {
     /// The general path: cut `text` at the `allowed` special tokens with HF's
     /// rules, normalize and pre-tokenize the rest, and hand each special token
     /// and piece to `take` in order (the first piece that fails is the error,
-    /// after all are done).
+    /// after all are done). Original byte spans come with them when `spans`
+    /// (else every span is (0, 0)).
     fn encode_general<F>(
         &self,
         g: &General,
@@ -277,6 +278,7 @@ impl Encoder {
         allowed: &[String],
         disallowed: &[String],
         out: &mut Vec<u32>,
+        spans: bool,
         take: &mut F,
     ) -> Result<(), EncodeError>
     where
@@ -298,11 +300,14 @@ impl Encoder {
                 take(Chunk::Special(id, (start, end)), out)?;
                 continue;
             }
-            let mut align = char_alignments(&text[start..end], start);
-            let norm = g.pipeline.normalize(&text[start..end], Some(&mut align));
+            // Alignments only when spans are asked for: they cost 8 bytes a byte.
+            let mut align = spans.then(|| char_alignments(&text[start..end], start));
+            let norm = g.pipeline.normalize(&text[start..end], align.as_mut());
+            let align = align.as_deref().unwrap_or(&[]);
+            let span = |lo: usize, hi: usize| align.get(lo).zip(align.get(hi)).map_or((0, 0), |(l, h)| (l.0 as usize, h.1 as usize));
             for (id, a, b) in normalized.map_or_else(|| whole(&norm), |m| m.split(&norm)) {
                 if let Some(id) = id {
-                    take(Chunk::Special(id, (align[a].0 as usize, align[b - 1].1 as usize)), out)?;
+                    take(Chunk::Special(id, span(a, b - 1)), out)?;
                     continue;
                 }
                 for piece in g.pipeline.pieces(&norm[a..b])? {
@@ -310,11 +315,7 @@ impl Encoder {
                     // Piece byte k is normalized byte first + k - skip; the
                     // added space (k < skip) stands with the piece's first byte.
                     let (first, skip) = (a + piece.start, usize::from(piece.space));
-                    let span_of = |x: usize, y: usize| {
-                        let lo = first + x.saturating_sub(skip);
-                        let hi = first + (y.max(x + 1) - 1).saturating_sub(skip);
-                        (align[lo].0 as usize, align[hi].1 as usize)
-                    };
+                    let span_of = |x: usize, y: usize| span(first + x.saturating_sub(skip), first + (y.max(x + 1) - 1).saturating_sub(skip));
                     if let Err(e) = take(Chunk::Piece(bytes, &span_of), out) {
                         failed.get_or_insert(e);
                     }
@@ -388,7 +389,7 @@ impl Encoder {
     /// error `out` may hold the ids of part of the text.
     pub fn encode_into(&self, text: &str, allowed: &[String], disallowed: &[String], out: &mut Vec<u32>) -> Result<(), EncodeError> {
         with_scratch(self.tag, |scratch| match &self.general {
-            Some(g) => self.encode_general(g, text, allowed, disallowed, out, &mut |chunk, out| match chunk {
+            Some(g) => self.encode_general(g, text, allowed, disallowed, out, false, &mut |chunk, out| match chunk {
                 Chunk::Special(id, _) => Ok(out.push(id)),
                 Chunk::Piece(piece, _) => self.encode_piece(piece, scratch, out),
             }),
@@ -405,7 +406,7 @@ impl Encoder {
         let mut out = Vec::new();
         let mut spans = Vec::new();
         let result = with_scratch(self.tag, |scratch| {
-            self.encode_general(g, text, allowed, disallowed, &mut out, &mut |chunk, out| {
+            self.encode_general(g, text, allowed, disallowed, &mut out, true, &mut |chunk, out| {
                 let (piece, span_of) = match chunk {
                     Chunk::Special(id, span) => {
                         out.push(id);
@@ -456,7 +457,7 @@ impl Encoder {
             self.push_parts(piece, &bounds, out)
         };
         match &self.general {
-            Some(g) => self.encode_general(g, text, allowed, disallowed, &mut out, &mut |chunk, out| match chunk {
+            Some(g) => self.encode_general(g, text, allowed, disallowed, &mut out, false, &mut |chunk, out| match chunk {
                 Chunk::Special(id, _) => Ok(out.push(id)),
                 Chunk::Piece(piece, _) => dropped(piece, out),
             })?,

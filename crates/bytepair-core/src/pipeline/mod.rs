@@ -24,6 +24,8 @@ pub use added::{AddedMatcher, AddedRule, Part};
 pub use normalize::{Alignments, Form, Normalizer};
 pub use split::{Behavior, Split};
 
+use std::borrow::Cow;
+
 use crate::pretokenize::{PatternError, SearchError};
 
 /// One pre-tokenizer step.
@@ -60,8 +62,11 @@ impl Pipeline {
 
     /// The normalized `text`; `align`, if given, must hold one entry per byte
     /// of `text` and is rewritten to one per byte of the result.
-    pub fn normalize(&self, text: &str, mut align: Option<&mut Alignments>) -> String {
-        self.normalizers.iter().fold(text.to_string(), |t, n| n.apply(t, align.as_deref_mut()))
+    pub fn normalize<'t>(&self, text: &'t str, mut align: Option<&mut Alignments>) -> Cow<'t, str> {
+        if self.normalizers.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        Cow::Owned(self.normalizers.iter().fold(text.to_string(), |t, n| n.apply(t, align.as_deref_mut())))
     }
 
     /// The pre-tokens of `text` (already normalized, holding no added token).
@@ -115,11 +120,6 @@ pub fn piece_bytes<'a>(text: &'a str, piece: Piece, buf: &'a mut Vec<u8>) -> &'a
     buf.push(b' ');
     buf.extend_from_slice(body);
     buf
-}
-
-/// An added token's string as `normalized` matching looks for it: normalized by `pipeline`.
-pub fn normalized_form(pipeline: &Pipeline, token: &str) -> String {
-    pipeline.normalize(token, None)
 }
 
 /// Convenience for building a Split step from tokenizer.json fields.
