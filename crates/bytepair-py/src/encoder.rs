@@ -3,7 +3,7 @@
 //! them; id lists are built and read back by `IdLists`.
 
 use bytepair_core::cut::{segments, CutRule};
-use bytepair_core::encode::cancellable;
+use bytepair_core::encode::{cancellable, Spans};
 use bytepair_core::{EncodeError, Encoder};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -127,7 +127,7 @@ impl CoreBPE {
 
     /// `encode` through the pipeline with each id's span of `text` in bytes
     /// (`Encoder::encode_with_spans`); None without a pipeline.
-    fn encode_with_spans(&self, py: Python<'_>, text: &str, allowed: Vec<String>, disallowed: Vec<String>) -> PyResult<Option<(Vec<u32>, Vec<(usize, usize)>)>> {
+    fn encode_with_spans(&self, py: Python<'_>, text: &str, allowed: Vec<String>, disallowed: Vec<String>) -> PyResult<Option<(Vec<u32>, Spans)>> {
         match py.detach(|| self.enc.encode_with_spans(text, &allowed, &disallowed)) {
             None => Ok(None),
             Some(result) => result.map(Some).map_err(|e| encode_error(e, text)),

@@ -127,6 +127,9 @@ pub struct Encoder {
     tag: u64,
 }
 
+/// The byte span of the text each id covers.
+pub type Spans = Vec<(usize, usize)>;
+
 /// What the general path hands over: a special token's id and original byte
 /// span, or a piece's bytes with a map from a byte range of the piece to the
 /// original byte span it came from.
@@ -275,8 +278,7 @@ impl Encoder {
         &self,
         g: &General,
         text: &str,
-        allowed: &[String],
-        disallowed: &[String],
+        (allowed, disallowed): (&[String], &[String]),
         out: &mut Vec<u32>,
         spans: bool,
         take: &mut F,
@@ -389,8 +391,11 @@ impl Encoder {
     /// error `out` may hold the ids of part of the text.
     pub fn encode_into(&self, text: &str, allowed: &[String], disallowed: &[String], out: &mut Vec<u32>) -> Result<(), EncodeError> {
         with_scratch(self.tag, |scratch| match &self.general {
-            Some(g) => self.encode_general(g, text, allowed, disallowed, out, false, &mut |chunk, out| match chunk {
-                Chunk::Special(id, _) => Ok(out.push(id)),
+            Some(g) => self.encode_general(g, text, (allowed, disallowed), out, false, &mut |chunk, out| match chunk {
+                Chunk::Special(id, _) => {
+                    out.push(id);
+                    Ok(())
+                }
                 Chunk::Piece(piece, _) => self.encode_piece(piece, scratch, out),
             }),
             None => self.encode_with(text, allowed, disallowed, out, &mut |text, out| self.encode_pieces(text, scratch, out)),
@@ -401,12 +406,12 @@ impl Encoder {
     /// covers (HF's `Encoding.offsets` in bytes: a token from normalized text
     /// spans the original characters it came from; tokens that share a
     /// character share its span). Without a pipeline, None.
-    pub fn encode_with_spans(&self, text: &str, allowed: &[String], disallowed: &[String]) -> Option<Result<(Vec<u32>, Vec<(usize, usize)>), EncodeError>> {
+    pub fn encode_with_spans(&self, text: &str, allowed: &[String], disallowed: &[String]) -> Option<Result<(Vec<u32>, Spans), EncodeError>> {
         let g = self.general.as_ref()?;
         let mut out = Vec::new();
         let mut spans = Vec::new();
         let result = with_scratch(self.tag, |scratch| {
-            self.encode_general(g, text, allowed, disallowed, &mut out, true, &mut |chunk, out| {
+            self.encode_general(g, text, (allowed, disallowed), &mut out, true, &mut |chunk, out| {
                 let (piece, span_of) = match chunk {
                     Chunk::Special(id, span) => {
                         out.push(id);
@@ -457,8 +462,11 @@ impl Encoder {
             self.push_parts(piece, &bounds, out)
         };
         match &self.general {
-            Some(g) => self.encode_general(g, text, allowed, disallowed, &mut out, false, &mut |chunk, out| match chunk {
-                Chunk::Special(id, _) => Ok(out.push(id)),
+            Some(g) => self.encode_general(g, text, (allowed, disallowed), &mut out, false, &mut |chunk, out| match chunk {
+                Chunk::Special(id, _) => {
+                    out.push(id);
+                    Ok(())
+                }
                 Chunk::Piece(piece, _) => dropped(piece, out),
             })?,
             None => self.encode_with(text, allowed, disallowed, &mut out, &mut |text, out| self.pieces_into(text, out, &mut dropped))?,
