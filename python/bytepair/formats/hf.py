@@ -442,9 +442,10 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
 def _pattern_or_pipeline(doc: dict, rules: list, source: str) -> tuple[str, HFPipeline | None]:
     """The pattern alone when the file's pipeline is one regex (the presets'
     fast path), else the pipeline (`hf_pipeline.read_pipeline`) and its main regex."""
-    normalized = _is_empty_normalizer(doc.get("normalizer"))
-    plain_rules = not any(single or left or right or (norm and not normalized) for _, single, left, right, norm in rules)
-    if normalized and plain_rules:
+    no_normalizer = _is_empty_normalizer(doc.get("normalizer"))
+    # `normalized` only matters when there is a normalizer.
+    plain_rules = not any(single or left or right or (norm and not no_normalizer) for _, single, left, right, norm in rules)
+    if no_normalizer and plain_rules:
         try:
             return preset_name(_pattern_of(doc.get("pre_tokenizer"), source)), None
         except ValueError:
