@@ -46,9 +46,8 @@ class Tokenizer(TokenizerHelpers):
             else the next free id (in the order given).
         pattern: the pre-tokenization regex, or a preset name (``"gpt2"``,
             ``"cl100k"``, ``"o200k"``).
-        pipeline: a tokenizer.json pipeline (normalizers, pre-tokenizer
-            sequence, added-token rules; `bytepair.formats.hf_pipeline`), which
-            then replaces `pattern` for encoding; None for the pattern alone.
+        pipeline: a tokenizer.json pipeline (`bytepair.formats.hf_pipeline`:
+            normalizers, pre-tokenizers, added-token rules) used instead of `pattern`.
 
     Attributes:
         vocab: dict[int, bytes], every id, special tokens included (as their
@@ -201,13 +200,10 @@ class Tokenizer(TokenizerHelpers):
         return _core.resolve_pattern(self.pattern)
 
     def __repr__(self) -> str:
-        # Tekken files have 1,000 special tokens: show the first few.
-        specials = list(self.special_tokens)
+        specials = list(self.special_tokens)  # tekken.json has 1,000: show the first 8
         shown = repr(specials) if len(specials) <= 8 else f"[{', '.join(map(repr, specials[:8]))}, ... {len(specials)} in all]"
-        return (
-            f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}, "
-            f"special_tokens={shown}, pattern={self.pattern!r})"
-        )
+        return (f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}, "
+                f"special_tokens={shown}, pattern={self.pattern!r})")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Tokenizer):
@@ -596,13 +592,8 @@ class Tokenizer(TokenizerHelpers):
         save_gpt2(self, directory)
 
     def save_tekken(self, path: str | os.PathLike, *, version: str = "v7") -> None:
-        """Write Mistral's ``tekken.json`` (mistral-common's ``Tekkenizer.from_file``
-        reads it with our ids). Atomic. See `bytepair.formats.tekken`.
-
-        Raises:
-            ValueError: the ids are not Tekken's layout (special tokens 0..n-1,
-                then the bytes and merges in rank order without gaps).
-        """
+        """Write Mistral's ``tekken.json`` (``Tekkenizer.from_file`` reads our ids), atomically.
+        ValueError unless the ids have Tekken's layout; see `bytepair.formats.tekken`."""
         from bytepair.formats import save_tekken
 
         save_tekken(self, path, version=version)
