@@ -143,6 +143,18 @@ def test_added_token_rules_equal_hf(name):
         assert_same_ids(document(normalizer, flags=ADDED_RULES[name]), ADDED_TEXTS)
 
 
+ADDED_CASES = [document(n, flags=f) for f in ADDED_RULES.values()
+               for n in (None, {"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Lowercase"}]})]
+FRAGMENTS = st.lists(st.sampled_from(["<mask>", "<tool>", "<|endoftext|>", "<MASK>", "\uff1cmask\uff1e", " ", "  ", "\t",
+                                      "\u3000", "x", "A", "1", ".", "\u00e9", "\ufb01"]), max_size=12).map("".join)
+
+
+@settings(max_examples=200)
+@given(st.sampled_from(range(len(ADDED_CASES))), FRAGMENTS)
+def test_added_token_rules_equal_hf_on_hypothesis_strings(which, text):
+    assert_same_ids(ADDED_CASES[which], [text])
+
+
 ALL_COMPONENTS = [document(n) for n in NORMALIZERS.values()] + [document(pre_tokenizer=p) for p in PRE_TOKENIZERS.values()]
 
 
