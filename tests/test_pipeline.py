@@ -266,3 +266,15 @@ def test_pipeline_survives_pickle_and_every_encode_entry_point(corpus_text):
     # No safe cuts with a pipeline: the stream is encoded as one text.
     assert list(ours.encode_iterable([text[:5000], text[5000:]])) == ids
     assert ours.count_tokens(text) == len(ids)
+
+
+def test_info_names_the_pipeline(tmp_path, capsys):
+    from bytepair.cli import main as cli_main
+
+    (tmp_path / "t.json").write_text(document(*FAMILIES["RoBERTa"]), encoding="utf-8")
+    assert bytepair.formats.info(tmp_path / "t.json")["pipeline"] == (
+        "pre-tokenizer ByteLevel(add_prefix_space); added-token rules <mask> (lstrip)")
+    assert cli_main(["info", str(tmp_path / "t.json")]) == 0
+    assert "pipeline        pre-tokenizer ByteLevel(add_prefix_space)" in capsys.readouterr().out
+    (tmp_path / "q.json").write_text(document(*FAMILIES["Qwen2/3"]), encoding="utf-8")
+    assert bytepair.formats.info(tmp_path / "q.json")["pipeline"] == "normalizer NFC; pre-tokenizer Split, ByteLevel"

@@ -32,6 +32,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         f"merges          {d['merges']:,}\n"
         f"special tokens  {specials}\n"
         f"pattern         {pattern}"
+        + (f"\npipeline        {printable(d['pipeline'])}" if d["pipeline"] else "")
     )
     return 0
 

@@ -249,7 +249,8 @@ def convert(
 def info(path: str | os.PathLike) -> dict[str, Any]:
     """What a tokenizer file holds: ``format``, ``files``, ``vocab_size``,
     ``merges``, ``special_tokens`` (string -> id), ``pattern`` (preset name or
-    regex), ``preset`` (bool), ``max_id``."""
+    regex), ``preset`` (bool), ``max_id``, ``pipeline`` (a tokenizer.json
+    pipeline in one line, None without one)."""
     kind, parts = detect_format(path)
     tok = _load_detected(kind, parts)
     files = [parts.get("path")] if kind != "gpt2" else [parts["vocab"], parts["merges"]]
@@ -265,6 +266,7 @@ def info(path: str | os.PathLike) -> dict[str, Any]:
         "pattern": name,
         "preset": name != tok.pattern_regex,
         "max_id": tok.n_vocab - 1,
+        "pipeline": tok.pipeline.describe() if tok.pipeline else None,
     }
 
 

@@ -78,9 +78,28 @@ class HFPipeline:
         """The added-token rule of `token` (all flags false if it has none)."""
         return next((r for r in self.rules if r[0] == token), (token, False, False, False, False))
 
+    def describe(self) -> str:
+        """One line for `bytepair info`: ``normalizer NFC; pre-tokenizer Split, ByteLevel(add_prefix_space)``."""
+        parts = [f"normalizer {', '.join(kind for kind, _ in self.normalizers)}"] if self.normalizers else []
+        parts.append(f"pre-tokenizer {', '.join(_node_names(self.pre_tokenizer))}")
+        flagged = [f"{r[0]} ({', '.join(f for f, on in zip(_RULE_FLAGS, r[1:]) if on)})" for r in self.rules if any(r[1:])]
+        return "; ".join(parts + ([f"added-token rules {', '.join(flagged)}"] if flagged else []))
+
     def main_regex(self) -> str:
         """The first Split's regex (a name for the pattern), else ``"gpt2"`` for ByteLevel's own."""
         return next((args[0] for kind, args in self.steps if kind == "Split"), BYTE_LEVEL_REGEX)
+
+
+_RULE_FLAGS = ("single_word", "lstrip", "rstrip", "normalized")
+
+
+def _node_names(node: dict) -> list[str]:
+    """The pre-tokenizer steps of a node by name, a Sequence flattened."""
+    if node.get("type") == "Sequence":
+        return [name for child in node["pretokenizers"] for name in _node_names(child)]
+    if node.get("type") == "ByteLevel" and node.get("add_prefix_space"):
+        return ["ByteLevel(add_prefix_space)"]
+    return [str(node.get("type"))]
 
 
 def _flag(value: Any) -> str:
