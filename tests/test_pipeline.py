@@ -114,6 +114,7 @@ PRE_TOKENIZERS = {
     "ByteLevel-prefix-space": byte_level(prefix_space=True, use_regex=True),
     "ByteLevel-prefix-space-no-regex": byte_level(prefix_space=True),
     "Split-then-prefix-space": sequence(split(r"\n"), byte_level(prefix_space=True, use_regex=True)),
+    "Split-preset-MergedWithNext": sequence(split(bytepair.formats.hf_pattern("cl100k"), "MergedWithNext"), byte_level()),
 }
 
 

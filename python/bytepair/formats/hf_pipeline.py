@@ -172,7 +172,10 @@ def _pre_tokenizer_steps(node: Any, where: str, source: str) -> list[Step]:
             steps.append(("Split", [BYTE_LEVEL_REGEX, "Isolated", "0"]))
         return [*steps, ("ByteLevel", [])]
     if kind == "Split":
-        regex = _pattern_regex(node.get("pattern"), where, source)
+        from bytepair.formats.hf import preset_name
+
+        # A preset's regex (in any of its spellings) runs on its scanner; it matches every character.
+        regex = preset_name(_pattern_regex(node.get("pattern"), where, source))
         return [("Split", [regex, _behavior(node, where, source), _flag(node.get("invert", False))])]
     if kind == "Digits":
         return [("Split", [r"\p{N}", "Isolated" if node.get("individual_digits") else "Contiguous", "0"])]
