@@ -279,3 +279,12 @@ def test_info_names_the_pipeline(tmp_path, capsys):
     assert "pipeline        pre-tokenizer ByteLevel(add_prefix_space)" in capsys.readouterr().out
     (tmp_path / "q.json").write_text(document(*FAMILIES["Qwen2/3"]), encoding="utf-8")
     assert bytepair.formats.info(tmp_path / "q.json")["pipeline"] == "normalizer NFC; pre-tokenizer Split, ByteLevel"
+
+
+def test_dropout_through_a_pipeline_spells_the_same_text():
+    ours, _ = pair(document({"type": "NFKC"}, byte_level(prefix_space=True, use_regex=True), ADDED_RULES["lstrip"]))
+    text = TRICKY + " a <mask> b " + TRICKY
+    plain = ours.encode(text, allowed_special="all")
+    dropped = ours.encode(text, allowed_special="all", dropout=0.5, seed=7)
+    assert dropped != plain and ours.decode(dropped) == ours.decode(plain)
+    assert ours.encode(text, allowed_special="all", dropout=0.5, seed=7) == dropped
