@@ -345,11 +345,13 @@ def test_load_model_type_not_bpe(tmp_path, good_doc, kind):
 
 
 @pytest.mark.parametrize(
-    "normalizer", [{"type": "NFC"}, {"type": "Lowercase"}, {"type": "Sequence", "normalizers": [{"type": "NFKC"}]}]
+    "normalizer, name",
+    [({"type": "BertNormalizer"}, "BertNormalizer"), ({"type": "Precompiled", "precompiled_charsmap": ""}, "Precompiled"),
+     ({"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "StripAccents"}]}, "normalizer.normalizers[1]")],
 )
-def test_load_with_normalizer(tmp_path, good_doc, normalizer):
+def test_load_with_unsupported_normalizer(tmp_path, good_doc, normalizer, name):
     good_doc["normalizer"] = normalizer
-    load_error(tmp_path, good_doc, "normalizer", normalizer["type"])
+    load_error(tmp_path, good_doc, "normalizer", name)
 
 
 @pytest.mark.parametrize("bad_id", ["97", 97.5, 97.0, None, [97], {"id": 97}])

@@ -88,8 +88,20 @@ class CoreBPE:
     """Encoder over (bytes, id) tokens, merge results in rank order, special tokens, pattern."""
 
     def __init__(
-        self, tokens: list[tuple[bytes, int]], merged: list[bytes], specials: list[tuple[str, int]], pattern: str
-    ) -> None: ...
+        self,
+        tokens: list[tuple[bytes, int]],
+        merged: list[bytes],
+        specials: list[tuple[str, int]],
+        pattern: str,
+        pipeline: tuple[list[tuple[str, list[str]]], list[tuple[str, list[str]]], list[tuple[str, bool, bool, bool, bool]]]
+        | None = None,
+    ) -> None:
+        """pipeline: (normalizers, pre-tokenizer steps, added-token rules) as
+        `bytepair.formats.hf_pipeline.HFPipeline.core_spec` builds them."""
+    def encode_with_spans(
+        self, text: str, allowed: list[str], disallowed: list[str]
+    ) -> tuple[list[int], list[tuple[int, int]]] | None:
+        """Ids and each id's byte span of text, through the pipeline; None without one."""
     def encode_ordinary(self, text: str) -> list[int]: ...
     def chars_after_last_cut(self, text: str) -> int | None:
         """Characters after the last safe cut of text (bytepair_core::cut::CutRule), or None."""

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     import numpy
     import tiktoken
 
+    from bytepair.formats.hf_pipeline import HFPipeline
+
 AllowedSpecial = Literal["all"] | AbstractSet[str]
 DisallowedSpecial = Literal["all"] | Collection[str]
 
@@ -44,6 +46,8 @@ class Tokenizer(TokenizerHelpers):
             else the next free id (in the order given).
         pattern: the pre-tokenization regex, or a preset name (``"gpt2"``,
             ``"cl100k"``, ``"o200k"``).
+        pipeline: a tokenizer.json pipeline (`bytepair.formats.hf_pipeline`:
+            normalizers, pre-tokenizers, added-token rules) used instead of `pattern`.
 
     Attributes:
         vocab: dict[int, bytes], every id, special tokens included (as their
@@ -77,11 +81,13 @@ class Tokenizer(TokenizerHelpers):
         special_tokens: Sequence[str] | Mapping[str, int] | None = None,
         pattern: str = "gpt2",
         *,
+        pipeline: "HFPipeline | None" = None,
         _merges_checked: bool = False,
     ) -> None:
         self.vocab: dict[int, bytes] = {check_id(i, "vocab"): bytes(b) for i, b in vocab.items()}
         self.merges: list[tuple[bytes, bytes]] = [(bytes(a), bytes(b)) for a, b in merges]
         self.pattern: str = check_encodable(pattern, "pattern")
+        self.pipeline = pipeline
         self.special_tokens: dict[str, int] = self._assign_special_ids(special_tokens or ())
         self._check_merges(rank_rule=not _merges_checked)
         self._add_special_entries()
@@ -89,12 +95,14 @@ class Tokenizer(TokenizerHelpers):
 
     @classmethod
     def _trusted(
-        cls, vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], special_tokens: dict[str, int], pattern: str
+        cls, vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], special_tokens: dict[str, int], pattern: str,
+        pipeline: "HFPipeline | None" = None,
     ) -> "Tokenizer":
         """A Tokenizer from parts that are valid by construction (the trainer's
         output): no copies, no checks (on code.txt these took a sixth of `train`)."""
         tok = cls.__new__(cls)
         tok.vocab, tok.merges, tok.special_tokens, tok.pattern = vocab, merges, special_tokens, pattern
+        tok.pipeline = pipeline
         tok._add_special_entries()
         tok._build_core()
         return tok
@@ -113,6 +121,7 @@ class Tokenizer(TokenizerHelpers):
             [a + b for a, b in self.merges],
             list(self.special_tokens.items()),
             self.pattern,
+            self.pipeline.core_spec() if self.pipeline is not None else None,
         )
 
     def _assign_special_ids(self, special_tokens: Sequence[str] | Mapping[str, int]) -> dict[str, int]:
@@ -191,21 +200,21 @@ class Tokenizer(TokenizerHelpers):
         return _core.resolve_pattern(self.pattern)
 
     def __repr__(self) -> str:
-        return (
-            f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}, "
-            f"special_tokens={list(self.special_tokens)}, pattern={self.pattern!r})"
-        )
+        specials = list(self.special_tokens)  # tekken.json has 1,000: show the first 8
+        shown = repr(specials) if len(specials) <= 8 else f"[{', '.join(map(repr, specials[:8]))}, ... {len(specials)} in all]"
+        return (f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}, "
+                f"special_tokens={shown}, pattern={self.pattern!r})")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Tokenizer):
             return NotImplemented
-        return (self.vocab, self.merges, self.special_tokens, self.pattern_regex) == (
-            other.vocab, other.merges, other.special_tokens, other.pattern_regex
+        return (self.vocab, self.merges, self.special_tokens, self.pattern_regex, self.pipeline) == (
+            other.vocab, other.merges, other.special_tokens, other.pattern_regex, other.pipeline
         )
 
     def __reduce__(self):
         # Checked when made; the merge rule runs on rayon, which hangs in a fork-started child.
-        return (Tokenizer._trusted, (self.vocab, self.merges, self.special_tokens, self.pattern))
+        return (Tokenizer._trusted, (self.vocab, self.merges, self.special_tokens, self.pattern, self.pipeline))
 
     # ---- encoding --------------------------------------------------------
 
@@ -480,7 +489,8 @@ class Tokenizer(TokenizerHelpers):
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Tokenizer":
         """Read a tokenizer file of any supported format, detected from its
-        content: a HuggingFace ``tokenizer.json`` (``save`` writes one), GPT-2's
+        content: a HuggingFace ``tokenizer.json`` (``save`` writes one), Mistral's
+        ``tekken.json`` (``save_tekken`` writes one), GPT-2's
         ``vocab.json`` + ``merges.txt`` (either path, or their directory), or a
         ``.tiktoken`` rank file with the sidecar ``save_tiktoken`` writes (or
         named after an OpenAI encoding). See `bytepair.formats.detect`.
@@ -577,3 +587,10 @@ class Tokenizer(TokenizerHelpers):
         from bytepair.formats import save_gpt2
 
         save_gpt2(self, directory)
+
+    def save_tekken(self, path: str | os.PathLike, *, version: str = "v7") -> None:
+        """Write Mistral's ``tekken.json`` (``Tekkenizer.from_file`` reads our ids), atomically.
+        ValueError unless the ids have Tekken's layout; see `bytepair.formats.tekken`."""
+        from bytepair.formats import save_tekken
+
+        save_tekken(self, path, version=version)

@@ -11,6 +11,7 @@
 //! | module | stage |
 //! |---|---|
 //! | [`pretokenize`] | split text into pre-tokens with a preset or custom regex; special tokens |
+//! | [`pipeline`] | tokenizer.json pipelines: normalizers, pre-tokenizer steps, added-token rules |
 //! | [`cut`] | safe cuts: where a text may be split without changing its pre-tokens |
 //! | [`count`] | stream files or texts and count each distinct pre-token (word counts) |
 //! | [`wordcounts`] | the word-counts artifact's columns (Arrow layout) and stable buckets |
@@ -51,6 +52,7 @@ pub mod cut;
 mod shortkey;
 pub mod encode;
 mod memory;
+pub mod pipeline;
 pub mod pretokenize;
 pub mod progress;
 pub mod recover;

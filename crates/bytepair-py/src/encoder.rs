@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use bytepair_core::count::CountError;
 use bytepair_core::cut::{segments, CutRule};
-use bytepair_core::encode::cancellable;
+use bytepair_core::encode::{cancellable, Spans};
 use bytepair_core::{EncodeError, Encoder};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -18,6 +18,7 @@ use crate::batch::{encode_batch, BatchError};
 use crate::counter::le_i64s;
 use crate::errors::{count_error, encode_error, encoder_error};
 use crate::id_lists::IdLists;
+use crate::pipeline::PipelineSpec;
 use crate::runtime::{run_with_progress, thread_count};
 
 /// Texts longer than this are encoded in segments, with a Ctrl-C check between them.
@@ -105,19 +106,47 @@ impl CoreBPE {
 
 #[pymethods]
 impl CoreBPE {
+    /// `pipeline`: a tokenizer.json pipeline (see `crate::pipeline`), which
+    /// then normalizes and pre-tokenizes instead of `pattern`.
     #[new]
-    fn new(tokens: Vec<(Vec<u8>, u32)>, merged: Vec<Vec<u8>>, specials: Vec<(String, u32)>, pattern: &str) -> PyResult<Self> {
+    #[pyo3(signature = (tokens, merged, specials, pattern, pipeline=None))]
+    fn new(
+        tokens: Vec<(Vec<u8>, u32)>,
+        merged: Vec<Vec<u8>>,
+        specials: Vec<(String, u32)>,
+        pattern: &str,
+        pipeline: Option<PipelineSpec>,
+    ) -> PyResult<Self> {
         let names: Vec<String> = specials.iter().map(|(t, _)| t.clone()).collect();
-        let cut = CutRule::new(pattern, &names);
-        let enc = Encoder::new(tokens, merged, specials, pattern).map_err(encoder_error)?;
+        // A pipeline's text is never cut into segments (its preset cuts do not
+        // hold after a normalizer); a rule for no preset cuts nowhere in encode.
+        let cut = CutRule::new(if pipeline.is_some() { "" } else { pattern }, &names);
+        let mut enc = Encoder::new(tokens, merged, specials, pattern).map_err(encoder_error)?;
+        if let Some(spec) = pipeline {
+            let (pipeline, rules) = crate::pipeline::build(&spec)?;
+            enc = enc.with_pipeline(pipeline, &rules).map_err(encoder_error)?;
+        }
         Ok(CoreBPE { enc, cut, lists: IdLists::new() })
     }
 
     /// Number of characters after the last safe cut of `text` (see `bytepair_core::cut`),
     /// or None if there is none: `text[:len(text) - n]` and the rest encode
-    /// independently to the ids of `text`.
+    /// independently to the ids of `text`. A pipeline has no safe cuts (a
+    /// Prepend or Strip normalizer acts at both ends of every text).
     fn chars_after_last_cut(&self, text: &str) -> Option<usize> {
+        if self.enc.has_pipeline() {
+            return None;
+        }
         self.cut.last_cut(text.as_bytes()).map(|i| text[i..].chars().count())
+    }
+
+    /// `encode` through the pipeline with each id's span of `text` in bytes
+    /// (`Encoder::encode_with_spans`); None without a pipeline.
+    fn encode_with_spans(&self, py: Python<'_>, text: &str, allowed: Vec<String>, disallowed: Vec<String>) -> PyResult<Option<(Vec<u32>, Spans)>> {
+        match py.detach(|| self.enc.encode_with_spans(text, &allowed, &disallowed)) {
+            None => Ok(None),
+            Some(result) => result.map(Some).map_err(|e| encode_error(e, text)),
+        }
     }
 
     fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
@@ -289,11 +318,11 @@ impl CoreBPE {
         }
     }
 
-    /// The pre-tokens of `text` (special tokens not treated), for tests and inspection.
+    /// The pre-tokens of `text` (special tokens not treated), for tests and
+    /// inspection; through the pipeline (normalized) when there is one.
     fn pretokenize(&self, text: &str) -> PyResult<Vec<String>> {
-        let mut out = vec![];
-        self.enc.pre_tokenizer().for_each_piece(text, |w| out.push(w.to_string())).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        Ok(out)
+        let pieces = self.enc.pretokenize(text).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(pieces.into_iter().map(|p| String::from_utf8_lossy(&p).into_owned()).collect())
     }
 }
 

@@ -8,6 +8,7 @@
 //!   signals; a panic becomes a Python exception;
 //! * `counter`: `WordCounter`, word counts and training;
 //! * `encoder`: `CoreBPE`, encoding (segmented at safe cuts) and decoding;
+//! * `pipeline`: a tokenizer.json pipeline (normalizers, pre-tokenizer steps) from Python tuples;
 //! * `batch`: `encode_batch`'s scheduler, which overlaps building Python lists
 //!   on the calling thread with encoding on the others;
 //! * `id_lists`, `shared_ints`: CPython-specific speed-ups for id lists.
@@ -17,6 +18,7 @@ mod counter;
 mod encoder;
 mod errors;
 mod id_lists;
+mod pipeline;
 mod runtime;
 mod shared_ints;
 

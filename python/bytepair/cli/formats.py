@@ -32,6 +32,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         f"merges          {d['merges']:,}\n"
         f"special tokens  {specials}\n"
         f"pattern         {pattern}"
+        + (f"\npipeline        {printable(d['pipeline'])}" if d["pipeline"] else "")
     )
     return 0
 
@@ -56,11 +57,11 @@ def _convert_to_stdout(args: argparse.Namespace, specials: dict[str, int] | None
 
 def register_commands(sub: "argparse._SubParsersAction") -> None:
     """Add ``convert`` and ``info`` to the ``bytepair`` command line."""
-    c = sub.add_parser("convert", help="convert a tokenizer between tokenizer.json, .tiktoken and GPT-2 files")
+    c = sub.add_parser("convert", help="convert a tokenizer between tokenizer.json, tekken.json, .tiktoken and GPT-2 files")
     c.add_argument("input", type=input_path, metavar="IN",
-                   help="tokenizer.json, vocab.json or merges.txt, .tiktoken[.gz], or a directory; - for stdin")
+                   help="tokenizer.json, tekken.json, vocab.json or merges.txt, .tiktoken[.gz], or a directory; - for stdin")
     c.add_argument("output", metavar="OUT",
-                   help="X.json (hf), X.tiktoken (+ X.tiktoken.json), DIR/ (gpt2), or - (tokenizer.json to stdout)")
+                   help="X.json (hf), X_tekken.json (tekken), X.tiktoken (+ X.tiktoken.json), DIR/ (gpt2), or - (tokenizer.json to stdout)")
     c.add_argument("--to", choices=FORMATS, default=None, help="output format (default: from OUT's name)")
     c.add_argument("--pattern", default=None, help="pattern for a .tiktoken input without a sidecar")
     c.add_argument("--special-token", action="append", type=_special_arg, default=[], metavar="TOKEN=ID",

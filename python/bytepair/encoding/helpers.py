@@ -190,8 +190,12 @@ class TokenizerHelpers:
         """`encode`, with the span of `text` each token covers, in characters
         (HuggingFace ``Encoding.offsets`` of a byte-level BPE with
         ``trim_offsets=False``): ``offsets[i] = (start, end)``, ``text[start:end]``;
-        tokens that split a character share its span. Special tokens are allowed
-        by default, as HF's added tokens always are.
+        tokens that split a character share its span. With a tokenizer.json
+        pipeline the spans stay in the original text's characters when a
+        normalizer changes it, as HF's do: a token made from a normalized
+        character spans the character it came from, a prefix space the
+        character after it. Special tokens are allowed by default, as HF's
+        added tokens always are.
 
         Returns:
             (ids, offsets), ``len(offsets) == len(ids)``.
@@ -201,16 +205,34 @@ class TokenizerHelpers:
         """
         import numpy as np
 
+        if has_surrogates(text):  # encoded as U+FFFD, one character each
+            text = replace_surrogates(text)
+        if getattr(self, "pipeline", None) is not None:
+            return self._pipeline_offsets(text, allowed_special, disallowed_special)
         ids = self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
         if not ids:
             return ids, []
-        if has_surrogates(text):  # encoded as U+FFFD, one character each
-            text = replace_surrogates(text)
         lengths = np.fromiter((len(b) for b in self.decode_tokens_bytes(ids)), dtype=np.int64, count=len(ids))
         ends = np.cumsum(lengths)
         char_of = char_index_of_bytes(text.encode("utf-8"))
         starts, lasts = char_of[ends - lengths], char_of[ends - 1] + 1
         return ids, list(zip(starts.tolist(), lasts.tolist()))
+
+    def _pipeline_offsets(self, text: str, allowed_special, disallowed_special) -> tuple[list[int], list[tuple[int, int]]]:
+        """`encode_with_offsets` through a tokenizer.json pipeline: the core maps
+        every token back to the original bytes it came from (a normalizer may
+        change the text), which become character offsets here."""
+        import numpy as np
+
+        allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
+        ids, spans = self._core.encode_with_spans(text, allowed, disallowed)
+        if not ids:
+            return ids, []
+        data = text.encode("utf-8")
+        char_of = np.append(char_index_of_bytes(data), len(text))
+        starts, ends = np.array(spans, dtype=np.int64).T
+        lasts = np.where(ends > starts, char_of[np.maximum(ends - 1, 0)] + 1, char_of[starts])
+        return ids, list(zip(char_of[starts].tolist(), lasts.tolist()))
 
     # ---- streams, raw bytes, counts ---------------------------------------------
 

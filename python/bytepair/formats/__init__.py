@@ -6,6 +6,7 @@ the other tool gives the same ids as bytepair:
   tokenizers, ``tokenizers.models.BPE.from_file``);
 - `tiktoken_files`: tiktoken's ``.tiktoken`` rank files (+ a sidecar JSON for
   the pattern and special tokens) and live ``tiktoken.Encoding`` objects;
+- `tekken`: Mistral's ``tekken.json`` (mistral-common's ``Tekkenizer``);
 - `detect`: `load` any of them by looking at the file, `info`, `convert`, and
   the ``bytepair convert`` / ``bytepair info`` commands;
 - `bytelevel`: GPT-2's printable form of token bytes; `tables`: the merge /
@@ -18,6 +19,7 @@ from bytepair.formats.gpt2 import from_gpt2_files, read_merges, save_gpt2
 from bytepair.formats.hf import (
     PRESETS, from_hf_json, hf_added_token_ids, hf_pattern, keep_gaps, preset_name, to_hf_json, unwrap_gaps,
 )
+from bytepair.formats.tekken import from_tekken, save_tekken, to_tekken_json
 from bytepair.formats.tables import check_merges, merges_from_ranks, ranks_of
 from bytepair.formats.tiktoken_files import from_tiktoken, from_tiktoken_encoding, save_tiktoken, to_tiktoken
 
@@ -29,6 +31,7 @@ __all__ = [
     "detect_format",
     "from_gpt2_files",
     "from_hf_json",
+    "from_tekken",
     "from_tiktoken",
     "from_tiktoken_encoding",
     "hf_added_token_ids",
@@ -42,9 +45,11 @@ __all__ = [
     "read_merges",
     "save_as",
     "save_gpt2",
+    "save_tekken",
     "save_tiktoken",
     "str_to_token",
     "to_hf_json",
+    "to_tekken_json",
     "to_tiktoken",
     "token_to_str",
     "unwrap_gaps",

@@ -4,6 +4,8 @@ subcommands.
 
 Detection looks at the content, then at the neighbours:
   - a JSON object with a ``"model"`` object: HuggingFace tokenizer.json;
+  - a JSON object with a ``"config"`` object and a ``"vocab"`` list: Mistral's
+    tekken.json;
   - a JSON object of ``token: id`` with a merges file beside it (``merges.txt``,
     the same name with ``vocab`` -> ``merges`` and ``.json`` -> ``.txt``, or
     OpenAI's ``vocab.bpe`` next to ``encoder.json``): GPT-2 files; a merges file
@@ -25,13 +27,15 @@ from typing import TYPE_CHECKING, Any
 from bytepair.formats.gpt2 import MERGES_NAME, VOCAB_NAME, from_gpt2_files, save_gpt2
 from bytepair.formats.hf import from_hf_json, preset_name
 from bytepair.formats.reading import GZIP_MAGIC, MAX_INFLATED_BYTES, gunzip, maybe_gunzip, parse_json
+from bytepair.formats.tekken import from_tekken, looks_like_tekken, save_tekken
 from bytepair.formats.tiktoken_files import SIDECAR_SUFFIX, from_tiktoken, looks_like_rank_file, save_tiktoken
 
 if TYPE_CHECKING:
     from bytepair.tokenizer import Tokenizer
 
-FORMATS = ("hf", "tiktoken", "gpt2")
-_FORMAT_NAMES = {"hf": "HuggingFace tokenizer.json", "tiktoken": "tiktoken rank file", "gpt2": "GPT-2 vocab.json + merges.txt"}
+FORMATS = ("hf", "tiktoken", "gpt2", "tekken")
+_FORMAT_NAMES = {"hf": "HuggingFace tokenizer.json", "tiktoken": "tiktoken rank file", "gpt2": "GPT-2 vocab.json + merges.txt",
+                 "tekken": "Mistral tekken.json"}
 
 
 def _beside(path: str, candidates: list[str]) -> str | None:
@@ -77,6 +81,8 @@ def _detect_pipe(path: str) -> tuple[str, dict[str, Any]]:
         doc = parse_json(data, source=path)
         if isinstance(doc, dict) and isinstance(doc.get("model"), dict):
             return "hf", {"path": path, "doc": doc}
+        if looks_like_tekken(doc):
+            return "tekken", {"path": path, "doc": doc}
         raise ValueError(
             f"{path}: JSON read from a pipe but not a tokenizer.json (GPT-2's vocab.json needs its "
             "merges.txt beside it: give the file's path)"
@@ -90,8 +96,8 @@ def detect_format(path: str | os.PathLike) -> tuple[str, dict[str, Any]]:
     """Which format `path` holds, and the files that make it up.
 
     Returns:
-        ``("hf", {"path", "doc"})``, ``("gpt2", {"vocab", "merges"})`` or
-        ``("tiktoken", {"path"})``.
+        ``("hf", {"path", "doc"})``, ``("tekken", {"path", "doc"})``,
+        ``("gpt2", {"vocab", "merges"})`` or ``("tiktoken", {"path"})``.
 
     Raises:
         FileNotFoundError: no such file or directory.
@@ -127,6 +133,8 @@ def detect_format(path: str | os.PathLike) -> tuple[str, dict[str, Any]]:
             return "gpt2", {"vocab": path, "merges": merges}
         if isinstance(doc, dict) and "model" in doc:
             return "hf", {"path": path, "doc": doc}
+        if looks_like_tekken(doc):
+            return "tekken", {"path": path, "doc": doc}
         if isinstance(doc, dict) and "pat_str" in doc and path.endswith(SIDECAR_SUFFIX):
             return "tiktoken", {"path": path.removesuffix(SIDECAR_SUFFIX)}
         raise ValueError(
@@ -178,6 +186,10 @@ def _load_detected(kind: str, parts: dict[str, Any], *, pattern=None, special_to
         if pattern is not None or special_tokens is not None:
             raise ValueError(f"{parts['path']}: a tokenizer.json holds its pattern and special tokens; do not pass them")
         return from_hf_json(parts["doc"], source=parts["path"])
+    if kind == "tekken":
+        if pattern is not None or special_tokens is not None:
+            raise ValueError(f"{parts['path']}: a tekken.json holds its pattern and special tokens; do not pass them")
+        return from_tekken(parts["doc"], source=parts["path"])
     if kind == "gpt2":
         return from_gpt2_files(parts["vocab"], parts["merges"], special_tokens, pattern or "gpt2")
     return from_tiktoken(parts["path"], pattern=pattern, special_tokens=special_tokens, data=parts.get("data"))
@@ -185,13 +197,15 @@ def _load_detected(kind: str, parts: dict[str, Any], *, pattern=None, special_to
 
 def infer_target(out: str) -> str:
     """The format to write to `out`, from its name: ``.tiktoken`` -> tiktoken,
-    ``.json`` -> hf, an existing directory or a path ending in a separator -> gpt2.
+    ``.json`` with ``tekken`` in the name -> tekken, other ``.json`` -> hf, an existing directory or a path ending in a separator -> gpt2.
 
     Raises:
         ValueError: none of these; pass ``to=`` / ``--to``.
     """
     if out.endswith(".tiktoken"):
         return "tiktoken"
+    if out.endswith(".json") and "tekken" in os.path.basename(out):  # mistral-common's own rule (is_tekken)
+        return "tekken"
     if out.endswith(".json"):
         return "hf"
     if os.path.isdir(out) or out.endswith(("/", os.sep)):
@@ -203,7 +217,7 @@ def infer_target(out: str) -> str:
 
 
 def save_as(tok: "Tokenizer", out: str | os.PathLike, to: str) -> list[str]:
-    """Write `tok` to `out` in format `to` (``hf``, ``tiktoken``, ``gpt2``); the files written."""
+    """Write `tok` to `out` in format `to` (``hf``, ``tiktoken``, ``gpt2``, ``tekken``); the files written."""
     out = os.fspath(out)
     if to == "hf":
         tok.save(out)
@@ -212,6 +226,9 @@ def save_as(tok: "Tokenizer", out: str | os.PathLike, to: str) -> list[str]:
         return list(save_tiktoken(tok, out))
     if to == "gpt2":
         return list(save_gpt2(tok, out))
+    if to == "tekken":
+        save_tekken(tok, out)
+        return [out]
     raise ValueError(f"unknown format {to!r} (expected one of {', '.join(FORMATS)})")
 
 
@@ -232,7 +249,8 @@ def convert(
 def info(path: str | os.PathLike) -> dict[str, Any]:
     """What a tokenizer file holds: ``format``, ``files``, ``vocab_size``,
     ``merges``, ``special_tokens`` (string -> id), ``pattern`` (preset name or
-    regex), ``preset`` (bool), ``max_id``."""
+    regex), ``preset`` (bool), ``max_id``, ``pipeline`` (a tokenizer.json
+    pipeline in one line, None without one)."""
     kind, parts = detect_format(path)
     tok = _load_detected(kind, parts)
     files = [parts.get("path")] if kind != "gpt2" else [parts["vocab"], parts["merges"]]
@@ -248,6 +266,7 @@ def info(path: str | os.PathLike) -> dict[str, Any]:
         "pattern": name,
         "preset": name != tok.pattern_regex,
         "max_id": tok.n_vocab - 1,
+        "pipeline": tok.pipeline.describe() if tok.pipeline else None,
     }
 
 

@@ -157,10 +157,14 @@ def save_gpt2(tok: "Tokenizer", directory: str | os.PathLike) -> tuple[str, str]
         (vocab path, merges path).
 
     Raises:
-        ValueError: two ids with the same printable form (the same bytes twice,
+        ValueError: `tok` has a tokenizer.json pipeline (GPT-2 files hold none),
+            two ids with the same printable form (the same bytes twice,
             or a special token spelled like a token), or a special token that is
             also made by a merge: vocab.json cannot tell them apart.
     """
+    from bytepair.formats.hf_pipeline import refuse_pipeline
+
+    refuse_pipeline(tok, "vocab.json + merges.txt")
     directory = os.fspath(directory)
     os.makedirs(directory, exist_ok=True)
     special_ids = set(tok.special_tokens.values())

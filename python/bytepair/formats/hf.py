@@ -34,10 +34,14 @@ What we read: a BPE model over the 256 byte-level characters with
     code; equal to ours when the merge table passes `tables.check_merges`);
   - added tokens (special or not: HF always splits them out of the text) become
     special tokens, with the ids HF gives them.
-Anything that would change the ids is an error naming its key: a normalizer, a
-WordPiece/Unigram/WordLevel model, ``add_prefix_space``, ``byte_fallback``,
-dropout, subword prefixes/suffixes, other pre-tokenizers, added tokens with
-lstrip/rstrip/single_word. A post-processor (the tokens HF adds when
+Any other pipeline (a normalizer, a Sequence of Split / Digits / Punctuation /
+WhitespaceSplit steps, ByteLevel's ``add_prefix_space``, added tokens with
+lstrip / rstrip / single_word / normalized) is read by
+`bytepair.formats.hf_pipeline` and runs on the core's general path with HF's
+semantics; it is written back as read. Anything that would change the ids is
+an error naming its key: a WordPiece/Unigram/WordLevel model,
+``byte_fallback``, dropout, subword prefixes/suffixes, a normalizer or
+pre-tokenizer the pipeline does not support. A post-processor (the tokens HF adds when
 ``add_special_tokens=True``) and truncation/padding are ignored with a warning.
 """
 
@@ -52,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 from bytepair import _core
 from bytepair.formats.bytelevel import str_to_token, token_to_str
+from bytepair.formats.hf_pipeline import HFPipeline, read_pipeline
 from bytepair.formats.reading import build_tokenizer, parse_json
 from bytepair.formats.tables import check_merges
 
@@ -176,20 +181,9 @@ def to_hf_json(tok: "Tokenizer") -> str:
         "version": "1.0",
         "truncation": None,
         "padding": None,
-        "added_tokens": [
-            {
-                "id": i,
-                "content": t,
-                "single_word": False,
-                "lstrip": False,
-                "rstrip": False,
-                "normalized": False,
-                "special": True,
-            }
-            for t, i in added
-        ],
-        "normalizer": None,
-        "pre_tokenizer": _pre_tokenizer_node(tok.pattern),
+        "added_tokens": [_added_token_node(tok, t, i) for t, i in added],
+        "normalizer": tok.pipeline.normalizer if tok.pipeline else None,
+        "pre_tokenizer": tok.pipeline.pre_tokenizer if tok.pipeline else _pre_tokenizer_node(tok.pattern),
         "post_processor": None,
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
         "model": {
@@ -206,6 +200,13 @@ def to_hf_json(tok: "Tokenizer") -> str:
         },
     }
     return json.dumps(doc, ensure_ascii=False, indent=1)
+
+
+def _added_token_node(tok: "Tokenizer", content: str, i: int) -> dict[str, Any]:
+    """A special token as tokenizer.json's ``added_tokens`` entry, with its pipeline's rules."""
+    single_word, lstrip, rstrip, normalized = tok.pipeline.rule_of(content)[1:] if tok.pipeline else (False,) * 4
+    return {"id": i, "content": content, "single_word": single_word, "lstrip": lstrip, "rstrip": rstrip,
+            "normalized": normalized, "special": True}
 
 
 def _pre_tokenizer_node(pattern: str) -> dict[str, Any]:
@@ -256,15 +257,21 @@ def _split_regex(step: Any, where: str, source: str) -> str:
             f"{source}: {where}.behavior {behavior!r} with {where}.invert={json.dumps(invert)} is not supported "
             "(only 'Isolated' with invert=false, or 'Removed' with invert=true)"
         )
-    regex = pattern["Regex"]
+    regex = check_oniguruma_regex(pattern["Regex"], where, source)
+    if behavior == "Removed" or preset_name(regex) in PRESETS:
+        return regex
+    return keep_gaps(regex)
+
+
+def check_oniguruma_regex(regex: str, where: str, source: str) -> str:
+    """`regex` of a tokenizer.json Split or Replace, if HF's engine (Oniguruma) reads it as
+    bytepair's does; else ValueError naming `where`."""
     if _POSSESSIVE_INTERVAL.search(regex):  # even tiktoken's own cl100k string: HF reads it differently
         raise ValueError(
             f"{source}: {where}.pattern {regex!r} has a possessive interval such as {{1,3}}+, which HF's "
             "regex engine (Oniguruma) reads as a repeated interval, unlike tiktoken and bytepair; not supported"
         )
-    if behavior == "Removed" or preset_name(regex) in PRESETS:
-        return regex
-    return keep_gaps(regex)
+    return regex
 
 
 def _pattern_of(pre: Any, source: str) -> str:
@@ -344,9 +351,6 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
         raise ValueError(f"{source}: no 'model' object; not a tokenizer.json file")
     model = doc["model"]
     _check_model_options(model, source)
-    if not _is_empty_normalizer(doc.get("normalizer")):
-        raise ValueError(f"{source}: normalizer {json.dumps(doc['normalizer'])[:100]} is not supported")
-    pattern = preset_name(_pattern_of(doc.get("pre_tokenizer"), source))
     post = doc.get("post_processor")
     if post not in (None, {}) and not (isinstance(post, dict) and post.get("type") == "ByteLevel"):
         warnings.warn(
@@ -372,6 +376,7 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
     if not isinstance(added, list):
         raise ValueError(f"{source}: added_tokens must be a list")
     stored: list[tuple[int, str, int]] = []
+    rules: list[tuple[str, bool, bool, bool, bool]] = []
     for n, t in enumerate(added):
         if not isinstance(t, dict) or not isinstance(t.get("content"), str) or type(t.get("id")) is not int:
             raise ValueError(f"{source}: added_tokens[{n}] must have a string 'content' and an integer 'id'")
@@ -379,10 +384,8 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
             raise ValueError(f"{source}: added_tokens[{n}].id {t['id']} must be in [0, 2**32)")
         if not t["content"]:
             raise ValueError(f"{source}: added_tokens[{n}] has an empty 'content'")
-        for flag in ("lstrip", "rstrip", "single_word"):
-            if t.get(flag):
-                raise ValueError(f"{source}: added_tokens[{n}].{flag}=true is not supported")
         stored.append((n, t["content"], t["id"]))
+        rules.append((t["content"], *(bool(t.get(flag, False)) for flag in ("single_word", "lstrip", "rstrip", "normalized"))))
     # An added token listed in model.vocab too (GPT-2 style) is not an ordinary token.
     contents = {c for _, c, _ in stored}
     vocab: dict[int, bytes] = {
@@ -432,7 +435,23 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
                     "HF never produces it, bytepair would for a pre-token equal to it "
                     "(list it in added_tokens, or set ignore_merges=true)"
                 )
-    return build_tokenizer(vocab, merges, specials, pattern, source=source)
+    pattern, pipeline = _pattern_or_pipeline(doc, rules, source)
+    return build_tokenizer(vocab, merges, specials, pattern, source=source, pipeline=pipeline)
+
+
+def _pattern_or_pipeline(doc: dict, rules: list, source: str) -> tuple[str, HFPipeline | None]:
+    """The pattern alone when the file's pipeline is one regex (the presets'
+    fast path), else the pipeline (`hf_pipeline.read_pipeline`) and its main regex."""
+    no_normalizer = _is_empty_normalizer(doc.get("normalizer"))
+    # `normalized` only matters when there is a normalizer.
+    plain_rules = not any(single or left or right or (norm and not no_normalizer) for _, single, left, right, norm in rules)
+    if no_normalizer and plain_rules:
+        try:
+            return preset_name(_pattern_of(doc.get("pre_tokenizer"), source)), None
+        except ValueError:
+            pass  # read_pipeline says what it cannot read, if anything
+    pipeline = read_pipeline(doc, rules, source=source)
+    return preset_name(pipeline.main_regex()), pipeline
 
 
 # ---- transformers model folders ------------------------------------------------------

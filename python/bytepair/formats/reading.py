@@ -89,8 +89,10 @@ def build_tokenizer(
     pattern: str,
     *,
     source: str,
+    pipeline: Any = None,
 ) -> "Tokenizer":
-    """`Tokenizer(...)` from what a file held; its errors (a merge whose parts are
+    """`Tokenizer(...)` from what a file held (`pipeline`: a tokenizer.json
+    pipeline, `formats.hf_pipeline.HFPipeline`); its errors (a merge whose parts are
     not in the vocabulary, an id out of range, a pattern that does not compile,
     ...) are re-raised as ValueError prefixed with `source`; two special tokens
     with one id are an error too."""
@@ -106,6 +108,7 @@ def build_tokenizer(
         holder[i] = token
     try:
         # Every caller checked the merges (check_merges) or recovered them from ranks.
-        return Tokenizer(vocab, merges, special_tokens=dict(special_tokens), pattern=pattern, _merges_checked=True)
+        return Tokenizer(vocab, merges, special_tokens=dict(special_tokens), pattern=pattern, pipeline=pipeline,
+                         _merges_checked=True)
     except ValueError as e:
         raise ValueError(f"{source}: {e}") from None

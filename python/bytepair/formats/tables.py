@@ -127,10 +127,14 @@ def ranks_of(tok, *, purpose: str = "tiktoken") -> dict[bytes, int]:
     two or more bytes is made by a merge.
 
     Raises:
-        ValueError: the same bytes under two ids, a multi-byte token no merge makes
+        ValueError: `tok` has a tokenizer.json pipeline (no rank file holds one),
+            the same bytes under two ids, a multi-byte token no merge makes
             (tiktoken would merge into it, we would not), or ids out of merge order;
             the message names the token and ids.
     """
+    from bytepair.formats.hf_pipeline import refuse_pipeline
+
+    refuse_pipeline(tok, purpose)
     special_ids = set(tok.special_tokens.values())
     ranks: dict[bytes, int] = {}
     for i, b in sorted(tok.vocab.items()):

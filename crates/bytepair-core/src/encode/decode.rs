@@ -75,6 +75,11 @@ impl Decoder {
     }
 
     #[inline]
+    /// The byte length of token `id` (0 if unknown).
+    pub(super) fn len(&self, id: u32) -> usize {
+        self.get(id).map_or(0, <[u8]>::len)
+    }
+
     fn get(&self, id: u32) -> Option<&[u8]> {
         match self.dense.get(id as usize) {
             Some(entry) => entry.as_deref(),

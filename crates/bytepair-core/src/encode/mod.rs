@@ -21,6 +21,7 @@
 
 mod cache;
 mod decode;
+mod general;
 mod merge;
 mod tables;
 #[cfg(test)]
@@ -36,12 +37,14 @@ use rustc_hash::FxHashMap;
 use crate::pretokenize::{special_matcher, PatternError, Pieces, PreTokenizer, Preset, SearchError};
 use cache::{hash_key, new_encoder_tag, with_scratch, Scratch, INLINE_IDS};
 use decode::Decoder;
+use general::{Chunk, General};
 use merge::{merge_long, merge_short, LONG_PIECE};
 use crate::shortkey::{hash_mid, load_mid, MAX_MID as MID_PIECE};
 use tables::{load_key, piece_key, PairRanks, TokenIds, CACHED_PIECE, NO_ID};
 
 pub use cache::{cache_budget, set_cache_budget, DEFAULT_CACHE_BYTES};
 pub use decode::push_inline;
+pub use general::Spans;
 pub(crate) use merge::merge_by_rank;
 
 /// Pieces the pre-tokenizer hands over at a time (see `encode_preset_pieces`).
@@ -119,6 +122,9 @@ pub struct Encoder {
     specials: Vec<(String, u32)>,
     all_specials: Option<AhoCorasick>,
     pre: PreTokenizer,
+    /// A tokenizer.json pipeline (normalizers, pre-tokenizer steps, added-token
+    /// rules), which replaces `pre` and the special-token split when set.
+    general: Option<General>,
     /// Tells this encoder's entries in a thread's caches from another's.
     tag: u64,
 }
@@ -184,7 +190,7 @@ impl Encoder {
         let pre = PreTokenizer::new(pattern, &[])?;
         let all_specials = special_matcher(&names)?;
         let decoder = Decoder::new(decoder);
-        Ok(Encoder { ids, ranks, pair_ranks, decoder, all_specials, specials, pre, tag: new_encoder_tag() })
+        Ok(Encoder { ids, ranks, pair_ranks, decoder, all_specials, specials, pre, general: None, tag: new_encoder_tag() })
     }
 
     /// The encoder of a tokenizer in bytepair's own id layout (the one
@@ -230,7 +236,7 @@ impl Encoder {
     /// Encode `text` with special-token strings taken as plain text,
     /// appending ids to `out`.
     pub fn encode_ordinary_into(&self, text: &str, out: &mut Vec<u32>) -> Result<(), EncodeError> {
-        with_scratch(self.tag, |scratch| self.encode_pieces(text, scratch, out))
+        self.encode_into(text, &[], &[], out)
     }
 
     /// Encode with tiktoken's special-token semantics: fail on the first
@@ -257,8 +263,15 @@ impl Encoder {
     /// saves allocating and faulting in fresh memory for every text). On an
     /// error `out` may hold the ids of part of the text.
     pub fn encode_into(&self, text: &str, allowed: &[String], disallowed: &[String], out: &mut Vec<u32>) -> Result<(), EncodeError> {
-        with_scratch(self.tag, |scratch| {
-            self.encode_with(text, allowed, disallowed, out, &mut |text, out| self.encode_pieces(text, scratch, out))
+        with_scratch(self.tag, |scratch| match &self.general {
+            Some(g) => self.encode_general(g, text, (allowed, disallowed), out, false, &mut |chunk, out| match chunk {
+                Chunk::Special(id, _) => {
+                    out.push(id);
+                    Ok(())
+                }
+                Chunk::Piece(piece, _) => self.encode_piece(piece, scratch, out),
+            }),
+            None => self.encode_with(text, allowed, disallowed, out, &mut |text, out| self.encode_pieces(text, scratch, out)),
         })
     }
 
@@ -285,12 +298,20 @@ impl Encoder {
         }
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
         let mut out = Vec::with_capacity(text.len() / 2 + 16);
-        self.encode_with(text, allowed, disallowed, &mut out, &mut |text, out| {
-            self.pieces_into(text, out, &mut |piece, out| {
-                let bounds = merge_by_rank(piece, |bytes| self.ranks.get(bytes).copied(), || rng.random_bool(p));
-                self.push_parts(piece, &bounds, out)
-            })
-        })?;
+        let mut dropped = |piece: &[u8], out: &mut Vec<u32>| {
+            let bounds = merge_by_rank(piece, |bytes| self.ranks.get(bytes).copied(), || rng.random_bool(p));
+            self.push_parts(piece, &bounds, out)
+        };
+        match &self.general {
+            Some(g) => self.encode_general(g, text, (allowed, disallowed), &mut out, false, &mut |chunk, out| match chunk {
+                Chunk::Special(id, _) => {
+                    out.push(id);
+                    Ok(())
+                }
+                Chunk::Piece(piece, _) => dropped(piece, out),
+            })?,
+            None => self.encode_with(text, allowed, disallowed, &mut out, &mut |text, out| self.pieces_into(text, out, &mut dropped))?,
+        }
         Ok(out)
     }
 
@@ -320,6 +341,17 @@ impl Encoder {
         Ok(special_matcher(names)?.map(Cow::Owned))
     }
 
+    /// tiktoken's policy: an error for the first `disallowed` special token in `text`.
+    fn check_disallowed(&self, text: &str, disallowed: &[String]) -> Result<(), EncodeError> {
+        if let Some(m) = self.matcher_for(disallowed)? {
+            if let Some(found) = m.find(text) {
+                let token = text[found.start()..found.end()].to_string();
+                return Err(EncodeError::Disallowed(DisallowedSpecial { token, offset: found.start() }));
+            }
+        }
+        Ok(())
+    }
+
     /// The special-token policy of `encode`, appending to `out`; the text
     /// between special tokens is encoded by `encode_text`.
     fn encode_with<F>(
@@ -333,12 +365,7 @@ impl Encoder {
     where
         F: FnMut(&str, &mut Vec<u32>) -> Result<(), EncodeError>,
     {
-        if let Some(m) = self.matcher_for(disallowed)? {
-            if let Some(found) = m.find(text) {
-                let token = text[found.start()..found.end()].to_string();
-                return Err(EncodeError::Disallowed(DisallowedSpecial { token, offset: found.start() }));
-            }
-        }
+        self.check_disallowed(text, disallowed)?;
         let mut start = 0;
         if let Some(m) = self.matcher_for(allowed)? {
             for found in m.find_iter(text) {
