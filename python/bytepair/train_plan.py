@@ -81,6 +81,13 @@ def plan_training(
     _check_limits(min_frequency, max_token_length)
     if base is not None and not isinstance(base, Tokenizer):
         raise TypeError(f"base must be a bytepair.Tokenizer (Tokenizer.load, bytepair.get_encoding), not {type(base).__name__}")
+    if base is not None and base.pipeline is not None:
+        # Counting pre-tokenizes with a pattern; the words of a pipeline (a
+        # normalizer, a sequence of splits) would not be the base's pieces.
+        raise ValueError(
+            f"base: extending a tokenizer.json pipeline ({base.pipeline.describe()}) is not supported yet; "
+            "only a base whose pre-tokenizer is one regex (GPT-2, Llama 3, cl100k, o200k style)"
+        )
     if base is not None and pattern is not None and _core.resolve_pattern(pattern) != base.pattern_regex:
         raise ValueError(f"pattern={pattern!r} differs from the base tokenizer's: an extension keeps the base's pattern")
     names, fixed = _given_specials(special_tokens, base)
