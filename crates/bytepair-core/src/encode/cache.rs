@@ -313,17 +313,6 @@ pub(super) struct Scratch {
 }
 
 impl Scratch {
-    /// Fetch the slot of a piece ahead of its probe: in the short cache for a
-    /// hash with its low bit clear, else in the cache of 16 to 31 bytes.
-    #[inline]
-    pub(super) fn prefetch(&self, hash: u64) {
-        if hash & 1 == 0 {
-            self.pieces.prefetch(hash);
-        } else {
-            self.mid.prefetch(hash);
-        }
-    }
-
     /// Empty caches for the encoder tagged `encoder`.
     pub(super) fn new(encoder: u64) -> Self {
         Scratch {
