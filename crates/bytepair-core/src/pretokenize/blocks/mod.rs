@@ -491,15 +491,18 @@ mod tests {
             "\u{2bc}", "\u{5d0}", "\u{e01}\u{e34}", "\u{85}", "\u{1c5}", "\u{df}", "'\u{17f}",
             // Mixed-case contractions, and long runs (found missing by hypothesis).
             "'lL", "'Ll", "'rE", "'vE", "A'lL", "111111111111111111111111111111", "                                ",
+            // Quotes in code (`'\n'`): apostrophes that follow no letter.
+            "'\\n'", "\\", "'a'", "x'", "[''",
         ];
-        let mut state = 0x2545_f491_4f6c_dd1du64;
+        // WALKER_SEED and WALKER_ROUNDS (environment) run other or more texts.
+        let mut state = std::env::var("WALKER_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x2545_f491_4f6c_dd1du64);
         let mut next = |m: usize| {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             (state % m as u64) as usize
         };
-        let rounds = if cfg!(debug_assertions) { 3000 } else { 30000 };
+        let rounds = std::env::var("WALKER_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(if cfg!(debug_assertions) { 3000 } else { 30000 });
         for _ in 0..rounds {
             let len = next(300);
             let text: String = (0..len).map(|_| pool[next(pool.len())]).collect();

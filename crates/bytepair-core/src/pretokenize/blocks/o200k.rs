@@ -98,12 +98,19 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     // Contractions after a word: the apostrophe and its letters start nothing.
     // A pre-token has one at most, so an apostrophe right after a contraction
     // (`x'll'll`) is not another; whether it is depends on the whole chain,
-    // which the scalar machine follows: apostrophes 2 or 3 bytes after
-    // another are unsure.
+    // which the scalar machine follows: apostrophes 2 or 3 bytes after one
+    // that could begin a contraction (right after a letter or an unclassified
+    // character; before the block, assumed) are unsure. Others (code's `'\n'`) begin none.
+    let maybe_letter = letter | bad;
+    let after_letter = M {
+        p: apostrophe.p & (maybe_letter.p << 1 | 1),
+        c: apostrophe.c & maybe_letter.prev(1),
+        n: apostrophe.n & (maybe_letter.n << 1 | maybe_letter.c >> 63),
+    };
     let chained = M {
-        p: apostrophe.p & (apostrophe.p << 2 | apostrophe.p << 3),
-        c: apostrophe.c & (apostrophe.prev(2) | apostrophe.prev(3)),
-        n: apostrophe.n & (apostrophe.n << 2 | apostrophe.n << 3 | apostrophe.c >> 62 | apostrophe.c >> 61),
+        p: apostrophe.p & (after_letter.p << 2 | after_letter.p << 3),
+        c: apostrophe.c & (after_letter.prev(2) | after_letter.prev(3)),
+        n: apostrophe.n & (after_letter.n << 2 | after_letter.n << 3 | after_letter.c >> 62 | after_letter.c >> 61),
     };
     let after_word = apostrophe.c & letter.prev(1) & !chained.c;
     let after_word_before = apostrophe.p & letter.p << 1 & !chained.p & (0b111 << 61);
