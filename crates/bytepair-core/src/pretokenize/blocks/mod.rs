@@ -510,6 +510,16 @@ mod tests {
         }
     }
 
+    /// o200k: whether an other run takes `\n\n/` after a mark decides
+    /// whether the `'` after it is a word's prefix (found with WALKER_SEED=8;
+    /// the walker split `'` from `LL`), at every offset in a block.
+    #[test]
+    fn a_taken_run_after_a_mark_decides_the_prefix_after_it() {
+        for pad in 0..130 {
+            all_paths(&("x".repeat(pad) + " [''\u{301}\n\n\n\n/'LLcaf\u{e9}'s \u{915}\u{93f}\u{928}'s"));
+        }
+    }
+
     /// Every corpus of ../shared/corpora (when present), whole.
     #[test]
     fn walker_equals_scalar_on_corpora() {

@@ -133,8 +133,17 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
 
     let mut unsure = near(bad, 6, 2) | near(chained, 4, 3) | digits_unsure | after_upper_part;
     unsure |= runs_near_unknown(ws, bad) | runs_near_unknown(digit, bad);
-    // A run of taken characters after an unclassified other character.
-    unsure |= runs_near_unknown(newline | slash, bad);
+    // A run of `[\r\n/]` after an unclassified character: whether an other
+    // run takes it decides whether the character after it continues an other
+    // run or starts one (a prefix), so where the one after that starts
+    // (`\u{301}\n/'LL`). The run and those two are unsure, also when the run
+    // ends the previous block.
+    let ambiguous = runs_near_unknown(newline | slash, bad);
+    unsure |= ambiguous | ambiguous << 1 | ambiguous << 2;
+    let run_p = newline.p | slash.p;
+    if forward64(bad.p << 1 & run_p, run_p) >> 62 != 0 {
+        unsure |= 0b11;
+    }
     if (newline.p | slash.p) == !0 {
         unsure = !0;
     }
