@@ -9,9 +9,7 @@
 //! MergedWithPrevious / MergedWithNext glue a match to the gap before / after
 //! it, Contiguous joins runs of matches. Empty pieces are dropped.
 
-use fancy_regex::Regex as FancyRegex;
-
-use crate::pretokenize::{resolve_pattern, PatternError, Pieces, Preset, SearchError};
+use crate::pretokenize::{PatternError, PreTokenizer, Preset, SearchError};
 
 /// What a Split does with the regex's matches (HF `SplitDelimiterBehavior`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,15 +35,10 @@ impl Behavior {
     }
 }
 
-enum Engine {
-    /// A preset pattern: its matches cover the text, found by the scanners.
-    Preset(Preset),
-    Fancy(FancyRegex),
-}
-
 /// One Split step.
 pub struct Split {
-    engine: Engine,
+    /// The pattern's matcher (its special tokens: none).
+    pre: PreTokenizer,
     behavior: Behavior,
     invert: bool,
 }
@@ -56,23 +49,12 @@ type Span = (usize, usize, bool);
 impl Split {
     /// Compile `pattern` (a regex or preset name).
     pub fn new(pattern: &str, behavior: Behavior, invert: bool) -> Result<Self, PatternError> {
-        let pattern = resolve_pattern(pattern);
-        let engine = match Preset::of(pattern) {
-            Some(preset) => Engine::Preset(preset),
-            None => Engine::Fancy(FancyRegex::new(pattern).map_err(|e| PatternError::Invalid {
-                pattern: pattern.to_string(),
-                message: e.to_string(),
-            })?),
-        };
-        Ok(Split { engine, behavior, invert })
+        Ok(Split { pre: PreTokenizer::new(pattern, &[])?, behavior, invert })
     }
 
     /// Is this an Isolated split by a preset, without invert (every match a piece)?
     pub fn preset_isolated(&self) -> Option<Preset> {
-        match self.engine {
-            Engine::Preset(p) if self.behavior == Behavior::Isolated && !self.invert => Some(p),
-            _ => None,
-        }
+        self.pre.preset().filter(|_| self.behavior == Behavior::Isolated && !self.invert)
     }
 
     /// The pieces of `text` (non-empty), as byte ranges, appended to `out`.
@@ -94,27 +76,7 @@ impl Split {
             spans.push((start, end, !self.invert));
             prev = end;
         };
-        match &self.engine {
-            Engine::Preset(preset) => {
-                let mut pieces = Pieces::new(text.as_bytes(), *preset);
-                let mut bounds = [0usize; 129];
-                loop {
-                    let n = pieces.fill(&mut bounds);
-                    if n == 0 {
-                        break;
-                    }
-                    for w in bounds[..=n].windows(2) {
-                        add(w[0], w[1], &mut spans);
-                    }
-                }
-            }
-            Engine::Fancy(re) => {
-                for m in re.find_iter(text) {
-                    let m = m.map_err(|e| SearchError(e.to_string()))?;
-                    add(m.start(), m.end(), &mut spans);
-                }
-            }
-        }
+        self.pre.for_each_match(text, |start, end| add(start, end, &mut spans))?;
         if prev != text.len() {
             spans.push((prev, text.len(), self.invert));
         }

@@ -75,6 +75,20 @@ impl<'t> Pieces<'t> {
     }
 }
 
+/// The pre-tokens of `text` by `preset`, in batches: `f(text bytes, bounds)`,
+/// pre-token i being `text[bounds[i]..bounds[i + 1]]` (at most 129 bounds).
+fn preset_batches<'t>(preset: Preset, text: &'t str, mut f: impl FnMut(&'t [u8], &[usize])) {
+    let mut pieces = Pieces::new(text.as_bytes(), preset);
+    let mut bounds = [0usize; 129];
+    loop {
+        let n = pieces.fill(&mut bounds);
+        if n == 0 {
+            break;
+        }
+        f(text.as_bytes(), &bounds[..=n]);
+    }
+}
+
 /// The backtracking engine gave up on a text (a catastrophic custom pattern
 /// exceeded its backtrack limit); the presets never fail.
 #[derive(Debug, thiserror::Error)]
@@ -131,26 +145,38 @@ impl PreTokenizer {
     fn for_each_piece_batch<'t>(&self, text: &'t str, mut f: impl FnMut(&'t [u8], &[usize])) -> Result<(), SearchError> {
         match &self.engine {
             Engine::Preset(preset) => {
-                let mut pieces = Pieces::new(text.as_bytes(), *preset);
-                let mut bounds = [0usize; 129];
-                loop {
-                    let n = pieces.fill(&mut bounds);
-                    if n == 0 {
-                        break;
-                    }
-                    f(text.as_bytes(), &bounds[..=n]);
+                preset_batches(*preset, text, f);
+                Ok(())
+            }
+            Engine::Fancy(_) => self.for_each_match(text, |start, end| {
+                if start < end {
+                    f(&text.as_bytes()[start..end], &[0, end - start]);
                 }
+            }),
+        }
+    }
+
+    /// Call `f(start, end)` on the byte range of every match of the pattern in
+    /// `text`, in order, empty matches included (HF's Split sees them; a
+    /// preset has none).
+    pub(crate) fn for_each_match(&self, text: &str, mut f: impl FnMut(usize, usize)) -> Result<(), SearchError> {
+        match &self.engine {
+            Engine::Preset(preset) => {
+                preset_batches(*preset, text, |_, bounds| {
+                    for w in bounds.windows(2) {
+                        f(w[0], w[1]);
+                    }
+                });
+                Ok(())
             }
             Engine::Fancy(re) => {
                 for m in re.find_iter(text) {
                     let m = m.map_err(|e| SearchError(e.to_string()))?;
-                    if !m.as_str().is_empty() {
-                        f(m.as_str().as_bytes(), &[0, m.as_str().len()]);
-                    }
+                    f(m.start(), m.end());
                 }
+                Ok(())
             }
         }
-        Ok(())
     }
 
     /// `for_each_piece_batch` over `text` cut at special tokens, which are
