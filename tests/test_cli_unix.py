@@ -61,6 +61,19 @@ def test_encode_to_stdout_and_decode_from_stdin_round_trip(files):
     assert loud.stdout == b"" and b"tokens" in loud.stderr  # the message goes to stderr
 
 
+def test_encode_threads_give_the_ids_of_one_thread(files):
+    """`bytepair encode FILE --threads N`: a text of several MiB is encoded
+    in segments on N threads into the same .npy."""
+    big = files / "big.txt"
+    big.write_text(TEXT * 100, encoding="utf-8")
+    assert big.stat().st_size > 4 << 20
+    tok = str(files / "tok.json")
+    for threads in ("1", "2"):
+        run("encode", str(big), "-t", tok, "-o", str(files / f"big{threads}.npy"), "--threads", threads, "-q")
+    one, two = np.load(files / "big1.npy"), np.load(files / "big2.npy")
+    assert np.array_equal(one, two) and one.tolist() == bytepair.Tokenizer.load(tok).encode(TEXT * 100)
+
+
 def _fifo_with(tmp_path, data: bytes) -> str:
     """A named pipe that yields `data` once to its first reader, as `<(cat FILE)` does."""
     path = str(tmp_path / "pipe")

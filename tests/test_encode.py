@@ -665,6 +665,30 @@ def test_encode_to_numpy_arrays_own_their_ids():
     assert arrays[0][0] == 7 and arrays[1].tolist() == want[1]
 
 
+def test_encode_to_numpy_on_threads_gives_the_ids_of_one_thread():
+    """A text of several segments encoded on two threads: the same ids, and
+    the same error (naming the same offset) for a disallowed special token in
+    its last segment."""
+    import numpy as np
+
+    rng = random.Random(5)
+    words = ["".join(rng.choice("abcdefghijklmnopé\n") for _ in range(rng.randint(1, 12))) for _ in range(5000)]
+    text = " ".join(rng.choice(words) for _ in range(500_000))
+    tok = bytepair.train_from_iterator([text[:200_000]], 1000, special_tokens=[EOT], progress=False)
+    assert len(text.encode()) > 3 << 20, "several segments of 1 MiB"
+    one = tok.encode_to_numpy(text, allowed_special="all")
+    assert np.array_equal(tok.encode_to_numpy(text, allowed_special="all", num_threads=2), one)
+    assert np.array_equal(tok.encode_to_numpy(text, allowed_special="all", num_threads=None), one)
+    assert one.tolist() == tok.encode(text, allowed_special="all")
+    late = text + " one more " + EOT
+    errors = []
+    for threads in (1, 2):
+        with pytest.raises(ValueError, match="disallowed special token") as info:
+            tok.encode_to_numpy(late, num_threads=threads)
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]
+
+
 def test_cache_budget_is_a_setting_and_a_small_one_gives_the_same_ids():
     """A budget rounds down to a power of two (at least 512 KiB); caches made
     under a small one empty and refill often, and the ids do not change."""

@@ -311,6 +311,36 @@ def test_openai_rank_file_loads_with_recovered_merges(name):
     assert LOAD_SECONDS[name] < 30, LOAD_SECONDS
 
 
+@pytest.mark.parametrize("name", OPENAI)
+def test_core_rank_table_equals_the_python_parser(name):
+    """The core reads a valid .tiktoken file (`_core.rank_table`); the Python
+    parser, which words the errors, must agree with it token for token."""
+    from bytepair import _core
+    from bytepair.formats.tables import merges_from_ranks
+    from bytepair.formats.tiktoken_files import parse_ranks
+
+    data = gunzipped(name)
+    vocab, merges = _core.rank_table(data)
+    ranks, _lines = parse_ranks(data, source=name)
+    assert vocab == {r: t for t, r in ranks.items()}
+    assert merges == merges_from_ranks(ranks, source=name)
+    # The parts of each merge are the vocabulary's own bytes objects (no copies).
+    assert all(vocab[ranks[a]] is a and vocab[ranks[b]] is b for a, b in merges[:1000])
+
+
+def test_rank_file_the_core_refuses_but_python_reads(tmp_path):
+    """Python's base64 accepts non-canonical padding bits ("YR==" is b"a");
+    the core's decoder does not, and the file loads through the Python parser."""
+    from bytepair import _core
+
+    content = rank_lines(BYTES[:97] + BYTES[98:]) + b"YR== 97\n" + rank_lines([(b"ab", 256)])
+    assert _core.rank_table(content) is None
+    path = tmp_path / "lenient.tiktoken"
+    path.write_bytes(content)
+    tok = bytepair.Tokenizer.from_tiktoken(path, pattern="gpt2", special_tokens={})
+    assert tok.merges == [(b"a", b"b")] and tok.encode("ab") == [256]
+
+
 @pytest.mark.parametrize("rel", corpus_files() or ["<corpora absent>"])
 @pytest.mark.parametrize("name", OPENAI)
 def test_openai_matches_tiktoken_on_every_corpus(name, rel):

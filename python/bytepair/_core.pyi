@@ -13,6 +13,10 @@ def set_cache_budget(nbytes: int) -> int:
 def cache_budget() -> int:
     """The piece-cache budget in effect, in bytes."""
 
+def rank_table(data: bytes) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]] | None:
+    """A .tiktoken file's content -> ({rank: token bytes}, merges in rank order),
+    or None when it is not a valid BPE rank table."""
+
 def recover_merges(merged: list[bytes]) -> list[int | None]:
     """Tokens in rank order (no single bytes) -> byte length of the left part of each
     one's merge (BPE restricted to lower ranks), None where that is not two parts."""
@@ -110,7 +114,9 @@ class CoreBPE:
         self, text: str, allowed: list[str], disallowed: list[str], dropout: float, seed: int
     ) -> list[int]:
         """BPE-dropout: each candidate merge skipped with probability dropout in [0, 1); seed in [0, 2**64)."""
-    def encode_to_numpy(self, text: str, allowed: list[str], disallowed: list[str]) -> "numpy.ndarray":
+    def encode_to_numpy(
+        self, text: str, allowed: list[str], disallowed: list[str], num_threads: int | None = 1
+    ) -> "numpy.ndarray":
         """Ids as a 1-D uint32 array that owns its buffer (no copy)."""
     def encode_batch(
         self, texts: list[str], allowed: list[str], disallowed: list[str], num_threads: int | None = None

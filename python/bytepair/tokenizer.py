@@ -83,13 +83,20 @@ class Tokenizer(TokenizerHelpers):
         *,
         pipeline: "HFPipeline | None" = None,
         _merges_checked: bool = False,
+        _tables_trusted: bool = False,
     ) -> None:
-        self.vocab: dict[int, bytes] = {check_id(i, "vocab"): bytes(b) for i, b in vocab.items()}
-        self.merges: list[tuple[bytes, bytes]] = [(bytes(a), bytes(b)) for a, b in merges]
+        if _tables_trusted:
+            # A loader built both (`rank_table`): a fresh dict of int -> bytes,
+            # a list of bytes pairs whose parts and results are all in it.
+            self.vocab, self.merges = vocab, merges  # type: ignore[assignment]
+        else:
+            self.vocab: dict[int, bytes] = {check_id(i, "vocab"): bytes(b) for i, b in vocab.items()}
+            self.merges: list[tuple[bytes, bytes]] = [(bytes(a), bytes(b)) for a, b in merges]
         self.pattern: str = check_encodable(pattern, "pattern")
         self.pipeline = pipeline
         self.special_tokens: dict[str, int] = self._assign_special_ids(special_tokens or ())
-        self._check_merges(rank_rule=not _merges_checked)
+        if not _tables_trusted:
+            self._check_merges(rank_rule=not _merges_checked)
         self._add_special_entries()
         self._build_core()
 
@@ -373,14 +380,19 @@ class Tokenizer(TokenizerHelpers):
         *,
         allowed_special: AllowedSpecial = frozenset(),
         disallowed_special: DisallowedSpecial = "all",
+        num_threads: int | None = 1,
     ) -> "numpy.ndarray":
         """`encode` as a 1-D ``numpy.uint32`` array (tiktoken's
         ``Encoding.encode_to_numpy``): the array owns the buffer the core encoded
         into, with no copy and no Python int per token; unlike tiktoken's, it is
-        writeable. Same errors as `encode`."""
+        writeable. Same errors as `encode`.
+
+        `num_threads`: threads for a text of more than 2 MiB, cut into ~1 MiB
+        segments at safe cuts (the ids are those of one call on the whole);
+        default 1, as tiktoken; None: one per core."""
         require_str(text, "encode_to_numpy")
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
-        return with_surrogates_replaced(self._core.encode_to_numpy, text, allowed, disallowed)
+        return with_surrogates_replaced(self._core.encode_to_numpy, text, allowed, disallowed, num_threads)
 
     def encode_blocks(
         self,
@@ -390,11 +402,13 @@ class Tokenizer(TokenizerHelpers):
         disallowed_special: DisallowedSpecial = "all",
         dropout: float = 0.0,
         seed: int = 0,
+        num_threads: int | None = 1,
     ) -> Iterator["numpy.ndarray"]:
         """Like `encode_iterable`, but yields one ``numpy.uint32`` array per block
         of about 64K characters or more: no Python object per token, for encoding
         files of any size in bounded memory. With `dropout`, block k is encoded
-        as `encode` with dropout and a seed made of `seed` and k."""
+        as `encode` with dropout and a seed made of `seed` and k. `num_threads`
+        as in `encode_to_numpy` (blocks of several MiB use them)."""
         import numpy as np
 
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
@@ -404,7 +418,7 @@ class Tokenizer(TokenizerHelpers):
                                   dropout=dropout, seed=document_seed(seed, k))
                 yield np.array(ids, dtype=np.uint32)
                 continue
-            yield with_surrogates_replaced(self._core.encode_to_numpy, block, allowed, disallowed)
+            yield with_surrogates_replaced(self._core.encode_to_numpy, block, allowed, disallowed, num_threads)
 
     def _chars_after_last_cut(self, text: str) -> int | None:
         # Lone surrogates: one U+FFFD each keeps every character index.

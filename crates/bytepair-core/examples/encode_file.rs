@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use base64::Engine as _;
+use bytepair_core::rank_file::parse_rank_file;
 use bytepair_core::Encoder;
 
 fn main() {
@@ -14,15 +14,7 @@ fn main() {
         eprintln!("usage: encode_file RANKS.tiktoken PRESET TEXT [MB] [ROUNDS]");
         std::process::exit(2);
     }
-    let ranks = std::fs::read_to_string(&args[1]).expect("rank file");
-    let mut tokens: Vec<(Vec<u8>, u32)> = ranks
-        .lines()
-        .filter(|l| !l.is_empty())
-        .map(|l| {
-            let (token, rank) = l.split_once(' ').expect("'base64 rank' lines");
-            (base64::engine::general_purpose::STANDARD.decode(token).expect("base64"), rank.parse().expect("rank"))
-        })
-        .collect();
+    let mut tokens = parse_rank_file(&std::fs::read(&args[1]).expect("rank file")).expect("a rank file");
     tokens.sort_by_key(|&(_, rank)| rank);
     let merged: Vec<Vec<u8>> = tokens.iter().filter(|(t, _)| t.len() > 1).map(|(t, _)| t.clone()).collect();
     let enc = Encoder::new(tokens, merged, vec![], &args[2]).expect("encoder");

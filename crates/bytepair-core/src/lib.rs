@@ -18,6 +18,7 @@
 //! | [`train`] | the merge loop: learn merges from word counts |
 //! | [`encode`] | encode text to ids (rank-ordered merges) and decode ids to bytes |
 //! | [`recover`] | recover the merges of a rank table (a `.tiktoken` file) |
+//! | [`rank_file`] | read `.tiktoken` rank files and the merge table they imply |
 //! | [`progress`] | progress and cancellation of long work |
 //!
 //! The contract (id layout, tie-break, special-token semantics) is in
@@ -55,11 +56,13 @@ mod memory;
 pub mod pipeline;
 pub mod pretokenize;
 pub mod progress;
+pub mod rank_file;
 pub mod recover;
 pub mod train;
 pub mod wordcounts;
 
 pub use cut::CutRule;
+pub use memory::vec_on_huge_pages;
 pub use encode::{EncodeError, Encoder, EncoderError};
 pub use pretokenize::{PatternError, PreTokenizer};
 pub use progress::Progress;

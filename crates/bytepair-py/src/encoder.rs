@@ -104,6 +104,40 @@ impl CoreBPE {
     }
 }
 
+impl CoreBPE {
+    /// `encode_segments` on `threads` threads: the segments are encoded
+    /// into buffers of their own, then joined. The error is the first failing
+    /// segment's; Ctrl-C stops the remaining segments and any long merge.
+    fn encode_segments_in_parallel(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        encode: &(impl Fn(&str, &mut Vec<u32>) -> Result<(), EncodeError> + Sync),
+        threads: usize,
+    ) -> PyResult<Vec<u32>> {
+        let parts: Vec<(usize, &str)> = segments(&self.cut, text, SEGMENT_BYTES).collect();
+        let encoded: Vec<Result<Vec<u32>, EncodeError>> = run_with_progress(py, Some(threads), None, |progress| {
+            parts
+                .par_iter()
+                .map(|&(start, segment)| {
+                    if progress.is_cancelled() {
+                        return Err(EncodeError::Cancelled);
+                    }
+                    let mut ids = Vec::with_capacity(segment.len() / 2 + 16);
+                    cancellable(progress, || encode(segment, &mut ids)).map_err(|e| e.shifted(start))?;
+                    Ok(ids)
+                })
+                .collect()
+        })?;
+        let encoded: Vec<Vec<u32>> = encoded.into_iter().collect::<Result<_, _>>().map_err(|e| encode_error(e, text))?;
+        let mut ids = bytepair_core::vec_on_huge_pages(encoded.iter().map(Vec::len).sum());
+        for part in &encoded {
+            ids.extend_from_slice(part);
+        }
+        Ok(ids)
+    }
+}
+
 #[pymethods]
 impl CoreBPE {
     /// `pipeline`: a tokenizer.json pipeline (see `crate::pipeline`), which
@@ -181,12 +215,28 @@ impl CoreBPE {
     /// Like `encode`, but the ids come back as a 1-D uint32 NumPy array that
     /// owns the buffer they were encoded into: no copy, and no second buffer
     /// to fault in (a copy into bytes was ~5% of encoding prose).
-    fn encode_to_numpy<'py>(&self, py: Python<'py>, text: &str, allowed: Vec<String>, disallowed: Vec<String>) -> PyResult<Bound<'py, PyArray1<u32>>> {
-        // Room for ~2 bytes per token; pages never written are never touched,
-        // and the spare capacity is returned before the array takes the buffer.
-        let mut ids = Vec::with_capacity(text.len() / 2 + 16);
+    /// With `num_threads` > 1, a text of several segments has its segments
+    /// encoded on that many threads (the ids are the same).
+    #[pyo3(signature = (text, allowed, disallowed, num_threads=Some(1)))]
+    fn encode_to_numpy<'py>(
+        &self,
+        py: Python<'py>,
+        text: &str,
+        allowed: Vec<String>,
+        disallowed: Vec<String>,
+        num_threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyArray1<u32>>> {
         let encode = |segment: &str, out: &mut Vec<u32>| self.enc.encode_into(segment, &allowed, &disallowed, out);
-        self.encode_segments(py, text, &encode, &mut ids)?;
+        let threads = thread_count(num_threads)?;
+        let mut ids = if threads > 1 && text.len() > 2 * SEGMENT_BYTES {
+            self.encode_segments_in_parallel(py, text, &encode, threads)?
+        } else {
+            // Room for ~2 bytes per token; pages never written are never touched,
+            // and the spare capacity is returned before the array takes the buffer.
+            let mut ids = bytepair_core::vec_on_huge_pages(text.len() / 2 + 16);
+            self.encode_segments(py, text, &encode, &mut ids)?;
+            ids
+        };
         ids.shrink_to_fit();
         Ok(PyArray1::from_vec(py, ids))
     }

@@ -24,6 +24,7 @@ mod shared_ints;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
 
 /// Resolve a preset name (`gpt2`, `cl100k`, `o200k`) to its regex; other strings pass through.
 #[pyfunction]
@@ -37,6 +38,31 @@ fn resolve_pattern(name_or_pattern: &str) -> String {
 #[pyfunction]
 fn recover_merges(py: Python<'_>, merged: Vec<Vec<u8>>) -> Vec<Option<usize>> {
     py.detach(|| bytepair_core::recover::recover_merges(&merged))
+}
+
+/// A `.tiktoken` file's content as (vocab: {rank: token bytes}, merges:
+/// [(left bytes, right bytes)] in rank order), or None for anything that is
+/// not a valid BPE rank table (the caller's own parser then words the error).
+#[pyfunction]
+fn rank_table<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<(Bound<'py, PyDict>, Bound<'py, PyList>)>> {
+    use bytepair_core::rank_file::{merges_of_rank_table, parse_rank_file};
+    let parsed = py.detach(|| {
+        let tokens = parse_rank_file(data).ok()?;
+        let merges = merges_of_rank_table(&tokens)?;
+        Some((tokens, merges))
+    });
+    let Some((tokens, merges)) = parsed else { return Ok(None) };
+    // The parts of a merge are tokens: the merge list shares their bytes objects.
+    let objects: Vec<Bound<'py, PyBytes>> = tokens.iter().map(|(token, _)| PyBytes::new(py, token)).collect();
+    let vocab = PyDict::new(py);
+    for ((_, rank), object) in tokens.iter().zip(&objects) {
+        vocab.set_item(rank, object)?;
+    }
+    let pairs = PyList::empty(py);
+    for (left, right) in merges {
+        pairs.append((&objects[left], &objects[right]))?;
+    }
+    Ok(Some((vocab, pairs)))
 }
 
 /// Set the memory budget of each per-thread piece cache of the encoder, in
@@ -70,6 +96,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resolve_pattern, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add_function(wrap_pyfunction!(recover_merges, m)?)?;
+    m.add_function(wrap_pyfunction!(rank_table, m)?)?;
     m.add_function(wrap_pyfunction!(set_cache_budget, m)?)?;
     m.add_function(wrap_pyfunction!(cache_budget, m)?)?;
     m.add_class::<counter::WordCounter>()?;

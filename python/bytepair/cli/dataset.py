@@ -10,7 +10,7 @@ import os
 import sys
 import time
 
-from bytepair.cli.args import byte_size, message, positive_int, progress_bars
+from bytepair.cli.args import byte_size, message, progress_bars
 from bytepair.counts.sources import FORMATS
 from bytepair.dataset.shards import DEFAULT_SHARD_SIZE, ENGINES, LAYOUTS, TokenShards, encode_dataset
 
@@ -124,7 +124,6 @@ def add_dataset_flags(e: argparse.ArgumentParser) -> None:
     g.add_argument("--no-eot", action="store_true", help="no token after each document")
     g.add_argument("--engine", choices=ENGINES, default=None, help="local (default: this machine's cores), ray or spark")
     g.add_argument("--ray-address", default=None, metavar="ADDR", help="Ray cluster to join (with --engine ray)")
-    g.add_argument("--threads", type=positive_int, default=None, help="encoding threads (default: all cores)")
 
 
 def register_shards(sub: "argparse._SubParsersAction") -> None:

@@ -43,6 +43,9 @@ from bytepair.train import train, train_from_counts
 
 _DECODE_BLOCK_IDS = 1 << 20
 _COPY_BLOCK_BYTES = 16 << 20
+# Text encoded per call by `bytepair encode FILE`: enough ~1 MiB segments for
+# every thread, a few tens of MiB of text and ids in memory.
+_ENCODE_BLOCK_BYTES = 16 << 20
 
 
 def default_corpus() -> list[str]:
@@ -227,8 +230,9 @@ def cmd_encode(args: argparse.Namespace) -> int:
             if args.dropout:
                 policy |= {"dropout": args.dropout, "seed": args.seed}
             try:
-                for ids in tok.encode_blocks(read_text_blocks(args.file, args.errors, on_read), **policy):
-                    raw.write(ids.astype(dtype).tobytes())
+                blocks = read_text_blocks(args.file, args.errors, on_read, block_bytes=_ENCODE_BLOCK_BYTES)
+                for ids in tok.encode_blocks(blocks, num_threads=args.threads, **policy):
+                    raw.write(ids.astype(dtype, copy=False).data)
                     count += len(ids)
             except ValueError as e:
                 _reword_disallowed_special(e, args.file, read)
@@ -365,6 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--dropout", type=_probability, default=0.0, metavar="P",
                    help="BPE-dropout: skip each merge with probability P (subword regularization; default 0)")
     e.add_argument("--seed", type=_seed, default=0, metavar="S", help="seed of --dropout's draws (default 0)")
+    e.add_argument("--threads", type=positive_int, default=None, help="encoding threads (default: all cores)")
     e.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no messages")
     from bytepair.cli.dataset import add_dataset_flags, register_shards
 

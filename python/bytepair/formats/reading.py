@@ -90,12 +90,15 @@ def build_tokenizer(
     *,
     source: str,
     pipeline: Any = None,
+    trusted_tables: bool = False,
 ) -> "Tokenizer":
     """`Tokenizer(...)` from what a file held (`pipeline`: a tokenizer.json
     pipeline, `formats.hf_pipeline.HFPipeline`); its errors (a merge whose parts are
     not in the vocabulary, an id out of range, a pattern that does not compile,
     ...) are re-raised as ValueError prefixed with `source`; two special tokens
-    with one id are an error too."""
+    with one id are an error too. `trusted_tables`: `vocab` and `merges` come
+    from `_core.rank_table` (fresh, consistent), so they are neither copied
+    nor checked again."""
     from bytepair.tokenizer import Tokenizer
 
     check_unicode(pattern, source=source, what="pattern")
@@ -109,6 +112,6 @@ def build_tokenizer(
     try:
         # Every caller checked the merges (check_merges) or recovered them from ranks.
         return Tokenizer(vocab, merges, special_tokens=dict(special_tokens), pattern=pattern, pipeline=pipeline,
-                         _merges_checked=True)
+                         _merges_checked=True, _tables_trusted=trusted_tables)
     except ValueError as e:
         raise ValueError(f"{source}: {e}") from None

@@ -23,6 +23,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from bytepair import _core
 from bytepair.atomic import atomic_write
 from bytepair.formats.hf import preset_name
 from bytepair.formats.reading import build_tokenizer, maybe_gunzip, parse_json
@@ -160,11 +161,17 @@ def from_tiktoken(
             tokens; the message names its line), or no pattern known for the file.
     """
     path = os.fspath(path)
-    ranks, lines = parse_ranks(read_bytes_maybe_gzip(path) if data is None else data, source=path)
+    data = read_bytes_maybe_gzip(path) if data is None else data
+    # The core parses a valid file and recovers its merges; anything else is
+    # read again here, where the error gets its words (or a file the core
+    # refuses but Python's base64 accepts loads all the same).
+    tables = _core.rank_table(data)
+    if tables is None:
+        ranks, lines = parse_ranks(data, source=path)
     if pattern is None or special_tokens is None:
         side = read_sidecar(path)
         known = KNOWN_ENCODINGS.get(_encoding_name(path))
-        if side is None and known is not None and known[2] == len(ranks):
+        if side is None and known is not None and known[2] == len(ranks if tables is None else tables[0]):
             side = known[0], known[1]
         if side is None and pattern is None:
             raise ValueError(
@@ -175,6 +182,9 @@ def from_tiktoken(
         if side is not None:
             pattern = side[0] if pattern is None else pattern
             special_tokens = side[1] if special_tokens is None else special_tokens
+    if tables is not None:
+        vocab, merges = tables
+        return build_tokenizer(vocab, merges, special_tokens or {}, preset_name(pattern), source=path, trusted_tables=True)
     return _tokenizer_from_ranks(
         ranks, pattern, special_tokens or {}, source=path, where=lambda t: f" (line {lines[t]})"
     )
