@@ -215,12 +215,6 @@ def test_presets_keep_the_plain_path():
     assert pair(document(*FAMILIES["Qwen2/3"]))[0].pipeline is not None
 
 
-def test_extending_a_pipeline_is_refused_not_trained_with_the_wrong_words():
-    ours, _ = pair(document(*FAMILIES["Qwen2/3"]))
-    with pytest.raises(ValueError, match=r"base: extending a tokenizer.json pipeline \(normalizer NFC; .* not supported"):
-        bytepair.train_from_iterator(["some text to extend with"] * 10, ours.vocab_size + 10, base=ours, progress=False)
-
-
 def test_pipeline_refused_by_formats_that_cannot_hold_it(tmp_path):
     ours, _ = pair(document(*FAMILIES["Qwen2/3"]))
     with pytest.raises(ValueError, match="cannot be written"):

@@ -4,6 +4,10 @@ from collections.abc import Callable
 
 import numpy
 
+# A tokenizer.json pipeline: (normalizers, pre-tokenizer steps, added-token rules),
+# as `bytepair.formats.hf_pipeline.HFPipeline.core_spec` builds it.
+PipelineSpec = tuple[list[tuple[str, list[str]]], list[tuple[str, list[str]]], list[tuple[str, bool, bool, bool, bool]]]
+
 def resolve_pattern(name_or_pattern: str) -> str:
     """Preset name (gpt2, cl100k, o200k) -> its regex; other strings unchanged."""
 
@@ -29,10 +33,13 @@ class WordCounter:
     """Word counts (pre-token bytes -> count) accumulated from files or texts."""
 
     def __init__(
-        self, pattern: str, special_tokens: list[str], max_word_bytes: int = 65536, max_memory: int | None = None
+        self, pattern: str, special_tokens: list[str], max_word_bytes: int = 65536, max_memory: int | None = None,
+        pipeline: PipelineSpec | None = None,
     ) -> None:
         """Pre-tokens longer than max_word_bytes (>= 4) count as several words of at most that many bytes;
-        max_memory (bytes) bounds the counts, dropping the rarest words past it (lossy counting)."""
+        max_memory (bytes) bounds the counts, dropping the rarest words past it (lossy counting);
+        pipeline: count the pieces of this tokenizer.json pipeline (normalized, pre-tokenized as
+        encoding does, its added-token rules on the special tokens) instead of the pattern's."""
     @property
     def pruned(self) -> tuple[int, int, int]:
         """What max_memory dropped: (distinct words, pre-tokens, highest minimum count applied)."""
@@ -97,8 +104,7 @@ class CoreBPE:
         merged: list[bytes],
         specials: list[tuple[str, int]],
         pattern: str,
-        pipeline: tuple[list[tuple[str, list[str]]], list[tuple[str, list[str]]], list[tuple[str, bool, bool, bool, bool]]]
-        | None = None,
+        pipeline: PipelineSpec | None = None,
     ) -> None:
         """pipeline: (normalizers, pre-tokenizer steps, added-token rules) as
         `bytepair.formats.hf_pipeline.HFPipeline.core_spec` builds them."""

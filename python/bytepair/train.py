@@ -23,7 +23,8 @@ sentencepiece users ask for):
 * ``reserve_special_tokens=N``: N placeholder special tokens
   ``<|reserved_special_token_{i}|>``;
 * ``base=tokenizer``: extend an existing tokenizer, keeping its ids, merges,
-  special tokens and pattern; new merges get ids after its largest id;
+  special tokens and pattern (or tokenizer.json pipeline, through which the
+  corpus is then counted); new merges get ids after its largest id;
 * ``weights={path_or_glob: w}``: a data mixture, each source's counts times w.
 """
 
@@ -111,10 +112,6 @@ def _note_pruning(counter: _core.WordCounter, stats: TrainingStats, max_memory: 
         )
 
 
-def _new_counter(plan: TrainPlan, max_memory: int | None = None) -> _core.WordCounter:
-    return _core.WordCounter(plan.pattern, plan.split_at, max_memory=max_memory)
-
-
 def _show_progress(progress: bool | None) -> bool:
     return sys.stderr.isatty() if progress is None else bool(progress)
 
@@ -169,7 +166,8 @@ def _learn(
         merges.append((vocab[a], vocab[b]))
         vocab[plan.next_id + rank] = vocab[a] + vocab[b]
     specials |= special_ids(plan, plan.next_id + len(learned))
-    tok = Tokenizer._trusted(vocab, merges, specials, plan.pattern)
+    pipeline = None if plan.pipeline is None else plan.pipeline.with_tokens(sorted(specials, key=specials.__getitem__))
+    tok = Tokenizer._trusted(vocab, merges, specials, plan.pattern, pipeline)
     tok.training_stats = stats
     if stop is not None:
         _warn_stopped(stop, plan, tok.vocab_size)
@@ -245,6 +243,10 @@ def train(
             are learned on top with the usual tie-break, with ids after the
             base's largest id. Text never needs more tokens than with the
             base. A pair whose bytes are already a base token is not merged.
+            A base with a tokenizer.json pipeline (Qwen's NFC, DeepSeek V3's
+            splits, RoBERTa's prefix space...) counts the corpus through it,
+            as it encodes (special tokens with its added-token rules), and
+            the result keeps it, so `save` writes it back.
         min_frequency: no merge of a pair counted fewer times (HF's
             ``min_frequency``); training stops there, with a warning.
         max_token_length: no token longer than this many bytes (HF's
@@ -307,12 +309,12 @@ def train(
     max_memory = _check_max_memory(max_memory)
     show = _show_progress(progress)
     stats = TrainingStats()
-    counter = _new_counter(plan, max_memory)
+    counter = plan.new_counter(max_memory)
     start = time.perf_counter()
     sizes = {p: input_size(p) for p in paths}
     with ProgressBar(sum(sizes.values()), "counting", unit="B", scale=True, enabled=show) as bar:
         for weight, group in groups:
-            part = counter if weight == 1 else _new_counter(plan, max_memory)
+            part = counter if weight == 1 else plan.new_counter(max_memory)
             done = _count_inputs(part, group, spec, num_threads, chunk_size, bar, sizes)
             stats.input_bytes += done
             stats.sources.append((_describe_files(group), done, weight))
@@ -410,7 +412,7 @@ def train_from_iterator(
     max_memory = _check_max_memory(max_memory)
     show = _show_progress(progress)
     stats = TrainingStats()
-    counter = _new_counter(plan, max_memory)
+    counter = plan.new_counter(max_memory)
     start = time.perf_counter()
     with ProgressBar(None, "counting", unit="B", scale=True, enabled=show) as bar:
         done_before = 0
@@ -473,7 +475,10 @@ def train_from_counts(
     pre-tokenized again). Counts may exceed 2**32 (u64). The options
     (`trace`, `min_frequency`, `max_token_length`, `base`, special tokens and
     `reserve_special_tokens`) are `train`'s; with `base`, each word is split
-    by the base's merges first.
+    by the base's merges first. A base with a tokenizer.json pipeline takes a
+    mapping only, whose keys must be that pipeline's pre-tokens (normalized,
+    prefix spaces included: what ``base.pretokenize`` gives); the result keeps
+    the pipeline.
 
     With a WordCounts, `pattern` and `special_tokens` default to the artifact's
     (the tokenizer keeps its pattern), and the parts stream into Rust as Arrow
@@ -485,7 +490,8 @@ def train_from_counts(
         ValueError: a count that is negative or not an integer (names the word),
             vocab_size too small, or a WordCounts counted with another pattern or
             other special tokens than those given (reserved placeholders
-            aside). (Counts without any pair, even none at all, give the
+            aside), or a WordCounts with a base that has a tokenizer.json
+            pipeline. (Counts without any pair, even none at all, give the
             byte-level vocabulary and the "no pair left" warning.)
         OverflowError: sum of count x word length reaches 2**64 (a pair count
             could overflow u64).
@@ -522,7 +528,7 @@ def train_from_counts(
         raise OverflowError(
             f"the counts add up to {total_bytes} bytes of text, beyond 2**64: pair counts would overflow u64"
         )
-    counter = _new_counter(plan)
+    counter = plan.new_counter()
     counter.add_counts(items)
     return _learn(counter, plan, TrainingStats(), num_threads=num_threads, progress=_show_progress(progress))
 
@@ -539,6 +545,13 @@ def _train_from_artifact(
 ) -> Tokenizer:
     """`train_from_counts` on a word-counts artifact (see there)."""
     base = options["base"]
+    if base is not None and base.pipeline is not None:
+        raise ValueError(
+            f"{counts.path}: counted with pattern {counts.pattern_name or counts.pattern!r}, not through the base "
+            f"tokenizer's tokenizer.json pipeline ({base.pipeline.describe()}): its words are not the base's "
+            "pre-tokens. Train on the text with base= (train, train_from_iterator), or pass the pipeline's "
+            "word counts as a mapping"
+        )
     wanted = pattern if pattern is not None else base.pattern if base is not None else None
     if wanted is not None and _core.resolve_pattern(wanted) != counts.pattern:
         raise ValueError(
@@ -555,7 +568,7 @@ def _train_from_artifact(
             f"{counts.path}: counted with special tokens {list(counts.special_tokens)!r}, "
             f"not {list(given)!r} (text was split at the special tokens when counting)"
         )
-    counter = _new_counter(plan)
+    counter = plan.new_counter()
     counts.load_into(counter)
     stats = TrainingStats(input_bytes=counts.totals.bytes)
     return _learn(counter, plan, stats, num_threads=num_threads, progress=_show_progress(progress))

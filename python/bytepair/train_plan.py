@@ -7,6 +7,10 @@ base's largest id); special tokens take the block of ids after the merges.
 Special tokens at fixed ids (``{token: id}``, Llama 3's layout) must lie in
 that block, so ``rank == id - 256`` still holds; the others, and the
 ``reserve_special_tokens`` placeholders, fill its free ids in order.
+
+A base with a tokenizer.json pipeline (`Tokenizer.pipeline`: a normalizer, a
+sequence of pre-tokenizers, added-token rules) is extended through it: the
+new corpus is counted as the base encodes it, and the result keeps it.
 """
 
 from __future__ import annotations
@@ -15,10 +19,14 @@ import itertools
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from bytepair import _core
 from bytepair.counts.sources import check_special_tokens
 from bytepair.tokenizer import Tokenizer
+
+if TYPE_CHECKING:
+    from bytepair.formats.hf_pipeline import HFPipeline
 
 
 def _check_limits(min_frequency: int, max_token_length: int | None) -> None:
@@ -59,6 +67,18 @@ class TrainPlan:
         return 256 if self.base is None else self.base.n_vocab
 
     @property
+    def pipeline(self) -> "HFPipeline | None":
+        """The base's tokenizer.json pipeline, which counting and the result keep (None: the pattern)."""
+        return None if self.base is None else self.base.pipeline
+
+    def new_counter(self, max_memory: int | None = None) -> _core.WordCounter:
+        """An empty counter that cuts words as this run's tokenizer will encode them: the
+        pattern, or the base's pipeline (normalized and pre-tokenized, the base's
+        added-token rules applied), split at `split_at`."""
+        pipeline = None if self.pipeline is None else self.pipeline.core_spec()
+        return _core.WordCounter(self.pattern, self.split_at, max_memory=max_memory, pipeline=pipeline)
+
+    @property
     def split_at(self) -> list[str]:
         """Every special-token string that splits the text (the base's first)."""
         return ([] if self.base is None else list(self.base.special_tokens)) + list(self.specials)
@@ -81,13 +101,6 @@ def plan_training(
     _check_limits(min_frequency, max_token_length)
     if base is not None and not isinstance(base, Tokenizer):
         raise TypeError(f"base must be a bytepair.Tokenizer (Tokenizer.load, bytepair.get_encoding), not {type(base).__name__}")
-    if base is not None and base.pipeline is not None:
-        # Counting pre-tokenizes with a pattern; the words of a pipeline (a
-        # normalizer, a sequence of splits) would not be the base's pieces.
-        raise ValueError(
-            f"base: extending a tokenizer.json pipeline ({base.pipeline.describe()}) is not supported yet; "
-            "only a base whose pre-tokenizer is one regex (GPT-2, Llama 3, cl100k, o200k style)"
-        )
     if base is not None and pattern is not None and _core.resolve_pattern(pattern) != base.pattern_regex:
         raise ValueError(f"pattern={pattern!r} differs from the base tokenizer's: an extension keeps the base's pattern")
     names, fixed = _given_specials(special_tokens, base)

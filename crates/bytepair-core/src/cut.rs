@@ -31,6 +31,7 @@
 /// of a special token is never taken.
 #[derive(Clone, Debug)]
 pub struct CutRule {
+    newline: bool,
     letter_punct: bool,
     specials: Vec<Vec<u8>>,
 }
@@ -38,10 +39,17 @@ pub struct CutRule {
 impl CutRule {
     /// The rule for `pattern` (preset name or regex) with these special tokens.
     pub fn new(pattern: &str, special_tokens: &[String]) -> Self {
-        CutRule {
-            letter_punct: crate::pretokenize::is_preset(pattern),
-            specials: special_tokens.iter().map(|t| t.as_bytes().to_vec()).collect(),
-        }
+        CutRule { letter_punct: crate::pretokenize::is_preset(pattern), ..CutRule::newlines(special_tokens) }
+    }
+
+    /// The newline cut alone (a custom pattern's rule), never inside these tokens.
+    pub fn newlines(special_tokens: &[String]) -> Self {
+        CutRule { newline: true, letter_punct: false, specials: special_tokens.iter().map(|t| t.as_bytes().to_vec()).collect() }
+    }
+
+    /// No cut at all: a text is one block (a pipeline that acts at the ends of a text).
+    pub fn never() -> Self {
+        CutRule { newline: false, letter_punct: false, specials: vec![] }
     }
 
     /// Are the cuts proven for this pattern? True for the presets; for a custom
@@ -69,7 +77,7 @@ impl CutRule {
 
     fn is_cut(&self, buf: &[u8], i: usize) -> bool {
         let (before, after) = (buf[i - 1], buf[i]);
-        let newline = before == b'\n' && i >= 2 && buf[i - 2].is_ascii_graphic() && after.is_ascii_alphanumeric();
+        let newline = self.newline && before == b'\n' && i >= 2 && buf[i - 2].is_ascii_graphic() && after.is_ascii_alphanumeric();
         newline || (self.letter_punct && before.is_ascii_alphabetic() && after.is_ascii_punctuation() && after != b'\'')
     }
 

@@ -11,9 +11,9 @@
 //! | module | stage |
 //! |---|---|
 //! | [`pretokenize`] | split text into pre-tokens with a preset or custom regex; special tokens |
-//! | [`pipeline`] | tokenizer.json pipelines: normalizers, pre-tokenizer steps, added-token rules |
+//! | [`pipeline`] | tokenizer.json pipelines: normalizers, pre-tokenizer steps, added-token rules; the walk encoding and counting share |
 //! | [`cut`] | safe cuts: where a text may be split without changing its pre-tokens |
-//! | [`count`] | stream files or texts and count each distinct pre-token (word counts) |
+//! | [`count`] | stream files or texts and count each distinct pre-token (word counts), by a pattern or a pipeline |
 //! | [`wordcounts`] | the word-counts artifact's columns (Arrow layout) and stable buckets |
 //! | [`train`] | the merge loop: learn merges from word counts |
 //! | [`encode`] | encode text to ids (rank-ordered merges) and decode ids to bytes |

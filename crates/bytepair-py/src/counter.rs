@@ -1,7 +1,8 @@
 //! `WordCounter`: word counts accumulated from files, texts, documents in
 //! Arrow layout or word-counts parts, then trained on (`train`).
 
-use bytepair_core::count::{self, CountError, Counted, Limits, Pruned, WordCounts};
+use bytepair_core::count::{self, CountError, Counted, Limits, PipelineWords, Pruned, WordCounts, Words};
+use bytepair_core::pipeline::AddedRule;
 use bytepair_core::{train, wordcounts, CutRule, PreTokenizer};
 use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -9,6 +10,7 @@ use pyo3::types::PyBytes;
 
 use crate::encoder::CoreBPE;
 use crate::errors::{columns_error, count_error, pattern_error};
+use crate::pipeline::PipelineSpec;
 use crate::runtime::run_with_progress;
 
 /// What `WordCounter::train` returns: ([(left id, right id, pair count)],
@@ -30,7 +32,7 @@ pub(crate) fn le_i64s(raw: &[u8], what: &str) -> PyResult<Vec<i64>> {
 /// Word counts accumulated from texts or files, then trained on.
 #[pyclass(module = "bytepair._core")]
 pub struct WordCounter {
-    pre: PreTokenizer,
+    pre: Words,
     cut: CutRule,
     limits: Limits,
     counts: WordCounts,
@@ -54,14 +56,31 @@ impl WordCounter {
     /// Pre-tokens longer than `max_word_bytes` (at least 4) are counted as
     /// consecutive words of at most that many bytes. `max_memory` (bytes): the
     /// budget of the counts (`count::Limits::max_memory`), None for no bound.
+    /// `pipeline`: a tokenizer.json pipeline (see `crate::pipeline`), whose
+    /// pieces are the words instead of `pattern`'s; its added-token rules apply
+    /// to the special tokens they name.
     #[new]
-    #[pyo3(signature = (pattern, special_tokens, max_word_bytes=count::DEFAULT_MAX_WORD_BYTES, max_memory=None))]
-    fn new(pattern: &str, special_tokens: Vec<String>, max_word_bytes: usize, max_memory: Option<usize>) -> PyResult<Self> {
+    #[pyo3(signature = (pattern, special_tokens, max_word_bytes=count::DEFAULT_MAX_WORD_BYTES, max_memory=None, pipeline=None))]
+    fn new(
+        pattern: &str,
+        special_tokens: Vec<String>,
+        max_word_bytes: usize,
+        max_memory: Option<usize>,
+        pipeline: Option<PipelineSpec>,
+    ) -> PyResult<Self> {
         if max_word_bytes < 4 {
             return Err(PyValueError::new_err(format!("max_word_bytes must be at least 4, got {max_word_bytes}")));
         }
-        let pre = PreTokenizer::new(pattern, &special_tokens).map_err(pattern_error)?;
-        let cut = CutRule::new(pattern, &special_tokens);
+        let (pre, cut) = match pipeline {
+            None => (Words::Pattern(PreTokenizer::new(pattern, &special_tokens).map_err(pattern_error)?), CutRule::new(pattern, &special_tokens)),
+            Some(spec) => {
+                let (pipeline, rules) = crate::pipeline::build(&spec)?;
+                let specials = special_tokens.iter().map(|t| (t.clone(), AddedRule::of(&rules, t))).collect();
+                let words = PipelineWords::new(pipeline, specials).map_err(pattern_error)?;
+                let cut = words.cut_rule().clone();
+                (Words::Pipeline(words), cut)
+            }
+        };
         let limits = Limits { max_word_bytes, max_memory };
         Ok(WordCounter { pre, cut, limits, counts: WordCounts::default(), pruned: Pruned::default() })
     }

@@ -26,7 +26,9 @@ Metaspace, ...) is refused with an error naming the component.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +75,14 @@ class HFPipeline:
     def core_spec(self) -> tuple[list[Step], list[Step], list[Rule]]:
         """The argument ``pipeline`` of ``_core.CoreBPE``."""
         return list(self.normalizers), list(self.steps), list(self.rules)
+
+    def with_tokens(self, tokens: "Iterable[str]") -> "HFPipeline":
+        """This pipeline with a rule for each of `tokens` it has none for (no
+        flags, HF's default for a special token): what a tokenizer.json that
+        lists them as added tokens reads back as (a base extended with new
+        special tokens)."""
+        new = tuple(self.rule_of(t) for t in tokens if t not in {r[0] for r in self.rules})
+        return dataclasses.replace(self, rules=self.rules + new) if new else self
 
     def rule_of(self, token: str) -> Rule:
         """The added-token rule of `token` (all flags false if it has none)."""

@@ -57,7 +57,7 @@ class CurvePoint:
 
 def prefix_tokenizer(tok: "Tokenizer", num_merges: int) -> "Tokenizer":
     """The tokenizer made of the single bytes and the first `num_merges` merges
-    of `tok` (with its ids, special tokens and pattern).
+    of `tok` (with its ids, special tokens, pattern and tokenizer.json pipeline).
 
     Args:
         tok: a byte-level BPE tokenizer (all 256 single bytes in its vocabulary).
@@ -86,7 +86,7 @@ def prefix_tokenizer(tok: "Tokenizer", num_merges: int) -> "Tokenizer":
     if missing is not None:
         raise ValueError(f"token {missing!r} is not in the vocabulary: not a byte-level BPE tokenizer")
     vocab = {ids[b]: b for b in keep}
-    return Tokenizer(vocab, merges, special_tokens=dict(tok.special_tokens), pattern=tok.pattern)
+    return Tokenizer(vocab, merges, special_tokens=dict(tok.special_tokens), pattern=tok.pattern, pipeline=tok.pipeline)
 
 
 def compression_curve(tok: "Tokenizer", eval_texts: Sequence[str], vocab_sizes: Sequence[int]) -> list[CurvePoint]:

@@ -1,5 +1,6 @@
 //! Word counting: stream a corpus, pre-tokenize it in parallel, and count each
-//! distinct pre-token as a byte string.
+//! distinct pre-token as a byte string. The words come from a pattern or a
+//! tokenizer.json pipeline (`words`).
 //!
 //! Memory grows with the number of distinct words, not with corpus size: files
 //! are read in blocks of `chunk_size` bytes and each block is cut at a *safe
@@ -10,6 +11,7 @@
 
 mod chunks;
 mod tally;
+mod words;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -17,10 +19,11 @@ use std::sync::Mutex;
 use rustc_hash::FxHashMap;
 
 use crate::cut::CutRule;
-use crate::pretokenize::{PreTokenizer, SearchError};
+use crate::pretokenize::SearchError;
 use crate::progress::Progress;
 pub use chunks::{Chunk, ChunkReader};
 pub use tally::{Pruned, WordTally};
+pub use words::{PipelineWords, SplitWords, Words};
 
 /// Word (pre-token bytes) -> number of occurrences.
 pub type WordCounts = FxHashMap<Vec<u8>, u64>;
@@ -154,7 +157,7 @@ pub fn split_long_word(piece: &[u8], max: usize) -> impl Iterator<Item = &[u8]> 
 
 /// Add the pre-tokens of `text` (a whole document) to `counts`, as
 /// [`WordTally::add_text`] with the default word-length bound.
-pub fn count_text(pre: &PreTokenizer, text: &str, counts: &mut WordCounts) -> Result<(), SearchError> {
+pub fn count_text(pre: &impl SplitWords, text: &str, counts: &mut WordCounts) -> Result<(), SearchError> {
     let mut tally = WordTally::default();
     tally.add_text(pre, text)?;
     for (word, n) in tally.into_counts() {
@@ -236,7 +239,7 @@ fn count_parallel<J: Send>(
 
 /// Count a batch of independent documents in parallel.
 pub fn count_texts(
-    pre: &PreTokenizer,
+    pre: &impl SplitWords,
     texts: &[String],
     limits: &Limits,
     progress: &Progress,
@@ -257,7 +260,7 @@ const DOCUMENT_BATCH_BYTES: i64 = 1 << 20;
 /// Bytes that are not UTF-8 are an error naming `document i` and the byte offset
 /// within it, or U+FFFD when `replace_errors`. Offsets must be valid (checked).
 pub fn count_documents(
-    pre: &PreTokenizer,
+    pre: &impl SplitWords,
     data: &[u8],
     offsets: &[i64],
     replace_errors: bool,
@@ -304,7 +307,7 @@ pub fn count_documents(
 /// Bytes that are not UTF-8 are an error, or U+FFFD when `replace_errors`; chunks
 /// are cut at ASCII newlines, so replacing per chunk equals replacing the whole file.
 pub fn count_files(
-    pre: &PreTokenizer,
+    pre: &impl SplitWords,
     rule: &CutRule,
     paths: &[String],
     chunk_size: usize,
@@ -336,6 +339,7 @@ pub fn count_files(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pretokenize::PreTokenizer;
     use std::io::Write;
 
     fn counts_of(pre: &PreTokenizer, text: &str) -> WordCounts {

@@ -9,7 +9,8 @@
 
 use super::WordCounts;
 use crate::memory::{prefetch, ZeroedSlice};
-use crate::pretokenize::{PreTokenizer, SearchError};
+use super::SplitWords;
+use crate::pretokenize::SearchError;
 use crate::shortkey::{self, MAX_SHORT};
 
 /// One short word and its count; key 0 marks an empty slot.
@@ -185,8 +186,8 @@ impl WordTally {
 
     /// Add the pre-tokens of `text` (a whole document; special tokens are
     /// dropped). Errors only when a custom pattern's engine gives up.
-    pub fn add_text(&mut self, pre: &PreTokenizer, text: &str) -> Result<(), SearchError> {
-        pre.for_each_batch(text, |segment, bounds| {
+    pub fn add_text(&mut self, pre: &impl SplitWords, text: &str) -> Result<(), SearchError> {
+        pre.split_words(text, |segment, bounds| {
             for batch in bounds.windows(BATCH + 1).step_by(BATCH).chain(last_batch(bounds)) {
                 self.add_batch(segment, batch);
             }
@@ -325,6 +326,7 @@ fn last_batch(bounds: &[usize]) -> Option<&[usize]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pretokenize::PreTokenizer;
 
     #[test]
     fn tally_equals_a_plain_map_through_growth() {
@@ -347,6 +349,7 @@ mod tests {
 #[cfg(test)]
 mod prune_tests {
     use super::*;
+    use crate::pretokenize::PreTokenizer;
 
     #[test]
     fn prune_drops_rare_words_and_keeps_the_rest_exact() {

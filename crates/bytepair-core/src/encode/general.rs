@@ -4,46 +4,26 @@
 //! encoder has a pipeline.
 
 use super::cache::with_scratch;
-use super::{EncodeError, Encoder, EncoderError, PatternError, SearchError};
-use crate::pipeline::normalize::char_alignments;
-use crate::pipeline::{piece_bytes, AddedMatcher, AddedRule, Part, Pipeline};
+use super::{DisallowedSpecial, EncodeError, Encoder, EncoderError, PatternError, SearchError};
+use crate::pipeline::{piece_bytes, AddedRule, Chunk, Pipeline, Specials};
 
 /// The byte span of the text each id covers.
 pub type Spans = Vec<(usize, usize)>;
-
-/// What the general path hands over: a special token's id and original byte
-/// span, or a piece's bytes with a map from a byte range of the piece to the
-/// original byte span it came from.
-pub(super) enum Chunk<'a> {
-    Special(u32, (usize, usize)),
-    Piece(&'a [u8], &'a dyn Fn(usize, usize) -> (usize, usize)),
-}
 
 /// The general path's parts (see `crate::pipeline`).
 pub(super) struct General {
     pipeline: Pipeline,
     /// The rules of each special token, in the order of `Encoder::specials`.
     rules: Vec<AddedRule>,
-    /// Matchers over all special tokens: those matched before normalization, and after.
-    raw: Option<AddedMatcher>,
-    normalized: Option<AddedMatcher>,
+    /// The walk's matchers over every special token (all allowed).
+    all: Specials,
 }
 
 impl General {
-    /// The matchers (before, after normalization) over the special tokens `names`.
-    fn matchers(&self, pipeline: &Pipeline, specials: &[(String, u32)], names: &[String]) -> Result<(Option<AddedMatcher>, Option<AddedMatcher>), PatternError> {
-        let (mut raw, mut normalized) = (vec![], vec![]);
-        for ((token, id), rule) in specials.iter().zip(&self.rules) {
-            if !names.contains(token) {
-                continue;
-            }
-            if rule.normalized {
-                normalized.push((pipeline.normalize(token, None).into_owned(), *id, *rule));
-            } else {
-                raw.push((token.clone(), *id, *rule));
-            }
-        }
-        Ok((AddedMatcher::new(raw)?, AddedMatcher::new(normalized)?))
+    /// The walk's matchers over the special tokens of `specials` named in `names`.
+    fn specials(&self, specials: &[(String, u32)], names: &[String]) -> Result<Specials, PatternError> {
+        let chosen = specials.iter().zip(&self.rules).filter(|((t, _), _)| names.contains(t));
+        Specials::new(&self.pipeline, chosen.map(|((t, id), rule)| (t.clone(), *id, *rule)))
     }
 }
 
@@ -55,14 +35,10 @@ impl Encoder {
     /// matched with HF's added-token `rules` (by token string; a special token
     /// without rules has none of them).
     pub fn with_pipeline(mut self, pipeline: Pipeline, rules: &[(String, AddedRule)]) -> Result<Self, EncoderError> {
-        let rules: Vec<AddedRule> = self
-            .specials
-            .iter()
-            .map(|(t, _)| rules.iter().find(|(name, _)| name == t).map_or_else(AddedRule::default, |(_, r)| *r))
-            .collect();
-        let mut general = General { pipeline, rules, raw: None, normalized: None };
+        let rules: Vec<AddedRule> = self.specials.iter().map(|(t, _)| AddedRule::of(rules, t)).collect();
+        let mut general = General { pipeline, rules, all: Specials::default() };
         let names: Vec<String> = self.specials.iter().map(|(t, _)| t.clone()).collect();
-        (general.raw, general.normalized) = general.matchers(&general.pipeline, &self.specials, &names)?;
+        general.all = general.specials(&self.specials, &names)?;
         self.general = Some(general);
         Ok(self)
     }
@@ -91,9 +67,13 @@ impl Encoder {
 
     /// The general path: cut `text` at the `allowed` special tokens with HF's
     /// rules, normalize and pre-tokenize the rest, and hand each special token
-    /// and piece to `take` in order (the first piece that fails is the error,
-    /// after all are done). Original byte spans come with them when `spans`
-    /// (else every span is (0, 0)).
+    /// and piece to `take` in order (`Pipeline::walk`). Original byte spans
+    /// come with them when `spans` (else every span is (0, 0)).
+    ///
+    /// A `disallowed` special token is an error where its string is in
+    /// `text`, and, when its rule is `normalized`, also where HF would find it:
+    /// in the normalized text (NFKC makes `<ｍａｓｋ>` the token `<mask>`), so
+    /// normalization cannot smuggle a control token in either.
     pub(super) fn encode_general<F>(
         &self,
         g: &General,
@@ -107,44 +87,32 @@ impl Encoder {
         F: FnMut(Chunk<'_>, &mut Vec<u32>) -> Result<(), EncodeError>,
     {
         self.check_disallowed(text, disallowed)?;
+        let normalized = |t: &String| self.specials.iter().zip(&g.rules).any(|((s, _), r)| s == t && r.normalized);
+        let hidden: Vec<String> = disallowed.iter().filter(|t| normalized(t)).cloned().collect();
         let owned;
-        let (raw, normalized) = if allowed.len() == self.specials.len() {
-            (g.raw.as_ref(), g.normalized.as_ref())
+        let specials = if allowed.len() == self.specials.len() {
+            &g.all
         } else {
-            owned = g.matchers(&g.pipeline, &self.specials, allowed)?;
-            (owned.0.as_ref(), owned.1.as_ref())
+            owned = g.specials(&self.specials, &[allowed, &hidden].concat())?;
+            &owned
         };
-        let whole = |t: &str| -> Vec<Part> { if t.is_empty() { vec![] } else { vec![(None, 0, t.len())] } };
-        let mut buf = Vec::new();
-        let mut failed = None;
-        for (id, start, end) in raw.map_or_else(|| whole(text), |m| m.split(text)) {
-            if let Some(id) = id {
-                take(Chunk::Special(id, (start, end)), out)?;
-                continue;
-            }
-            // Alignments only when spans are asked for: they cost 8 bytes a byte.
-            let mut align = spans.then(|| char_alignments(&text[start..end], start));
-            let norm = g.pipeline.normalize(&text[start..end], align.as_mut());
-            let align = align.as_deref().unwrap_or(&[]);
-            let span = |lo: usize, hi: usize| align.get(lo).zip(align.get(hi)).map_or((0, 0), |(l, h)| (l.0 as usize, h.1 as usize));
-            for (id, a, b) in normalized.map_or_else(|| whole(&norm), |m| m.split(&norm)) {
-                if let Some(id) = id {
-                    take(Chunk::Special(id, span(a, b - 1)), out)?;
-                    continue;
-                }
-                for piece in g.pipeline.pieces(&norm[a..b])? {
-                    let bytes = piece_bytes(&norm[a..b], piece, &mut buf);
-                    // Piece byte k is normalized byte first + k - skip; the
-                    // added space (k < skip) stands with the piece's first byte.
-                    let (first, skip) = (a + piece.start, usize::from(piece.space));
-                    let span_of = |x: usize, y: usize| span(first + x.saturating_sub(skip), first + (y.max(x + 1) - 1).saturating_sub(skip));
-                    if let Err(e) = take(Chunk::Piece(bytes, &span_of), out) {
-                        failed.get_or_insert(e);
-                    }
-                }
-            }
+        let hidden_ids: Vec<u32> = hidden.iter().filter_map(|t| self.special_id(t)).collect();
+        let found = |id: u32, (offset, _): (usize, usize)| {
+            let token = self.specials.iter().find(|(_, i)| *i == id).map_or_else(String::new, |(t, _)| t.clone());
+            EncodeError::Disallowed(DisallowedSpecial { token, offset })
+        };
+        let result = g.pipeline.walk(specials, text, spans, &mut |chunk| match chunk {
+            Chunk::Special(id, span) if hidden_ids.contains(&id) => Err(found(id, span)),
+            chunk => take(chunk, out),
+        });
+        match result {
+            // Found without spans: walk again with them, to the token's offset.
+            Err(EncodeError::Disallowed(_)) if !spans => g.pipeline.walk(specials, text, true, &mut |chunk| match chunk {
+                Chunk::Special(id, span) if hidden_ids.contains(&id) => Err(found(id, span)),
+                _ => Ok(()),
+            }),
+            result => result,
         }
-        failed.map_or(Ok(()), Err)
     }
 
     /// `encode` through the pipeline, with the byte span of `text` each id

@@ -22,6 +22,13 @@ pub struct AddedRule {
     pub normalized: bool,
 }
 
+impl AddedRule {
+    /// The rule `rules` gives `token`, none of the flags when it gives none.
+    pub fn of(rules: &[(String, AddedRule)], token: &str) -> AddedRule {
+        rules.iter().find(|(name, _)| name == token).map_or_else(AddedRule::default, |(_, r)| *r)
+    }
+}
+
 /// A set of added tokens to cut a text at.
 pub struct AddedMatcher {
     ac: AhoCorasick,

@@ -10,7 +10,10 @@
 //! 3. each remaining part is pre-tokenized by the steps in order (`split`:
 //!    each Split cuts every piece so far; ByteLevel's `add_prefix_space`
 //!    puts a space before every piece that does not start with one);
-//! 4. the caller merges each piece's UTF-8 bytes (byte-level BPE).
+//! 4. the caller merges each piece's UTF-8 bytes (byte-level BPE), or
+//!    counts it as a word (training).
+//!
+//! `walk` runs steps 1-3 on a text for both encoding and counting.
 //!
 //! Every step is HF's own semantics, checked against HF tokenizers in
 //! tests/test_pipeline.py. Offsets: with alignments asked for, every piece
@@ -19,10 +22,12 @@
 mod added;
 pub mod normalize;
 mod split;
+mod walk;
 
 pub use added::{AddedMatcher, AddedRule, Part};
 pub use normalize::{Alignments, Form, Normalizer};
 pub use split::{Behavior, Split};
+pub use walk::{Chunk, Specials};
 
 use std::borrow::Cow;
 
