@@ -9,10 +9,17 @@ median). Ours is ``Tokenizer.encode_to_numpy`` (an id array, like gigatoken's
 ``encode``); the ids of both must equal tiktoken's. Peak RSS is the child's.
 The ratio is ours / gigatoken from the same run, so host load moves both.
 
+``--files`` compares whole processes on whole corpus files instead, on all
+cores: ``bytepair encode FILE -t RANKS -o ids.npy`` against a script that loads
+gigatoken, calls ``encode_files(TextFileSource([FILE]))`` and saves the ids
+as .npy of the same dtype (wall time from start to exit, median of
+``--repeat``; peak RSS of each process from ``wait4``; ids compared).
+
 Usage::
 
     python bench/bench_gigatoken.py                      # 3 x 3 cells, 10 MB each
     python bench/bench_gigatoken.py --ranks gpt2 --corpus enwiki --limit-mb 50
+    python bench/bench_gigatoken.py --files              # whole files, whole processes
 
 gigatoken is a bench extra (``pip install ".[bench]"``), never a dependency.
 """
@@ -102,14 +109,66 @@ def run_child(tool: str, ranks: str, corpus: str, args: argparse.Namespace, rank
     return json.loads(out.strip().splitlines()[-1])
 
 
+GIGATOKEN_FILE_SCRIPT = """
+import sys, numpy as np, gigatoken, awkward as ak
+path, ranks, pretokenizer, out, dtype = sys.argv[1:]
+tok = gigatoken.Tokenizer.from_tiktoken(ranks, pretokenizer=pretokenizer, special_tokens={})
+ids = tok.encode_files(gigatoken.TextFileSource([path]), parallel=True)
+np.save(out, np.asarray(ak.flatten(ids)).astype(dtype))
+"""
+
+
+def timed_process(cmd: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of one process run to its end."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"{cmd[:4]}... exited with {proc.returncode}")
+    return seconds, usage.ru_maxrss / 1024
+
+
+def compare_files(args: argparse.Namespace) -> None:
+    """Whole corpus files, whole processes, all cores (see the module docstring)."""
+    import tempfile
+
+    import numpy as np
+
+    print("| ranks | corpus | MB | ours s | gigatoken s | ratio (gigatoken / ours) | ids equal | ours peak MiB | gigatoken peak MiB |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
+    with tempfile.TemporaryDirectory(dir=common.OUT_DIR) as tmp:
+        for ranks in args.ranks:
+            ranks_path = rank_file(ranks)
+            dtype = "uint16" if ranks == "gpt2" else "uint32"
+            for corpus in args.corpus:
+                path = str(common.corpus_path(corpus))
+                ours_npy, peer_npy = os.path.join(tmp, "ours.npy"), os.path.join(tmp, "peer.npy")
+                ours_cmd = [sys.executable, "-m", "bytepair", "encode", "-q", path, "-t", ranks_path, "-o", ours_npy]
+                peer_cmd = [sys.executable, "-c", GIGATOKEN_FILE_SCRIPT, path, ranks_path,
+                            GIGATOKEN_PRETOKENIZER[ranks], peer_npy, dtype]
+                runs = [(timed_process(ours_cmd), timed_process(peer_cmd)) for _ in range(args.repeat)]
+                ours_s = statistics.median(o[0] for o, _ in runs)
+                peer_s = statistics.median(p[0] for _, p in runs)
+                same = "yes" if np.array_equal(np.load(ours_npy, mmap_mode="r"), np.load(peer_npy, mmap_mode="r")) else "NO"
+                mb = os.path.getsize(path) / 1e6
+                print(f"| {ranks} | {corpus} | {mb:.0f} | {ours_s:.2f} | {peer_s:.2f} | {peer_s / ours_s:.2f} | {same} | "
+                      f"{max(o[1] for o, _ in runs):.0f} | {max(p[1] for _, p in runs):.0f} |", flush=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--ranks", nargs="+", choices=RANKS, default=list(RANKS))
     p.add_argument("--corpus", nargs="+", default=list(CORPORA))
     p.add_argument("--limit-mb", type=float, default=10.0)
     p.add_argument("--repeat", type=int, default=3, help="warm calls after the cold one (median)")
+    p.add_argument("--files", action="store_true", help="whole files to .npy, whole processes, all cores")
     p.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.files:
+        compare_files(args)
+        return
     if args.child:
         tool, ranks, corpus, limit_mb, repeat, ranks_path = args.child
         print(json.dumps(child(tool, ranks, corpus, int(float(limit_mb) * 1e6), int(repeat), ranks_path)))

@@ -85,18 +85,17 @@ class Tokenizer(TokenizerHelpers):
         _merges_checked: bool = False,
         _tables_trusted: bool = False,
     ) -> None:
-        if _tables_trusted:
-            # A loader built both (`rank_table`): a fresh dict of int -> bytes,
-            # a list of bytes pairs whose parts and results are all in it.
-            self.vocab, self.merges = vocab, merges  # type: ignore[assignment]
-        else:
-            self.vocab: dict[int, bytes] = {check_id(i, "vocab"): bytes(b) for i, b in vocab.items()}
-            self.merges: list[tuple[bytes, bytes]] = [(bytes(a), bytes(b)) for a, b in merges]
+        # Trusted: the core built both (`_core.rank_table`), fresh and consistent.
+        trusted = _tables_trusted
+        self.vocab: dict[int, bytes] = vocab if trusted else {check_id(i, "vocab"): bytes(b) for i, b in vocab.items()}
+        self.merges: list[tuple[bytes, bytes]] = merges if trusted else [(bytes(a), bytes(b)) for a, b in merges]
         self.pattern: str = check_encodable(pattern, "pattern")
         self.pipeline = pipeline
         self.special_tokens: dict[str, int] = self._assign_special_ids(special_tokens or ())
-        if not _tables_trusted:
-            self._check_merges(rank_rule=not _merges_checked)
+        if not trusted:
+            from bytepair.formats.tables import check_vocab_merges
+
+            check_vocab_merges(self.vocab, self.merges, rank_rule=not _merges_checked)
         self._add_special_entries()
         self._build_core()
 
@@ -164,20 +163,6 @@ class Tokenizer(TokenizerHelpers):
             out[t] = i
             owner[i] = t
         return out
-
-    def _check_merges(self, rank_rule: bool = True) -> None:
-        """Every merge's parts and result are in the vocab; with `rank_rule`, also
-        the loaders' rule (`formats.tables.check_merges`), so that what the
-        constructor accepts `save` writes and `load` reads back."""
-        known = set(self.vocab.values())
-        for r, (a, b) in enumerate(self.merges):
-            for part in (a, b, a + b):
-                if part not in known:
-                    raise ValueError(f"merge {r} ({a!r}, {b!r}): {part!r} is not in the vocab")
-        if rank_rule:
-            from bytepair.formats.tables import check_merges
-
-            check_merges(self.merges, source="Tokenizer", what="merges")
 
     # ---- sizes and views -------------------------------------------------
 
@@ -385,11 +370,9 @@ class Tokenizer(TokenizerHelpers):
         """`encode` as a 1-D ``numpy.uint32`` array (tiktoken's
         ``Encoding.encode_to_numpy``): the array owns the buffer the core encoded
         into, with no copy and no Python int per token; unlike tiktoken's, it is
-        writeable. Same errors as `encode`.
-
-        `num_threads`: threads for a text of more than 2 MiB, cut into ~1 MiB
-        segments at safe cuts (the ids are those of one call on the whole);
-        default 1, as tiktoken; None: one per core."""
+        writeable. Same errors as `encode`. `num_threads` (default 1, as
+        tiktoken; None: one per core) encode a text of over 2 MiB in ~1 MiB
+        segments cut at safe cuts: the ids of one call on the whole."""
         require_str(text, "encode_to_numpy")
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
         return with_surrogates_replaced(self._core.encode_to_numpy, text, allowed, disallowed, num_threads)

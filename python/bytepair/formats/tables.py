@@ -120,6 +120,23 @@ def check_merges(merges: Sequence[tuple[bytes, bytes]], *, source: str, what: st
             )
 
 
+def check_vocab_merges(vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, bytes]], *, rank_rule: bool) -> None:
+    """The `Tokenizer` constructor's check: every merge's parts and result are
+    in `vocab`; with `rank_rule`, also the loaders' rule (`check_merges`), so
+    that what the constructor accepts `save` writes and `load` reads back.
+
+    Raises:
+        ValueError: naming the merge and the bytes at fault.
+    """
+    known = set(vocab.values())
+    for r, (a, b) in enumerate(merges):
+        for part in (a, b, a + b):
+            if part not in known:
+                raise ValueError(f"merge {r} ({a!r}, {b!r}): {part!r} is not in the vocab")
+    if rank_rule:
+        check_merges(merges, source="Tokenizer", what="merges")
+
+
 def ranks_of(tok, *, purpose: str = "tiktoken") -> dict[bytes, int]:
     """tiktoken's ``mergeable_ranks`` for `tok`: ``{token bytes: id}``, where the
     id serves as the rank. Exact only when ids of merged tokens increase in merge
