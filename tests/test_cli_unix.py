@@ -61,17 +61,54 @@ def test_encode_to_stdout_and_decode_from_stdin_round_trip(files):
     assert loud.stdout == b"" and b"tokens" in loud.stderr  # the message goes to stderr
 
 
-def test_encode_threads_give_the_ids_of_one_thread(files):
-    """`bytepair encode FILE --threads N`: a text of several MiB is encoded
-    in segments on N threads into the same .npy."""
+def test_encode_file_on_threads_gives_the_ids_of_the_whole_text(files):
+    """`bytepair encode FILE`: the core reads a regular file in ~8 MiB chunks
+    cut at safe cuts and encodes their segments on --threads threads; the ids
+    are those of the whole text, and those of reading it from a pipe."""
+    text = TEXT * 170 + "tail without a newline"
     big = files / "big.txt"
-    big.write_text(TEXT * 100, encoding="utf-8")
-    assert big.stat().st_size > 4 << 20
+    big.write_text(text, encoding="utf-8")
+    assert big.stat().st_size > 8 << 20, "more than one chunk"
     tok = str(files / "tok.json")
     for threads in ("1", "2"):
         run("encode", str(big), "-t", tok, "-o", str(files / f"big{threads}.npy"), "--threads", threads, "-q")
     one, two = np.load(files / "big1.npy"), np.load(files / "big2.npy")
-    assert np.array_equal(one, two) and one.tolist() == bytepair.Tokenizer.load(tok).encode(TEXT * 100)
+    assert np.array_equal(one, two) and one.tolist() == bytepair.Tokenizer.load(tok).encode(text)
+    piped = run("encode", "-", "-t", tok, "-o", "-", "-q", stdin=text.encode())
+    assert np.array_equal(np.load(io.BytesIO(piped.stdout)), one)
+
+
+@pytest.mark.parametrize("source", ["file", "pipe"])
+def test_encode_special_tokens_and_bad_bytes_in_cli_words(files, source):
+    """Both readers (the core's for a file, Python's for a pipe) refuse
+    special-token text and bytes that are not UTF-8 with the file and the byte
+    offset (a file's is exact), and apply --special and --errors alike."""
+    tok = bytepair.Tokenizer.load(files / "tok.json")
+    text = "one document " * 10 + "<|endoftext|>another"
+    data = text.encode() + b"\xff and more\n"
+
+    def encode(content: bytes, *flags: str) -> subprocess.CompletedProcess:
+        path = files / f"special-{source}.txt"
+        path.write_bytes(content)
+        where = ("-",) if source == "pipe" else (str(path),)
+        return run("encode", *where, "-t", str(files / "tok.json"), "-o", "-", *flags,
+                   stdin=content if source == "pipe" else b"", check=False)
+
+    refused = encode(text.encode())
+    message = refused.stderr.decode()
+    assert refused.returncode == 1 and '"<|endoftext|>"' in message and "--special allow" in message, message
+    if source == "file":
+        assert f"at byte offset {text.index('<|endoftext|>')}" in message, message
+    bad = encode(data, "--special", "text")
+    assert bad.returncode == 1 and f"invalid UTF-8 at byte offset {len(text.encode())}" in bad.stderr.decode()
+    assert "--errors replace" in bad.stderr.decode()
+    for flags, expected in (
+        (("--special", "allow", "--errors", "replace"), tok.encode(data.decode("utf-8", "replace"), allowed_special="all")),
+        (("--special", "text", "--errors", "replace"), tok.encode_ordinary(data.decode("utf-8", "replace"))),
+    ):
+        out = encode(data, *flags)
+        assert out.returncode == 0, out.stderr.decode()
+        assert np.load(io.BytesIO(out.stdout)).tolist() == expected
 
 
 def _fifo_with(tmp_path, data: bytes) -> str:

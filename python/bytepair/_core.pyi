@@ -124,6 +124,11 @@ class CoreBPE:
         self, text: str, allowed: list[str], disallowed: list[str], num_threads: int | None = 1
     ) -> "numpy.ndarray":
         """Ids as a 1-D uint32 array that owns its buffer (no copy)."""
+    def encode_file(
+        self, path: str, out_fd: int, itemsize: int, allowed: list[str], disallowed: list[str],
+        replace_errors: bool = False, num_threads: int | None = None, callback: Callable[[int], None] | None = None,
+    ) -> tuple[int, int]:
+        """Encode a UTF-8 file into an open file as little-endian ids of `itemsize` bytes; (ids, bytes read)."""
     def encode_batch(
         self, texts: list[str], allowed: list[str], disallowed: list[str], num_threads: int | None = None
     ) -> list[list[int]]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from tqdm.auto import tqdm
-
 
 class ProgressBar:
     """A tqdm bar that can be switched off and is updated with running totals.
@@ -13,6 +11,8 @@ class ProgressBar:
     """
 
     def __init__(self, total: int | None, desc: str, *, unit: str, scale: bool = False, enabled: bool = True):
+        if enabled:  # imported here: tqdm.auto (asyncio, notebook checks) is a fifth of `import bytepair`
+            from tqdm.auto import tqdm
         self._bar = (
             tqdm(total=total, desc=desc, unit=unit, unit_scale=scale, unit_divisor=1024 if scale else 1000,
                  dynamic_ncols=True, leave=True)

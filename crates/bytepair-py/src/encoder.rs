@@ -3,8 +3,9 @@
 //! them; id lists are built and read back by `IdLists`.
 
 use std::borrow::Cow;
+use std::io::Write;
 
-use bytepair_core::count::CountError;
+use bytepair_core::count::{ChunkReader, CountError};
 use bytepair_core::cut::{segments, CutRule};
 use bytepair_core::encode::{cancellable, Spans};
 use bytepair_core::{EncodeError, Encoder};
@@ -103,6 +104,10 @@ impl CoreBPE {
         Ok(())
     }
 }
+
+/// Bytes of a file `encode_file` reads and encodes at a time (cut at a safe
+/// cut): enough 1 MiB segments for every thread, a bounded buffer.
+const FILE_CHUNK_BYTES: usize = 8 << 20;
 
 impl CoreBPE {
     /// `encode_segments` on `threads` threads: the segments are encoded
@@ -239,6 +244,84 @@ impl CoreBPE {
         };
         ids.shrink_to_fit();
         Ok(PyArray1::from_vec(py, ids))
+    }
+
+    /// Encode the UTF-8 file `path` into the open file `out_fd` (written from
+    /// its current position, not closed) as little-endian unsigned
+    /// ints of `itemsize` bytes (2 or 4), reading it in chunks of about 8 MiB
+    /// cut at safe cuts (never elsewhere: the ids are those of the whole text)
+    /// and encoding each chunk's ~1 MiB segments on `num_threads` threads.
+    /// `callback(bytes read)` is called as it goes. Returns (ids written,
+    /// bytes read). Errors: OSError for the files; ValueError for bytes that
+    /// are not UTF-8 (unless `replace_errors`) or a disallowed special token,
+    /// naming `path` and the byte offset, or for a tokenizer.json pipeline
+    /// (no safe cuts: encode the text instead).
+    #[cfg(unix)]
+    #[pyo3(signature = (path, out_fd, itemsize, allowed, disallowed, replace_errors=false, num_threads=None, callback=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn encode_file(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        out_fd: i32,
+        itemsize: usize,
+        allowed: Vec<String>,
+        disallowed: Vec<String>,
+        replace_errors: bool,
+        num_threads: Option<usize>,
+        callback: Option<Py<PyAny>>,
+    ) -> PyResult<(u64, u64)> {
+        if itemsize != 2 && itemsize != 4 {
+            return Err(PyValueError::new_err(format!("itemsize={itemsize}: expected 2 or 4")));
+        }
+        if self.enc.has_pipeline() {
+            return Err(PyValueError::new_err("a tokenizer.json pipeline has no safe cuts: encode the file's text"));
+        }
+        let reader = ChunkReader::open(path, FILE_CHUNK_BYTES, self.cut.clone()).map_err(count_error)?.without_forced_cut();
+        use std::os::fd::FromRawFd;
+        // SAFETY: the caller keeps `out_fd` open for the call; ManuallyDrop
+        // leaves it open afterwards (the caller owns it).
+        let file = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(out_fd) });
+        let out_path = "the output file";
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, &*file);
+        let threads = thread_count(num_threads)?;
+        let written = run_with_progress(py, Some(threads), callback, |progress| -> Result<u64, FileError> {
+            let mut tokens = 0u64;
+            for chunk in reader {
+                if progress.is_cancelled() {
+                    return Err(FileError::Count(CountError::Cancelled));
+                }
+                let chunk = chunk.map_err(FileError::Count)?;
+                let text = match std::str::from_utf8(&chunk.bytes) {
+                    Ok(text) => Cow::Borrowed(text),
+                    Err(_) if replace_errors => String::from_utf8_lossy(&chunk.bytes),
+                    Err(e) => {
+                        let offset = chunk.offset + e.valid_up_to() as u64;
+                        return Err(FileError::Count(CountError::InvalidUtf8 { path: path.to_string(), offset }));
+                    }
+                };
+                let parts: Vec<(usize, &str)> = segments(&self.cut, &text, SEGMENT_BYTES).collect();
+                let encoded: Vec<Result<Vec<u32>, EncodeError>> = parts
+                    .par_iter()
+                    .map(|&(start, segment)| {
+                        let mut ids = Vec::with_capacity(segment.len() / 2 + 16);
+                        cancellable(progress, || self.enc.encode_into(segment, &allowed, &disallowed, &mut ids))
+                            .map_err(|e| e.shifted(start))?;
+                        Ok(ids)
+                    })
+                    .collect();
+                for ids in encoded {
+                    let ids = ids.map_err(|e| FileError::Encode(e, chunk.offset))?;
+                    write_ids(&mut out, &ids, itemsize).map_err(|e| FileError::Count(CountError::io(out_path, e)))?;
+                    tokens += ids.len() as u64;
+                }
+                progress.add(chunk.bytes.len() as u64);
+            }
+            out.flush().map_err(|e| FileError::Count(CountError::io(out_path, e)))?;
+            Ok(tokens)
+        })?;
+        let tokens = written.map_err(|e| file_error(e, path))?;
+        Ok((tokens, std::fs::metadata(path).map_or(0, |m| m.len())))
     }
 
     /// Encode many texts on `num_threads` threads, the calling thread being one
@@ -387,4 +470,40 @@ fn push_ids(out: &mut Vec<u8>, ids: impl IntoIterator<Item = u32>, itemsize: usi
         }
     }
     Ok(())
+}
+
+/// Why `encode_file` stopped: reading or writing, or encoding a chunk that
+/// starts at the given byte offset of the file.
+enum FileError {
+    Count(CountError),
+    Encode(EncodeError, u64),
+}
+
+/// `FileError` as a Python exception naming `path` and the file's byte offset.
+fn file_error(e: FileError, path: &str) -> PyErr {
+    match e {
+        FileError::Count(CountError::InvalidUtf8 { path, offset }) => PyValueError::new_err(format!(
+            "{path}: invalid UTF-8 at byte offset {offset} (use errors='replace' / --errors replace to replace bad bytes)"
+        )),
+        FileError::Count(e) => count_error(e),
+        FileError::Encode(EncodeError::Disallowed(d), start) => {
+            PyValueError::new_err(format!(
+                "{path}: the text holds the special-token string {:?} at byte offset {}",
+                d.token,
+                start + d.offset as u64
+            ))
+        }
+        FileError::Encode(e, _) => PyValueError::new_err(e.to_string()),
+    }
+}
+
+/// Append `ids` to `out` as little-endian unsigned ints of `itemsize` bytes
+/// (the caller checked that every id fits).
+fn write_ids(out: &mut impl std::io::Write, ids: &[u32], itemsize: usize) -> std::io::Result<()> {
+    let bytes: Vec<u8> = if itemsize == 2 {
+        ids.iter().flat_map(|&id| (id as u16).to_le_bytes()).collect()
+    } else {
+        ids.iter().flat_map(|&id| id.to_le_bytes()).collect()
+    };
+    out.write_all(&bytes)
 }

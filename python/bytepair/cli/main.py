@@ -43,9 +43,6 @@ from bytepair.train import train, train_from_counts
 
 _DECODE_BLOCK_IDS = 1 << 20
 _COPY_BLOCK_BYTES = 16 << 20
-# Text encoded per call by `bytepair encode FILE`: enough ~1 MiB segments for
-# every thread, a few tens of MiB of text and ids in memory.
-_ENCODE_BLOCK_BYTES = 16 << 20
 
 
 def default_corpus() -> list[str]:
@@ -197,12 +194,10 @@ def _report_training(args: argparse.Namespace, tok, source: str, start: float) -
     return 0
 
 
-def _special_policy(choice: str) -> dict:
-    return {
-        "allow": {"allowed_special": "all"},
-        "raise": {},
-        "text": {"disallowed_special": ()},
-    }[choice]
+def _special_policy(choice: str, resolved: bool = False) -> dict:
+    """--special as `encode` keyword arguments (all of them when `resolved`)."""
+    policy = {"allow": {"allowed_special": "all"}, "raise": {}, "text": {"disallowed_special": ()}}[choice]
+    return {"allowed_special": frozenset(), "disallowed_special": "all"} | policy if resolved else policy
 
 
 def cmd_encode(args: argparse.Namespace) -> int:
@@ -227,13 +222,18 @@ def cmd_encode(args: argparse.Namespace) -> int:
                 read = done
                 bar.update_to(done)
 
-            if args.dropout:
-                policy |= {"dropout": args.dropout, "seed": args.seed}
             try:
-                blocks = read_text_blocks(args.file, args.errors, on_read, block_bytes=_ENCODE_BLOCK_BYTES)
-                for ids in tok.encode_blocks(blocks, num_threads=args.threads, **policy):
-                    raw.write(ids.astype(dtype, copy=False).data)
-                    count += len(ids)
+                if size is not None and not args.dropout and tok.pipeline is None and os.name == "posix":
+                    # A regular file: read, encoded on every thread and written by the core.
+                    allowed, disallowed = tok._special_policy(**_special_policy(args.special, resolved=True))
+                    count, read = tok._core.encode_file(args.file, raw.fileno(), np.dtype(dtype).itemsize, allowed,
+                                                        disallowed, args.errors == "replace", args.threads, on_read)
+                else:  # a pipe, BPE-dropout or a tokenizer.json pipeline: Python reads, one block at a time
+                    if args.dropout:
+                        policy |= {"dropout": args.dropout, "seed": args.seed}
+                    for ids in tok.encode_blocks(read_text_blocks(args.file, args.errors, on_read), **policy):
+                        raw.write(ids.astype(dtype, copy=False).data)
+                        count += len(ids)
             except ValueError as e:
                 _reword_disallowed_special(e, args.file, read)
                 raise
@@ -272,14 +272,16 @@ def _seed(text: str) -> int:
 
 
 def _reword_disallowed_special(error: ValueError, path: str, read: int) -> None:
-    """Raise tiktoken's disallowed-special-token error again in CLI words (flags,
-    not keyword arguments); any other error is left alone."""
+    """Raise a disallowed-special-token error again in CLI words (flags, not
+    keyword arguments); any other error is left alone."""
+    hint = "--special allow encodes it as the special token's id, --special text as plain text"
+    if str(error).startswith(f"{path}: the text holds the special-token string "):  # the core's file encoder
+        raise ValueError(f"{error}; {hint}") from None
     match = re.match(r"Encountered text corresponding to disallowed special token (.+) at character offset", str(error))
     if match is None:
         return
     raise ValueError(
-        f"{path}: the text holds the special-token string {match.group(1)} (in the first {read:,} bytes); "
-        "--special allow encodes it as the special token's id, --special text as plain text"
+        f"{path}: the text holds the special-token string {match.group(1)} (in the first {read:,} bytes); {hint}"
     ) from None
 
 

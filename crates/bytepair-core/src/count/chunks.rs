@@ -67,6 +67,14 @@ impl ChunkReader {
         Ok(ChunkReader { file, path: Arc::from(path), chunk_size: chunk_size.clamp(1, FORCED_CUT), forced_cut: FORCED_CUT, rule, carry: vec![], offset: 0, eof: false })
     }
 
+    /// Never cut where the rule finds no safe cut (no `FORCED_CUT`): every
+    /// chunk is then encoded to the ids of its part of the whole file, at the
+    /// price of holding a text with no safe cut whole.
+    pub fn without_forced_cut(mut self) -> Self {
+        self.forced_cut = usize::MAX;
+        self
+    }
+
     /// Append up to `want` more bytes to `carry`. The buffer grows with what is
     /// actually read, so a huge `want` (read whole files) allocates nothing up front.
     fn fill(&mut self, want: usize) -> Result<(), CountError> {

@@ -52,7 +52,8 @@ pub enum CountError {
 }
 
 impl CountError {
-    pub(crate) fn io(path: &str, source: std::io::Error) -> Self {
+    /// An I/O error on `path`.
+    pub fn io(path: &str, source: std::io::Error) -> Self {
         CountError::Io { path: path.to_string(), source }
     }
 }
