@@ -14,10 +14,13 @@ fn main() {
         eprintln!("usage: encode_file RANKS.tiktoken PRESET TEXT [MB] [ROUNDS]");
         std::process::exit(2);
     }
+    let start = Instant::now();
     let mut tokens = parse_rank_file(&std::fs::read(&args[1]).expect("rank file")).expect("a rank file");
     tokens.sort_by_key(|&(_, rank)| rank);
     let merged: Vec<Vec<u8>> = tokens.iter().filter(|(t, _)| t.len() > 1).map(|(t, _)| t.clone()).collect();
+    let parsed = start.elapsed();
     let enc = Encoder::new(tokens, merged, vec![], &args[2]).expect("encoder");
+    eprintln!("rank file parsed in {parsed:.2?}, encoder built in {:.2?}", start.elapsed() - parsed);
     let limit = args.get(4).map_or(10.0, |s| s.parse::<f64>().expect("MB")) * 1e6;
     let rounds: usize = args.get(5).map_or(5, |s| s.parse().expect("rounds"));
     let bytes = std::fs::read(&args[3]).expect("text file");

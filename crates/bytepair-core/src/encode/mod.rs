@@ -169,15 +169,15 @@ impl Encoder {
         specials: Vec<(String, u32)>,
         pattern: &str,
     ) -> Result<Self, EncoderError> {
-        let mut decoder: FxHashMap<u32, Vec<u8>> = FxHashMap::default();
-        let mut ids = TokenIds::new();
+        let mut decoder: FxHashMap<u32, Vec<u8>> = FxHashMap::with_capacity_and_hasher(tokens.len(), Default::default());
+        let mut ids = TokenIds::with_capacity(tokens.len());
         for (bytes, id) in tokens {
             if decoder.insert(id, bytes.clone()).is_some() {
                 return Err(EncoderError::DuplicateId(id));
             }
             ids.insert(bytes, id);
         }
-        let mut ranks = FxHashMap::default();
+        let mut ranks = FxHashMap::with_capacity_and_hasher(merged.len(), Default::default());
         let n_ranks = merged.len();
         for (rank, bytes) in merged.into_iter().enumerate() {
             ranks.entry(bytes).or_insert(rank as u32);

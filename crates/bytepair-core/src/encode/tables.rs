@@ -212,9 +212,10 @@ fn short_filter_bit(key: u128) -> usize {
 }
 
 impl TokenIds {
-    pub(super) fn new() -> Self {
+    /// Room for `n` tokens.
+    pub(super) fn with_capacity(n: usize) -> Self {
         TokenIds {
-            short: FxHashMap::default(),
+            short: FxHashMap::with_capacity_and_hasher(n, Default::default()),
             short_filter: vec![0; (1 << SHORT_FILTER_BITS) / 64].into_boxed_slice(),
             long: FxHashMap::default(),
             one_byte: [NO_ID; 256],
