@@ -62,8 +62,8 @@ fn split_short(token: &[u8], rank: impl Fn(&[u8]) -> Option<u32>) -> Option<usiz
         *start = i as u8;
     }
     let pair_rank = |starts: &[u8], i: usize| rank(&token[starts[i] as usize..starts[i + 2] as usize]).unwrap_or(u32::MAX);
-    for i in 0..n.saturating_sub(1) {
-        pairs[i] = pair_rank(&starts, i);
+    for (i, pair) in pairs.iter_mut().enumerate().take(n.saturating_sub(1)) {
+        *pair = pair_rank(&starts, i);
     }
     let mut parts = n;
     while parts > 1 {

@@ -292,14 +292,7 @@ impl CoreBPE {
                     return Err(FileError::Count(CountError::Cancelled));
                 }
                 let chunk = chunk.map_err(FileError::Count)?;
-                let text = match std::str::from_utf8(&chunk.bytes) {
-                    Ok(text) => Cow::Borrowed(text),
-                    Err(_) if replace_errors => String::from_utf8_lossy(&chunk.bytes),
-                    Err(e) => {
-                        let offset = chunk.offset + e.valid_up_to() as u64;
-                        return Err(FileError::Count(CountError::InvalidUtf8 { path: path.to_string(), offset }));
-                    }
-                };
+                let text = chunk.text(replace_errors).map_err(FileError::Count)?;
                 let parts: Vec<(usize, &str)> = segments(&self.cut, &text, SEGMENT_BYTES).collect();
                 let encoded: Vec<Result<Vec<u32>, EncodeError>> = parts
                     .par_iter()

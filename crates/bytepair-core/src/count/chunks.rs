@@ -43,6 +43,19 @@ pub struct Chunk {
     pub bytes: Vec<u8>,
 }
 
+impl Chunk {
+    /// The chunk as text; bytes that are not UTF-8 are an error naming the
+    /// file and byte offset, or U+FFFD when `replace_errors` (chunks are cut
+    /// at ASCII bytes, so replacing per chunk equals replacing the whole file).
+    pub fn text(&self, replace_errors: bool) -> Result<std::borrow::Cow<'_, str>, CountError> {
+        match std::str::from_utf8(&self.bytes) {
+            Ok(text) => Ok(std::borrow::Cow::Borrowed(text)),
+            Err(_) if replace_errors => Ok(String::from_utf8_lossy(&self.bytes)),
+            Err(e) => Err(CountError::InvalidUtf8 { path: self.path.to_string(), offset: self.offset + e.valid_up_to() as u64 }),
+        }
+    }
+}
+
 /// Reads a file as a sequence of chunks cut at safe boundaries, of about
 /// `chunk_size` bytes (at most FORCED_CUT).
 pub struct ChunkReader {

@@ -323,15 +323,7 @@ pub fn count_files(
         }
     });
     count_parallel(chunks, limits, progress, |chunk, counts| {
-        let text = match std::str::from_utf8(&chunk.bytes) {
-            Ok(t) => std::borrow::Cow::Borrowed(t),
-            Err(_) if replace_errors => String::from_utf8_lossy(&chunk.bytes),
-            Err(e) => {
-                let offset = chunk.offset + e.valid_up_to() as u64;
-                return Err(CountError::InvalidUtf8 { path: chunk.path.to_string(), offset });
-            }
-        };
-        counts.add_text(pre, &text)?;
+        counts.add_text(pre, &chunk.text(replace_errors)?)?;
         progress.add(chunk.bytes.len() as u64);
         Ok(())
     })

@@ -289,7 +289,7 @@ impl<'a> LongMerge<'a> {
                 };
                 self.merge_at((key >> 32) as u32, key as u32);
                 steps = steps.wrapping_add(1);
-                if steps % (1 << 16) == 0 && cancelled() {
+                if steps.is_multiple_of(1 << 16) && cancelled() {
                     return false;
                 }
             }
