@@ -323,3 +323,23 @@ def test_a_long_document_is_cut_into_segments_with_the_same_ids(tmp_path, tok, c
     ds = bytepair.encode_dataset(tmp_path / "big.txt", tmp_path / "ds", tok, num_threads=2, progress=False)
     assert len(ds) == 1
     assert np.array_equal(ds[0], np.array(tok.encode_ordinary(text) + [tok.eot_token]))
+
+
+@pytest.mark.parametrize("batch_bytes", [3, 7, 64, 1 << 20])
+def test_separated_documents_across_blocks_equal_a_plain_split(monkeypatch, batch_bytes):
+    """A text file cut at a separator in blocks of any size (the core splits
+    each block; a document straddling blocks is held for the next): the
+    documents are Python's ``bytes.split`` of the whole, empty pieces dropped."""
+    from bytepair.counts import sources
+
+    monkeypatch.setattr(sources, "_BATCH_BYTES", batch_bytes)
+    rng = np.random.default_rng(batch_bytes)
+    words = [b"", b"a", b"bb", b"<|", b"|>", b"\xc3\xa9t\xc3\xa9", b" x\n"]
+    content = b"".join(words[i] if i < len(words) else b"<|sep|>" for i in rng.integers(0, 10, 2000))
+    content = b"<|sep|>" + content + b"<|sep|><|sep|>"
+    got = []
+    for data, offsets, first in sources.document_batches("mem.txt", "text", separator="<|sep|>", content=content):
+        bounds = np.frombuffer(offsets, dtype="<i8")
+        assert first == len(got) and bounds[0] == 0 and bounds[-1] == len(data)
+        got += [data[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    assert got == [d for d in content.split(b"<|sep|>") if d]

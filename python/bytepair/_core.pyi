@@ -21,6 +21,9 @@ def rank_table(data: bytes) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]
     """A .tiktoken file's content -> ({rank: token bytes}, merges in rank order),
     or None when it is not a valid BPE rank table."""
 
+def split_documents(block: bytes, separator: bytes, last: bool) -> tuple[bytes, bytes, int, int]:
+    """Documents of a block cut at `separator`: (data, n + 1 int64 offsets, n, start of the unfinished piece)."""
+
 def recover_merges(merged: list[bytes]) -> list[int | None]:
     """Tokens in rank order (no single bytes) -> byte length of the left part of each
     one's merge (BPE restricted to lower ranks), None where that is not two parts."""

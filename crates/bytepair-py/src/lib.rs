@@ -65,6 +65,20 @@ fn rank_table<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<(Bound<'py, 
     Ok(Some((vocab, pairs)))
 }
 
+/// The documents of a block of a text file whose documents are separated by
+/// `separator` (see `bytepair_core::count::split_documents`): (their bytes
+/// back to back, n + 1 little-endian int64 offsets, n, where the unfinished
+/// last piece starts; with `last` it is a document too).
+#[pyfunction]
+fn split_documents<'py>(py: Python<'py>, block: &[u8], separator: &[u8], last: bool) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, usize, usize)> {
+    if separator.is_empty() {
+        return Err(PyValueError::new_err("the separator is empty"));
+    }
+    let (data, offsets, tail) = py.detach(|| bytepair_core::count::split_documents(block, separator, last));
+    let offset_bytes: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
+    Ok((PyBytes::new(py, &data), PyBytes::new(py, &offset_bytes), offsets.len() - 1, tail))
+}
+
 /// Set the memory budget of each per-thread piece cache of the encoder, in
 /// bytes (rounded down to a power of two, at least 512 KiB; default 16 MiB);
 /// caches made afterwards use it. Returns the budget in effect.
@@ -97,6 +111,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add_function(wrap_pyfunction!(recover_merges, m)?)?;
     m.add_function(wrap_pyfunction!(rank_table, m)?)?;
+    m.add_function(wrap_pyfunction!(split_documents, m)?)?;
     m.add_function(wrap_pyfunction!(set_cache_budget, m)?)?;
     m.add_function(wrap_pyfunction!(cache_budget, m)?)?;
     m.add_class::<counter::WordCounter>()?;

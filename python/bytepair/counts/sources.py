@@ -337,23 +337,22 @@ def document_batches(
 
 
 def _separated_batches(path: str, separator: bytes, content: bytes | None) -> Iterator[tuple[bytes, bytes, int]]:
-    """`document_batches` of a text file cut at every `separator`; empty
-    pieces (a separator at the start or end, two in a row) are dropped."""
-    import numpy as np
+    """`document_batches` of a text file cut at every `separator` (in the
+    core: no Python object per document); empty pieces (a separator at the
+    start or end, two in a row) are dropped."""
+    from bytepair import _core
 
     first = 0
     held = b""  # the start of a document the next block continues
     with _open(path, content) as f:
         while True:
             block = f.read(_BATCH_BYTES)
-            pieces = (held + block).split(separator)
-            held = pieces.pop() if block else b""
-            documents = [p for p in pieces if p]
-            if documents:
-                offsets = np.zeros(len(documents) + 1, dtype="<i8")
-                np.cumsum([len(d) for d in documents], out=offsets[1:])
-                yield b"".join(documents), offsets.tobytes(), first
-                first += len(documents)
+            buffer = held + block
+            data, offsets, n, tail = _core.split_documents(buffer, separator, not block)
+            held = buffer[tail:]
+            if n:
+                yield data, offsets, first
+                first += n
             if not block:
                 return
 

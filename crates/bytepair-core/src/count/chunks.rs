@@ -35,6 +35,37 @@ fn forced_cut(carry: &[u8], at: usize) -> usize {
     }
 }
 
+/// The documents of `buffer`, a block of a text whose documents are
+/// separated by `separator`: their bytes back to back, n + 1 offsets into
+/// them, and where the unfinished last piece starts (the caller prepends it
+/// to the next block); with `last`, that piece is a document too. Empty pieces
+/// (a separator at either end, two in a row) are no documents.
+pub fn split_documents(buffer: &[u8], separator: &[u8], last: bool) -> (Vec<u8>, Vec<i64>, usize) {
+    assert!(!separator.is_empty(), "an empty separator");
+    let mut data = Vec::with_capacity(buffer.len());
+    let mut offsets = vec![0i64];
+    let mut start = 0;
+    let mut push = |piece: &[u8]| {
+        if !piece.is_empty() {
+            data.extend_from_slice(piece);
+            offsets.push(data.len() as i64);
+        }
+    };
+    for at in memchr::memmem::find_iter(buffer, separator) {
+        // A separator that overlaps the previous one's end is inside a document.
+        if at < start {
+            continue;
+        }
+        push(&buffer[start..at]);
+        start = at + separator.len();
+    }
+    if last {
+        push(&buffer[start..]);
+        start = buffer.len();
+    }
+    (data, offsets, start)
+}
+
 /// A block of a file that starts and ends at safe boundaries.
 pub struct Chunk {
     pub path: Arc<str>,
@@ -149,6 +180,29 @@ impl Iterator for ChunkReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The non-empty pieces of `text` between `||` separators, found left to right.
+    fn pieces_between_bars(mut text: &[u8]) -> Vec<&[u8]> {
+        let mut pieces = vec![];
+        while let Some(at) = text.windows(2).position(|w| w == b"||") {
+            pieces.push(&text[..at]);
+            text = &text[at + 2..];
+        }
+        pieces.push(text);
+        pieces.into_iter().filter(|p| !p.is_empty()).collect()
+    }
+
+    #[test]
+    fn documents_are_the_non_empty_pieces_between_separators() {
+        for text in [&b"ab||cd||||e||"[..], b"||x", b"", b"||", b"a|||b", b"||||||", b"a||||b"] {
+            let (data, offsets, tail) = split_documents(text, b"||", true);
+            let got: Vec<&[u8]> = offsets.windows(2).map(|w| &data[w[0] as usize..w[1] as usize]).collect();
+            assert_eq!((got, tail), (pieces_between_bars(text), text.len()), "{:?}", String::from_utf8_lossy(text));
+        }
+        // Without `last`, the piece after the last separator waits for the next block.
+        let (data, offsets, tail) = split_documents(b"ab||cd||ef", b"||", false);
+        assert_eq!((&data[..], &offsets[..], tail), (&b"abcd"[..], &[0, 2, 4][..], 8));
+    }
 
     /// The chunks of `text` with a small forced cut, for every chunk size.
     fn chunks(text: &[u8], chunk_size: usize, forced: usize) -> Vec<Vec<u8>> {

@@ -21,7 +21,7 @@ use rustc_hash::FxHashMap;
 use crate::cut::CutRule;
 use crate::pretokenize::SearchError;
 use crate::progress::Progress;
-pub use chunks::{Chunk, ChunkReader};
+pub use chunks::{split_documents, Chunk, ChunkReader};
 pub use tally::{Pruned, WordTally};
 pub use words::{PipelineWords, SplitWords, Words};
 
