@@ -385,13 +385,11 @@ class Tokenizer(TokenizerHelpers):
         disallowed_special: DisallowedSpecial = "all",
         dropout: float = 0.0,
         seed: int = 0,
-        num_threads: int | None = 1,
     ) -> Iterator["numpy.ndarray"]:
         """Like `encode_iterable`, but yields one ``numpy.uint32`` array per block
         of about 64K characters or more: no Python object per token, for encoding
         files of any size in bounded memory. With `dropout`, block k is encoded
-        as `encode` with dropout and a seed made of `seed` and k. `num_threads`
-        as in `encode_to_numpy` (blocks of several MiB use them)."""
+        as `encode` with dropout and a seed made of `seed` and k."""
         import numpy as np
 
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
@@ -401,7 +399,7 @@ class Tokenizer(TokenizerHelpers):
                                   dropout=dropout, seed=document_seed(seed, k))
                 yield np.array(ids, dtype=np.uint32)
                 continue
-            yield with_surrogates_replaced(self._core.encode_to_numpy, block, allowed, disallowed, num_threads)
+            yield with_surrogates_replaced(self._core.encode_to_numpy, block, allowed, disallowed)
 
     def _chars_after_last_cut(self, text: str) -> int | None:
         # Lone surrogates: one U+FFFD each keeps every character index.

@@ -8,7 +8,7 @@ use std::io::Write;
 use bytepair_core::count::{ChunkReader, CountError};
 use bytepair_core::cut::{segments, CutRule};
 use bytepair_core::encode::{cancellable, Spans};
-use bytepair_core::{EncodeError, Encoder};
+use bytepair_core::{EncodeError, Encoder, Progress};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use numpy::PyArray1;
@@ -120,26 +120,36 @@ impl CoreBPE {
         encode: &(impl Fn(&str, &mut Vec<u32>) -> Result<(), EncodeError> + Sync),
         threads: usize,
     ) -> PyResult<Vec<u32>> {
-        let parts: Vec<(usize, &str)> = segments(&self.cut, text, SEGMENT_BYTES).collect();
-        let encoded: Vec<Result<Vec<u32>, EncodeError>> = run_with_progress(py, Some(threads), None, |progress| {
-            parts
-                .par_iter()
-                .map(|&(start, segment)| {
-                    if progress.is_cancelled() {
-                        return Err(EncodeError::Cancelled);
-                    }
-                    let mut ids = Vec::with_capacity(segment.len() / 2 + 16);
-                    cancellable(progress, || encode(segment, &mut ids)).map_err(|e| e.shifted(start))?;
-                    Ok(ids)
-                })
-                .collect()
-        })?;
+        let encoded = run_with_progress(py, Some(threads), None, |progress| self.encode_segments_on_pool(text, encode, progress))?;
         let encoded: Vec<Vec<u32>> = encoded.into_iter().collect::<Result<_, _>>().map_err(|e| encode_error(e, text))?;
         let mut ids = bytepair_core::vec_on_huge_pages(encoded.iter().map(Vec::len).sum());
         for part in &encoded {
             ids.extend_from_slice(part);
         }
         Ok(ids)
+    }
+
+    /// The ids of each segment of `text` (safe cuts), encoded on the current
+    /// thread pool into buffers of their own, in order; an error's offset is
+    /// in `text`. Segments not started when `progress` is cancelled fail.
+    fn encode_segments_on_pool(
+        &self,
+        text: &str,
+        encode: &(impl Fn(&str, &mut Vec<u32>) -> Result<(), EncodeError> + Sync),
+        progress: &Progress,
+    ) -> Vec<Result<Vec<u32>, EncodeError>> {
+        let parts: Vec<(usize, &str)> = segments(&self.cut, text, SEGMENT_BYTES).collect();
+        parts
+            .par_iter()
+            .map(|&(start, segment)| {
+                if progress.is_cancelled() {
+                    return Err(EncodeError::Cancelled);
+                }
+                let mut ids = Vec::with_capacity(segment.len() / 2 + 16);
+                cancellable(progress, || encode(segment, &mut ids)).map_err(|e| e.shifted(start))?;
+                Ok(ids)
+            })
+            .collect()
     }
 }
 
@@ -285,36 +295,29 @@ impl CoreBPE {
         let out_path = "the output file";
         let mut out = std::io::BufWriter::with_capacity(1 << 20, &*file);
         let threads = thread_count(num_threads)?;
-        let written = run_with_progress(py, Some(threads), callback, |progress| -> Result<u64, FileError> {
+        let encode = |segment: &str, ids: &mut Vec<u32>| self.enc.encode_into(segment, &allowed, &disallowed, ids);
+        let written = run_with_progress(py, Some(threads), callback, |progress| -> Result<(u64, u64), FileError> {
             let mut tokens = 0u64;
+            let mut bytes = Vec::new();
             for chunk in reader {
                 if progress.is_cancelled() {
                     return Err(FileError::Count(CountError::Cancelled));
                 }
                 let chunk = chunk.map_err(FileError::Count)?;
                 let text = chunk.text(replace_errors).map_err(FileError::Count)?;
-                let parts: Vec<(usize, &str)> = segments(&self.cut, &text, SEGMENT_BYTES).collect();
-                let encoded: Vec<Result<Vec<u32>, EncodeError>> = parts
-                    .par_iter()
-                    .map(|&(start, segment)| {
-                        let mut ids = Vec::with_capacity(segment.len() / 2 + 16);
-                        cancellable(progress, || self.enc.encode_into(segment, &allowed, &disallowed, &mut ids))
-                            .map_err(|e| e.shifted(start))?;
-                        Ok(ids)
-                    })
-                    .collect();
-                for ids in encoded {
+                for ids in self.encode_segments_on_pool(&text, &encode, progress) {
                     let ids = ids.map_err(|e| FileError::Encode(e, chunk.offset))?;
-                    write_ids(&mut out, &ids, itemsize).map_err(|e| FileError::Count(CountError::io(out_path, e)))?;
+                    bytes.clear();
+                    push_ids(&mut bytes, ids.iter().copied(), itemsize).map_err(FileError::Python)?;
+                    out.write_all(&bytes).map_err(|e| FileError::Count(CountError::io(out_path, e)))?;
                     tokens += ids.len() as u64;
                 }
                 progress.add(chunk.bytes.len() as u64);
             }
             out.flush().map_err(|e| FileError::Count(CountError::io(out_path, e)))?;
-            Ok(tokens)
+            Ok((tokens, progress.done()))
         })?;
-        let tokens = written.map_err(|e| file_error(e, path))?;
-        Ok((tokens, std::fs::metadata(path).map_or(0, |m| m.len())))
+        written.map_err(|e| file_error(e, path))
     }
 
     /// Encode many texts on `num_threads` threads, the calling thread being one
@@ -470,6 +473,8 @@ fn push_ids(out: &mut Vec<u8>, ids: impl IntoIterator<Item = u32>, itemsize: usi
 enum FileError {
     Count(CountError),
     Encode(EncodeError, u64),
+    /// An id too wide for the item size.
+    Python(PyErr),
 }
 
 /// `FileError` as a Python exception naming `path` and the file's byte offset.
@@ -487,16 +492,6 @@ fn file_error(e: FileError, path: &str) -> PyErr {
             ))
         }
         FileError::Encode(e, _) => PyValueError::new_err(e.to_string()),
+        FileError::Python(e) => e,
     }
-}
-
-/// Append `ids` to `out` as little-endian unsigned ints of `itemsize` bytes
-/// (the caller checked that every id fits).
-fn write_ids(out: &mut impl std::io::Write, ids: &[u32], itemsize: usize) -> std::io::Result<()> {
-    let bytes: Vec<u8> = if itemsize == 2 {
-        ids.iter().flat_map(|&id| (id as u16).to_le_bytes()).collect()
-    } else {
-        ids.iter().flat_map(|&id| id.to_le_bytes()).collect()
-    };
-    out.write_all(&bytes)
 }

@@ -194,10 +194,12 @@ def _report_training(args: argparse.Namespace, tok, source: str, start: float) -
     return 0
 
 
-def _special_policy(choice: str, resolved: bool = False) -> dict:
-    """--special as `encode` keyword arguments (all of them when `resolved`)."""
-    policy = {"allow": {"allowed_special": "all"}, "raise": {}, "text": {"disallowed_special": ()}}[choice]
-    return {"allowed_special": frozenset(), "disallowed_special": "all"} | policy if resolved else policy
+def _special_policy(choice: str) -> dict:
+    return {
+        "allow": {"allowed_special": "all"},
+        "raise": {},
+        "text": {"disallowed_special": ()},
+    }[choice]
 
 
 def cmd_encode(args: argparse.Namespace) -> int:
@@ -225,7 +227,8 @@ def cmd_encode(args: argparse.Namespace) -> int:
             try:
                 if size is not None and not args.dropout and tok.pipeline is None and os.name == "posix":
                     # A regular file: read, encoded on every thread and written by the core.
-                    allowed, disallowed = tok._special_policy(**_special_policy(args.special, resolved=True))
+                    allowed, disallowed = tok._special_policy(policy.get("allowed_special", frozenset()),
+                                                              policy.get("disallowed_special", "all"))
                     count, read = tok._core.encode_file(args.file, raw.fileno(), np.dtype(dtype).itemsize, allowed,
                                                         disallowed, args.errors == "replace", args.threads, on_read)
                 else:  # a pipe, BPE-dropout or a tokenizer.json pipeline: Python reads, one block at a time

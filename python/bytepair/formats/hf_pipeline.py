@@ -127,17 +127,27 @@ def _pattern_regex(node: Any, where: str, source: str) -> str:
     raise ValueError(f"{source}: {where}.pattern {json.dumps(node)[:100]} must be {{\"String\": ...}} or {{\"Regex\": ...}}")
 
 
+def _kind(node: Any, where: str, source: str) -> str | None:
+    """The ``type`` of a pipeline node, which must be an object."""
+    if not isinstance(node, dict):
+        raise ValueError(f"{source}: {where}: expected an object, got {type(node).__name__}")
+    return node.get("type")
+
+
+def _sequence_steps(node: dict, key: str, where: str, source: str, steps_of) -> list[Step]:
+    """The steps of a ``Sequence`` node's children (listed under `key`), in order."""
+    children = node.get(key)
+    if not isinstance(children, list):
+        raise ValueError(f"{source}: {where}.{key} must be a list")
+    return [s for n, child in enumerate(children) for s in steps_of(child, f"{where}.{key}[{n}]", source)]
+
+
 def _normalizer_steps(node: Any, where: str, source: str) -> list[Step]:
     if node is None:
         return []
-    if not isinstance(node, dict):
-        raise ValueError(f"{source}: {where}: expected an object, got {type(node).__name__}")
-    kind = node.get("type")
+    kind = _kind(node, where, source)
     if kind == "Sequence":
-        children = node.get("normalizers")
-        if not isinstance(children, list):
-            raise ValueError(f"{source}: {where}.normalizers must be a list")
-        return [s for n, child in enumerate(children) for s in _normalizer_steps(child, f"{where}.normalizers[{n}]", source)]
+        return _sequence_steps(node, "normalizers", where, source, _normalizer_steps)
     if kind in _UNICODE_FORMS or kind == "Lowercase":
         return [(kind, [])]
     if kind == "Strip":
@@ -168,14 +178,9 @@ def _behavior(node: dict, where: str, source: str, default: str | None = None) -
 def _pre_tokenizer_steps(node: Any, where: str, source: str) -> list[Step]:
     """The core steps of a pre_tokenizer node; a ByteLevel step becomes ``("ByteLevel", [])``
     after its own steps, for the caller to check that it comes last."""
-    if not isinstance(node, dict):
-        raise ValueError(f"{source}: {where}: expected an object, got {type(node).__name__}")
-    kind = node.get("type")
+    kind = _kind(node, where, source)
     if kind == "Sequence":
-        children = node.get("pretokenizers")
-        if not isinstance(children, list):
-            raise ValueError(f"{source}: {where}.pretokenizers must be a list")
-        return [s for n, c in enumerate(children) for s in _pre_tokenizer_steps(c, f"{where}.pretokenizers[{n}]", source)]
+        return _sequence_steps(node, "pretokenizers", where, source, _pre_tokenizer_steps)
     if kind == "ByteLevel":
         steps: list[Step] = [("PrefixSpace", [])] if node.get("add_prefix_space") else []
         if node.get("use_regex", True):

@@ -115,6 +115,25 @@ impl Encoder {
         }
     }
 
+    /// `encode_general` without spans: a special token's id, then `piece`
+    /// for the ids of each piece.
+    pub(super) fn encode_general_pieces(
+        &self,
+        g: &General,
+        text: &str,
+        policy: (&[String], &[String]),
+        out: &mut Vec<u32>,
+        piece: &mut impl FnMut(&[u8], &mut Vec<u32>) -> Result<(), EncodeError>,
+    ) -> Result<(), EncodeError> {
+        self.encode_general(g, text, policy, out, false, &mut |chunk, out| match chunk {
+            Chunk::Special(id, _) => {
+                out.push(id);
+                Ok(())
+            }
+            Chunk::Piece(bytes, _) => piece(bytes, out),
+        })
+    }
+
     /// `encode` through the pipeline, with the byte span of `text` each id
     /// covers (HF's `Encoding.offsets` in bytes: a token from normalized text
     /// spans the original characters it came from; tokens that share a

@@ -37,7 +37,6 @@ use rustc_hash::FxHashMap;
 use crate::pretokenize::{special_matcher, PatternError, Pieces, PreTokenizer, Preset, SearchError};
 use cache::{hash_key, new_encoder_tag, with_scratch, Scratch, INLINE_IDS};
 use decode::Decoder;
-use crate::pipeline::Chunk;
 use general::General;
 use merge::{merge_long, merge_short, LONG_PIECE};
 use crate::shortkey::{hash_mid, load_mid, MAX_MID as MID_PIECE};
@@ -265,13 +264,7 @@ impl Encoder {
     /// error `out` may hold the ids of part of the text.
     pub fn encode_into(&self, text: &str, allowed: &[String], disallowed: &[String], out: &mut Vec<u32>) -> Result<(), EncodeError> {
         with_scratch(self.tag, |scratch| match &self.general {
-            Some(g) => self.encode_general(g, text, (allowed, disallowed), out, false, &mut |chunk, out| match chunk {
-                Chunk::Special(id, _) => {
-                    out.push(id);
-                    Ok(())
-                }
-                Chunk::Piece(piece, _) => self.encode_piece(piece, scratch, out),
-            }),
+            Some(g) => self.encode_general_pieces(g, text, (allowed, disallowed), out, &mut |piece, out| self.encode_piece(piece, scratch, out)),
             None => self.encode_with(text, allowed, disallowed, out, &mut |text, out| self.encode_pieces(text, scratch, out)),
         })
     }
@@ -304,13 +297,7 @@ impl Encoder {
             self.push_parts(piece, &bounds, out)
         };
         match &self.general {
-            Some(g) => self.encode_general(g, text, (allowed, disallowed), &mut out, false, &mut |chunk, out| match chunk {
-                Chunk::Special(id, _) => {
-                    out.push(id);
-                    Ok(())
-                }
-                Chunk::Piece(piece, _) => dropped(piece, out),
-            })?,
+            Some(g) => self.encode_general_pieces(g, text, (allowed, disallowed), &mut out, &mut dropped)?,
             None => self.encode_with(text, allowed, disallowed, &mut out, &mut |text, out| self.pieces_into(text, out, &mut dropped))?,
         }
         Ok(out)

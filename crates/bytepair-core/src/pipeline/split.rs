@@ -89,44 +89,31 @@ fn apply_behavior(spans: Vec<Span>, behavior: Behavior) -> Vec<Span> {
     match behavior {
         Behavior::Isolated => spans.into_iter().map(|(s, e, _)| (s, e, false)).collect(),
         Behavior::Removed => spans,
-        Behavior::Contiguous => {
-            let mut previous = false;
-            let mut acc: Vec<Span> = Vec::with_capacity(spans.len());
-            for (s, e, is_match) in spans {
-                match acc.last_mut() {
-                    Some(last) if is_match == previous => last.1 = e,
-                    _ => acc.push((s, e, false)),
-                }
-                previous = is_match;
-            }
-            acc
-        }
-        Behavior::MergedWithPrevious => {
-            let mut previous = false;
-            let mut acc: Vec<Span> = Vec::with_capacity(spans.len());
-            for (s, e, is_match) in spans {
-                match acc.last_mut() {
-                    Some(last) if is_match && !previous => last.1 = e,
-                    _ => acc.push((s, e, false)),
-                }
-                previous = is_match;
-            }
-            acc
-        }
+        Behavior::Contiguous => join_spans(spans, |is_match, previous| is_match == previous),
+        Behavior::MergedWithPrevious => join_spans(spans, |is_match, previous| is_match && !previous),
         Behavior::MergedWithNext => {
-            let mut previous = false;
-            let mut acc: Vec<Span> = Vec::with_capacity(spans.len());
-            for (s, e, is_match) in spans.into_iter().rev() {
-                match acc.last_mut() {
-                    Some(last) if is_match && !previous => last.0 = s,
-                    _ => acc.push((s, e, false)),
-                }
-                previous = is_match;
-            }
-            acc.reverse();
-            acc
+            // The same join read from the end: a match joins the span after it.
+            let reversed = spans.into_iter().rev().map(|(s, e, m)| (e, s, m)).collect();
+            let mut joined: Vec<Span> = join_spans(reversed, |is_match, previous| is_match && !previous);
+            joined.reverse();
+            joined.into_iter().map(|(e, s, m)| (s, e, m)).collect()
         }
     }
+}
+
+/// Spans kept whole (`remove` false), each joined to the span before it
+/// when `joins(is_match, previous_is_match)`.
+fn join_spans(spans: Vec<Span>, joins: impl Fn(bool, bool) -> bool) -> Vec<Span> {
+    let mut previous = false;
+    let mut acc: Vec<Span> = Vec::with_capacity(spans.len());
+    for (s, e, is_match) in spans {
+        match acc.last_mut() {
+            Some(last) if joins(is_match, previous) => last.1 = e,
+            _ => acc.push((s, e, false)),
+        }
+        previous = is_match;
+    }
+    acc
 }
 
 #[cfg(test)]
