@@ -164,6 +164,35 @@ def test_tokenizer_works_in_worker_processes(small_tokenizer, method):
     assert got == want
 
 
+def _parallel_work(path: str) -> None:
+    """Everything that runs on bytepair's thread pools: loading a .tiktoken
+    (merges recovered in parallel), a batch encode and training."""
+    tok = bytepair.Tokenizer.load(path)
+    texts = _texts()
+    assert tok.encode_batch(texts, allowed_special="all") == [tok.encode(t, allowed_special="all") for t in texts]
+    bytepair.train_from_iterator(texts * 20, 300, progress=False)
+
+
+def test_parallel_work_in_a_fork_started_child_after_the_parent_used_threads(small_tokenizer, tmp_path):
+    """A child made with fork (multiprocessing's default on Linux, PyTorch's
+    DataLoader workers) has none of the parent's pool threads; a job sent to
+    an inherited pool waited forever (loading a .tiktoken and encode_batch
+    both hung) until pools were tagged with the process id."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("start method fork not available on this platform")
+    path = str(tmp_path / "small.tiktoken")
+    small_tokenizer.save_tiktoken(path)
+    _parallel_work(path)
+    child = multiprocessing.get_context("fork").Process(target=_parallel_work, args=(path,))
+    child.start()
+    child.join(timeout=60)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        pytest.fail("parallel work hung in a fork-started child")
+    assert child.exitcode == 0
+
+
 def test_tokenizer_of_one_repeated_character_builds_and_encodes():
     """Training on 1 MB of one letter counts it as words of at most 64 KiB
     (the word-length bound of counting), so no token is longer; building the

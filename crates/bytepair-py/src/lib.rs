@@ -36,8 +36,8 @@ fn resolve_pattern(name_or_pattern: &str) -> String {
 /// part of each one's merge, or None where BPE with lower ranks does not leave
 /// exactly two parts (see `bytepair_core::recover::recover_merges`).
 #[pyfunction]
-fn recover_merges(py: Python<'_>, merged: Vec<Vec<u8>>) -> Vec<Option<usize>> {
-    py.detach(|| bytepair_core::recover::recover_merges(&merged))
+fn recover_merges(py: Python<'_>, merged: Vec<Vec<u8>>) -> PyResult<Vec<Option<usize>>> {
+    runtime::run_parallel(py, || bytepair_core::recover::recover_merges(&merged))
 }
 
 /// A `.tiktoken` file's content as (vocab: {rank: token bytes}, merges:
@@ -46,11 +46,11 @@ fn recover_merges(py: Python<'_>, merged: Vec<Vec<u8>>) -> Vec<Option<usize>> {
 #[pyfunction]
 fn rank_table<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<(Bound<'py, PyDict>, Bound<'py, PyList>)>> {
     use bytepair_core::rank_file::{merges_of_rank_table, parse_rank_file};
-    let parsed = py.detach(|| {
+    let parsed = runtime::run_parallel(py, || {
         let tokens = parse_rank_file(data).ok()?;
         let merges = merges_of_rank_table(&tokens)?;
         Some((tokens, merges))
-    });
+    })?;
     let Some((tokens, merges)) = parsed else { return Ok(None) };
     // The parts of a merge are tokens: the merge list shares their bytes objects.
     let objects: Vec<Bound<'py, PyBytes>> = tokens.iter().map(|(token, _)| PyBytes::new(py, token)).collect();

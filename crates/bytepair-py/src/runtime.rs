@@ -28,14 +28,32 @@ pub fn thread_count(num_threads: Option<usize>) -> PyResult<usize> {
 /// Thread pools by size, kept for the life of the process and shared by
 /// every call: starting threads per call cost time, a fresh thread starts with
 /// an empty piece cache, and since sizes are capped at the core count there
-/// are at most that many pools.
-static POOLS: LazyLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = LazyLock::new(Default::default);
+/// are at most that many pools. Tagged with the process id: a child started
+/// with `fork` (multiprocessing's default on Linux, PyTorch's DataLoader
+/// workers) inherits the map but not the threads, and a job sent to a pool
+/// whose threads are gone waits forever, so the child starts pools of its own.
+static POOLS: LazyLock<Mutex<Pools>> = LazyLock::new(Default::default);
+
+#[derive(Default)]
+struct Pools {
+    pid: u32,
+    by_size: HashMap<usize, Arc<rayon::ThreadPool>>,
+}
 
 /// The shared pool of `thread_count(num_threads)` threads.
 pub fn pool(num_threads: Option<usize>) -> PyResult<Arc<rayon::ThreadPool>> {
     let n = thread_count(num_threads)?;
     let mut pools = POOLS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(pool) = pools.get(&n) {
+    let pid = std::process::id();
+    if pools.pid != pid {
+        // Pools made before a fork: dropping one would signal threads this
+        // process does not have, so they are leaked (a few bytes each).
+        for inherited in std::mem::take(&mut pools.by_size).into_values() {
+            std::mem::forget(inherited);
+        }
+        pools.pid = pid;
+    }
+    if let Some(pool) = pools.by_size.get(&n) {
         return Ok(Arc::clone(pool));
     }
     let pool = rayon::ThreadPoolBuilder::new()
@@ -44,8 +62,15 @@ pub fn pool(num_threads: Option<usize>) -> PyResult<Arc<rayon::ThreadPool>> {
         .build()
         .map_err(|e| PyRuntimeError::new_err(format!("cannot start thread pool: {e}")))?;
     let pool = Arc::new(pool);
-    pools.insert(n, Arc::clone(&pool));
+    pools.by_size.insert(n, Arc::clone(&pool));
     Ok(pool)
+}
+
+/// Run `work` without the GIL on the shared pool of one thread per core
+/// (never on rayon's global pool, which a forked child cannot restart).
+pub fn run_parallel<R: Send>(py: Python<'_>, work: impl FnOnce() -> R + Send) -> PyResult<R> {
+    let pool = pool(None)?;
+    Ok(py.detach(|| pool.install(work)))
 }
 
 /// Run `work` without the GIL on its own thread pool; every `POLL_INTERVAL`
