@@ -320,12 +320,39 @@ def test_core_rank_table_equals_the_python_parser(name):
     from bytepair.formats.tiktoken_files import parse_ranks
 
     data = gunzipped(name)
-    vocab, merges = _core.rank_table(data)
+    table = _core.rank_table(data)
+    vocab, merges = table.python_tables()
     ranks, _lines = parse_ranks(data, source=name)
+    assert len(table) == len(ranks) and table.max_rank() == max(ranks.values())
+    assert [table.token(r) for r in (0, 255, 256, len(ranks) - 1, len(ranks) + 5)] == [vocab.get(r) for r in (0, 255, 256, len(ranks) - 1, len(ranks) + 5)]
     assert vocab == {r: t for t, r in ranks.items()}
     assert merges == merges_from_ranks(ranks, source=name)
     # The parts of each merge are the vocabulary's own bytes objects (no copies).
     assert all(vocab[ranks[a]] is a and vocab[ranks[b]] is b for a, b in merges[:1000])
+
+
+@pytest.mark.parametrize("name", OPENAI)
+def test_tiktoken_vocab_and_merges_made_on_demand_equal_the_python_reading(name):
+    """A core-read .tiktoken keeps no Python vocab until asked: sizes, ids and
+    the special-token checks come from the core's table, and the vocab and
+    merges made later equal those of the Python parser's Tokenizer."""
+    from bytepair.formats.tables import merges_from_ranks
+    from bytepair.formats.tiktoken_files import parse_ranks
+
+    path = openai_rank_file(name)
+    tok = bytepair.Tokenizer.from_tiktoken(path)
+    assert tok._vocab is None, "the vocab was made at load"
+    sizes = (tok.n_vocab, tok.vocab_size)
+    ids = tok.encode("Hello <|endoftext|> world", allowed_special="all")
+    assert tok._vocab is None
+    ranks, _ = parse_ranks(gunzipped(name), source=name)
+    slow = bytepair.Tokenizer({r: t for t, r in ranks.items()}, merges_from_ranks(ranks, source=name),
+                              special_tokens=tok.special_tokens, pattern=OPENAI_PRESET[name])
+    assert sizes == (slow.n_vocab, slow.vocab_size) and ids == slow.encode("Hello <|endoftext|> world", allowed_special="all")
+    assert tok.vocab == slow.vocab and tok.merges == slow.merges
+    taken = min(ranks.values(), key=lambda r: r)
+    with pytest.raises(ValueError, match="which the vocab gives to"):
+        bytepair.Tokenizer.from_tiktoken(path, special_tokens={"<|x|>": taken})
 
 
 def test_rank_file_the_core_refuses_but_python_reads(tmp_path):

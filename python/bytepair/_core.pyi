@@ -17,9 +17,17 @@ def set_cache_budget(nbytes: int) -> int:
 def cache_budget() -> int:
     """The piece-cache budget in effect, in bytes."""
 
-def rank_table(data: bytes) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]] | None:
-    """A .tiktoken file's content -> ({rank: token bytes}, merges in rank order),
-    or None when it is not a valid BPE rank table."""
+class RankTable:
+    """A .tiktoken file read by the core, with the encoder's tables built."""
+    def __len__(self) -> int: ...
+    def max_rank(self) -> int: ...
+    def token(self, rank: int) -> bytes | None: ...
+    def python_tables(self) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+        """({rank: token bytes} in rank order, merges in rank order)."""
+
+def rank_table(data: bytes) -> RankTable | None:
+    """A .tiktoken file's content read and its merges recovered, or None when
+    it is not a valid BPE rank table."""
 
 def split_documents(block: bytes, separator: bytes, last: bool) -> tuple[bytes, bytes, int, int]:
     """Documents of a block cut at `separator`: (data, n + 1 int64 offsets, n, start of the unfinished piece)."""
@@ -101,6 +109,9 @@ class WordCounter:
 class CoreBPE:
     """Encoder over (bytes, id) tokens, merge results in rank order, special tokens, pattern."""
 
+    @staticmethod
+    def from_rank_table(table: RankTable, specials: list[tuple[str, int]], pattern: str) -> CoreBPE:
+        """The encoder of a rank table (ids = ranks), from the tables built with it."""
     def __init__(
         self,
         tokens: list[tuple[bytes, int]],

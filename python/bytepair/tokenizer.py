@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, AbstractSet, Literal
 from bytepair import _core
 from bytepair.atomic import atomic_write
 from bytepair.encoding.helpers import TokenizerHelpers, document_seed, dropout_batch
+from bytepair.encoding.vocab import VocabHolder
 from bytepair.encoding.text import (
     check_encodable, check_id, dropout_seed, fits_i64, has_surrogates, replace_surrogates, require_str,
     safe_blocks, with_surrogates_replaced,
@@ -33,7 +34,7 @@ AllowedSpecial = Literal["all"] | AbstractSet[str]
 DisallowedSpecial = Literal["all"] | Collection[str]
 
 
-class Tokenizer(TokenizerHelpers):
+class Tokenizer(VocabHolder, TokenizerHelpers):
     """A byte-level BPE tokenizer.
 
     Args:
@@ -83,20 +84,27 @@ class Tokenizer(TokenizerHelpers):
         *,
         pipeline: "HFPipeline | None" = None,
         _merges_checked: bool = False,
-        _tables_trusted: bool = False,
+        _rank_table: "_core.RankTable | None" = None,
     ) -> None:
-        # Trusted: the core built both (`_core.rank_table`), fresh and consistent.
-        trusted = _tables_trusted
-        self.vocab: dict[int, bytes] = vocab if trusted else {check_id(i, "vocab"): bytes(b) for i, b in vocab.items()}
-        self.merges: list[tuple[bytes, bytes]] = merges if trusted else [(bytes(a), bytes(b)) for a, b in merges]
+        # A table the core read from a .tiktoken file (`_core.rank_table`):
+        # `vocab` and `merges` (ignored) are made from it when first asked for,
+        # and the encoder is built from its tables, not from Python objects.
+        self._rank_table = _rank_table
+        self._vocab: dict[int, bytes] | None = None
+        self._merges: list[tuple[bytes, bytes]] | None = None
+        if _rank_table is None:
+            self._vocab = {check_id(i, "vocab"): bytes(b) for i, b in vocab.items()}
+            self._merges = [(bytes(a), bytes(b)) for a, b in merges]
         self.pattern: str = check_encodable(pattern, "pattern")
         self.pipeline = pipeline
-        self.special_tokens: dict[str, int] = self._assign_special_ids(special_tokens or ())
-        if not trusted:
+        self.special_tokens: dict[str, int] = {}
+        self.special_tokens = self._assign_special_ids(special_tokens or ())
+        if _rank_table is None:
             from bytepair.formats.tables import check_vocab_merges
 
             check_vocab_merges(self.vocab, self.merges, rank_rule=not _merges_checked)
-        self._add_special_entries()
+        if self._vocab is not None:  # made already (a list of special tokens asks it for their ids)
+            self._add_special_entries()
         self._build_core()
 
     @classmethod
@@ -107,19 +115,19 @@ class Tokenizer(TokenizerHelpers):
         """A Tokenizer from parts that are valid by construction (the trainer's
         output): no copies, no checks (on code.txt these took a sixth of `train`)."""
         tok = cls.__new__(cls)
-        tok.vocab, tok.merges, tok.special_tokens, tok.pattern = vocab, merges, special_tokens, pattern
+        tok._rank_table = None
+        tok._vocab, tok._merges, tok.special_tokens, tok.pattern = vocab, merges, special_tokens, pattern
         tok.pipeline = pipeline
         tok._add_special_entries()
         tok._build_core()
         return tok
 
-    def _add_special_entries(self) -> None:
-        """`vocab` holds every id: each special token as its UTF-8 bytes (HF's
-        ``get_vocab()`` convention; `mergeable_ranks` leaves them out)."""
-        for t, i in self.special_tokens.items():
-            self.vocab.setdefault(i, t.encode("utf-8"))
-
     def _build_core(self) -> None:
+        if self._rank_table is not None:
+            self._core = _core.CoreBPE.from_rank_table(
+                self._rank_table, list(self.special_tokens.items()), self.pattern
+            )
+            return
         special_ids = set(self.special_tokens.values())
         tokens = [(b, i) for i, b in self.vocab.items() if i not in special_ids]
         self._core = _core.CoreBPE(
@@ -130,57 +138,13 @@ class Tokenizer(TokenizerHelpers):
             self.pipeline.core_spec() if self.pipeline is not None else None,
         )
 
-    def _assign_special_ids(self, special_tokens: Sequence[str] | Mapping[str, int]) -> dict[str, int]:
-        if isinstance(special_tokens, str):
-            raise TypeError("special_tokens must be a sequence of strings, not a single string")
-        if isinstance(special_tokens, Mapping):
-            pairs = [(str(t), check_id(i, f"special token {t!r}")) for t, i in special_tokens.items()]
-        else:
-            by_bytes = {b: i for i, b in self.vocab.items()}
-            next_id = max(self.vocab, default=-1) + 1
-            pairs = []
-            for t in special_tokens:
-                if not isinstance(t, str):
-                    raise TypeError(f"special token {t!r} is not a str")
-                check_encodable(t, "special token")
-                if t.encode() in by_bytes:
-                    pairs.append((t, by_bytes[t.encode()]))
-                else:
-                    pairs.append((t, next_id))
-                    next_id += 1
-        out: dict[str, int] = {}
-        owner: dict[int, str] = {}
-        for t, i in pairs:
-            if not t:
-                raise ValueError("special tokens must not be empty")
-            if t in out:
-                raise ValueError(f"special token {t!r} is given twice")
-            if i in owner:
-                raise ValueError(f"special tokens {owner[i]!r} and {t!r} both have id {i}")
-            check_encodable(t, "special token")
-            if i in self.vocab and self.vocab[i] != t.encode():
-                raise ValueError(f"special token {t!r} has id {i}, which the vocab gives to {self.vocab[i]!r}")
-            out[t] = i
-            owner[i] = t
-        return out
-
     # ---- sizes and views -------------------------------------------------
-
-    @property
-    def vocab_size(self) -> int:
-        """Number of ids, special tokens included: ``len(vocab)``."""
-        return len(self.vocab)
 
     @property
     def mergeable_ranks(self) -> dict[bytes, int]:
         """tiktoken's rank table: the bytes of every token that is not special ->
         its id (`vocab` holds every id, special tokens included)."""
         return dict(self._ids_by_bytes())
-
-    @property
-    def n_vocab(self) -> int:
-        """One more than the largest id (tiktoken's `n_vocab`)."""
-        return max(self.vocab, default=-1) + 1
 
     @property
     def special_tokens_set(self) -> set[str]:

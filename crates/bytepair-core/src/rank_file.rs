@@ -3,8 +3,9 @@
 //! per-line work in Python (base64, dicts, a check per token).
 
 use base64::Engine;
-use rustc_hash::FxHashMap;
+use crate::shortkey::BytesMap;
 
+use crate::encode::{EncoderError, VocabTables};
 use crate::recover::recover_splits;
 
 /// Why a rank file cannot be read (the Python loader re-reads such a file
@@ -64,10 +65,9 @@ pub fn merges_of_rank_table(tokens: &[(Vec<u8>, u32)]) -> Option<Vec<(usize, usi
     if order.windows(2).any(|w| tokens[w[0]].1 == tokens[w[1]].1) {
         return None;
     }
-    let mut index: FxHashMap<&[u8], usize> = FxHashMap::default();
-    index.reserve(tokens.len());
+    let mut index = BytesMap::with_capacity(tokens.len());
     for (i, (token, _)) in tokens.iter().enumerate() {
-        if token.is_empty() || index.insert(token, i).is_some() {
+        if token.is_empty() || !index.insert_first(token, i) {
             return None;
         }
     }
@@ -79,9 +79,52 @@ pub fn merges_of_rank_table(tokens: &[(Vec<u8>, u32)]) -> Option<Vec<(usize, usi
         .zip(splits)
         .map(|(token, split)| {
             let (left, right) = token.split_at(split?);
-            Some((*index.get(left)?, *index.get(right)?))
+            Some((index.get(left)?, index.get(right)?))
         })
         .collect()
+}
+
+/// A rank file that is a BPE table: its tokens sorted by rank (id = rank)
+/// and its merge table.
+pub struct RankTable {
+    /// (token bytes, rank), by rank.
+    pub tokens: Vec<(Vec<u8>, u32)>,
+    /// For each token of two or more bytes, in rank order, the indices in
+    /// `tokens` of its merge's parts (`merges_of_rank_table`).
+    pub merges: Vec<(usize, usize)>,
+}
+
+impl RankTable {
+    /// The table of a rank file and the encoder's tables of it; None for
+    /// anything `parse_rank_file` or `merges_of_rank_table` refuses (or two
+    /// tokens with one rank). The merges are recovered while the encoder's
+    /// tables are built (they need the merged tokens, not their splits), on
+    /// the current rayon pool.
+    pub fn parse(data: &[u8]) -> Option<(Self, VocabTables)> {
+        let mut tokens = parse_rank_file(data).ok()?;
+        tokens.sort_by_key(|&(_, rank)| rank);
+        let (merges, vocab) = rayon::join(|| merges_of_rank_table(&tokens), || vocab_tables(&tokens));
+        Some((RankTable { tokens, merges: merges? }, vocab.ok()?))
+    }
+
+    /// The bytes of the token of rank `rank`, if there is one.
+    pub fn token(&self, rank: u32) -> Option<&[u8]> {
+        let i = self.tokens.binary_search_by_key(&rank, |&(_, r)| r).ok()?;
+        Some(&self.tokens[i].0)
+    }
+
+    /// The encoder's tables of this vocabulary (ids = ranks; see
+    /// `VocabTables::new`), built on the current rayon pool.
+    pub fn vocab_tables(&self) -> Result<VocabTables, EncoderError> {
+        vocab_tables(&self.tokens)
+    }
+}
+
+/// The encoder's tables of `tokens` (sorted by rank, ids = ranks): every
+/// token of two or more bytes is a merge result, in rank order.
+fn vocab_tables(tokens: &[(Vec<u8>, u32)]) -> Result<VocabTables, EncoderError> {
+    let merged = tokens.iter().filter(|(token, _)| token.len() > 1).map(|(token, _)| token.clone()).collect();
+    VocabTables::new(tokens, merged)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! holds token bytes and ranks, not the merges that made them).
 
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
+use crate::shortkey::BytesMap;
 
 use crate::encode::merge_by_rank;
 
@@ -25,17 +25,18 @@ pub fn recover_merges(merged: &[Vec<u8>]) -> Vec<Option<usize>> {
 
 /// `recover_merges` over borrowed tokens.
 pub(crate) fn recover_splits(merged: &[&[u8]]) -> Vec<Option<usize>> {
-    let mut ranks: FxHashMap<&[u8], u32> = FxHashMap::default();
-    ranks.reserve(merged.len());
+    let mut ranks = BytesMap::with_capacity(merged.len());
     for (r, token) in merged.iter().enumerate() {
-        ranks.entry(token).or_insert(r as u32);
+        if !token.is_empty() {
+            ranks.insert_first(token, r as u32);
+        }
     }
     merged
         .par_iter()
         .enumerate()
         .map(|(r, token)| {
             // BPE with the ranks below r only: exactly two parts, or no merge makes this token.
-            let below = |bytes: &[u8]| ranks.get(bytes).copied().filter(|&rank| rank < r as u32);
+            let below = |bytes: &[u8]| ranks.get(bytes).filter(|&rank| rank < r as u32);
             if token.len() <= SHORT_TOKEN {
                 return split_short(token, below);
             }
@@ -134,7 +135,7 @@ mod tests {
         for _ in 0..300 {
             let letters = rng.random_range(2..=3u8);
             let mut known: Vec<Vec<u8>> = (0..letters).map(|l| vec![b'a' + l]).collect();
-            let mut table: FxHashMap<Vec<u8>, u32> = FxHashMap::default();
+            let mut table: rustc_hash::FxHashMap<Vec<u8>, u32> = Default::default();
             while table.len() < 60 {
                 let token = if rng.random_bool(0.1) {
                     (0..rng.random_range(2..=8)).map(|_| b'a' + rng.random_range(0..letters)).collect()

@@ -160,6 +160,7 @@ impl CoreBPE {
     #[new]
     #[pyo3(signature = (tokens, merged, specials, pattern, pipeline=None))]
     fn new(
+        py: Python<'_>,
         tokens: Vec<(Vec<u8>, u32)>,
         merged: Vec<Vec<u8>>,
         specials: Vec<(String, u32)>,
@@ -170,11 +171,22 @@ impl CoreBPE {
         // A pipeline's text is never cut into segments (its preset cuts do not
         // hold after a normalizer); a rule for no preset cuts nowhere in encode.
         let cut = CutRule::new(if pipeline.is_some() { "" } else { pattern }, &names);
-        let mut enc = Encoder::new(tokens, merged, specials, pattern).map_err(encoder_error)?;
+        let mut enc = crate::runtime::run_parallel(py, || Encoder::new(tokens, merged, specials, pattern))?.map_err(encoder_error)?;
         if let Some(spec) = pipeline {
             let (pipeline, rules) = crate::pipeline::build(&spec)?;
             enc = enc.with_pipeline(pipeline, &rules).map_err(encoder_error)?;
         }
+        Ok(CoreBPE { enc, cut, lists: IdLists::new() })
+    }
+
+    /// The encoder of a `.tiktoken` table (`rank_table`; ids = ranks) with
+    /// `specials` (string, id) and `pattern`, from the tables built with it.
+    #[staticmethod]
+    fn from_rank_table(py: Python<'_>, table: &crate::RankTable, specials: Vec<(String, u32)>, pattern: &str) -> PyResult<Self> {
+        let names: Vec<String> = specials.iter().map(|(t, _)| t.clone()).collect();
+        let cut = CutRule::new(pattern, &names);
+        let vocab = crate::runtime::run_parallel(py, || table.take_vocab_tables())?.map_err(encoder_error)?;
+        let enc = Encoder::with_tables(vocab, specials, pattern).map_err(encoder_error)?;
         Ok(CoreBPE { enc, cut, lists: IdLists::new() })
     }
 

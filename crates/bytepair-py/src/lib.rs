@@ -40,29 +40,67 @@ fn recover_merges(py: Python<'_>, merged: Vec<Vec<u8>>) -> PyResult<Vec<Option<u
     runtime::run_parallel(py, || bytepair_core::recover::recover_merges(&merged))
 }
 
-/// A `.tiktoken` file's content as (vocab: {rank: token bytes}, merges:
-/// [(left bytes, right bytes)] in rank order), or None for anything that is
-/// not a valid BPE rank table (the caller's own parser then words the error).
+/// A `.tiktoken` file's content, parsed and its merges recovered, with the
+/// encoder's vocabulary tables built (no Python objects yet: the Tokenizer
+/// makes `vocab` and `merges` only when they are asked for), or None for
+/// anything that is not a valid BPE rank table (the caller's own parser then
+/// words the error).
 #[pyfunction]
-fn rank_table<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<(Bound<'py, PyDict>, Bound<'py, PyList>)>> {
-    use bytepair_core::rank_file::{merges_of_rank_table, parse_rank_file};
-    let parsed = runtime::run_parallel(py, || {
-        let tokens = parse_rank_file(data).ok()?;
-        let merges = merges_of_rank_table(&tokens)?;
-        Some((tokens, merges))
-    })?;
-    let Some((tokens, merges)) = parsed else { return Ok(None) };
-    // The parts of a merge are tokens: the merge list shares their bytes objects.
-    let objects: Vec<Bound<'py, PyBytes>> = tokens.iter().map(|(token, _)| PyBytes::new(py, token)).collect();
-    let vocab = PyDict::new(py);
-    for ((_, rank), object) in tokens.iter().zip(&objects) {
-        vocab.set_item(rank, object)?;
+fn rank_table(py: Python<'_>, data: &[u8]) -> PyResult<Option<RankTable>> {
+    runtime::run_parallel(py, || {
+        let (table, vocab) = bytepair_core::rank_file::RankTable::parse(data)?;
+        Some(RankTable { table, vocab: std::sync::Mutex::new(Some(vocab)) })
+    })
+}
+
+/// A rank file's table (see `rank_table`).
+#[pyclass(frozen, module = "bytepair._core")]
+pub struct RankTable {
+    table: bytepair_core::rank_file::RankTable,
+    /// Taken by the first `CoreBPE.from_rank_table`.
+    vocab: std::sync::Mutex<Option<bytepair_core::VocabTables>>,
+}
+
+impl RankTable {
+    /// The encoder tables, built already or (on a second use) again.
+    pub fn take_vocab_tables(&self) -> Result<bytepair_core::VocabTables, bytepair_core::EncoderError> {
+        let built = self.vocab.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
+        built.map_or_else(|| self.table.vocab_tables(), Ok)
     }
-    let pairs = PyList::empty(py);
-    for (left, right) in merges {
-        pairs.append((&objects[left], &objects[right]))?;
+}
+
+#[pymethods]
+impl RankTable {
+    /// Number of tokens.
+    fn __len__(&self) -> usize {
+        self.table.tokens.len()
     }
-    Ok(Some((vocab, pairs)))
+
+    /// The highest rank (a table has at least one token).
+    fn max_rank(&self) -> u32 {
+        self.table.tokens.last().map_or(0, |&(_, rank)| rank)
+    }
+
+    /// The bytes of the token of rank `rank`, or None.
+    fn token<'py>(&self, py: Python<'py>, rank: u32) -> Option<Bound<'py, PyBytes>> {
+        self.table.token(rank).map(|t| PyBytes::new(py, t))
+    }
+
+    /// (vocab: {rank: token bytes} in rank order, merges: [(left bytes,
+    /// right bytes)] in rank order); a merge's parts are the vocab's bytes objects.
+    fn python_tables<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyList>)> {
+        let tokens = &self.table.tokens;
+        let objects: Vec<Bound<'py, PyBytes>> = tokens.iter().map(|(token, _)| PyBytes::new(py, token)).collect();
+        let vocab = PyDict::new(py);
+        for ((_, rank), object) in tokens.iter().zip(&objects) {
+            vocab.set_item(rank, object)?;
+        }
+        let pairs = PyList::empty(py);
+        for &(left, right) in &self.table.merges {
+            pairs.append((&objects[left], &objects[right]))?;
+        }
+        Ok((vocab, pairs))
+    }
 }
 
 /// The documents of a block of a text file whose documents are separated by
@@ -116,5 +154,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cache_budget, m)?)?;
     m.add_class::<counter::WordCounter>()?;
     m.add_class::<encoder::CoreBPE>()?;
+    m.add_class::<RankTable>()?;
     Ok(())
 }

@@ -120,7 +120,7 @@ class TokenizerHelpers:
     @property
     def max_token_value(self) -> int:
         """The largest id, special tokens included (tiktoken's ``max_token_value``)."""
-        return max(self.vocab.keys() | set(self.special_tokens.values()))
+        return self.n_vocab - 1
 
     def is_special_token(self, token_id: int) -> bool:
         """Whether `token_id` is the id of a special token."""

@@ -90,15 +90,14 @@ def build_tokenizer(
     *,
     source: str,
     pipeline: Any = None,
-    trusted_tables: bool = False,
+    rank_table: Any = None,
 ) -> "Tokenizer":
     """`Tokenizer(...)` from what a file held (`pipeline`: a tokenizer.json
     pipeline, `formats.hf_pipeline.HFPipeline`); its errors (a merge whose parts are
     not in the vocabulary, an id out of range, a pattern that does not compile,
     ...) are re-raised as ValueError prefixed with `source`; two special tokens
-    with one id are an error too. `trusted_tables`: `vocab` and `merges` come
-    from `_core.rank_table` (fresh, consistent), so they are neither copied
-    nor checked again."""
+    with one id are an error too. `rank_table`: a `_core.RankTable` (read by
+    the core, consistent), used in place of `vocab` and `merges`."""
     from bytepair.tokenizer import Tokenizer
 
     check_unicode(pattern, source=source, what="pattern")
@@ -112,6 +111,6 @@ def build_tokenizer(
     try:
         # Every caller checked the merges (check_merges) or recovered them from ranks.
         return Tokenizer(vocab, merges, special_tokens=dict(special_tokens), pattern=pattern, pipeline=pipeline,
-                         _merges_checked=True, _tables_trusted=trusted_tables)
+                         _merges_checked=True, _rank_table=rank_table)
     except ValueError as e:
         raise ValueError(f"{source}: {e}") from None

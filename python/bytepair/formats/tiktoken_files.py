@@ -171,7 +171,7 @@ def from_tiktoken(
     if pattern is None or special_tokens is None:
         side = read_sidecar(path)
         known = KNOWN_ENCODINGS.get(_encoding_name(path))
-        if side is None and known is not None and known[2] == len(ranks if tables is None else tables[0]):
+        if side is None and known is not None and known[2] == len(ranks if tables is None else tables):
             side = known[0], known[1]
         if side is None and pattern is None:
             raise ValueError(
@@ -183,8 +183,7 @@ def from_tiktoken(
             pattern = side[0] if pattern is None else pattern
             special_tokens = side[1] if special_tokens is None else special_tokens
     if tables is not None:
-        vocab, merges = tables
-        return build_tokenizer(vocab, merges, special_tokens or {}, preset_name(pattern), source=path, trusted_tables=True)
+        return build_tokenizer({}, [], special_tokens or {}, preset_name(pattern), source=path, rank_table=tables)
     return _tokenizer_from_ranks(
         ranks, pattern, special_tokens or {}, source=path, where=lambda t: f" (line {lines[t]})"
     )

@@ -13,6 +13,8 @@ pub(super) struct Decoder {
     dense: Vec<Option<Box<[u8]>>>,
     short: Vec<[u8; 16]>,
     sparse: FxHashMap<u32, Box<[u8]>>,
+    /// Ids from here on are kept in `sparse`.
+    limit: usize,
 }
 
 /// A token of 1 to 15 bytes as `Decoder::short` holds it; longer or empty ones give zeros.
@@ -26,23 +28,26 @@ fn inline_token(bytes: &[u8]) -> [u8; 16] {
 }
 
 impl Decoder {
-    pub(super) fn new(tokens: FxHashMap<u32, Vec<u8>>) -> Self {
-        let limit = 2 * tokens.len() + 1024;
-        let mut dense: Vec<Option<Box<[u8]>>> = Vec::new();
-        let mut sparse = FxHashMap::default();
-        for (id, bytes) in tokens {
-            let i = id as usize;
-            if i < limit {
-                if dense.len() <= i {
-                    dense.resize(i + 1, None);
-                }
-                dense[i] = Some(bytes.into_boxed_slice());
-            } else {
-                sparse.insert(id, bytes.into_boxed_slice());
-            }
+    /// An empty decoder for about `n` tokens: ids below `2n + 1024` get
+    /// dense slots.
+    pub(super) fn with_capacity(n: usize) -> Self {
+        let limit = 2 * n + 1024;
+        Decoder { dense: Vec::with_capacity(n.min(limit)), short: Vec::with_capacity(n.min(limit)), sparse: FxHashMap::default(), limit }
+    }
+
+    /// Make `bytes` the bytes of `id`; false if `id` had bytes already
+    /// (they are replaced).
+    pub(super) fn insert(&mut self, id: u32, bytes: &[u8]) -> bool {
+        let i = id as usize;
+        if i >= self.limit {
+            return self.sparse.insert(id, bytes.into()).is_none();
         }
-        let short = dense.iter().map(|entry| entry.as_deref().map_or([0; 16], inline_token)).collect();
-        Decoder { dense, short, sparse }
+        if self.dense.len() <= i {
+            self.dense.resize(i + 1, None);
+            self.short.resize(i + 1, [0; 16]);
+        }
+        self.short[i] = inline_token(bytes);
+        self.dense[i].replace(bytes.into()).is_none()
     }
 
     /// Append the bytes of `id` to `out`; false if the id is unknown.

@@ -156,7 +156,7 @@ impl Encoder {
                 self.encode_piece(piece, scratch, out)?;
                 let mut at = 0;
                 for &id in &out[before..] {
-                    let len = self.decoder.len(id);
+                    let len = self.vocab.decoder.len(id);
                     spans.push(span_of(at, at + len));
                     at += len;
                 }

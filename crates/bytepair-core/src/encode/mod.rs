@@ -24,6 +24,7 @@ mod decode;
 mod general;
 mod merge;
 mod tables;
+mod vocab;
 #[cfg(test)]
 mod tests;
 
@@ -32,18 +33,17 @@ use std::borrow::Cow;
 use aho_corasick::AhoCorasick;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use rustc_hash::FxHashMap;
 
 use crate::pretokenize::{special_matcher, PatternError, Pieces, PreTokenizer, Preset, SearchError};
 use cache::{hash_key, new_encoder_tag, with_scratch, Scratch, INLINE_IDS};
-use decode::Decoder;
 use general::General;
 use merge::{merge_long, merge_short, LONG_PIECE};
 use crate::shortkey::{hash_mid, load_mid, MAX_MID as MID_PIECE};
-use tables::{load_key, piece_key, PairRanks, TokenIds, CACHED_PIECE, NO_ID};
+use tables::{load_key, piece_key, CACHED_PIECE, NO_ID};
 
 pub use cache::{cache_budget, set_cache_budget, DEFAULT_CACHE_BYTES};
 pub use decode::push_inline;
+pub use vocab::VocabTables;
 pub use general::Spans;
 pub(crate) use merge::merge_by_rank;
 
@@ -109,15 +109,8 @@ pub struct UnknownId(pub i64);
 /// tokens and pre-tokenization pattern. Immutable once built, `Sync`: share
 /// one between threads (each thread keeps its own caches).
 pub struct Encoder {
-    /// Token bytes -> id.
-    ids: TokenIds,
-    /// Bytes of a merged token -> merge rank (lower merges first); BPE-dropout
-    /// merges on bytes with it.
-    ranks: FxHashMap<Vec<u8>, u32>,
-    /// The same ranks keyed by pairs of ids, for the normal merge loop.
-    pair_ranks: PairRanks,
-    /// Id -> bytes, for decoding (special tokens included).
-    decoder: Decoder,
+    /// Vocabulary and merge table (decoder: special tokens included).
+    vocab: VocabTables,
     /// Special-token string -> id, in the order given.
     specials: Vec<(String, u32)>,
     all_specials: Option<AhoCorasick>,
@@ -168,29 +161,20 @@ impl Encoder {
         specials: Vec<(String, u32)>,
         pattern: &str,
     ) -> Result<Self, EncoderError> {
-        let mut decoder: FxHashMap<u32, Vec<u8>> = FxHashMap::with_capacity_and_hasher(tokens.len(), Default::default());
-        let mut ids = TokenIds::with_capacity(tokens.len());
-        for (bytes, id) in tokens {
-            if decoder.insert(id, bytes.clone()).is_some() {
-                return Err(EncoderError::DuplicateId(id));
-            }
-            ids.insert(bytes, id);
-        }
-        let mut ranks = FxHashMap::with_capacity_and_hasher(merged.len(), Default::default());
-        let n_ranks = merged.len();
-        for (rank, bytes) in merged.into_iter().enumerate() {
-            ranks.entry(bytes).or_insert(rank as u32);
-        }
-        let pair_ranks = PairRanks::new(&ids, &ranks, n_ranks);
+        Encoder::with_tables(VocabTables::new(&tokens, merged)?, specials, pattern)
+    }
+
+    /// `new` with the vocabulary's tables built already (`VocabTables::new`,
+    /// which can run before the pattern and special tokens are known).
+    pub fn with_tables(mut vocab: VocabTables, specials: Vec<(String, u32)>, pattern: &str) -> Result<Self, EncoderError> {
         for (s, id) in &specials {
-            decoder.insert(*id, s.as_bytes().to_vec());
+            vocab.decoder.insert(*id, s.as_bytes());
         }
         let names: Vec<String> = specials.iter().map(|(s, _)| s.clone()).collect();
         // Specials are split by encode itself, so the pre-tokenizer gets none.
         let pre = PreTokenizer::new(pattern, &[])?;
         let all_specials = special_matcher(&names)?;
-        let decoder = Decoder::new(decoder);
-        Ok(Encoder { ids, ranks, pair_ranks, decoder, all_specials, specials, pre, general: None, tag: new_encoder_tag() })
+        Ok(Encoder { vocab, all_specials, specials, pre, general: None, tag: new_encoder_tag() })
     }
 
     /// The encoder of a tokenizer in bytepair's own id layout (the one
@@ -208,13 +192,13 @@ impl Encoder {
     /// Ids below this have a dense decoder slot: every id of a vocabulary
     /// whose ids are not scattered far apart.
     pub fn dense_id_bound(&self) -> usize {
-        self.decoder.dense_len()
+        self.vocab.decoder.dense_len()
     }
 
     /// Token `id` inline: its bytes, then its length in the last byte; zeros
     /// for a token longer than 15 bytes or unknown.
     pub fn inline_token(&self, id: u32) -> [u8; 16] {
-        self.decoder.inline(id)
+        self.vocab.decoder.inline(id)
     }
 
     pub fn pre_tokenizer(&self) -> &PreTokenizer {
@@ -293,7 +277,7 @@ impl Encoder {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
         let mut out = Vec::with_capacity(text.len() / 2 + 16);
         let mut dropped = |piece: &[u8], out: &mut Vec<u32>| {
-            let bounds = merge_by_rank(piece, |bytes| self.ranks.get(bytes).copied(), || rng.random_bool(p));
+            let bounds = merge_by_rank(piece, |bytes| self.vocab.ranks.get(bytes), || rng.random_bool(p));
             self.push_parts(piece, &bounds, out)
         };
         match &self.general {
@@ -370,7 +354,7 @@ impl Encoder {
     fn push_parts(&self, piece: &[u8], bounds: &[usize], out: &mut Vec<u32>) -> Result<(), EncodeError> {
         for w in bounds.windows(2) {
             let part = &piece[w[0]..w[1]];
-            out.push(self.ids.get(part).ok_or_else(|| EncodeError::NotInVocabulary(part.to_vec()))?);
+            out.push(self.vocab.ids.get(part).ok_or_else(|| EncodeError::NotInVocabulary(part.to_vec()))?);
         }
         Ok(())
     }
@@ -452,7 +436,7 @@ impl Encoder {
             0 => Ok(()),
             // Single bytes and byte pairs are array lookups: cheaper than the
             // cache, and random Latin-1 text has too many pairs for it.
-            1 | 2 => match self.ids.get(piece) {
+            1 | 2 => match self.vocab.ids.get(piece) {
                 Some(id) => {
                     out.push(id);
                     Ok(())
@@ -476,7 +460,7 @@ impl Encoder {
                     return Ok(());
                 }
                 let start = out.len();
-                self.whole_or_merged(self.ids.get(piece), piece, scratch, out)?;
+                self.whole_or_merged(self.vocab.ids.get(piece), piece, scratch, out)?;
                 scratch.long.insert(piece, &out[start..]);
                 Ok(())
             }
@@ -487,7 +471,7 @@ impl Encoder {
     /// token, else the ids of merging it; then cached.
     fn encode_short_miss(&self, piece: &[u8], key: u128, hash: u64, scratch: &mut Scratch, out: &mut Vec<u32>) -> Result<(), EncodeError> {
         let start = out.len();
-        self.whole_or_merged(self.ids.get_short(key), piece, scratch, out)?;
+        self.whole_or_merged(self.vocab.ids.get_short(key), piece, scratch, out)?;
         scratch.pieces.insert(key, hash, &out[start..]);
         Ok(())
     }
@@ -499,7 +483,7 @@ impl Encoder {
             return Ok(());
         }
         let start = out.len();
-        self.whole_or_merged(self.ids.get(piece), piece, scratch, out)?;
+        self.whole_or_merged(self.vocab.ids.get(piece), piece, scratch, out)?;
         scratch.mid.insert(key, hash, &out[start..]);
         Ok(())
     }
@@ -519,19 +503,19 @@ impl Encoder {
 
     /// Merge a piece that is not a token, appending its ids.
     fn merge_piece(&self, piece: &[u8], scratch: &mut Scratch, out: &mut Vec<u32>) -> Result<(), EncodeError> {
-        if let Some(&b) = piece.iter().find(|&&b| self.pair_ranks.byte_ids[b as usize] == NO_ID) {
+        if let Some(&b) = piece.iter().find(|&&b| self.vocab.pair_ranks.byte_ids[b as usize] == NO_ID) {
             return Err(EncodeError::NotInVocabulary(vec![b]));
         }
         if piece.len() < LONG_PIECE {
-            merge_short(&self.pair_ranks, piece, &mut scratch.parts, &mut scratch.hot, out);
+            merge_short(&self.vocab.pair_ranks, piece, &mut scratch.parts, &mut scratch.hot, out);
         } else if piece.len() < u32::MAX as usize {
-            let cancelled = CANCEL.with_borrow(|cancel| !merge_long(&self.pair_ranks, piece, out, cancel.as_deref()));
+            let cancelled = CANCEL.with_borrow(|cancel| !merge_long(&self.vocab.pair_ranks, piece, out, cancel.as_deref()));
             if cancelled {
                 return Err(EncodeError::Cancelled);
             }
         } else {
             // Positions in `merge_long` are u32; a 4 GiB pre-token takes the byte-slice heap.
-            let bounds = merge_by_rank(piece, |bytes| self.ranks.get(bytes).copied(), || false);
+            let bounds = merge_by_rank(piece, |bytes| self.vocab.ranks.get(bytes), || false);
             self.push_parts(piece, &bounds, out)?;
         }
         Ok(())
@@ -552,6 +536,6 @@ impl Encoder {
     /// `out`; false, with `out` unchanged, if the id is unknown.
     #[inline]
     pub fn push_token_bytes(&self, id: i64, out: &mut Vec<u8>) -> bool {
-        u32::try_from(id).is_ok_and(|i| self.decoder.push(i, out))
+        u32::try_from(id).is_ok_and(|i| self.vocab.decoder.push(i, out))
     }
 }

@@ -2,9 +2,11 @@
 //! (`TokenIds`), and (left part, right part) -> rank (`PairRanks`, over the
 //! packed open-addressing `PairTable`).
 
+use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::memory::ZeroedSlice;
+use crate::shortkey::BytesMap;
 
 /// Rank of a pair that does not merge.
 pub(super) const NO_RANK: u32 = u32::MAX;
@@ -35,7 +37,10 @@ pub(super) struct PairRanks {
 }
 
 impl PairRanks {
-    pub(super) fn new(ids: &TokenIds, ranks: &FxHashMap<Vec<u8>, u32>, n_ranks: usize) -> Self {
+    /// The tables of `merged` (merge results in rank order; bytes merged
+    /// twice keep their first rank) over the vocabulary `ids`. The splits of
+    /// the tokens are enumerated on the current rayon pool.
+    pub(super) fn new(ids: &TokenIds, merged: &[Vec<u8>]) -> Self {
         let mut byte_ids = [NO_ID; 256];
         for b in 0..=255u8 {
             if let Some(id) = ids.get(&[b][..]) {
@@ -44,43 +49,43 @@ impl PairRanks {
         }
         // A part is a single byte with a token, or bytes with a rank and an id
         // (a ranked token without an id can never be output, so it never merges).
-        let mut merged_ids = vec![NO_ID; n_ranks];
-        let mut merged_codes: FxHashMap<&[u8], u32> = FxHashMap::default();
-        for (token, &rank) in ranks {
-            if let Some(id) = ids.get(token) {
-                merged_ids[rank as usize] = id;
-                merged_codes.insert(token, 256 + rank);
-            }
-        }
-        let code = |bytes: &[u8]| match bytes {
-            [b] => (byte_ids[*b as usize] != NO_ID).then_some(*b as u32),
-            _ => merged_codes.get(bytes).copied(),
-        };
+        let codes = PartCodes::new(ids, merged, &byte_ids);
         // A split needs a part on each side, so only lengths that some part has
         // are tried: trying all L - 1 splits of a token, each hashing up to L
         // bytes, is quadratic, and a vocabulary trained on a long run of one
         // character has tokens of millions of bytes (lengths 1, 2, 4, ...).
-        let mut part_lengths: Vec<usize> = merged_codes.keys().map(|t| t.len()).collect();
+        let mut part_lengths: Vec<usize> = codes.parts.iter().map(|(t, _)| t.len()).collect();
         part_lengths.push(1);
         part_lengths.sort_unstable();
         part_lengths.dedup();
         let is_part_length: FxHashSet<usize> = part_lengths.iter().copied().collect();
         let mut byte_pairs = vec![NO_RANK; 1 << 16].into_boxed_slice();
-        let mut pairs = Vec::new();
-        for (&token, &merged) in &merged_codes {
-            let rank = merged - 256;
-            let splits = part_lengths.iter().copied().take_while(|&n| n < token.len());
-            for split in splits.filter(|&n| is_part_length.contains(&(token.len() - n))) {
-                let Some(left) = code(&token[..split]) else { continue };
-                let Some(right) = code(&token[split..]) else { continue };
-                if token.len() == 2 {
-                    byte_pairs[(token[0] as usize) << 8 | token[1] as usize] = rank;
-                } else {
-                    pairs.push((left, right, rank));
-                }
+        for &(token, merged) in codes.parts.iter().filter(|(t, _)| t.len() == 2) {
+            if byte_ids[token[0] as usize] != NO_ID && byte_ids[token[1] as usize] != NO_ID {
+                byte_pairs[(token[0] as usize) << 8 | token[1] as usize] = merged - 256;
             }
         }
-        PairRanks { byte_ids, byte_pairs, pairs: PairTable::new(&pairs, n_ranks + 256), merged_ids }
+        let push_splits = |mut found: Vec<(u32, u32, u32)>, &(token, merged): &(&[u8], u32)| {
+            for n in part_lengths.iter().copied().take_while(|&n| n < token.len()) {
+                if is_part_length.contains(&(token.len() - n)) {
+                    if let Some((left, right)) = codes.split(token, n) {
+                        found.push((left, right, merged - 256));
+                    }
+                }
+            }
+            found
+        };
+        let pairs = codes
+            .parts
+            .par_iter()
+            .with_min_len(4096)
+            .filter(|(t, _)| t.len() > 2)
+            .fold(Vec::new, push_splits)
+            .reduce(Vec::new, |mut all, more| {
+                all.extend(more);
+                all
+            });
+        PairRanks { byte_ids, byte_pairs, pairs: PairTable::new(&pairs, merged.len() + 256), merged_ids: codes.merged_ids }
     }
 
     /// Rank of merging the parts `left` and `right` (NO_RANK: they do not merge).
@@ -102,6 +107,66 @@ impl PairRanks {
         } else {
             self.merged_ids[(code - 256) as usize]
         }
+    }
+}
+
+/// The code of every part (see `PairRanks`): the merged tokens, keyed by
+/// `piece_key` when short (hashing one u128, no byte compare: building the
+/// tables of o200k tries ~1.5M splits).
+struct PartCodes<'a> {
+    byte_ids: &'a [u32; 256],
+    codes: BytesMap<'a, u32>,
+    /// Each merged token that is a part, with its code, in rank order.
+    parts: Vec<(&'a [u8], u32)>,
+    /// Rank -> id of the merged token.
+    merged_ids: Vec<u32>,
+}
+
+impl<'a> PartCodes<'a> {
+    fn new(ids: &TokenIds, merged: &'a [Vec<u8>], byte_ids: &'a [u32; 256]) -> Self {
+        let mut codes = PartCodes {
+            byte_ids,
+            codes: BytesMap::with_capacity(merged.len()),
+            parts: Vec::with_capacity(merged.len()),
+            merged_ids: vec![NO_ID; merged.len()],
+        };
+        for (rank, token) in merged.iter().enumerate() {
+            let code = 256 + rank as u32;
+            if token.is_empty() || !codes.codes.insert_first(token, code) {
+                continue;
+            }
+            match ids.get(token) {
+                Some(id) => {
+                    codes.merged_ids[rank] = id;
+                    codes.parts.push((token, code));
+                }
+                // Not a part: dropped again, so lookups of these bytes miss.
+                None => codes.codes.remove(token),
+            }
+        }
+        codes
+    }
+
+    /// The code of the part `bytes`, if it is one.
+    fn code(&self, bytes: &[u8]) -> Option<u32> {
+        match bytes {
+            [b] => (self.byte_ids[*b as usize] != NO_ID).then_some(*b as u32),
+            _ => self.codes.get(bytes),
+        }
+    }
+
+    /// The codes of `token[..n]` and `token[n..]`, if both are parts.
+    #[inline]
+    fn split(&self, token: &[u8], n: usize) -> Option<(u32, u32)> {
+        if token.len() > CACHED_PIECE {
+            return Some((self.code(&token[..n])?, self.code(&token[n..])?));
+        }
+        let (left, right) = crate::shortkey::split(piece_key(token), n);
+        let code_of = |key: u128, len: usize, first: u8| match len {
+            1 => (self.byte_ids[first as usize] != NO_ID).then_some(first as u32),
+            _ => self.codes.get_short(key),
+        };
+        Some((code_of(left, n, token[0])?, code_of(right, token.len() - n, token[n])?))
     }
 }
 
@@ -224,7 +289,7 @@ impl TokenIds {
     }
 
     /// Add a token unless its bytes already have an id (the first id wins).
-    pub(super) fn insert(&mut self, bytes: Vec<u8>, id: u32) {
+    pub(super) fn insert(&mut self, bytes: &[u8], id: u32) {
         if let [byte] = bytes[..] {
             let slot = &mut self.one_byte[byte as usize];
             if *slot == NO_ID {
@@ -238,12 +303,12 @@ impl TokenIds {
             }
         }
         if bytes.len() <= CACHED_PIECE {
-            let key = piece_key(&bytes);
+            let key = piece_key(bytes);
             let bit = short_filter_bit(key);
             self.short_filter[bit / 64] |= 1 << (bit % 64);
             self.short.entry(key).or_insert(id);
         } else {
-            self.long.entry(bytes).or_insert(id);
+            self.long.entry(bytes.to_vec()).or_insert(id);
         }
     }
 

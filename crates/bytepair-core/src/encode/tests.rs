@@ -23,7 +23,7 @@ fn scratch_for(e: &Encoder) -> Scratch {
 
 /// Part boundaries by the byte-slice heap merge.
 fn byte_merge_bounds(e: &Encoder, piece: &[u8]) -> Vec<usize> {
-    merge_by_rank(piece, |bytes| e.ranks.get(bytes).copied(), || false)
+    merge_by_rank(piece, |bytes| e.vocab.ranks.get(bytes), || false)
 }
 
 /// Ids by the byte-slice heap merge: the reference for the id-pair merges.
@@ -36,8 +36,8 @@ fn ids_by_byte_merge(e: &Encoder, piece: &[u8]) -> Vec<u32> {
 /// Both id-pair merges (forced, whatever the length) and `encode_piece`.
 fn ids_by_pair_merges(e: &Encoder, piece: &[u8]) -> [Vec<u32>; 3] {
     let (mut short, mut long, mut whole) = (vec![], vec![], vec![]);
-    merge_short(&e.pair_ranks, piece, &mut vec![], &mut HotPairs::empty(), &mut short);
-    assert!(merge_long(&e.pair_ranks, piece, &mut long, None));
+    merge_short(&e.vocab.pair_ranks, piece, &mut vec![], &mut HotPairs::empty(), &mut short);
+    assert!(merge_long(&e.vocab.pair_ranks, piece, &mut long, None));
     e.encode_piece(piece, &mut scratch_for(e), &mut whole).unwrap();
     [short, long, whole]
 }
@@ -121,7 +121,7 @@ fn cached_pieces_give_the_same_ids_across_calls_and_encoders() {
         for e in &tables {
             let mut want = vec![];
             e.pre_tokenizer()
-                .for_each_piece(&text, |piece| match e.ids.get(piece.as_bytes()) {
+                .for_each_piece(&text, |piece| match e.vocab.ids.get(piece.as_bytes()) {
                     Some(id) => want.push(id),
                     None => want.extend(ids_by_byte_merge(e, piece.as_bytes())),
                 })
@@ -193,11 +193,11 @@ fn dropout_near_one_leaves_bytes_and_small_p_matches_heap_mostly() {
     let piece: Vec<u8> = b"abcab".iter().cycle().take(500).copied().collect();
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(0);
     // p close to 1: almost every merge is dropped
-    let bounds = merge_by_rank(&piece, |b| e.ranks.get(b).copied(), || rng.random_bool(0.999));
+    let bounds = merge_by_rank(&piece, |b| e.vocab.ranks.get(b), || rng.random_bool(0.999));
     assert!(bounds.len() > 450);
     // p tiny: the same parts as the deterministic merge
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(0);
-    let bounds = merge_by_rank(&piece, |b| e.ranks.get(b).copied(), || rng.random_bool(1e-12));
+    let bounds = merge_by_rank(&piece, |b| e.vocab.ranks.get(b), || rng.random_bool(1e-12));
     assert_eq!(bounds, byte_merge_bounds(&e, &piece));
 }
 

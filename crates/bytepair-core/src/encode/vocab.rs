@@ -1,0 +1,66 @@
+//! The vocabulary's tables, which depend on the tokens and merges only (not on
+//! the pattern or the special tokens): built once, and while the caller is
+//! still reading the rest of a tokenizer's files.
+
+use std::sync::OnceLock;
+
+use rustc_hash::FxHashMap;
+
+use super::decode::Decoder;
+use super::tables::{PairRanks, TokenIds};
+use super::EncoderError;
+
+/// Token bytes -> id, id -> bytes and the merge table of a vocabulary.
+pub struct VocabTables {
+    /// Token bytes -> id.
+    pub(super) ids: TokenIds,
+    /// Bytes of a merged token -> merge rank (lower merges first); BPE-dropout
+    /// merges on bytes with it.
+    pub(super) ranks: ByteRanks,
+    /// The same ranks keyed by pairs of parts, for the normal merge loop.
+    pub(super) pair_ranks: PairRanks,
+    /// Id -> bytes, for decoding.
+    pub(super) decoder: Decoder,
+}
+
+impl VocabTables {
+    /// The tables of `tokens` (every (bytes, id) except special tokens; the
+    /// first id given for some bytes is the one encoding outputs) and `merged`
+    /// (the bytes of each merge result in rank order, rank = index). The splits
+    /// of the merged tokens are enumerated on the current rayon pool.
+    ///
+    /// Errors: two tokens with one id.
+    pub fn new(tokens: &[(impl AsRef<[u8]>, u32)], merged: Vec<Vec<u8>>) -> Result<Self, EncoderError> {
+        let mut decoder = Decoder::with_capacity(tokens.len());
+        let mut ids = TokenIds::with_capacity(tokens.len());
+        for (bytes, id) in tokens {
+            if !decoder.insert(*id, bytes.as_ref()) {
+                return Err(EncoderError::DuplicateId(*id));
+            }
+            ids.insert(bytes.as_ref(), *id);
+        }
+        let pair_ranks = PairRanks::new(&ids, &merged);
+        Ok(VocabTables { ids, ranks: ByteRanks { merged, map: OnceLock::new() }, pair_ranks, decoder })
+    }
+}
+
+/// The merge table by bytes: merged token -> rank (the lowest, for bytes
+/// merged twice), made on first use: only BPE-dropout and pre-tokens of 4 GiB
+/// merge on bytes, and hashing every token took a tenth of loading o200k.
+pub(super) struct ByteRanks {
+    merged: Vec<Vec<u8>>,
+    map: OnceLock<FxHashMap<Box<[u8]>, u32>>,
+}
+
+impl ByteRanks {
+    pub(super) fn get(&self, bytes: &[u8]) -> Option<u32> {
+        let map = self.map.get_or_init(|| {
+            let mut map = FxHashMap::with_capacity_and_hasher(self.merged.len(), Default::default());
+            for (rank, token) in self.merged.iter().enumerate() {
+                map.entry(token.as_slice().into()).or_insert(rank as u32);
+            }
+            map
+        });
+        map.get(bytes).copied()
+    }
+}

@@ -1,0 +1,112 @@
+"""The vocabulary side of `bytepair.Tokenizer` (`VocabHolder`): `vocab` and
+`merges`, the special tokens' ids, and the sizes tiktoken and HF report.
+
+A tokenizer read from a ``.tiktoken`` file by the core (`_core.rank_table`)
+holds no Python vocab at first: `vocab` and `merges` are made from the core's
+table when first asked for (200k bytes objects and tuples are a third of
+loading o200k_base), and sizes and special-token checks ask the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from bytepair.encoding.text import check_encodable, check_id
+
+if TYPE_CHECKING:
+    from bytepair import _core
+
+
+class VocabHolder:
+    """`vocab`, `merges` and `special_tokens` of a Tokenizer, made on demand
+    from `_rank_table` when it is set."""
+
+    _rank_table: "_core.RankTable | None"
+    _vocab: dict[int, bytes] | None
+    _merges: list[tuple[bytes, bytes]] | None
+    special_tokens: dict[str, int]
+
+    @property
+    def vocab(self) -> dict[int, bytes]:
+        """id -> token bytes, special tokens included (as their UTF-8 bytes)."""
+        if self._vocab is None:
+            self._make_tables()
+        return self._vocab
+
+    @property
+    def merges(self) -> list[tuple[bytes, bytes]]:
+        """The merge table: (left bytes, right bytes) in rank order."""
+        if self._merges is None:
+            self._make_tables()
+        return self._merges
+
+    def _make_tables(self) -> None:
+        """`vocab` and `merges` from the rank table the core read."""
+        self._vocab, self._merges = self._rank_table.python_tables()
+        self._add_special_entries()
+
+    def _token_bytes(self, i: int) -> bytes | None:
+        """``vocab.get(i)``, without making `vocab` from a rank table."""
+        if self._vocab is None:
+            return self._rank_table.token(i) if 0 <= i < 2**32 else None
+        return self._vocab.get(i)
+
+    def _add_special_entries(self) -> None:
+        """`vocab` holds every id: each special token as its UTF-8 bytes (HF's
+        ``get_vocab()`` convention; `mergeable_ranks` leaves them out)."""
+        for t, i in self.special_tokens.items():
+            self._vocab.setdefault(i, t.encode("utf-8"))
+
+    def _assign_special_ids(self, special_tokens: Sequence[str] | Mapping[str, int]) -> dict[str, int]:
+        """special token -> id: a mapping as given (checked), a sequence given
+        the id of a vocab entry with the same bytes, else the next free ids."""
+        if isinstance(special_tokens, str):
+            raise TypeError("special_tokens must be a sequence of strings, not a single string")
+        if isinstance(special_tokens, Mapping):
+            pairs = [(str(t), check_id(i, f"special token {t!r}")) for t, i in special_tokens.items()]
+        else:
+            by_bytes = {b: i for i, b in self.vocab.items()}
+            next_id = max(self.vocab, default=-1) + 1
+            pairs = []
+            for t in special_tokens:
+                if not isinstance(t, str):
+                    raise TypeError(f"special token {t!r} is not a str")
+                check_encodable(t, "special token")
+                if t.encode() in by_bytes:
+                    pairs.append((t, by_bytes[t.encode()]))
+                else:
+                    pairs.append((t, next_id))
+                    next_id += 1
+        out: dict[str, int] = {}
+        owner: dict[int, str] = {}
+        for t, i in pairs:
+            if not t:
+                raise ValueError("special tokens must not be empty")
+            if t in out:
+                raise ValueError(f"special token {t!r} is given twice")
+            if i in owner:
+                raise ValueError(f"special tokens {owner[i]!r} and {t!r} both have id {i}")
+            check_encodable(t, "special token")
+            held = self._token_bytes(i)
+            if held is not None and held != t.encode():
+                raise ValueError(f"special token {t!r} has id {i}, which the vocab gives to {held!r}")
+            out[t] = i
+            owner[i] = t
+        return out
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of ids, special tokens included: ``len(vocab)``."""
+        if self._vocab is None:
+            specials = set(self.special_tokens.values())
+            return len(self._rank_table) + sum(self._token_bytes(i) is None for i in specials)
+        return len(self.vocab)
+
+    @property
+    def n_vocab(self) -> int:
+        """One more than the largest id (tiktoken's `n_vocab`)."""
+        if self._vocab is None:
+            return max(self._rank_table.max_rank(), *self.special_tokens.values()) + 1
+        return max(self.vocab, default=-1) + 1
+
