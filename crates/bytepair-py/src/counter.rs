@@ -1,7 +1,7 @@
 //! `WordCounter`: word counts accumulated from files, texts, documents in
 //! Arrow layout or word-counts parts, then trained on (`train`).
 
-use bytepair_core::count::{self, CountError, Counted, Limits, PipelineWords, Pruned, WordCounts, Words};
+use bytepair_core::count::{self, CountError, Counted, Limits, PipelineWords, Pruned, WordCounts, WordTally, Words};
 use bytepair_core::pipeline::AddedRule;
 use bytepair_core::{train, wordcounts, CutRule, PreTokenizer};
 use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyValueError};
@@ -36,6 +36,10 @@ pub struct WordCounter {
     cut: CutRule,
     limits: Limits,
     counts: WordCounts,
+    /// Counts of files and texts not yet in `counts`, summed by key: training
+    /// reads them as they are, and only the other operations need them as
+    /// byte strings (`settle`).
+    pending: Option<WordTally>,
     pruned: Pruned,
 }
 
@@ -43,11 +47,30 @@ impl WordCounter {
     /// Sum one call's counts into the accumulated ones, which stay within the
     /// memory budget across calls too.
     fn add_counted(&mut self, counted: Counted) {
-        self.counts = count::merge_counts(std::mem::take(&mut self.counts), counted.counts);
-        self.pruned.add(counted.pruned);
+        self.pruned.add(counted.pruned());
+        let mut tally = counted.counts;
+        tally.clear_pruned();
+        match &mut self.pending {
+            Some(pending) => pending.merge(tally),
+            None => self.pending = Some(tally),
+        }
         if let Some(budget) = self.limits.max_memory {
+            self.settle();
             self.pruned.add(count::prune_to_budget(&mut self.counts, budget / 2));
         }
+    }
+
+    /// Move the pending counts into `counts`.
+    fn settle(&mut self) {
+        if let Some(pending) = self.pending.take() {
+            self.counts = count::merge_counts(std::mem::take(&mut self.counts), pending.into_counts());
+        }
+    }
+
+    /// Every count, settled.
+    fn settled(&mut self) -> &mut WordCounts {
+        self.settle();
+        &mut self.counts
     }
 }
 
@@ -82,7 +105,7 @@ impl WordCounter {
             }
         };
         let limits = Limits { max_word_bytes, max_memory };
-        Ok(WordCounter { pre, cut, limits, counts: WordCounts::default(), pruned: Pruned::default() })
+        Ok(WordCounter { pre, cut, limits, counts: WordCounts::default(), pending: None, pruned: Pruned::default() })
     }
 
     /// What the memory budget dropped so far: (distinct words, pre-tokens, the
@@ -171,17 +194,19 @@ impl WordCounter {
     #[pyo3(signature = (data, offsets, counts, unique=true))]
     fn add_columns(&mut self, py: Python<'_>, data: &[u8], offsets: &[u8], counts: &[u8], unique: bool) -> PyResult<()> {
         let (offsets, n) = (le_i64s(offsets, "offsets")?, le_i64s(counts, "counts")?);
-        let words = &mut self.counts;
+        let words = self.settled();
         py.detach(|| wordcounts::add_rows(words, data, &offsets, &n, unique)).map_err(columns_error)
     }
 
     /// The counts split into `parts` buckets by the stable word hash
     /// (`wordcounts::bucket_of`), each a sorted part as (data, offsets, counts) bytes.
-    fn to_buckets<'py>(&self, py: Python<'py>, parts: usize) -> PyResult<Vec<PartBuffers<'py>>> {
+    // `&mut`: pending counts are settled first; the name is the Python API's.
+    #[allow(clippy::wrong_self_convention)]
+    fn to_buckets<'py>(&mut self, py: Python<'py>, parts: usize) -> PyResult<Vec<PartBuffers<'py>>> {
         if parts == 0 {
             return Err(PyValueError::new_err("parts must be at least 1"));
         }
-        let counts = &self.counts;
+        let counts = &*self.settled();
         let buckets = py.detach(|| wordcounts::to_buckets(counts, parts)).map_err(columns_error)?;
         Ok(buckets
             .into_iter()
@@ -195,8 +220,9 @@ impl WordCounter {
 
     /// Add (word bytes, count) pairs as given, without pre-tokenizing them.
     fn add_counts(&mut self, items: Vec<(Vec<u8>, u64)>) {
+        let counts = self.settled();
         for (w, n) in items {
-            count::add_word(&mut self.counts, &w, n);
+            count::add_word(counts, &w, n);
         }
     }
 
@@ -209,7 +235,9 @@ impl WordCounter {
             return Err(PyValueError::new_err(format!("weight {weight} must be a finite number >= 0")));
         }
         let exact = (weight.fract() == 0.0 && weight < 18446744073709551616.0).then_some(weight as u64);
-        for (word, count) in std::mem::take(&mut other.counts) {
+        let others = std::mem::take(other.settled());
+        let counts = self.settled();
+        for (word, count) in others {
             let scaled = match exact {
                 Some(w) => count.checked_mul(w),
                 None => Some((count as f64 * weight).round()).filter(|&x| x < 18446744073709551616.0).map(|x| x as u64),
@@ -218,26 +246,30 @@ impl WordCounter {
                 return Err(PyOverflowError::new_err(format!("word {word:?}: count {count} x weight {weight} reaches 2**64")));
             };
             if scaled > 0 {
-                count::add_word(&mut self.counts, &word, scaled);
+                count::add_word(counts, &word, scaled);
             }
         }
         self.pruned.add(std::mem::take(&mut other.pruned));
         Ok(())
     }
 
-    fn __len__(&self) -> usize {
-        self.counts.len()
+    fn __len__(&mut self) -> usize {
+        match &self.pending {
+            Some(pending) if self.counts.is_empty() => pending.len(),
+            _ => self.settled().len(),
+        }
     }
 
     /// Total number of pre-tokens counted, exact beyond 2^64 (counts read from
     /// artifacts can add up past it; a u64 sum wrapped).
     fn total(&self) -> u128 {
-        self.counts.values().map(|&c| u128::from(c)).sum()
+        let pending = self.pending.as_ref().map_or(0, WordTally::total);
+        pending + self.counts.values().map(|&c| u128::from(c)).sum::<u128>()
     }
 
     /// All (word bytes, count), sorted by count descending then bytes.
-    fn items<'py>(&self, py: Python<'py>) -> Vec<(Bound<'py, PyBytes>, u64)> {
-        let mut v: Vec<(&Vec<u8>, &u64)> = self.counts.iter().collect();
+    fn items<'py>(&mut self, py: Python<'py>) -> Vec<(Bound<'py, PyBytes>, u64)> {
+        let mut v: Vec<(&Vec<u8>, &u64)> = self.settled().iter().collect();
         v.sort_unstable_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
         v.into_iter().map(|(w, &n)| (PyBytes::new(py, w), n)).collect()
     }
@@ -263,13 +295,17 @@ impl WordCounter {
         base_tokens: Vec<(u32, Vec<u8>)>,
         first_new_id: u32,
     ) -> PyResult<TrainResult> {
-        let words = std::mem::take(&mut self.counts);
+        // Counts of files and texts only: trained on as they are.
+        let tally = if self.counts.is_empty() { self.pending.take() } else { None };
+        let words = std::mem::take(self.settled());
         let options = train::TrainOptions { min_frequency, max_token_length };
         let encoder = base.as_ref().map(|b| &b.enc);
-        let trained = run_with_progress(py, num_threads, progress, |p| match encoder {
-            None => train::train_with(words, num_merges, &options, p),
-            Some(encoder) => {
+        let trained = run_with_progress(py, num_threads, progress, |p| match (encoder, tally) {
+            (None, Some(tally)) => train::train_with(tally, num_merges, &options, p),
+            (None, None) => train::train_with(words, num_merges, &options, p),
+            (Some(encoder), tally) => {
                 let base = train::Base { encoder, tokens: base_tokens, first_new_id };
+                let words = tally.map_or(words, WordTally::into_counts);
                 train::train_on_base(words, base, num_merges, &options, p)
             }
         })?

@@ -88,11 +88,65 @@ impl Default for Limits {
     }
 }
 
-/// The result of a counting call: the word counts, and what a memory budget dropped.
-#[derive(Debug, Default)]
+/// The result of a counting call: the word counts (what a memory budget
+/// dropped is in `counts.pruned()`).
 pub struct Counted {
-    pub counts: WordCounts,
-    pub pruned: Pruned,
+    pub counts: WordTally,
+}
+
+impl Counted {
+    /// What a memory budget dropped.
+    pub fn pruned(&self) -> Pruned {
+        self.counts.pruned()
+    }
+}
+
+/// A counted word: packed into a `shortkey` (at most 15 bytes), or borrowed bytes.
+#[derive(Clone, Copy, Debug)]
+pub enum Word<'a> {
+    Packed(u128),
+    Bytes(&'a [u8]),
+}
+
+impl Word<'_> {
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        match self {
+            Word::Packed(key) => (key >> 120) as usize,
+            Word::Bytes(bytes) => bytes.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// `f` of the word's bytes.
+    pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        match self {
+            Word::Packed(key) => f(&key.to_le_bytes()[..self.len()]),
+            Word::Bytes(bytes) => f(bytes),
+        }
+    }
+}
+
+/// Word counts as training reads them: every (word, count), in no order.
+pub trait WordSource {
+    fn for_each_word<'a>(&'a self, f: impl FnMut(Word<'a>, u64));
+}
+
+impl WordSource for WordCounts {
+    fn for_each_word<'a>(&'a self, mut f: impl FnMut(Word<'a>, u64)) {
+        for (word, &n) in self {
+            f(Word::Bytes(word), n);
+        }
+    }
+}
+
+impl WordSource for WordTally {
+    fn for_each_word<'a>(&'a self, f: impl FnMut(Word<'a>, u64)) {
+        WordTally::for_each_word(self, f)
+    }
 }
 
 /// Heap bytes a word of `WordCounts` costs beyond its own bytes (its `Vec`
@@ -189,12 +243,13 @@ pub fn merge_counts(mut a: WordCounts, mut b: WordCounts) -> WordCounts {
     a
 }
 
-/// Run `count_one` on every job with one tally per pool thread, then sum them.
+/// Run `count_one` on every job with one tally per pool thread, then sum them
+/// by key into the largest (`WordTally::merge`).
 ///
 /// Why not `par_iter().fold()`: rayon splits the work into many fold
-/// accumulators, and summing hundreds of maps of ~10^5 words each costs more
-/// than the counting. Here each pool thread (`rayon::broadcast`) keeps one map
-/// and pulls jobs from the shared iterator until it is exhausted.
+/// accumulators, and summing hundreds of tallies of ~10^5 words each costs
+/// more than the counting. Here each pool thread (`rayon::broadcast`) keeps
+/// one tally and pulls jobs from the shared iterator until it is exhausted.
 fn count_parallel<J: Send>(
     jobs: impl Iterator<Item = Result<J, CountError>> + Send,
     limits: &Limits,
@@ -205,9 +260,7 @@ fn count_parallel<J: Send>(
     let failed = AtomicBool::new(false);
     // Half the budget for the threads' tallies, half for their sum.
     let thread_budget = limits.max_memory.map(|m| m / (2 * rayon::current_num_threads()));
-    // Each thread turns its own tally into counts (an allocation per word),
-    // so that only the sum below is sequential.
-    let tallies: Vec<Result<Counted, CountError>> = rayon::broadcast(|_| {
+    let tallies: Vec<Result<WordTally, CountError>> = rayon::broadcast(|_| {
         let mut tally = WordTally::with_budget(limits.max_word_bytes, thread_budget);
         loop {
             if progress.is_cancelled() {
@@ -224,18 +277,20 @@ fn count_parallel<J: Send>(
             }
             tally.enforce_budget();
         }
-        Ok(Counted { pruned: tally.pruned(), counts: tally.into_counts() })
+        Ok(tally)
     });
-    let mut total = Counted::default();
-    for counted in tallies {
-        let counted = counted?;
-        total.pruned.add(counted.pruned);
-        total.counts = merge_counts(std::mem::take(&mut total.counts), counted.counts);
+    // Summed into the largest tally, by key (no allocation per word).
+    let mut tallies = tallies.into_iter().collect::<Result<Vec<_>, _>>()?;
+    tallies.sort_by_key(|t| std::cmp::Reverse(t.len()));
+    let mut tallies = tallies.into_iter();
+    let mut total = tallies.next().unwrap_or_else(|| WordTally::new(limits.max_word_bytes)).unbounded();
+    for tally in tallies {
+        total.merge(tally);
     }
     if let Some(budget) = limits.max_memory {
-        total.pruned.add(prune_to_budget(&mut total.counts, budget / 2));
+        total.prune_to(budget / 2);
     }
-    Ok(total)
+    Ok(Counted { counts: total })
 }
 
 /// Count a batch of independent documents in parallel.
@@ -354,7 +409,7 @@ mod tests {
             for chunk_size in [1, 2, 3, 5, 8, 13, 1000] {
                 let path = path.to_string_lossy().to_string();
                 let rule = CutRule::new(pattern, &[]);
-                let got = count_files(&pre, &rule, &[path], chunk_size, false, &Limits::default(), &Progress::default()).unwrap().counts;
+                let got = count_files(&pre, &rule, &[path], chunk_size, false, &Limits::default(), &Progress::default()).unwrap().counts.into_counts();
                 assert_eq!(got, want, "pattern {pattern} chunk size {chunk_size}");
             }
         }

@@ -54,7 +54,7 @@ use std::collections::BinaryHeap;
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::count::WordCounts;
+use crate::count::WordSource;
 use crate::memory::drop_in_background;
 use crate::progress::Progress;
 use changes::SeamChanges;
@@ -482,8 +482,9 @@ pub enum TrainError {
 
 /// Every pair count and token total is at most the sum of count x word length,
 /// so below 2^64 u64 arithmetic in the merge loop is exact.
-fn check_total_bytes(word_counts: &WordCounts) -> Result<(), TrainError> {
-    let total_bytes: u128 = word_counts.iter().map(|(w, &c)| w.len() as u128 * c as u128).sum();
+fn check_total_bytes(word_counts: &impl WordSource) -> Result<(), TrainError> {
+    let mut total_bytes = 0u128;
+    word_counts.for_each_word(|w, c| total_bytes += w.len() as u128 * c as u128);
     if total_bytes >= 1u128 << 64 {
         return Err(TrainError::CountsTooLarge { total_bytes });
     }
@@ -495,7 +496,7 @@ fn check_total_bytes(word_counts: &WordCounts) -> Result<(), TrainError> {
 ///
 /// # Errors
 /// As `train_with`.
-pub fn train(word_counts: WordCounts, num_merges: usize, progress: &Progress) -> Result<Trained, TrainError> {
+pub fn train(word_counts: impl WordSource + Send + 'static, num_merges: usize, progress: &Progress) -> Result<Trained, TrainError> {
     train_with(word_counts, num_merges, &TrainOptions::default(), progress)
 }
 
@@ -508,9 +509,15 @@ pub fn train(word_counts: WordCounts, num_merges: usize, progress: &Progress) ->
 /// [`TrainError::CountsTooLarge`] before any work when the counts stand for 2^64
 /// bytes of text or more (counts merged from artifacts can get there);
 /// [`TrainError::Cancelled`] when cancelled through `progress`.
-pub fn train_with(word_counts: WordCounts, num_merges: usize, options: &TrainOptions, progress: &Progress) -> Result<Trained, TrainError> {
+pub fn train_with(
+    word_counts: impl WordSource + Send + 'static,
+    num_merges: usize,
+    options: &TrainOptions,
+    progress: &Progress,
+) -> Result<Trained, TrainError> {
     check_total_bytes(&word_counts)?;
-    let single_byte_tokens: u64 = word_counts.iter().filter(|(w, _)| w.len() == 1).map(|(_, c)| c).sum();
+    let mut single_byte_tokens = 0u64;
+    word_counts.for_each_word(|w, c| single_byte_tokens += if w.len() == 1 { c } else { 0 });
     let (words, freqs) = Words::from_counts(&word_counts);
     drop_in_background(word_counts);
     let bytes = (0..=255u8).map(|b| vec![b]).collect();

@@ -1,9 +1,10 @@
 //! The merge loop against a full recount at every step, limits included.
 
 use super::*;
+use crate::count::WordCounts;
 
 fn learn(words: &[(&str, u64)], n: usize) -> Vec<String> {
-    let wc = words.iter().map(|(w, c)| (w.as_bytes().to_vec(), *c)).collect();
+    let wc: WordCounts = words.iter().map(|(w, c)| (w.as_bytes().to_vec(), *c)).collect();
     let t = train(wc, n, &Progress::default()).unwrap();
     t.merged_tokens().into_iter().map(|b| String::from_utf8(b).unwrap()).collect()
 }
@@ -135,7 +136,24 @@ fn back_to_back_occurrences_leave_no_phantom_pair() {
 
 #[test]
 fn stops_early_when_no_pair_is_left() {
-    let t = train([(b"ab".to_vec(), 3)].into_iter().collect(), 10, &Progress::default()).unwrap();
+    let t = train([(b"ab".to_vec(), 3)].into_iter().collect::<WordCounts>(), 10, &Progress::default()).unwrap();
     assert_eq!(t.merges.len(), 1);
     assert_eq!(t.stop, Stop::NoPairLeft);
+}
+
+#[test]
+fn training_on_a_tally_equals_training_on_its_map() {
+    let pre = crate::PreTokenizer::new("gpt2", &[]).unwrap();
+    let text: String = (0..4000).map(|i| format!(" the w{} of {} ab{}", i % 97, "xy".repeat(i % 11), i % 7)).collect();
+    let mut tally = crate::count::WordTally::default();
+    tally.add_text(&pre, &text).unwrap();
+    tally.add(b"a-word-longer-than-fifteen-bytes", 40);
+    let mut map = WordCounts::default();
+    crate::count::count_text(&pre, &text, &mut map).unwrap();
+    crate::count::add_word(&mut map, b"a-word-longer-than-fifteen-bytes", 40);
+    let from_tally = train(tally, 100, &Progress::default()).unwrap();
+    let from_map = train(map, 100, &Progress::default()).unwrap();
+    assert_eq!(from_tally.merges.len(), 100);
+    let key = |t: &Trained| t.merges.iter().map(|m| (m.left, m.right, m.count)).collect::<Vec<_>>();
+    assert_eq!((key(&from_tally), from_tally.tokens), (key(&from_map), from_map.tokens));
 }
