@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _gpt2 import (  # noqa: E402
@@ -411,3 +412,35 @@ def test_load_added_token_id_colliding_with_vocab_id(tmp_path, good_doc):
     ``encode("\\x05")`` failed later; HF renumbers the added token instead)."""
     good_doc["added_tokens"][0]["id"] = 5
     load_error(tmp_path, good_doc, "added_tokens[0]")
+
+
+@given(st.lists(st.binary(max_size=12), max_size=40), st.integers(min_value=0, max_value=39))
+@settings(max_examples=200, deadline=None)
+def test_bulk_byte_level_decoding_equals_one_by_one(tokens, bad_at):
+    """Loading tokenizer.json decodes every token in one pass over them joined
+    (`strs_to_tokens`); it must give `str_to_token`'s bytes, and the error of
+    the first string that is not byte-level, naming its index."""
+    from bytepair.formats.bytelevel import strs_to_tokens, token_to_str
+
+    texts = [token_to_str(t) for t in tokens]
+    assert strs_to_tokens(texts, str) == [str_to_token(t) for t in texts] == tokens
+    if texts:
+        bad_at %= len(texts)
+        broken = texts[:bad_at] + [texts[bad_at] + " x"] + texts[bad_at + 1:] + ["\n"]
+        with pytest.raises(ValueError, match=rf"^item {bad_at}: .* is not a byte-level token \(character ' '\)"):
+            strs_to_tokens(broken, lambda n: f"item {n}")
+
+
+def test_tokenizer_copies_and_checks_tables_of_any_plain_or_odd_types():
+    """The constructor copies plain tables whole (ints, bytes, tuples) and
+    converts others item by item; the caller's objects are never kept."""
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab"}
+    merges = [(b"a", b"b")]
+    tok = bytepair.Tokenizer(vocab, merges)
+    vocab[256], merges[0] = b"zz", (b"z", b"z")
+    assert tok.vocab[256] == b"ab" and tok.merges == [(b"a", b"b")]
+    odd = bytepair.Tokenizer({i: bytearray([i]) for i in range(256)} | {256: bytearray(b"ab")}, [[b"a", bytearray(b"b")]])
+    assert odd.vocab[256] == b"ab" and type(odd.vocab[256]) is bytes and odd.merges == [(b"a", b"b")]
+    for bad_id in (True, -1, 1 << 32, 1.0):
+        with pytest.raises(ValueError, match="token id"):
+            bytepair.Tokenizer({bad_id: b"x"} | {i: bytes([i]) for i in range(1, 256)}, [])

@@ -110,6 +110,12 @@ class CoreBPE:
     """Encoder over (bytes, id) tokens, merge results in rank order, special tokens, pattern."""
 
     @staticmethod
+    def from_tables(
+        vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], specials: list[tuple[str, int]], pattern: str,
+        pipeline: PipelineSpec | None = None,
+    ) -> CoreBPE:
+        """CoreBPE from a Tokenizer's vocab (special ids left out) and merges."""
+    @staticmethod
     def from_rank_table(table: RankTable, specials: list[tuple[str, int]], pattern: str) -> CoreBPE:
         """The encoder of a rank table (ids = ranks), from the tables built with it."""
     def __init__(

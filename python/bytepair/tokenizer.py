@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, AbstractSet, Literal
 from bytepair import _core
 from bytepair.atomic import atomic_write
 from bytepair.encoding.helpers import TokenizerHelpers, document_seed, dropout_batch
-from bytepair.encoding.vocab import VocabHolder
+from bytepair.encoding.vocab import VocabHolder, copy_tables
 from bytepair.encoding.text import (
-    check_encodable, check_id, dropout_seed, fits_i64, has_surrogates, replace_surrogates, require_str,
+    check_encodable, dropout_seed, fits_i64, has_surrogates, replace_surrogates, require_str,
     safe_blocks, with_surrogates_replaced,
 )
 
@@ -93,8 +93,7 @@ class Tokenizer(VocabHolder, TokenizerHelpers):
         self._vocab: dict[int, bytes] | None = None
         self._merges: list[tuple[bytes, bytes]] | None = None
         if _rank_table is None:
-            self._vocab = {check_id(i, "vocab"): bytes(b) for i, b in vocab.items()}
-            self._merges = [(bytes(a), bytes(b)) for a, b in merges]
+            self._vocab, self._merges = copy_tables(vocab, merges)
         self.pattern: str = check_encodable(pattern, "pattern")
         self.pipeline = pipeline
         self.special_tokens: dict[str, int] = {}
@@ -128,11 +127,9 @@ class Tokenizer(VocabHolder, TokenizerHelpers):
                 self._rank_table, list(self.special_tokens.items()), self.pattern
             )
             return
-        special_ids = set(self.special_tokens.values())
-        tokens = [(b, i) for i, b in self.vocab.items() if i not in special_ids]
-        self._core = _core.CoreBPE(
-            tokens,
-            [a + b for a, b in self.merges],
+        self._core = _core.CoreBPE.from_tables(
+            self.vocab,
+            self.merges,
             list(self.special_tokens.items()),
             self.pattern,
             self.pipeline.core_spec() if self.pipeline is not None else None,

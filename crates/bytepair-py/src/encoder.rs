@@ -179,6 +179,36 @@ impl CoreBPE {
         Ok(CoreBPE { enc, cut, lists: IdLists::new() })
     }
 
+    /// `CoreBPE(tokens, merged, ...)` from a Tokenizer's own tables, read
+    /// here rather than rebuilt as lists in Python: `vocab` (id -> bytes;
+    /// the ids of `specials` are left out), `merges` ((left, right) bytes in
+    /// rank order).
+    #[staticmethod]
+    #[pyo3(signature = (vocab, merges, specials, pattern, pipeline=None))]
+    fn from_tables(
+        py: Python<'_>,
+        vocab: &Bound<'_, pyo3::types::PyDict>,
+        merges: &Bound<'_, pyo3::types::PyList>,
+        specials: Vec<(String, u32)>,
+        pattern: &str,
+        pipeline: Option<PipelineSpec>,
+    ) -> PyResult<Self> {
+        let special_ids: std::collections::HashSet<u32> = specials.iter().map(|&(_, id)| id).collect();
+        let mut tokens = Vec::with_capacity(vocab.len());
+        for (id, bytes) in vocab.iter() {
+            let id: u32 = id.extract()?;
+            if !special_ids.contains(&id) {
+                tokens.push((bytes.extract::<Vec<u8>>()?, id));
+            }
+        }
+        let mut merged = Vec::with_capacity(merges.len());
+        for pair in merges.iter() {
+            let (left, right): (Bound<'_, PyBytes>, Bound<'_, PyBytes>) = pair.extract()?;
+            merged.push([left.as_bytes(), right.as_bytes()].concat());
+        }
+        Self::new(py, tokens, merged, specials, pattern, pipeline)
+    }
+
     /// The encoder of a `.tiktoken` table (`rank_table`; ids = ranks) with
     /// `specials` (string, id) and `pattern`, from the tables built with it.
     #[staticmethod]

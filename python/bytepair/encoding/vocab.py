@@ -9,6 +9,7 @@ loading o200k_base), and sizes and special-token checks ask the table.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,28 @@ from bytepair.encoding.text import check_encodable, check_id
 
 if TYPE_CHECKING:
     from bytepair import _core
+
+
+def copy_tables(
+    vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, bytes]]
+) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    """Copies of `vocab` (ids checked: ints in [0, 2**32); tokens as bytes)
+    and `merges` (as tuples of bytes) that the caller cannot change. Tables
+    that are already plain ints, bytes and tuples (every loader's) are copied
+    whole after checks at C speed (a Python loop per token took a fifth of
+    loading o200k's tokenizer.json)."""
+    ids, values = list(vocab.keys()), list(vocab.values())
+    plain_vocab = not ids or (
+        set(map(type, ids)) == {int} and 0 <= min(ids) and max(ids) < 1 << 32 and set(map(type, values)) == {bytes}
+    )
+    plain_merges = not merges or (
+        set(map(type, merges)) == {tuple}
+        and set(map(len, merges)) == {2}
+        and set(map(type, itertools.chain.from_iterable(merges))) == {bytes}
+    )
+    vocab = dict(zip(ids, values)) if plain_vocab else {check_id(i, "vocab"): bytes(b) for i, b in vocab.items()}
+    merges = list(merges) if plain_merges else [(bytes(a), bytes(b)) for a, b in merges]
+    return vocab, merges
 
 
 class VocabHolder:

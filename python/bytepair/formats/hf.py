@@ -47,7 +47,9 @@ pre-tokenizer the pipeline does not support. A post-processor (the tokens HF add
 
 from __future__ import annotations
 
+import itertools
 import json
+import operator
 import os
 import re
 import warnings
@@ -55,7 +57,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bytepair import _core
-from bytepair.formats.bytelevel import str_to_token, token_to_str
+from bytepair.formats.bytelevel import strs_to_tokens, token_to_str
 from bytepair.formats.hf_pipeline import HFPipeline, read_pipeline
 from bytepair.formats.reading import build_tokenizer, parse_json
 from bytepair.formats.tables import check_merges
@@ -325,6 +327,40 @@ def _is_empty_normalizer(node: Any) -> bool:
     )
 
 
+def _ids_of_vocab(raw_vocab: dict, source: str) -> dict[int, str]:
+    """model.vocab (token string -> id) as id -> token string; ValueError for an
+    id that is not an int in [0, 2**32) or is given twice (checked in bulk,
+    then item by item to name the first fault)."""
+    ids = list(raw_vocab.values())
+    if not ids or (set(map(type, ids)) == {int} and 0 <= min(ids) and max(ids) < 1 << 32 and len(set(ids)) == len(ids)):
+        return dict(zip(ids, raw_vocab))
+    by_id: dict[int, str] = {}
+    for s, i in raw_vocab.items():
+        if type(i) is not int or not 0 <= i < 1 << 32:
+            raise ValueError(f"{source}: model.vocab[{s!r}] must be an integer id in [0, 2**32), got {i!r}")
+        if i in by_id:
+            raise ValueError(f"{source}: model.vocab: id {i} is given to two tokens")
+        by_id[i] = s
+    return by_id
+
+
+def _merges_of(raw_merges: list, source: str) -> list[tuple[bytes, bytes]]:
+    """model.merges ("left right" strings or [left, right] lists) as byte pairs;
+    ValueError naming the first merge that is neither or not byte-level."""
+    if set(map(type, raw_merges)) == {str} and set(map(operator.methodcaller("count", " "), raw_merges)) == {1}:
+        # The usual "left right" strings: one join and one split for them all.
+        flat = " ".join(raw_merges).split(" ")
+    else:
+        parts = [m.split(" ") if isinstance(m, str) else m for m in raw_merges]
+        for n, (m, p) in enumerate(zip(raw_merges, parts)):
+            if not isinstance(p, list) or len(p) != 2 or not all(isinstance(x, str) for x in p):
+                raise ValueError(f"{source}: model.merges[{n}]: expected 'left right' or [left, right], got {m!r}")
+        flat = list(itertools.chain.from_iterable(parts))
+    where = lambda n: f"{source}: model.merges[{n // 2}]"  # noqa: E731
+    tokens = strs_to_tokens(flat, where)
+    return list(zip(tokens[0::2], tokens[1::2]))
+
+
 def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") -> "Tokenizer":
     """Parse a byte-level BPE tokenizer.json document into a Tokenizer whose ids
     equal HuggingFace tokenizers' (``encode(text, add_special_tokens=False)``).
@@ -364,13 +400,7 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
     raw_vocab = model.get("vocab")
     if not isinstance(raw_vocab, dict):
         raise ValueError(f"{source}: model.vocab must be an object of token -> id")
-    by_id: dict[int, str] = {}
-    for s, i in raw_vocab.items():
-        if type(i) is not int or not 0 <= i < 1 << 32:
-            raise ValueError(f"{source}: model.vocab[{s!r}] must be an integer id in [0, 2**32), got {i!r}")
-        if i in by_id:
-            raise ValueError(f"{source}: model.vocab: id {i} is given to two tokens")
-        by_id[i] = s
+    by_id = _ids_of_vocab(raw_vocab, source)
 
     added = doc.get("added_tokens") or []
     if not isinstance(added, list):
@@ -388,9 +418,11 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
         rules.append((t["content"], *(bool(t.get(flag, False)) for flag in ("single_word", "lstrip", "rstrip", "normalized"))))
     # An added token listed in model.vocab too (GPT-2 style) is not an ordinary token.
     contents = {c for _, c, _ in stored}
-    vocab: dict[int, bytes] = {
-        i: str_to_token(s, where=f"{source}: model.vocab") for i, s in by_id.items() if s not in contents
-    }
+    ordinary = [(i, s) for i, s in by_id.items() if s not in contents] if contents else list(by_id.items())
+    strings = [s for _, s in ordinary]
+    vocab: dict[int, bytes] = dict(zip(
+        [i for i, _ in ordinary], strs_to_tokens(strings, lambda n: f"{source}: model.vocab")
+    ))
     effective = hf_added_token_ids([c for _, c, _ in stored], raw_vocab)
     specials: dict[str, int] = {}
     for n, content, i in stored:
@@ -418,18 +450,13 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
     raw_merges = model.get("merges") or []
     if not isinstance(raw_merges, list):
         raise ValueError(f"{source}: model.merges must be a list, got {type(raw_merges).__name__}")
-    merges = []
-    for n, m in enumerate(raw_merges):
-        where = f"{source}: model.merges[{n}]"
-        parts = m.split(" ") if isinstance(m, str) else m
-        if not isinstance(parts, list) or len(parts) != 2 or not all(isinstance(p, str) for p in parts):
-            raise ValueError(f"{where}: expected 'left right' or [left, right], got {m!r}")
-        merges.append((str_to_token(parts[0], where=where), str_to_token(parts[1], where=where)))
+    merges = _merges_of(raw_merges, source)
     check_merges(merges, source=source, what="model.merges")
     if not model.get("ignore_merges", False):
-        made = {a + b for a, b in merges}
+        made = set(map(operator.add, *zip(*merges))) if merges else set()
+        unmade = set(vocab.values()) - made
         for i, b in vocab.items():
-            if len(b) > 1 and b not in made:
+            if len(b) > 1 and b in unmade:
                 raise ValueError(
                     f"{source}: model.vocab[{by_id[i]!r}] (id {i}) is made by no merge; with ignore_merges=false "
                     "HF never produces it, bytepair would for a pre-token equal to it "
