@@ -444,3 +444,34 @@ def test_tokenizer_copies_and_checks_tables_of_any_plain_or_odd_types():
     for bad_id in (True, -1, 1 << 32, 1.0):
         with pytest.raises(ValueError, match="token id"):
             bytepair.Tokenizer({bad_id: b"x"} | {i: bytes([i]) for i in range(1, 256)}, [])
+
+
+@given(st.lists(st.tuples(st.integers(0, 7), st.integers(0, 7)), max_size=24), st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_native_merge_table_check_agrees_with_the_python_check(picks, with_vocab):
+    """`_core.merge_table_passes` is the fast path of `check_merges` and
+    `check_vocab_merges`; on random tables over a small alphabet (repeated
+    results, merges BPE does not make, parts missing from the vocab) it must
+    pass exactly the tables the item-by-item Python check passes."""
+    from bytepair import _core
+    from bytepair.formats.tables import check_merges, check_vocab_merges
+
+    known = [b"a", b"b", b"c"]
+    merges = []
+    for i, j in picks:
+        merges.append((known[i % len(known)], known[j % len(known)]))
+        known.append(merges[-1][0] + merges[-1][1])
+    vocab = {n: t for n, t in enumerate(dict.fromkeys(known[: len(known) - len(picks) // 3] if with_vocab else known))}
+
+    def python_passes(check) -> bool:
+        try:
+            check()
+            return True
+        except ValueError:
+            return False
+
+    # A tuple of merges takes the item-by-item path.
+    assert _core.merge_table_passes(merges) == python_passes(lambda: check_merges(tuple(merges), source="t"))
+    assert _core.merge_table_passes(merges, list(vocab.values()), False) == python_passes(
+        lambda: check_vocab_merges(vocab, tuple(merges), rank_rule=False)
+    )

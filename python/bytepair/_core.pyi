@@ -25,6 +25,12 @@ class RankTable:
     def python_tables(self) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
         """({rank: token bytes} in rank order, merges in rank order)."""
 
+def merge_table_passes(
+    merges: list[tuple[bytes, bytes]], vocab: list[bytes] | None = None, rank_rule: bool = True
+) -> bool:
+    """Whether merges pass the checks of `formats.tables` (parts and results in
+    `vocab`; with `rank_rule`, unique results made as BPE by rank makes them)."""
+
 def rank_table(data: bytes) -> RankTable | None:
     """A .tiktoken file's content read and its merges recovered, or None when
     it is not a valid BPE rank table."""

@@ -8,7 +8,7 @@ use std::io::Write;
 use bytepair_core::count::{ChunkReader, CountError};
 use bytepair_core::cut::{segments, CutRule};
 use bytepair_core::encode::{cancellable, Spans};
-use bytepair_core::{EncodeError, Encoder, Progress};
+use bytepair_core::{EncodeError, Encoder, Progress, VocabTables};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use numpy::PyArray1;
@@ -48,6 +48,30 @@ thread_local! {
 const KEEP_IDS: usize = 16 << 20;
 
 impl CoreBPE {
+    /// The encoder of `tokens` ((bytes, id), special tokens left out) and
+    /// `merged` (merge results in rank order), its tables built on the
+    /// shared pool; `pipeline`: a tokenizer.json pipeline.
+    fn from_parts(
+        py: Python<'_>,
+        tokens: &[(impl AsRef<[u8]> + Sync, u32)],
+        merged: Vec<Vec<u8>>,
+        specials: Vec<(String, u32)>,
+        pattern: &str,
+        pipeline: Option<PipelineSpec>,
+    ) -> PyResult<Self> {
+        let names: Vec<String> = specials.iter().map(|(t, _)| t.clone()).collect();
+        // A pipeline's text is never cut into segments (its preset cuts do not
+        // hold after a normalizer); a rule for no preset cuts nowhere in encode.
+        let cut = CutRule::new(if pipeline.is_some() { "" } else { pattern }, &names);
+        let vocab = crate::runtime::run_parallel(py, || VocabTables::new(tokens, merged))?.map_err(encoder_error)?;
+        let mut enc = Encoder::with_tables(vocab, specials, pattern).map_err(encoder_error)?;
+        if let Some(spec) = pipeline {
+            let (pipeline, rules) = crate::pipeline::build(&spec)?;
+            enc = enc.with_pipeline(pipeline, &rules).map_err(encoder_error)?;
+        }
+        Ok(CoreBPE { enc, cut, lists: IdLists::new() })
+    }
+
     /// `Encoder::encode` of `text`, interruptibly, then `finish` on the ids.
     fn encode_ids<R>(
         &self,
@@ -167,16 +191,7 @@ impl CoreBPE {
         pattern: &str,
         pipeline: Option<PipelineSpec>,
     ) -> PyResult<Self> {
-        let names: Vec<String> = specials.iter().map(|(t, _)| t.clone()).collect();
-        // A pipeline's text is never cut into segments (its preset cuts do not
-        // hold after a normalizer); a rule for no preset cuts nowhere in encode.
-        let cut = CutRule::new(if pipeline.is_some() { "" } else { pattern }, &names);
-        let mut enc = crate::runtime::run_parallel(py, || Encoder::new(tokens, merged, specials, pattern))?.map_err(encoder_error)?;
-        if let Some(spec) = pipeline {
-            let (pipeline, rules) = crate::pipeline::build(&spec)?;
-            enc = enc.with_pipeline(pipeline, &rules).map_err(encoder_error)?;
-        }
-        Ok(CoreBPE { enc, cut, lists: IdLists::new() })
+        Self::from_parts(py, &tokens, merged, specials, pattern, pipeline)
     }
 
     /// `CoreBPE(tokens, merged, ...)` from a Tokenizer's own tables, read
@@ -194,11 +209,11 @@ impl CoreBPE {
         pipeline: Option<PipelineSpec>,
     ) -> PyResult<Self> {
         let special_ids: std::collections::HashSet<u32> = specials.iter().map(|&(_, id)| id).collect();
-        let mut tokens = Vec::with_capacity(vocab.len());
+        let mut objects: Vec<(Bound<'_, PyBytes>, u32)> = Vec::with_capacity(vocab.len());
         for (id, bytes) in vocab.iter() {
             let id: u32 = id.extract()?;
             if !special_ids.contains(&id) {
-                tokens.push((bytes.extract::<Vec<u8>>()?, id));
+                objects.push((bytes.cast_into::<PyBytes>()?, id));
             }
         }
         let mut merged = Vec::with_capacity(merges.len());
@@ -206,7 +221,9 @@ impl CoreBPE {
             let (left, right): (Bound<'_, PyBytes>, Bound<'_, PyBytes>) = pair.extract()?;
             merged.push([left.as_bytes(), right.as_bytes()].concat());
         }
-        Self::new(py, tokens, merged, specials, pattern, pipeline)
+        // Borrowed, not copied: the bytes objects live until the tables are built.
+        let tokens: Vec<(&[u8], u32)> = objects.iter().map(|(b, id)| (b.as_bytes(), *id)).collect();
+        Self::from_parts(py, &tokens, merged, specials, pattern, pipeline)
     }
 
     /// The encoder of a `.tiktoken` table (`rank_table`; ids = ranks) with

@@ -40,6 +40,51 @@ fn recover_merges(py: Python<'_>, merged: Vec<Vec<u8>>) -> PyResult<Vec<Option<u
     runtime::run_parallel(py, || bytepair_core::recover::recover_merges(&merged))
 }
 
+/// Whether a merge table passes the checks of `formats.tables`, at native
+/// speed: with `vocab` (the tokens' bytes), every merge's parts and result are
+/// tokens; with `rank_rule`, no two merges make the same bytes and merge r is
+/// what BPE with the merges before it makes of its bytes (`check_merges`).
+/// False sends the caller to its item-by-item check, which words the fault.
+#[pyfunction]
+#[pyo3(signature = (merges, vocab=None, rank_rule=true))]
+fn merge_table_passes(py: Python<'_>, merges: &Bound<'_, PyList>, vocab: Option<&Bound<'_, PyList>>, rank_rule: bool) -> PyResult<bool> {
+    let mut parts: Vec<(Bound<'_, PyBytes>, Bound<'_, PyBytes>)> = Vec::with_capacity(merges.len());
+    for pair in merges.iter() {
+        match pair.extract() {
+            Ok(pair) => parts.push(pair),
+            Err(_) => return Ok(false),
+        }
+    }
+    let tokens: Option<Vec<Bound<'_, PyBytes>>> = match vocab {
+        Some(list) => match list.iter().map(|t| t.cast_into::<PyBytes>()).collect::<Result<Vec<_>, _>>() {
+            Ok(tokens) => Some(tokens),
+            Err(_) => return Ok(false),
+        },
+        None => None,
+    };
+    let pairs: Vec<(&[u8], &[u8])> = parts.iter().map(|(a, b)| (a.as_bytes(), b.as_bytes())).collect();
+    let token_bytes: Option<Vec<&[u8]>> = tokens.as_ref().map(|t| t.iter().map(|b| b.as_bytes()).collect());
+    runtime::run_parallel(py, || {
+        let merged: Vec<Vec<u8>> = pairs.iter().map(|(a, b)| [*a, *b].concat()).collect();
+        if let Some(tokens) = &token_bytes {
+            let known: rustc_hash::FxHashSet<&[u8]> = tokens.iter().copied().collect();
+            let all_known = pairs.iter().zip(&merged).all(|((a, b), m)| known.contains(a) && known.contains(b) && known.contains(&m[..]));
+            if !all_known {
+                return false;
+            }
+        }
+        if !rank_rule {
+            return true;
+        }
+        let mut seen = rustc_hash::FxHashSet::default();
+        if !merged.iter().all(|m| seen.insert(&m[..])) {
+            return false;
+        }
+        let splits = bytepair_core::recover::recover_merges(&merged);
+        splits.iter().zip(&pairs).all(|(split, (a, _))| *split == Some(a.len()))
+    })
+}
+
 /// A `.tiktoken` file's content, parsed and its merges recovered, with the
 /// encoder's vocabulary tables built (no Python objects yet: the Tokenizer
 /// makes `vocab` and `merges` only when they are asked for), or None for
@@ -149,6 +194,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add_function(wrap_pyfunction!(recover_merges, m)?)?;
     m.add_function(wrap_pyfunction!(rank_table, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_table_passes, m)?)?;
     m.add_function(wrap_pyfunction!(split_documents, m)?)?;
     m.add_function(wrap_pyfunction!(set_cache_budget, m)?)?;
     m.add_function(wrap_pyfunction!(cache_budget, m)?)?;

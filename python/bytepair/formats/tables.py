@@ -15,7 +15,6 @@ for o200k_base's 200k tokens, where pure Python takes several seconds.
 
 from __future__ import annotations
 
-import operator
 
 from collections.abc import Callable, Mapping, Sequence
 
@@ -101,12 +100,11 @@ def check_merges(merges: Sequence[tuple[bytes, bytes]], *, source: str, what: st
     Raises:
         ValueError: naming `source`, ``what[r]`` and the split BPE gives instead.
     """
-    merged = list(map(operator.add, *zip(*merges))) if merges else []
-    splits = _core.recover_merges(merged)
-    # The common case, checked at C speed: every split is the left part's
-    # length and no result repeats; otherwise the loop below finds the first fault.
-    if splits == list(map(len, map(operator.itemgetter(0), merges))) and len(set(merged)) == len(merged):
+    # The common case, checked in the core; the loop below words a fault.
+    if isinstance(merges, list) and _core.merge_table_passes(merges):
         return
+    merged = [a + b for a, b in merges]
+    splits = _core.recover_merges(merged)
     first: dict[bytes, int] = {}
     for r, ((a, b), k) in enumerate(zip(merges, splits)):
         token = merged[r]
@@ -134,13 +132,9 @@ def check_vocab_merges(vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes,
     Raises:
         ValueError: naming the merge and the bytes at fault.
     """
-    known = set(vocab.values())
-    lefts, rights = map(operator.itemgetter(0), merges), map(operator.itemgetter(1), merges)
-    whole = map(operator.add, map(operator.itemgetter(0), merges), map(operator.itemgetter(1), merges))
-    if known.issuperset(lefts) and known.issuperset(rights) and known.issuperset(whole):
-        if rank_rule:
-            check_merges(merges, source="Tokenizer", what="merges")
+    if isinstance(merges, list) and _core.merge_table_passes(merges, list(vocab.values()), rank_rule):
         return
+    known = set(vocab.values())
     for r, (a, b) in enumerate(merges):
         for part in (a, b, a + b):
             if part not in known:
