@@ -475,3 +475,56 @@ def test_native_merge_table_check_agrees_with_the_python_check(picks, with_vocab
     assert _core.merge_table_passes(merges, list(vocab.values()), False) == python_passes(
         lambda: check_vocab_merges(vocab, tuple(merges), rank_rule=False)
     )
+
+
+@given(
+    st.lists(st.tuples(st.binary(max_size=6), st.integers(0, 40)), max_size=12),
+    st.lists(st.tuples(st.binary(max_size=4), st.binary(max_size=4), st.sampled_from(["str", "list", "bad"])), max_size=8),
+    st.sampled_from([None, " ", "\n", "一"]),
+)
+@settings(max_examples=300, deadline=None)
+def test_native_byte_level_tables_equal_the_python_reading(entries, raw_merges, stray):
+    """`_core.byte_level_tables` (the regular case of loading tokenizer.json)
+    gives the bytes `str_to_token` gives, or None whenever the Python reader
+    would find a fault: an id repeated, a character that is not byte-level, a
+    merge that is not "left right" or [left, right]."""
+    from bytepair import _core
+    from bytepair.formats.bytelevel import token_to_str
+
+    vocab = {token_to_str(t) + (stray if stray and n == 0 else ""): i for n, (t, i) in enumerate(entries)}
+    merges = []
+    for a, b, form in raw_merges:
+        a, b = token_to_str(a), token_to_str(b)
+        merges.append(f"{a} {b}" if form == "str" else [a, b] if form == "list" else f"{a} {b} x")
+    got = _core.byte_level_tables(vocab, merges)
+
+    def python_reading():
+        ids = list(vocab.values())
+        if len(set(ids)) != len(ids):
+            raise ValueError("id given twice")
+        pairs = [m.split(" ") if isinstance(m, str) else m for m in merges]
+        if any(len(p) != 2 for p in pairs):
+            raise ValueError("malformed merge")
+        return ids, [str_to_token(s) for s in vocab], [(str_to_token(a), str_to_token(b)) for a, b in pairs]
+
+    try:
+        want = python_reading()
+    except ValueError:
+        assert got is None
+    else:
+        assert got is not None and (got[0], got[1], got[2]) == want
+
+
+def test_tokenizer_json_loads_the_same_through_the_native_and_the_python_reader(tmp_path, monkeypatch):
+    from bytepair import _core
+    from bytepair.formats.hf import from_hf_json
+
+    text = "".join(f"the {i} cats, naïve dogs; 世界 {i % 7}\n" for i in range(400))
+    tok = bytepair.train_from_iterator([text], 600, special_tokens=["<|endoftext|>", "<pad>"], progress=False)
+    path = tmp_path / "tokenizer.json"
+    tok.save(path)
+    fast = from_hf_json(path.read_bytes(), source=str(path))
+    monkeypatch.setattr(_core, "byte_level_tables", lambda *a: None)
+    slow = from_hf_json(path.read_bytes(), source=str(path))
+    assert (fast.vocab, fast.merges, fast.special_tokens) == (slow.vocab, slow.merges, slow.special_tokens) == (
+        tok.vocab, tok.merges, tok.special_tokens)

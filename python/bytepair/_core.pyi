@@ -25,6 +25,12 @@ class RankTable:
     def python_tables(self) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
         """({rank: token bytes} in rank order, merges in rank order)."""
 
+def byte_level_tables(
+    vocab: dict[str, int], merges: list[str | list[str]]
+) -> tuple[list[int], list[bytes], list[tuple[bytes, bytes]]] | None:
+    """A byte-level tokenizer.json's model.vocab and model.merges decoded: (ids in
+    the vocab's order, their bytes, merges as byte pairs), or None if irregular."""
+
 def merge_table_passes(
     merges: list[tuple[bytes, bytes]], vocab: list[bytes] | None = None, rank_rule: bool = True
 ) -> bool:

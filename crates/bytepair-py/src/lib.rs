@@ -14,6 +14,7 @@
 //! * `id_lists`, `shared_ints`: CPython-specific speed-ups for id lists.
 
 mod batch;
+mod byte_level;
 mod counter;
 mod encoder;
 mod errors;
@@ -195,6 +196,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(recover_merges, m)?)?;
     m.add_function(wrap_pyfunction!(rank_table, m)?)?;
     m.add_function(wrap_pyfunction!(merge_table_passes, m)?)?;
+    m.add_function(wrap_pyfunction!(byte_level::byte_level_tables, m)?)?;
     m.add_function(wrap_pyfunction!(split_documents, m)?)?;
     m.add_function(wrap_pyfunction!(set_cache_budget, m)?)?;
     m.add_function(wrap_pyfunction!(cache_budget, m)?)?;

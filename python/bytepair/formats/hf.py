@@ -400,7 +400,10 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
     raw_vocab = model.get("vocab")
     if not isinstance(raw_vocab, dict):
         raise ValueError(f"{source}: model.vocab must be an object of token -> id")
-    by_id = _ids_of_vocab(raw_vocab, source)
+    raw_merges = model.get("merges") or []
+    # The regular case in one native pass; anything else the loops below word.
+    fast = _core.byte_level_tables(raw_vocab, raw_merges) if isinstance(raw_merges, list) else None
+    by_id = dict(zip(fast[0], raw_vocab)) if fast else _ids_of_vocab(raw_vocab, source)
 
     added = doc.get("added_tokens") or []
     if not isinstance(added, list):
@@ -418,11 +421,14 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
         rules.append((t["content"], *(bool(t.get(flag, False)) for flag in ("single_word", "lstrip", "rstrip", "normalized"))))
     # An added token listed in model.vocab too (GPT-2 style) is not an ordinary token.
     contents = {c for _, c, _ in stored}
-    ordinary = [(i, s) for i, s in by_id.items() if s not in contents] if contents else list(by_id.items())
-    strings = [s for _, s in ordinary]
-    vocab: dict[int, bytes] = dict(zip(
-        [i for i, _ in ordinary], strs_to_tokens(strings, lambda n: f"{source}: model.vocab")
-    ))
+    if fast:
+        vocab: dict[int, bytes] = dict(zip(fast[0], fast[1]))
+        for content in contents.intersection(raw_vocab):
+            del vocab[raw_vocab[content]]
+    else:
+        ordinary = [(i, s) for i, s in by_id.items() if s not in contents]
+        tokens = strs_to_tokens([s for _, s in ordinary], lambda n: f"{source}: model.vocab")
+        vocab = dict(zip([i for i, _ in ordinary], tokens))
     effective = hf_added_token_ids([c for _, c, _ in stored], raw_vocab)
     specials: dict[str, int] = {}
     for n, content, i in stored:
@@ -447,10 +453,9 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
             )
         specials[content] = hf_id
 
-    raw_merges = model.get("merges") or []
     if not isinstance(raw_merges, list):
         raise ValueError(f"{source}: model.merges must be a list, got {type(raw_merges).__name__}")
-    merges = _merges_of(raw_merges, source)
+    merges = fast[2] if fast else _merges_of(raw_merges, source)
     check_merges(merges, source=source, what="model.merges")
     if not model.get("ignore_merges", False):
         made = set(map(operator.add, *zip(*merges))) if merges else set()
