@@ -122,6 +122,10 @@ impl ChunkReader {
     /// Append up to `want` more bytes to `carry`. The buffer grows with what is
     /// actually read, so a huge `want` (read whole files) allocates nothing up front.
     fn fill(&mut self, want: usize) -> Result<(), CountError> {
+        // Room for the usual chunk at once: growing by doubling from the small
+        // tail of the last chunk reallocated (and faulted in fresh pages) ~8
+        // times per chunk, while the other threads waited for the reader.
+        self.carry.reserve(want.min(self.chunk_size.max(1 << 20)));
         let want = u64::try_from(want).unwrap_or(u64::MAX);
         let got = (&mut self.file)
             .take(want)
