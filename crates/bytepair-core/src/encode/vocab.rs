@@ -40,6 +40,9 @@ impl VocabTables {
             ids.insert(bytes.as_ref(), *id);
         }
         let pair_ranks = PairRanks::new(&ids, &merged);
+        // PairRanks' maps were freed on pool threads: give the memory back
+        // rather than leave it in arenas the encoding thread never reuses.
+        crate::memory::release_freed_memory();
         Ok(VocabTables { ids, ranks: ByteRanks { merged, map: OnceLock::new() }, pair_ranks, decoder })
     }
 }
