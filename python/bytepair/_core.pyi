@@ -119,26 +119,21 @@ class WordCounter:
         the base's merges first."""
 
 class CoreBPE:
-    """Encoder over (bytes, id) tokens, merge results in rank order, special tokens, pattern."""
+    """Encoder over a Tokenizer's vocab and merges, special tokens, pattern."""
 
-    @staticmethod
-    def from_tables(
-        vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], specials: list[tuple[str, int]], pattern: str,
-        pipeline: PipelineSpec | None = None,
-    ) -> CoreBPE:
-        """CoreBPE from a Tokenizer's vocab (special ids left out) and merges."""
     @staticmethod
     def from_rank_table(table: RankTable, specials: list[tuple[str, int]], pattern: str) -> CoreBPE:
         """The encoder of a rank table (ids = ranks), from the tables built with it."""
     def __init__(
         self,
-        tokens: list[tuple[bytes, int]],
-        merged: list[bytes],
+        vocab: dict[int, bytes],
+        merges: list[tuple[bytes, bytes]],
         specials: list[tuple[str, int]],
         pattern: str,
         pipeline: PipelineSpec | None = None,
     ) -> None:
-        """pipeline: (normalizers, pre-tokenizer steps, added-token rules) as
+        """vocab: id -> bytes (special ids left out); merges in rank order;
+        pipeline: (normalizers, pre-tokenizer steps, added-token rules) as
         `bytepair.formats.hf_pipeline.HFPipeline.core_spec` builds them."""
     def encode_with_spans(
         self, text: str, allowed: list[str], disallowed: list[str]

@@ -127,7 +127,7 @@ class Tokenizer(VocabHolder, TokenizerHelpers):
                 self._rank_table, list(self.special_tokens.items()), self.pattern
             )
             return
-        self._core = _core.CoreBPE.from_tables(
+        self._core = _core.CoreBPE(
             self.vocab,
             self.merges,
             list(self.special_tokens.items()),

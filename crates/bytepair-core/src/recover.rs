@@ -46,6 +46,31 @@ pub(crate) fn recover_splits(merged: &[&[u8]]) -> Vec<Option<usize>> {
         .collect()
 }
 
+/// Whether a merge table (`pairs`: (left, right) in rank order) passes the
+/// loaders' checks: with `vocab`, every merge's parts and result are tokens;
+/// with `rank_rule`, no two merges make the same bytes and merge r is what
+/// BPE with the merges before it makes of its bytes (`recover_merges`).
+/// Splits are recovered on the current rayon pool.
+pub fn merge_table_passes(pairs: &[(&[u8], &[u8])], vocab: Option<&[&[u8]]>, rank_rule: bool) -> bool {
+    let merged: Vec<Vec<u8>> = pairs.iter().map(|(a, b)| [*a, *b].concat()).collect();
+    if let Some(tokens) = vocab {
+        let known: rustc_hash::FxHashSet<&[u8]> = tokens.iter().copied().collect();
+        let is_known = |((a, b), m): (&(&[u8], &[u8]), &Vec<u8>)| known.contains(a) && known.contains(b) && known.contains(&m[..]);
+        if !pairs.iter().zip(&merged).all(is_known) {
+            return false;
+        }
+    }
+    if !rank_rule {
+        return true;
+    }
+    let mut seen = rustc_hash::FxHashSet::default();
+    if !merged.iter().all(|m| seen.insert(&m[..])) {
+        return false;
+    }
+    let splits = recover_merges(&merged);
+    splits.iter().zip(pairs).all(|(split, (a, _))| *split == Some(a.len()))
+}
+
 /// Tokens up to this many bytes (nearly all) take `split_short`.
 const SHORT_TOKEN: usize = 32;
 

@@ -1,7 +1,7 @@
 //! `WordCounter`: word counts accumulated from files, texts, documents in
 //! Arrow layout or word-counts parts, then trained on (`train`).
 
-use bytepair_core::count::{self, CountError, Counted, Limits, PipelineWords, Pruned, WordCounts, WordTally, Words};
+use bytepair_core::count::{self, CountError, Limits, PipelineWords, Pruned, WordCounts, WordTally, Words};
 use bytepair_core::pipeline::AddedRule;
 use bytepair_core::{train, wordcounts, CutRule, PreTokenizer};
 use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyValueError};
@@ -46,9 +46,8 @@ pub struct WordCounter {
 impl WordCounter {
     /// Sum one call's counts into the accumulated ones, which stay within the
     /// memory budget across calls too.
-    fn add_counted(&mut self, counted: Counted) {
-        self.pruned.add(counted.pruned());
-        let mut tally = counted.counts;
+    fn add_counted(&mut self, mut tally: WordTally) {
+        self.pruned.add(tally.pruned());
         tally.clear_pruned();
         match &mut self.pending {
             Some(pending) => pending.merge(tally),

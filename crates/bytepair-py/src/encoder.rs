@@ -48,22 +48,13 @@ thread_local! {
 const KEEP_IDS: usize = 16 << 20;
 
 impl CoreBPE {
-    /// The encoder of `tokens` ((bytes, id), special tokens left out) and
-    /// `merged` (merge results in rank order), its tables built on the
-    /// shared pool; `pipeline`: a tokenizer.json pipeline.
-    fn from_parts(
-        py: Python<'_>,
-        tokens: &[(impl AsRef<[u8]> + Sync, u32)],
-        merged: Vec<Vec<u8>>,
-        specials: Vec<(String, u32)>,
-        pattern: &str,
-        pipeline: Option<PipelineSpec>,
-    ) -> PyResult<Self> {
+    /// The encoder of a vocabulary's tables with `specials` and `pattern`;
+    /// `pipeline`: a tokenizer.json pipeline.
+    fn with_vocab(vocab: VocabTables, specials: Vec<(String, u32)>, pattern: &str, pipeline: Option<PipelineSpec>) -> PyResult<Self> {
         let names: Vec<String> = specials.iter().map(|(t, _)| t.clone()).collect();
         // A pipeline's text is never cut into segments (its preset cuts do not
         // hold after a normalizer); a rule for no preset cuts nowhere in encode.
         let cut = CutRule::new(if pipeline.is_some() { "" } else { pattern }, &names);
-        let vocab = crate::runtime::run_parallel(py, || VocabTables::new(tokens, merged))?.map_err(encoder_error)?;
         let mut enc = Encoder::with_tables(vocab, specials, pattern).map_err(encoder_error)?;
         if let Some(spec) = pipeline {
             let (pipeline, rules) = crate::pipeline::build(&spec)?;
@@ -179,28 +170,15 @@ impl CoreBPE {
 
 #[pymethods]
 impl CoreBPE {
-    /// `pipeline`: a tokenizer.json pipeline (see `crate::pipeline`), which
-    /// then normalizes and pre-tokenizes instead of `pattern`.
+    /// The encoder of a Tokenizer's own tables, read here rather than
+    /// rebuilt as lists in Python: `vocab` (id -> bytes; the ids of
+    /// `specials` are left out), `merges` ((left, right) bytes in rank order),
+    /// `specials` (string, id), `pattern`; `pipeline`: a tokenizer.json
+    /// pipeline (see `crate::pipeline`), which then normalizes and
+    /// pre-tokenizes instead of `pattern`.
     #[new]
-    #[pyo3(signature = (tokens, merged, specials, pattern, pipeline=None))]
-    fn new(
-        py: Python<'_>,
-        tokens: Vec<(Vec<u8>, u32)>,
-        merged: Vec<Vec<u8>>,
-        specials: Vec<(String, u32)>,
-        pattern: &str,
-        pipeline: Option<PipelineSpec>,
-    ) -> PyResult<Self> {
-        Self::from_parts(py, &tokens, merged, specials, pattern, pipeline)
-    }
-
-    /// `CoreBPE(tokens, merged, ...)` from a Tokenizer's own tables, read
-    /// here rather than rebuilt as lists in Python: `vocab` (id -> bytes;
-    /// the ids of `specials` are left out), `merges` ((left, right) bytes in
-    /// rank order).
-    #[staticmethod]
     #[pyo3(signature = (vocab, merges, specials, pattern, pipeline=None))]
-    fn from_tables(
+    fn new(
         py: Python<'_>,
         vocab: &Bound<'_, pyo3::types::PyDict>,
         merges: &Bound<'_, pyo3::types::PyList>,
@@ -223,18 +201,16 @@ impl CoreBPE {
         }
         // Borrowed, not copied: the bytes objects live until the tables are built.
         let tokens: Vec<(&[u8], u32)> = objects.iter().map(|(b, id)| (b.as_bytes(), *id)).collect();
-        Self::from_parts(py, &tokens, merged, specials, pattern, pipeline)
+        let vocab = crate::runtime::run_parallel(py, || VocabTables::new(&tokens, merged))?.map_err(encoder_error)?;
+        Self::with_vocab(vocab, specials, pattern, pipeline)
     }
 
     /// The encoder of a `.tiktoken` table (`rank_table`; ids = ranks) with
     /// `specials` (string, id) and `pattern`, from the tables built with it.
     #[staticmethod]
     fn from_rank_table(py: Python<'_>, table: &crate::RankTable, specials: Vec<(String, u32)>, pattern: &str) -> PyResult<Self> {
-        let names: Vec<String> = specials.iter().map(|(t, _)| t.clone()).collect();
-        let cut = CutRule::new(pattern, &names);
         let vocab = crate::runtime::run_parallel(py, || table.take_vocab_tables())?.map_err(encoder_error)?;
-        let enc = Encoder::with_tables(vocab, specials, pattern).map_err(encoder_error)?;
-        Ok(CoreBPE { enc, cut, lists: IdLists::new() })
+        Self::with_vocab(vocab, specials, pattern, None)
     }
 
     /// Number of characters after the last safe cut of `text` (see `bytepair_core::cut`),

@@ -41,11 +41,10 @@ fn recover_merges(py: Python<'_>, merged: Vec<Vec<u8>>) -> PyResult<Vec<Option<u
     runtime::run_parallel(py, || bytepair_core::recover::recover_merges(&merged))
 }
 
-/// Whether a merge table passes the checks of `formats.tables`, at native
-/// speed: with `vocab` (the tokens' bytes), every merge's parts and result are
-/// tokens; with `rank_rule`, no two merges make the same bytes and merge r is
-/// what BPE with the merges before it makes of its bytes (`check_merges`).
-/// False sends the caller to its item-by-item check, which words the fault.
+/// Whether a merge table passes the checks of `formats.tables` (see
+/// `bytepair_core::recover::merge_table_passes`; `vocab`: the tokens' bytes).
+/// False, also for anything that is not lists of bytes, sends the caller to
+/// its item-by-item check, which words the fault.
 #[pyfunction]
 #[pyo3(signature = (merges, vocab=None, rank_rule=true))]
 fn merge_table_passes(py: Python<'_>, merges: &Bound<'_, PyList>, vocab: Option<&Bound<'_, PyList>>, rank_rule: bool) -> PyResult<bool> {
@@ -65,25 +64,7 @@ fn merge_table_passes(py: Python<'_>, merges: &Bound<'_, PyList>, vocab: Option<
     };
     let pairs: Vec<(&[u8], &[u8])> = parts.iter().map(|(a, b)| (a.as_bytes(), b.as_bytes())).collect();
     let token_bytes: Option<Vec<&[u8]>> = tokens.as_ref().map(|t| t.iter().map(|b| b.as_bytes()).collect());
-    runtime::run_parallel(py, || {
-        let merged: Vec<Vec<u8>> = pairs.iter().map(|(a, b)| [*a, *b].concat()).collect();
-        if let Some(tokens) = &token_bytes {
-            let known: rustc_hash::FxHashSet<&[u8]> = tokens.iter().copied().collect();
-            let all_known = pairs.iter().zip(&merged).all(|((a, b), m)| known.contains(a) && known.contains(b) && known.contains(&m[..]));
-            if !all_known {
-                return false;
-            }
-        }
-        if !rank_rule {
-            return true;
-        }
-        let mut seen = rustc_hash::FxHashSet::default();
-        if !merged.iter().all(|m| seen.insert(&m[..])) {
-            return false;
-        }
-        let splits = bytepair_core::recover::recover_merges(&merged);
-        splits.iter().zip(&pairs).all(|(split, (a, _))| *split == Some(a.len()))
-    })
+    runtime::run_parallel(py, || bytepair_core::recover::merge_table_passes(&pairs, token_bytes.as_deref(), rank_rule))
 }
 
 /// A `.tiktoken` file's content, parsed and its merges recovered, with the

@@ -329,11 +329,7 @@ def _is_empty_normalizer(node: Any) -> bool:
 
 def _ids_of_vocab(raw_vocab: dict, source: str) -> dict[int, str]:
     """model.vocab (token string -> id) as id -> token string; ValueError for an
-    id that is not an int in [0, 2**32) or is given twice (checked in bulk,
-    then item by item to name the first fault)."""
-    ids = list(raw_vocab.values())
-    if not ids or (set(map(type, ids)) == {int} and 0 <= min(ids) and max(ids) < 1 << 32 and len(set(ids)) == len(ids)):
-        return dict(zip(ids, raw_vocab))
+    id that is not an int in [0, 2**32) or is given twice."""
     by_id: dict[int, str] = {}
     for s, i in raw_vocab.items():
         if type(i) is not int or not 0 <= i < 1 << 32:
@@ -347,15 +343,11 @@ def _ids_of_vocab(raw_vocab: dict, source: str) -> dict[int, str]:
 def _merges_of(raw_merges: list, source: str) -> list[tuple[bytes, bytes]]:
     """model.merges ("left right" strings or [left, right] lists) as byte pairs;
     ValueError naming the first merge that is neither or not byte-level."""
-    if set(map(type, raw_merges)) == {str} and set(map(operator.methodcaller("count", " "), raw_merges)) == {1}:
-        # The usual "left right" strings: one join and one split for them all.
-        flat = " ".join(raw_merges).split(" ")
-    else:
-        parts = [m.split(" ") if isinstance(m, str) else m for m in raw_merges]
-        for n, (m, p) in enumerate(zip(raw_merges, parts)):
-            if not isinstance(p, list) or len(p) != 2 or not all(isinstance(x, str) for x in p):
-                raise ValueError(f"{source}: model.merges[{n}]: expected 'left right' or [left, right], got {m!r}")
-        flat = list(itertools.chain.from_iterable(parts))
+    parts = [m.split(" ") if isinstance(m, str) else m for m in raw_merges]
+    for n, (m, p) in enumerate(zip(raw_merges, parts)):
+        if not isinstance(p, list) or len(p) != 2 or not all(isinstance(x, str) for x in p):
+            raise ValueError(f"{source}: model.merges[{n}]: expected 'left right' or [left, right], got {m!r}")
+    flat = list(itertools.chain.from_iterable(parts))
     where = lambda n: f"{source}: model.merges[{n // 2}]"  # noqa: E731
     tokens = strs_to_tokens(flat, where)
     return list(zip(tokens[0::2], tokens[1::2]))
@@ -401,7 +393,8 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
     if not isinstance(raw_vocab, dict):
         raise ValueError(f"{source}: model.vocab must be an object of token -> id")
     raw_merges = model.get("merges") or []
-    # The regular case in one native pass; anything else the loops below word.
+    # The regular case in one native pass; anything else (_ids_of_vocab,
+    # _merges_of) is read item by item, which words the fault.
     fast = _core.byte_level_tables(raw_vocab, raw_merges) if isinstance(raw_merges, list) else None
     by_id = dict(zip(fast[0], raw_vocab)) if fast else _ids_of_vocab(raw_vocab, source)
 

@@ -88,19 +88,6 @@ impl Default for Limits {
     }
 }
 
-/// The result of a counting call: the word counts (what a memory budget
-/// dropped is in `counts.pruned()`).
-pub struct Counted {
-    pub counts: WordTally,
-}
-
-impl Counted {
-    /// What a memory budget dropped.
-    pub fn pruned(&self) -> Pruned {
-        self.counts.pruned()
-    }
-}
-
 /// A counted word: packed into a `shortkey` (at most 15 bytes), or borrowed bytes.
 #[derive(Clone, Copy, Debug)]
 pub enum Word<'a> {
@@ -255,7 +242,7 @@ fn count_parallel<J: Send>(
     limits: &Limits,
     progress: &Progress,
     count_one: impl Fn(J, &mut WordTally) -> Result<(), CountError> + Sync,
-) -> Result<Counted, CountError> {
+) -> Result<WordTally, CountError> {
     let jobs = Mutex::new(jobs);
     let failed = AtomicBool::new(false);
     // Half the budget for the threads' tallies, half for their sum.
@@ -290,7 +277,7 @@ fn count_parallel<J: Send>(
     if let Some(budget) = limits.max_memory {
         total.prune_to(budget / 2);
     }
-    Ok(Counted { counts: total })
+    Ok(total)
 }
 
 /// Count a batch of independent documents in parallel.
@@ -299,7 +286,7 @@ pub fn count_texts(
     texts: &[String],
     limits: &Limits,
     progress: &Progress,
-) -> Result<Counted, CountError> {
+) -> Result<WordTally, CountError> {
     count_parallel(texts.iter().map(Ok), limits, progress, |text, counts| {
         counts.add_text(pre, text)?;
         progress.add(text.len() as u64);
@@ -322,7 +309,7 @@ pub fn count_documents(
     replace_errors: bool,
     limits: &Limits,
     progress: &Progress,
-) -> Result<Counted, CountError> {
+) -> Result<WordTally, CountError> {
     let bad = CountError::BadOffsets;
     if offsets.is_empty() {
         return Err(bad("offsets must hold n + 1 positions, got none".into()));
@@ -370,7 +357,7 @@ pub fn count_files(
     replace_errors: bool,
     limits: &Limits,
     progress: &Progress,
-) -> Result<Counted, CountError> {
+) -> Result<WordTally, CountError> {
     let chunks = paths.iter().flat_map(|path| -> Box<dyn Iterator<Item = Result<Chunk, CountError>> + Send> {
         match ChunkReader::open(path, chunk_size, rule.clone()) {
             Ok(reader) => Box::new(reader),
@@ -409,7 +396,7 @@ mod tests {
             for chunk_size in [1, 2, 3, 5, 8, 13, 1000] {
                 let path = path.to_string_lossy().to_string();
                 let rule = CutRule::new(pattern, &[]);
-                let got = count_files(&pre, &rule, &[path], chunk_size, false, &Limits::default(), &Progress::default()).unwrap().counts.into_counts();
+                let got = count_files(&pre, &rule, &[path], chunk_size, false, &Limits::default(), &Progress::default()).unwrap().into_counts();
                 assert_eq!(got, want, "pattern {pattern} chunk size {chunk_size}");
             }
         }

@@ -61,7 +61,7 @@ impl PairRanks {
         let is_part_length: FxHashSet<usize> = part_lengths.iter().copied().collect();
         let mut byte_pairs = vec![NO_RANK; 1 << 16].into_boxed_slice();
         for &(token, merged) in codes.parts.iter().filter(|(t, _)| t.len() == 2) {
-            if byte_ids[token[0] as usize] != NO_ID && byte_ids[token[1] as usize] != NO_ID {
+            if codes.split(token, 1).is_some() {
                 byte_pairs[(token[0] as usize) << 8 | token[1] as usize] = merged - 256;
             }
         }
@@ -147,10 +147,15 @@ impl<'a> PartCodes<'a> {
         codes
     }
 
+    /// The code of the single byte `b`, if it has a token.
+    fn byte_code(&self, b: u8) -> Option<u32> {
+        (self.byte_ids[b as usize] != NO_ID).then_some(b as u32)
+    }
+
     /// The code of the part `bytes`, if it is one.
     fn code(&self, bytes: &[u8]) -> Option<u32> {
         match bytes {
-            [b] => (self.byte_ids[*b as usize] != NO_ID).then_some(*b as u32),
+            [b] => self.byte_code(*b),
             _ => self.codes.get(bytes),
         }
     }
@@ -163,7 +168,7 @@ impl<'a> PartCodes<'a> {
         }
         let (left, right) = crate::shortkey::split(piece_key(token), n);
         let code_of = |key: u128, len: usize, first: u8| match len {
-            1 => (self.byte_ids[first as usize] != NO_ID).then_some(first as u32),
+            1 => self.byte_code(first),
             _ => self.codes.get_short(key),
         };
         Some((code_of(left, n, token[0])?, code_of(right, token.len() - n, token[n])?))
