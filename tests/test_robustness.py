@@ -42,10 +42,12 @@ def _interrupt_after(proc: subprocess.Popen, seconds: float) -> float:
 
 @needs_enwiki
 def test_ctrl_c_stops_training_with_keyboard_interrupt():
+    # 1.3 GB: counting runs ~470 MB/s on 2 cores, so 4 copies (264 MB) could
+    # finish before the Ctrl-C at 1 s (half the runs did).
     code = (
         "import bytepair, sys\n"
         "print('ready', flush=True)\n"
-        f"bytepair.train([{str(ENWIKI)!r}] * 4, 60000, progress=False)\n"
+        f"bytepair.train([{str(ENWIKI)!r}] * 20, 60000, progress=False)\n"
     )
     proc = _start([sys.executable, "-c", code])
     assert proc.stdout.readline().strip() == "ready"
