@@ -88,12 +88,18 @@ pub(crate) fn pack(bytes: &[u8]) -> u128 {
 /// the text has 16 bytes from `start`.
 #[inline]
 pub(crate) fn load(text: &[u8], start: usize, len: usize) -> u128 {
+    load_body(text, start, len) | (len as u128) << 120
+}
+
+/// The bytes of `text[start..start + len]` (at most `MAX_SHORT` of them),
+/// little-endian, without the length: `load` before its top byte is set.
+#[inline]
+pub(crate) fn load_body(text: &[u8], start: usize, len: usize) -> u128 {
     debug_assert!(len <= MAX_SHORT && start + len <= text.len());
-    let raw = match text.get(start..start + 16) {
-        Some(window) => u128::from_le_bytes(window.try_into().expect("16 bytes")),
-        None => return pack(&text[start..start + len]),
-    };
-    (raw & LOW_BYTES[len]) | (len as u128) << 120
+    match text.get(start..start + 16) {
+        Some(window) => u128::from_le_bytes(window.try_into().expect("16 bytes")) & LOW_BYTES[len],
+        None => pack(&text[start..start + len]) & LOW_BYTES[len],
+    }
 }
 
 /// The keys of the first `n` bytes and of the rest, for the key of a byte

@@ -10,6 +10,7 @@
 //! safe cut at all (one giant word) becomes a single chunk.
 
 mod chunks;
+mod slots;
 mod tally;
 mod words;
 
@@ -231,7 +232,8 @@ pub fn merge_counts(mut a: WordCounts, mut b: WordCounts) -> WordCounts {
 }
 
 /// Run `count_one` on every job with one tally per pool thread, then sum them
-/// by key into the largest (`WordTally::merge`).
+/// by key into the largest (`WordTally::merge`). `text_bytes`: about how many
+/// bytes of text the jobs hold, if known (it sizes the tallies up front).
 ///
 /// Why not `par_iter().fold()`: rayon splits the work into many fold
 /// accumulators, and summing hundreds of tallies of ~10^5 words each costs
@@ -239,6 +241,7 @@ pub fn merge_counts(mut a: WordCounts, mut b: WordCounts) -> WordCounts {
 /// one tally and pulls jobs from the shared iterator until it is exhausted.
 fn count_parallel<J: Send>(
     jobs: impl Iterator<Item = Result<J, CountError>> + Send,
+    text_bytes: u64,
     limits: &Limits,
     progress: &Progress,
     count_one: impl Fn(J, &mut WordTally) -> Result<(), CountError> + Sync,
@@ -249,6 +252,7 @@ fn count_parallel<J: Send>(
     let thread_budget = limits.max_memory.map(|m| m / (2 * rayon::current_num_threads()));
     let tallies: Vec<Result<WordTally, CountError>> = rayon::broadcast(|_| {
         let mut tally = WordTally::with_budget(limits.max_word_bytes, thread_budget);
+        tally.expect_text_bytes(text_bytes / rayon::current_num_threads() as u64);
         loop {
             if progress.is_cancelled() {
                 return Err(CountError::Cancelled);
@@ -287,7 +291,8 @@ pub fn count_texts(
     limits: &Limits,
     progress: &Progress,
 ) -> Result<WordTally, CountError> {
-    count_parallel(texts.iter().map(Ok), limits, progress, |text, counts| {
+    let text_bytes = texts.iter().map(|t| t.len() as u64).sum();
+    count_parallel(texts.iter().map(Ok), text_bytes, limits, progress, |text, counts| {
         counts.add_text(pre, text)?;
         progress.add(text.len() as u64);
         Ok(())
@@ -328,7 +333,7 @@ pub fn count_documents(
     }
     starts.push(offsets.len() - 1);
     let jobs = starts.windows(2).map(|w| Ok((w[0], w[1])));
-    count_parallel(jobs, limits, progress, |(first, end), counts| {
+    count_parallel(jobs, data.len() as u64, limits, progress, |(first, end), counts| {
         for i in first..end {
             let doc = &data[offsets[i] as usize..offsets[i + 1] as usize];
             let text = match std::str::from_utf8(doc) {
@@ -364,7 +369,9 @@ pub fn count_files(
             Err(e) => Box::new(std::iter::once(Err(e))),
         }
     });
-    count_parallel(chunks, limits, progress, |chunk, counts| {
+    // Pipes and unreadable files count as 0 bytes here (their errors come from the reader).
+    let text_bytes = paths.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
+    count_parallel(chunks, text_bytes, limits, progress, |chunk, counts| {
         counts.add_text(pre, &chunk.text(replace_errors)?)?;
         progress.add(chunk.bytes.len() as u64);
         Ok(())

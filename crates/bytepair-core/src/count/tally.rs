@@ -1,52 +1,45 @@
-//! The word tally of one counting thread: short words (nearly all) in an
-//! open-addressing table keyed by their bytes as one number (`shortkey`),
-//! longer ones in a byte-string map.
+//! The word tally of one counting thread: short words (nearly all) in
+//! open-addressing tables keyed by their bytes as one number (`shortkey`,
+//! `slots`), longer ones in a byte-string map.
 //!
 //! Why not only `FxHashMap<Vec<u8>, u64>`: each lookup hashed the bytes, chased
 //! the key's heap pointer and called `memcmp`; that was two thirds of counting
-//! (enwiki, gpt2: 66 MB/s per thread). Here a lookup is one probe of a 32-byte
+//! (enwiki, gpt2: 66 MB/s per thread). Here a lookup is one probe of a 16-byte
 //! slot, prefetched a batch of pre-tokens ahead.
 
-use super::{Word, WordCounts};
-use crate::memory::{prefetch, ZeroedSlice};
+use super::slots::{narrow_key, wide_key, Narrow, Table, Wide, NARROW_MAX};
 use super::SplitWords;
+use super::{Word, WordCounts};
 use crate::pretokenize::SearchError;
 use crate::shortkey::{self, MAX_SHORT};
 
-/// One short word and its count; key 0 marks an empty slot.
-#[derive(Clone, Copy, Default)]
-#[repr(C)]
-struct Slot {
-    key: u128,
-    count: u64,
-}
+/// Slots of a new tally's narrow table (which grows by doubling).
+const INITIAL_NARROW: usize = 1 << 12;
+/// Slots of a new tally's wide table (words of 12 to 15 bytes are few).
+const INITIAL_WIDE: usize = 1 << 10;
 
-fn empty_slots(len: usize) -> ZeroedSlice<Slot> {
-    // SAFETY: a zeroed Slot is a valid, empty slot.
-    unsafe { ZeroedSlice::new(len) }
-}
-
-/// Slots of a new tally (grows by doubling, kept at most half full).
-const INITIAL_SLOTS: usize = 1 << 12;
+/// The most narrow slots `expect_text_bytes` sizes for (16 MiB).
+const MAX_EXPECTED_NARROW: u32 = 1 << 20;
 
 /// Pre-tokens whose slots are prefetched together.
 const BATCH: usize = 128;
 
 /// Word (pre-token bytes) -> occurrences, built for many increments of few
-/// distinct words. Memory: 64 bytes per distinct short word at most (a slot of
-/// 32 bytes in a table at least half empty), plus the map for long words.
+/// distinct words. Memory: 32 bytes per distinct word of at most 11 bytes
+/// (a 16-byte slot in a table at least half empty), 64 per word of 12 to 15
+/// bytes, plus the map for longer words.
 pub struct WordTally {
     max_word_bytes: usize,
-    slots: ZeroedSlice<Slot>,
-    /// 64 - log2(slots): a hash shifted right by it is a home slot.
-    shift: u32,
-    short_words: usize,
+    narrow: Table<Narrow>,
+    wide: Table<Wide>,
+    /// Words of the wide table that have a marker in the narrow one.
+    moved: usize,
     long_words: WordCounts,
     /// Bytes of the keys of `long_words`.
     long_bytes: usize,
-    /// The memory budget (`with_budget`), and the most slots it allows.
+    /// The memory budget (`with_budget`), and the most bytes it allows the two tables.
     budget: Option<usize>,
-    max_slots: usize,
+    table_budget: usize,
     /// The count below which the next pruning drops a word (doubles as needed).
     min_count: u64,
     pruned: Pruned,
@@ -95,23 +88,37 @@ impl WordTally {
     /// see `prune`), and `enforce_budget` prunes when the long words push the
     /// total over it.
     pub fn with_budget(max_word_bytes: usize, budget: Option<usize>) -> Self {
-        // Growing copies the table into one twice its size: old + new stay
+        // Growing copies a table into one twice its size: old + new stay
         // within three quarters of the budget.
-        let max_slots = budget.map_or(usize::MAX, |b| {
-            let slots = (b / 2 / std::mem::size_of::<Slot>()).max(INITIAL_SLOTS);
-            1 << slots.ilog2()
-        });
         WordTally {
             budget,
-            max_slots,
+            table_budget: budget.map_or(usize::MAX, |b| b / 2),
             min_count: 2,
             pruned: Pruned::default(),
             max_word_bytes: max_word_bytes.max(4),
-            slots: empty_slots(INITIAL_SLOTS),
-            shift: 64 - INITIAL_SLOTS.trailing_zeros(),
-            short_words: 0,
+            narrow: Table::new(INITIAL_NARROW),
+            wide: Table::new(INITIAL_WIDE),
+            moved: 0,
             long_words: WordCounts::default(),
             long_bytes: 0,
+        }
+    }
+
+    /// Size the narrow table, while it is empty and without a budget, for
+    /// the distinct words of about `bytes` of text (estimated by Heaps' law as
+    /// measured on enwiki with the gpt2 pattern: 150k words of at most 11
+    /// bytes in 16 MiB, times (bytes / 16 MiB)^0.7), at most 16 MiB of slots.
+    /// Growing there doubles the table up to 8 times, zeroing fresh pages twice
+    /// the final size and re-filing every word each time (a tenth of counting
+    /// enwiki on one thread); a table sized at most 2x too large costs no more.
+    pub fn expect_text_bytes(&mut self, bytes: u64) {
+        if self.budget.is_some() || !self.is_empty() {
+            return;
+        }
+        let words = 150_000.0 * (bytes as f64 / f64::from(16 << 20)).powf(0.7);
+        let slots = (2.0 * words).min(f64::from(MAX_EXPECTED_NARROW)) as usize;
+        if slots > INITIAL_NARROW {
+            self.narrow = Table::for_words(slots / 2, INITIAL_NARROW);
         }
     }
 
@@ -148,7 +155,7 @@ impl WordTally {
 
     /// Heap bytes held (the slot table, and the long words with their overhead).
     pub fn memory_bytes(&self) -> usize {
-        self.slots.len() * std::mem::size_of::<Slot>() + self.long_words.capacity() * LONG_ENTRY_BYTES + self.long_bytes
+        self.narrow.bytes() + self.wide.bytes() + self.long_words.capacity() * LONG_ENTRY_BYTES + self.long_bytes
     }
 
     /// Drop every word counted fewer than `min_count` times, and shrink the
@@ -156,21 +163,22 @@ impl WordTally {
     /// `count::Limits::max_memory`).
     pub fn prune(&mut self, min_count: u64) -> Pruned {
         let mut pruned = Pruned { min_count, ..Pruned::default() };
-        let mut kept = Vec::with_capacity(self.short_words);
-        for slot in self.slots.iter().filter(|s| s.key != 0) {
-            if slot.count < min_count {
+        let mut kept = Vec::with_capacity(self.narrow.taken() + self.wide.taken());
+        for (key, count) in self.narrow.entries().chain(self.wide.entries()) {
+            if count < min_count {
                 pruned.words += 1;
-                pruned.pre_tokens += slot.count;
+                pruned.pre_tokens += count;
             } else {
-                kept.push(*slot);
+                kept.push((key, count));
             }
         }
-        let len = (2 * kept.len()).next_power_of_two().max(INITIAL_SLOTS);
-        self.slots = empty_slots(len);
-        self.shift = 64 - len.trailing_zeros();
-        self.short_words = 0;
-        for slot in kept {
-            self.bump(slot.key, shortkey::hash(slot.key), slot.count);
+        // Sized so that re-filing the words needs no growth (which could prune again).
+        let narrow_words = kept.iter().filter(|(key, _)| (key >> 120) as usize <= NARROW_MAX).count();
+        self.narrow = Table::for_words(narrow_words, INITIAL_NARROW);
+        self.wide = Table::for_words(kept.len() - narrow_words + self.moved, INITIAL_WIDE);
+        self.moved = 0;
+        for (key, count) in kept {
+            self.bump(key, count);
         }
         self.long_bytes -= super::drop_rare(&mut self.long_words, min_count, &mut pruned);
         // glibc keeps the old table's pages in this thread's arena otherwise:
@@ -181,7 +189,7 @@ impl WordTally {
 
     /// Distinct words counted.
     pub fn len(&self) -> usize {
-        self.short_words + self.long_words.len()
+        self.narrow.taken() + self.wide.taken() - self.moved + self.long_words.len()
     }
 
     /// True when nothing was counted.
@@ -204,8 +212,7 @@ impl WordTally {
     pub fn add(&mut self, word: &[u8], n: u64) {
         if word.len() <= MAX_SHORT && !word.is_empty() {
             self.reserve(1);
-            let key = shortkey::pack(word);
-            self.bump(key, shortkey::hash(key), n);
+            self.bump(shortkey::pack(word), n);
         } else {
             self.add_long_word(word, n);
         }
@@ -223,10 +230,11 @@ impl WordTally {
 
     /// The counts as a byte-string map.
     pub fn into_counts(self) -> WordCounts {
+        let short_words = self.len() - self.long_words.len();
         let mut counts = self.long_words;
-        counts.reserve(self.short_words);
-        for slot in self.slots.iter().filter(|s| s.key != 0) {
-            counts.insert(shortkey::unpack(slot.key), slot.count);
+        counts.reserve(short_words);
+        for (key, count) in self.narrow.entries().chain(self.wide.entries()) {
+            counts.insert(shortkey::unpack(key), count);
         }
         counts
     }
@@ -236,10 +244,33 @@ impl WordTally {
     /// tally into a byte-string map and summing those took a third of
     /// counting enwiki). With a budget, `self` prunes as `add` does.
     pub fn merge(&mut self, other: WordTally) {
-        self.reserve(other.short_words.min(self.max_slots / 2));
-        for slot in other.slots.iter().filter(|s| s.key != 0) {
+        // No growth up front: most words of another thread's tally are in
+        // this one too (two halves of enwiki: 265k words each, 427k in all),
+        // and a table grown for their sum is twice the size and zeroed for nothing.
+        let mut narrow = other.narrow.narrow_entries();
+        loop {
+            // As in `add_batch`: the home slots of a batch are prefetched together.
+            self.reserve(BATCH);
+            let mut batch = [(0u128, 0u64, 0u64); BATCH];
+            let mut n = 0;
+            for (key, count) in narrow.by_ref().take(BATCH) {
+                let hash = shortkey::hash(key);
+                self.narrow.prefetch(hash);
+                batch[n] = (key, hash, count);
+                n += 1;
+            }
+            if n == 0 {
+                break;
+            }
+            for &(key, hash, count) in &batch[..n] {
+                if let Some(m) = self.narrow.bump(key, hash, count) {
+                    self.bump_wide(wide_key(key), m);
+                }
+            }
+        }
+        for (key, count) in other.wide.entries() {
             self.reserve(1);
-            self.bump(slot.key, shortkey::hash(slot.key), slot.count);
+            self.bump(key, count);
         }
         for (word, n) in other.long_words {
             self.add_long_word(&word, n);
@@ -250,7 +281,7 @@ impl WordTally {
     /// The same counts with no memory budget (nothing is pruned from now on).
     pub fn unbounded(mut self) -> Self {
         self.budget = None;
-        self.max_slots = usize::MAX;
+        self.table_budget = usize::MAX;
         self
     }
 
@@ -274,8 +305,8 @@ impl WordTally {
 
     /// Visit every word and its count, in no particular order.
     pub fn for_each_word<'a>(&'a self, mut f: impl FnMut(Word<'a>, u64)) {
-        for slot in self.slots.iter().filter(|s| s.key != 0) {
-            f(Word::Packed(slot.key), slot.count);
+        for (key, count) in self.narrow.entries().chain(self.wide.entries()) {
+            f(Word::Packed(key), count);
         }
         for (word, &n) in &self.long_words {
             f(Word::Bytes(word), n);
@@ -284,7 +315,8 @@ impl WordTally {
 
     /// Count the pre-tokens `text[bounds[i]..bounds[i + 1]]` (at most BATCH):
     /// keys and hashes first, with a prefetch of each home slot, then the
-    /// increments, so the cache misses of a batch overlap.
+    /// increments, so the cache misses of a batch overlap. A key of a word of
+    /// 12 to 15 bytes has its length in the top byte, a narrow key does not.
     fn add_batch(&mut self, text: &[u8], bounds: &[usize]) {
         let n = bounds.len() - 1;
         debug_assert!(n <= BATCH);
@@ -293,15 +325,23 @@ impl WordTally {
         let mut hashes = [0u64; BATCH];
         for i in 0..n {
             let (start, len) = (bounds[i], bounds[i + 1] - bounds[i]);
-            if len <= MAX_SHORT {
+            if len <= NARROW_MAX {
+                keys[i] = shortkey::load_body(text, start, len) | (len as u128) << 88;
+                hashes[i] = shortkey::hash(keys[i]);
+                self.narrow.prefetch(hashes[i]);
+            } else if len <= MAX_SHORT {
                 keys[i] = shortkey::load(text, start, len);
                 hashes[i] = shortkey::hash(keys[i]);
-                prefetch(&self.slots[self.home(hashes[i])]);
+                self.wide.prefetch(hashes[i]);
             }
         }
         for i in 0..n {
-            if keys[i] != 0 {
-                self.bump(keys[i], hashes[i], 1);
+            if keys[i] >> 120 == 0 && keys[i] != 0 {
+                if let Some(m) = self.narrow.bump(keys[i], hashes[i], 1) {
+                    self.bump_wide(wide_key(keys[i]), m);
+                }
+            } else if keys[i] != 0 {
+                self.wide.bump(keys[i], hashes[i], 1);
             } else {
                 self.add_long(&text[bounds[i]..bounds[i + 1]]);
             }
@@ -315,60 +355,69 @@ impl WordTally {
         for word in super::split_long_word(piece, self.max_word_bytes) {
             if word.len() <= MAX_SHORT {
                 self.reserve(1);
-                let key = shortkey::pack(word);
-                self.bump(key, shortkey::hash(key), 1);
+                self.bump(shortkey::pack(word), 1);
             } else {
                 self.add_long_word(word, 1);
             }
         }
     }
 
-    #[inline]
-    fn home(&self, hash: u64) -> usize {
-        (hash >> self.shift) as usize
-    }
-
-    /// Add `n` to the count of `key`, taking an empty slot if it is new.
-    /// The table has a free slot (`reserve` ran).
-    #[inline]
-    fn bump(&mut self, key: u128, hash: u64, n: u64) {
-        let mask = self.slots.len() - 1;
-        let mut i = self.home(hash);
-        loop {
-            let slot = &mut self.slots[i];
-            if slot.key == key {
-                slot.count += n;
-                return;
+    /// Add `n` to the count of the word of `key` (a `shortkey` key); both
+    /// tables have room (`reserve` ran).
+    fn bump(&mut self, key: u128, n: u64) {
+        if (key >> 120) as usize <= NARROW_MAX {
+            let narrow = narrow_key(key);
+            if let Some(m) = self.narrow.bump(narrow, shortkey::hash(narrow), n) {
+                self.bump_wide(key, m);
             }
-            if slot.key == 0 {
-                *slot = Slot { key, count: n };
-                self.short_words += 1;
-                return;
-            }
-            i = (i + 1) & mask;
+        } else {
+            self.wide.bump(key, shortkey::hash(key), n);
         }
     }
 
-    /// Grow until `more` new words keep the table at most half full.
+    /// The wide count of a word whose count outgrew its narrow slot.
+    #[cold]
+    fn bump_wide(&mut self, key: u128, n: u64) {
+        if self.wide.bump(key, shortkey::hash(key), n) {
+            self.moved += 1;
+        }
+    }
+
+    /// Grow the tables until `more` new words keep each at most half full;
+    /// at the budget, make room by pruning instead.
     fn reserve(&mut self, more: usize) {
-        while 2 * (self.short_words + more) > self.slots.len() {
-            if 2 * self.slots.len() > self.max_slots {
-                // At the budget: make room by pruning, not growing; prune
-                // harder next time if more than a quarter of the room is left taken.
-                self.prune_for_budget();
-                if 4 * self.short_words > self.max_slots {
-                    self.min_count = self.min_count.saturating_mul(2);
+        let mut pruned_here = false;
+        loop {
+            let (narrow, wide) = (self.narrow.needs_room(more), self.wide.needs_room(more));
+            if !narrow && !wide {
+                return;
+            }
+            let grown = (self.narrow.bytes() << u8::from(narrow)) + (self.wide.bytes() << u8::from(wide));
+            if grown <= self.table_budget {
+                if narrow {
+                    self.narrow.grow();
+                }
+                if wide {
+                    self.wide.grow();
                 }
                 continue;
             }
-            let bigger = empty_slots(2 * self.slots.len());
-            let old = std::mem::replace(&mut self.slots, bigger);
-            self.shift -= 1;
-            self.short_words = 0;
-            for slot in old.iter().filter(|s| s.key != 0) {
-                self.bump(slot.key, shortkey::hash(slot.key), slot.count);
+            // Prune harder when pruning at this count made no room, and next
+            // time when more than a quarter of the room is left taken.
+            if pruned_here {
+                self.min_count = self.min_count.saturating_mul(2);
+            }
+            self.prune_for_budget();
+            pruned_here = true;
+            if 4 * self.slot_bytes_used() > self.table_budget {
+                self.min_count = self.min_count.saturating_mul(2);
             }
         }
+    }
+
+    /// Bytes of the slots taken in the two tables.
+    fn slot_bytes_used(&self) -> usize {
+        self.narrow.taken() * std::mem::size_of::<Narrow>() + self.wide.taken() * std::mem::size_of::<Wide>()
     }
 }
 
@@ -414,6 +463,52 @@ mod tests {
         a.merge(b);
         assert_eq!((a.len(), a.total()), (want.len(), total));
         assert_eq!(a.into_counts(), want);
+    }
+
+    #[test]
+    fn counts_past_32_bits_stay_exact_through_merge_growth_and_prune() {
+        let pre = PreTokenizer::new("gpt2", &[]).unwrap();
+        let big = u64::from(u32::MAX) - 1;
+        let text: String = (0..5000).map(|i| format!(" the w{i} abcdefghijkl{}", i % 3)).collect();
+        let mut a = WordTally::default();
+        a.add(b" the", big);
+        a.add(b" w", 1 << 40);
+        a.add(b" zero", 0);
+        a.add_text(&pre, &text).unwrap();
+        let mut b = WordTally::default();
+        b.add_text(&pre, &text).unwrap();
+        b.add(b" w", big);
+        a.merge(b);
+        let mut want = WordCounts::default();
+        for _ in 0..2 {
+            super::super::count_text(&pre, &text, &mut want).unwrap();
+        }
+        *want.get_mut(&b" the"[..]).unwrap() += big;
+        *want.get_mut(&b" w"[..]).unwrap() += (1 << 40) + big;
+        want.insert(b" zero".to_vec(), 0);
+        assert_eq!((a.len(), a.total()), (want.len(), want.values().map(|&n| u128::from(n)).sum()));
+        assert_eq!(a.clone_counts(), want);
+        // Pruning keeps every word seen twice or more (all but " zero"), moved ones too.
+        let pruned = a.prune(2);
+        assert_eq!((pruned.words, pruned.pre_tokens), (1, 0));
+        want.remove(&b" zero"[..]);
+        a.add(b" the", 3);
+        *want.get_mut(&b" the"[..]).unwrap() += 3;
+        assert_eq!(a.len(), want.len());
+        assert_eq!(a.into_counts(), want);
+    }
+
+    #[test]
+    fn a_presized_tally_counts_the_same() {
+        let pre = PreTokenizer::new("gpt2", &[]).unwrap();
+        let text: String = (0..20_000).map(|i| format!(" w{} x{}", i % 9973, i % 31)).collect();
+        let mut sized = WordTally::default();
+        sized.expect_text_bytes(1 << 30);
+        assert!(sized.memory_bytes() >= 16 << 20, "sized for a GiB of text");
+        sized.add_text(&pre, &text).unwrap();
+        let mut plain = WordTally::default();
+        plain.add_text(&pre, &text).unwrap();
+        assert_eq!(sized.into_counts(), plain.into_counts());
     }
 
     impl WordTally {
