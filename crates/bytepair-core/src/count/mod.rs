@@ -89,10 +89,12 @@ impl Default for Limits {
     }
 }
 
-/// A counted word: packed into a `shortkey` (at most 15 bytes), or borrowed bytes.
+/// A counted word: packed into a `shortkey` (at most 15 bytes), into a
+/// `shortkey::load_mid` key (16 to 31 bytes), or borrowed bytes.
 #[derive(Clone, Copy, Debug)]
 pub enum Word<'a> {
     Packed(u128),
+    Mid([u128; 2]),
     Bytes(&'a [u8]),
 }
 
@@ -101,6 +103,7 @@ impl Word<'_> {
     pub fn len(&self) -> usize {
         match self {
             Word::Packed(key) => (key >> 120) as usize,
+            Word::Mid(key) => (key[1] >> 120) as usize,
             Word::Bytes(bytes) => bytes.len(),
         }
     }
@@ -113,6 +116,12 @@ impl Word<'_> {
     pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
         match self {
             Word::Packed(key) => f(&key.to_le_bytes()[..self.len()]),
+            Word::Mid([first, rest]) => {
+                let mut bytes = [0u8; 32];
+                bytes[..16].copy_from_slice(&first.to_le_bytes());
+                bytes[16..].copy_from_slice(&rest.to_le_bytes());
+                f(&bytes[..self.len()])
+            }
             Word::Bytes(bytes) => f(bytes),
         }
     }

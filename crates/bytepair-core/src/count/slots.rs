@@ -8,6 +8,10 @@
 //!   table (~430k words on enwiki: 16 MiB of narrow slots instead of 32 MiB).
 //! - `Wide`: words of 12 to 15 bytes (a `shortkey` key) with a 64-bit count,
 //!   and the words whose count outgrew 32 bits.
+//! - `Mid`: words of 16 to 31 bytes (`shortkey::load_mid`), 48-byte slots:
+//!   words of 6 to 10 characters of most non-Latin scripts (40% of the
+//!   distinct words of multilingual.txt have more than 15 bytes; in a byte-string
+//!   map, hashing, allocating and freeing them was a quarter of counting it).
 //!
 //! A narrow slot whose count is 0 is a *marker*: its word's count passed
 //! `u32::MAX` and lives in the wide table from then on (the marker keeps the
@@ -42,11 +46,14 @@ pub(super) fn wide_key(narrow: u128) -> u128 {
 
 /// What a table stores in a slot (all-zero bytes: empty).
 pub(super) trait Slot: Copy {
-    /// The key the slot is filed under; 0 when empty.
-    fn key(&self) -> u128;
-    /// The word (a `shortkey` key) and its count, unless the slot is empty or
-    /// a marker.
-    fn entry(&self) -> Option<(u128, u64)>;
+    /// How an entry names its word.
+    type Word;
+    /// True when the slot holds nothing.
+    fn is_empty(&self) -> bool;
+    /// The hash of the key the slot is filed under.
+    fn hash(&self) -> u64;
+    /// The word and its count, unless the slot is empty or a marker.
+    fn entry(&self) -> Option<(Self::Word, u64)>;
 }
 
 /// A word of at most `NARROW_MAX` bytes and its count: `narrow_key | count << 96`.
@@ -54,10 +61,23 @@ pub(super) trait Slot: Copy {
 #[repr(transparent)]
 pub(super) struct Narrow(u128);
 
-impl Slot for Narrow {
+impl Narrow {
     #[inline]
     fn key(&self) -> u128 {
         self.0 & NARROW_KEY
+    }
+}
+
+impl Slot for Narrow {
+    /// A `shortkey` key.
+    type Word = u128;
+
+    fn is_empty(&self) -> bool {
+        self.0 == 0
+    }
+
+    fn hash(&self) -> u64 {
+        shortkey::hash(self.key())
     }
 
     fn entry(&self) -> Option<(u128, u64)> {
@@ -66,22 +86,63 @@ impl Slot for Narrow {
     }
 }
 
-/// A word of at most 15 bytes (a `shortkey` key) and its count.
+/// A key of a table with a 64-bit count per word.
+pub(super) trait CountedKey: Copy + Eq + Default {
+    /// True for the all-zero key of an empty slot.
+    fn is_none(&self) -> bool;
+    fn hash(&self) -> u64;
+}
+
+/// A `shortkey` key: a word of at most 15 bytes.
+impl CountedKey for u128 {
+    fn is_none(&self) -> bool {
+        *self == 0
+    }
+
+    #[inline]
+    fn hash(&self) -> u64 {
+        shortkey::hash(*self)
+    }
+}
+
+/// A `shortkey::load_mid` key: a word of 16 to 31 bytes (length in the top byte of the second half).
+impl CountedKey for [u128; 2] {
+    fn is_none(&self) -> bool {
+        self[1] == 0
+    }
+
+    #[inline]
+    fn hash(&self) -> u64 {
+        shortkey::hash_mid(*self)
+    }
+}
+
+/// A word and its 64-bit count.
 #[derive(Clone, Copy, Default)]
 #[repr(C)]
-pub(super) struct Wide {
-    key: u128,
+pub(super) struct Counted<K> {
+    key: K,
     count: u64,
 }
 
-impl Slot for Wide {
-    #[inline]
-    fn key(&self) -> u128 {
-        self.key
+/// Words of 12 to 15 bytes, and those whose count outgrew a narrow slot.
+pub(super) type Wide = Counted<u128>;
+/// Words of 16 to 31 bytes.
+pub(super) type Mid = Counted<[u128; 2]>;
+
+impl<K: CountedKey> Slot for Counted<K> {
+    type Word = K;
+
+    fn is_empty(&self) -> bool {
+        self.key.is_none()
     }
 
-    fn entry(&self) -> Option<(u128, u64)> {
-        (self.key != 0).then_some((self.key, self.count))
+    fn hash(&self) -> u64 {
+        self.key.hash()
+    }
+
+    fn entry(&self) -> Option<(K, u64)> {
+        (!self.is_empty()).then_some((self.key, self.count))
     }
 }
 
@@ -137,9 +198,9 @@ impl<S: Slot> Table<S> {
     /// Double the slots, filing every slot (markers too) again.
     pub(super) fn grow(&mut self) {
         let old = std::mem::replace(self, Table::new(2 * self.slots.len()));
-        for slot in old.slots.iter().filter(|s| s.key() != 0) {
-            let mut i = self.home(shortkey::hash(slot.key()));
-            while self.slots[i].key() != 0 {
+        for slot in old.slots.iter().filter(|s| !s.is_empty()) {
+            let mut i = self.home(slot.hash());
+            while !self.slots[i].is_empty() {
                 i = (i + 1) & (self.slots.len() - 1);
             }
             self.slots[i] = *slot;
@@ -147,8 +208,8 @@ impl<S: Slot> Table<S> {
         }
     }
 
-    /// Every word (a `shortkey` key) and its count, markers skipped.
-    pub(super) fn entries(&self) -> impl Iterator<Item = (u128, u64)> + '_ {
+    /// Every word and its count, markers skipped.
+    pub(super) fn entries(&self) -> impl Iterator<Item = (S::Word, u64)> + '_ {
         self.slots.iter().filter_map(Slot::entry)
     }
 }
@@ -195,11 +256,11 @@ impl Table<Narrow> {
     }
 }
 
-impl Table<Wide> {
+impl<K: CountedKey> Table<Counted<K>> {
     /// Add `n` to the count of `key` (`hash` is its hash), taking an empty
     /// slot if it is new; the table has room. True when it was new.
     #[inline]
-    pub(super) fn bump(&mut self, key: u128, hash: u64, n: u64) -> bool {
+    pub(super) fn bump(&mut self, key: K, hash: u64, n: u64) -> bool {
         let mask = self.slots.len() - 1;
         let mut i = self.home(hash);
         loop {
@@ -208,8 +269,8 @@ impl Table<Wide> {
                 slot.count += n;
                 return false;
             }
-            if slot.key == 0 {
-                *slot = Wide { key, count: n };
+            if slot.key.is_none() {
+                *slot = Counted { key, count: n };
                 self.taken += 1;
                 return true;
             }

@@ -7,19 +7,25 @@
 //! (enwiki, gpt2: 66 MB/s per thread). Here a lookup is one probe of a 16-byte
 //! slot, prefetched a batch of pre-tokens ahead.
 
-use super::slots::{narrow_key, wide_key, Narrow, Table, Wide, NARROW_MAX};
+use super::slots::{narrow_key, wide_key, CountedKey, Mid, Narrow, Table, Wide, NARROW_MAX};
 use super::SplitWords;
 use super::{Word, WordCounts};
 use crate::pretokenize::SearchError;
-use crate::shortkey::{self, MAX_SHORT};
+use crate::shortkey::{self, MAX_MID, MAX_SHORT};
 
 /// Slots of a new tally's narrow table (which grows by doubling).
 const INITIAL_NARROW: usize = 1 << 12;
 /// Slots of a new tally's wide table (words of 12 to 15 bytes are few).
 const INITIAL_WIDE: usize = 1 << 10;
+/// Slots of a new tally's mid table (words of 16 to 31 bytes: fewer in English).
+const INITIAL_MID: usize = 1 << 9;
 
 /// The most narrow slots `expect_text_bytes` sizes for (16 MiB).
 const MAX_EXPECTED_NARROW: u32 = 1 << 20;
+
+/// `add_batch`'s key of a word of 16 to 31 bytes (neither a narrow key nor
+/// a wide one: its top byte is no length).
+const MID_TAG: u128 = u128::MAX;
 
 /// Pre-tokens whose slots are prefetched together.
 const BATCH: usize = 128;
@@ -27,11 +33,12 @@ const BATCH: usize = 128;
 /// Word (pre-token bytes) -> occurrences, built for many increments of few
 /// distinct words. Memory: 32 bytes per distinct word of at most 11 bytes
 /// (a 16-byte slot in a table at least half empty), 64 per word of 12 to 15
-/// bytes, plus the map for longer words.
+/// bytes, 96 per word of 16 to 31 bytes, plus the map for longer words.
 pub struct WordTally {
     max_word_bytes: usize,
     narrow: Table<Narrow>,
     wide: Table<Wide>,
+    mid: Table<Mid>,
     /// Words of the wide table that have a marker in the narrow one.
     moved: usize,
     long_words: WordCounts,
@@ -98,6 +105,7 @@ impl WordTally {
             max_word_bytes: max_word_bytes.max(4),
             narrow: Table::new(INITIAL_NARROW),
             wide: Table::new(INITIAL_WIDE),
+            mid: Table::new(INITIAL_MID),
             moved: 0,
             long_words: WordCounts::default(),
             long_bytes: 0,
@@ -155,7 +163,7 @@ impl WordTally {
 
     /// Heap bytes held (the slot table, and the long words with their overhead).
     pub fn memory_bytes(&self) -> usize {
-        self.narrow.bytes() + self.wide.bytes() + self.long_words.capacity() * LONG_ENTRY_BYTES + self.long_bytes
+        self.narrow.bytes() + self.wide.bytes() + self.mid.bytes() + self.long_words.capacity() * LONG_ENTRY_BYTES + self.long_bytes
     }
 
     /// Drop every word counted fewer than `min_count` times, and shrink the
@@ -180,6 +188,13 @@ impl WordTally {
         for (key, count) in kept {
             self.bump(key, count);
         }
+        let mid: Vec<_> = self.mid.entries().filter(|&(_, count)| count >= min_count).collect();
+        pruned.words += (self.mid.taken() - mid.len()) as u64;
+        pruned.pre_tokens += self.mid.entries().filter(|&(_, count)| count < min_count).map(|(_, n)| n).sum::<u64>();
+        self.mid = Table::for_words(mid.len(), INITIAL_MID);
+        for (key, count) in mid {
+            self.mid.bump(key, key.hash(), count);
+        }
         self.long_bytes -= super::drop_rare(&mut self.long_words, min_count, &mut pruned);
         // glibc keeps the old table's pages in this thread's arena otherwise:
         // resident memory then grew with every pruning (174 MB for a 64 MiB budget).
@@ -189,7 +204,7 @@ impl WordTally {
 
     /// Distinct words counted.
     pub fn len(&self) -> usize {
-        self.narrow.taken() + self.wide.taken() - self.moved + self.long_words.len()
+        self.narrow.taken() + self.wide.taken() - self.moved + self.mid.taken() + self.long_words.len()
     }
 
     /// True when nothing was counted.
@@ -210,11 +225,17 @@ impl WordTally {
     /// `count[word] += n` (`word` not empty), whatever its length: for words
     /// that are already counted (an artifact), not pre-tokens of a text.
     pub fn add(&mut self, word: &[u8], n: u64) {
-        if word.len() <= MAX_SHORT && !word.is_empty() {
-            self.reserve(1);
-            self.bump(shortkey::pack(word), n);
-        } else {
-            self.add_long_word(word, n);
+        match word.len() {
+            1..=MAX_SHORT => {
+                self.reserve(1);
+                self.bump(shortkey::pack(word), n);
+            }
+            _ if word.len() <= MAX_MID => {
+                self.reserve(1);
+                let key = shortkey::load_mid(word, 0, word.len());
+                self.mid.bump(key, key.hash(), n);
+            }
+            _ => self.add_long_word(word, n),
         }
     }
 
@@ -235,6 +256,9 @@ impl WordTally {
         counts.reserve(short_words);
         for (key, count) in self.narrow.entries().chain(self.wide.entries()) {
             counts.insert(shortkey::unpack(key), count);
+        }
+        for (key, count) in self.mid.entries() {
+            counts.insert(Word::Mid(key).with_bytes(<[u8]>::to_vec), count);
         }
         counts
     }
@@ -272,6 +296,10 @@ impl WordTally {
             self.reserve(1);
             self.bump(key, count);
         }
+        for (key, count) in other.mid.entries() {
+            self.reserve(1);
+            self.mid.bump(key, key.hash(), count);
+        }
         for (word, n) in other.long_words {
             self.add_long_word(&word, n);
         }
@@ -308,6 +336,9 @@ impl WordTally {
         for (key, count) in self.narrow.entries().chain(self.wide.entries()) {
             f(Word::Packed(key), count);
         }
+        for (key, count) in self.mid.entries() {
+            f(Word::Mid(key), count);
+        }
         for (word, &n) in &self.long_words {
             f(Word::Bytes(word), n);
         }
@@ -321,18 +352,29 @@ impl WordTally {
         let n = bounds.len() - 1;
         debug_assert!(n <= BATCH);
         self.reserve(n);
+        // A pre-token longer than max_word_bytes is cut (`add_long`).
+        let (narrow_max, short_max) = (NARROW_MAX.min(self.max_word_bytes), MAX_SHORT.min(self.max_word_bytes));
+        let mid_max = MAX_MID.min(self.max_word_bytes);
         let mut keys = [0u128; BATCH];
+        // Read only where keys[i] is MID_TAG (not zeroed: 4 KiB per batch).
+        let mut mids = [std::mem::MaybeUninit::<[u128; 2]>::uninit(); BATCH];
         let mut hashes = [0u64; BATCH];
         for i in 0..n {
             let (start, len) = (bounds[i], bounds[i + 1] - bounds[i]);
-            if len <= NARROW_MAX {
+            if len <= narrow_max {
                 keys[i] = shortkey::load_body(text, start, len) | (len as u128) << 88;
                 hashes[i] = shortkey::hash(keys[i]);
                 self.narrow.prefetch(hashes[i]);
-            } else if len <= MAX_SHORT {
+            } else if len <= short_max {
                 keys[i] = shortkey::load(text, start, len);
                 hashes[i] = shortkey::hash(keys[i]);
                 self.wide.prefetch(hashes[i]);
+            } else if len <= mid_max {
+                let key = shortkey::load_mid(text, start, len);
+                mids[i].write(key);
+                keys[i] = MID_TAG;
+                hashes[i] = key.hash();
+                self.mid.prefetch(hashes[i]);
             }
         }
         for i in 0..n {
@@ -340,6 +382,9 @@ impl WordTally {
                 if let Some(m) = self.narrow.bump(keys[i], hashes[i], 1) {
                     self.bump_wide(wide_key(keys[i]), m);
                 }
+            } else if keys[i] == MID_TAG {
+                // SAFETY: written where keys[i] was set to MID_TAG.
+                self.mid.bump(unsafe { mids[i].assume_init() }, hashes[i], 1);
             } else if keys[i] != 0 {
                 self.wide.bump(keys[i], hashes[i], 1);
             } else {
@@ -348,17 +393,12 @@ impl WordTally {
         }
     }
 
-    /// Count a pre-token of more than `MAX_SHORT` bytes, cut into words of
-    /// at most `max_word_bytes`.
+    /// Count a pre-token of more than `MAX_MID` or `max_word_bytes` bytes,
+    /// cut into words of at most `max_word_bytes`.
     #[cold]
     fn add_long(&mut self, piece: &[u8]) {
         for word in super::split_long_word(piece, self.max_word_bytes) {
-            if word.len() <= MAX_SHORT {
-                self.reserve(1);
-                self.bump(shortkey::pack(word), 1);
-            } else {
-                self.add_long_word(word, 1);
-            }
+            self.add(word, 1);
         }
     }
 
@@ -388,17 +428,22 @@ impl WordTally {
     fn reserve(&mut self, more: usize) {
         let mut pruned_here = false;
         loop {
-            let (narrow, wide) = (self.narrow.needs_room(more), self.wide.needs_room(more));
-            if !narrow && !wide {
+            let (narrow, wide, mid) = (self.narrow.needs_room(more), self.wide.needs_room(more), self.mid.needs_room(more));
+            if !narrow && !wide && !mid {
                 return;
             }
-            let grown = (self.narrow.bytes() << u8::from(narrow)) + (self.wide.bytes() << u8::from(wide));
+            let grown = (self.narrow.bytes() << u8::from(narrow))
+                + (self.wide.bytes() << u8::from(wide))
+                + (self.mid.bytes() << u8::from(mid));
             if grown <= self.table_budget {
                 if narrow {
                     self.narrow.grow();
                 }
                 if wide {
                     self.wide.grow();
+                }
+                if mid {
+                    self.mid.grow();
                 }
                 continue;
             }
@@ -417,7 +462,9 @@ impl WordTally {
 
     /// Bytes of the slots taken in the two tables.
     fn slot_bytes_used(&self) -> usize {
-        self.narrow.taken() * std::mem::size_of::<Narrow>() + self.wide.taken() * std::mem::size_of::<Wide>()
+        self.narrow.taken() * std::mem::size_of::<Narrow>()
+            + self.wide.taken() * std::mem::size_of::<Wide>()
+            + self.mid.taken() * std::mem::size_of::<Mid>()
     }
 }
 
@@ -448,6 +495,26 @@ mod tests {
         *want.entry(b"w1".to_vec()).or_insert(0) += 5;
         assert_eq!(tally.len(), want.len());
         assert_eq!(tally.into_counts(), want);
+    }
+
+    #[test]
+    fn a_word_bound_below_the_key_sizes_cuts_words_as_split_long_word_does() {
+        let pre = PreTokenizer::new("gpt2", &[]).unwrap();
+        let text: String = (0..300).map(|i| format!(" {} x{} ünïcödé", &"abcdefghijklmnopqrstuvwxyz0123456789".repeat(2)[..5 + i % 37], i % 7)).collect();
+        let mut whole = WordTally::default();
+        whole.add_text(&pre, &text).unwrap();
+        let whole = whole.into_counts();
+        for max in [4, 8, 11, 13, 15, 20, 31, 40] {
+            let mut want = WordCounts::default();
+            for (word, &n) in &whole {
+                for piece in crate::count::split_long_word(word, max) {
+                    crate::count::add_word(&mut want, piece, n);
+                }
+            }
+            let mut tally = WordTally::new(max);
+            tally.add_text(&pre, &text).unwrap();
+            assert_eq!(tally.into_counts(), want, "max_word_bytes {max}");
+        }
     }
 
     #[test]
@@ -530,7 +597,7 @@ mod prune_tests {
         let pre = PreTokenizer::new("gpt2", &[]).unwrap();
         let mut text = String::new();
         for i in 0..30_000 {
-            text.push_str(&format!(" w{} common{} {}", i, i % 3, "x".repeat(40 + i % 2)));
+            text.push_str(&format!(" w{} common{} {} {}", i, i % 3, "x".repeat(40 + i % 2), "y".repeat(16 + i % 16)));
         }
         let mut tally = WordTally::default();
         tally.add_text(&pre, &text).unwrap();
