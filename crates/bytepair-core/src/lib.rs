@@ -62,7 +62,6 @@ pub mod train;
 pub mod wordcounts;
 
 pub use cut::CutRule;
-pub use memory::vec_on_huge_pages;
 pub use encode::{EncodeError, Encoder, EncoderError, VocabTables};
 pub use pretokenize::{PatternError, PreTokenizer};
 pub use progress::Progress;

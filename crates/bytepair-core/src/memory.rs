@@ -52,26 +52,6 @@ pub(crate) struct ZeroedSlice<T: Copy> {
 /// Tables this large or larger get the huge-page alignment and advice.
 const HUGE_PAGE: usize = 2 << 20;
 
-/// An empty vector with room for `capacity` items whose whole 2 MiB pages
-/// are advised (`MADV_HUGEPAGE`) before their first touch. The id buffer of
-/// a 10 MB text is ~10 MB written once: on 4 KiB pages that is ~2,500 page
-/// faults, a tenth of a first encode call; on huge pages, five. Memory that
-/// malloc reuses (already touched) is unaffected by the advice.
-pub fn vec_on_huge_pages<T>(capacity: usize) -> Vec<T> {
-    let v = Vec::with_capacity(capacity);
-    #[cfg(target_os = "linux")]
-    {
-        let start = (v.as_ptr() as usize).next_multiple_of(HUGE_PAGE);
-        let end = (v.as_ptr() as usize + capacity * std::mem::size_of::<T>()) / HUGE_PAGE * HUGE_PAGE;
-        if end > start {
-            // SAFETY: [start, end) lies inside the vector's allocation; the
-            // advice changes no contents.
-            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
-        }
-    }
-    v
-}
-
 impl<T: Copy> ZeroedSlice<T> {
     fn layout(len: usize) -> std::alloc::Layout {
         let size = (len * std::mem::size_of::<T>()).max(1);
