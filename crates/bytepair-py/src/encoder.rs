@@ -105,6 +105,7 @@ impl CoreBPE {
         encode: &(impl Fn(&str, &mut Vec<u32>) -> Result<(), EncodeError> + Sync),
         ids: &mut Vec<u32>,
     ) -> PyResult<()> {
+        self.enc.expect_text_bytes(text.len());
         for (start, segment) in segments(&self.cut, text, SEGMENT_BYTES) {
             if start > 0 {
                 py.check_signals()?;

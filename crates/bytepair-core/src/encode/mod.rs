@@ -243,6 +243,14 @@ impl Encoder {
         Ok(out)
     }
 
+    /// Expect to encode about `bytes` bytes of text on this thread, in one or
+    /// many calls: the thread's piece cache for this encoder is sized for
+    /// them now, in one step, rather than doubled as it fills (see
+    /// `PieceCache::expect_text_bytes`; within the cache budget).
+    pub fn expect_text_bytes(&self, bytes: usize) {
+        with_scratch(self.tag, |scratch| scratch.pieces.expect_text_bytes(bytes));
+    }
+
     /// `encode`, appending the ids to `out` (a buffer reused across calls
     /// saves allocating and faulting in fresh memory for every text). On an
     /// error `out` may hold the ids of part of the text.
