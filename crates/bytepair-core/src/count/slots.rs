@@ -220,6 +220,33 @@ impl Table<Narrow> {
         self.slots.iter().map(|s| (s.key(), (s.0 >> COUNT_SHIFT) as u64)).filter(|&(_, count)| count != 0)
     }
 
+    /// `bump(key, hash, 1)` with the common case first: the word is there
+    /// and one more fits its count. Compared by 64 and 32 bits (the top 32
+    /// bits of a narrow key are 0) and incremented in the high half only.
+    #[inline]
+    pub(super) fn bump_one(&mut self, key: u128, hash: u64) -> Option<u64> {
+        let (key_lo, key_hi) = (key as u64, (key >> 64) as u32);
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(hash);
+        loop {
+            let slot = self.slots[i].0;
+            let (lo, hi) = (slot as u64, (slot >> 64) as u64);
+            if lo == key_lo && hi as u32 == key_hi {
+                if (hi >> 32).wrapping_sub(1) < MAX_NARROW_COUNT - 1 {
+                    self.slots[i].0 += 1 << COUNT_SHIFT;
+                    return None;
+                }
+                break;
+            }
+            if slot == 0 {
+                break;
+            }
+            i = (i + 1) & mask;
+        }
+        // A new word, a marker, or a count at its limit.
+        self.bump(key, hash, 1)
+    }
+
     /// Add `n` to the count of the word of narrow key `key` (`hash` is its
     /// hash), taking an empty slot if it is new; the table has room. None:
     /// done. Some(m): the word's count is kept in the wide table (now or

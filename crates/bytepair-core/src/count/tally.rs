@@ -379,7 +379,7 @@ impl WordTally {
         }
         for i in 0..n {
             if keys[i] >> 120 == 0 && keys[i] != 0 {
-                if let Some(m) = self.narrow.bump(keys[i], hashes[i], 1) {
+                if let Some(m) = self.narrow.bump_one(keys[i], hashes[i]) {
                     self.bump_wide(wide_key(keys[i]), m);
                 }
             } else if keys[i] == MID_TAG {
