@@ -247,8 +247,12 @@ impl Encoder {
     /// many calls: the thread's piece cache for this encoder is sized for
     /// them now, in one step, rather than doubled as it fills (see
     /// `PieceCache::expect_text_bytes`; within the cache budget).
+    /// Texts under 256 KiB return at once (the first table holds their
+    /// pieces), so a call per short text costs nothing.
     pub fn expect_text_bytes(&self, bytes: usize) {
-        with_scratch(self.tag, |scratch| scratch.pieces.expect_text_bytes(bytes));
+        if bytes >= 1 << 18 {
+            with_scratch(self.tag, |scratch| scratch.pieces.expect_text_bytes(bytes));
+        }
     }
 
     /// `encode`, appending the ids to `out` (a buffer reused across calls
