@@ -16,8 +16,10 @@ save and how HF reads it; they start failing (XPASS) when that changes.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -528,3 +530,59 @@ def test_tokenizer_json_loads_the_same_through_the_native_and_the_python_reader(
     slow = from_hf_json(path.read_bytes(), source=str(path))
     assert (fast.vocab, fast.merges, fast.special_tokens) == (slow.vocab, slow.merges, slow.special_tokens) == (
         tok.vocab, tok.merges, tok.special_tokens)
+
+
+_GPT2_DAMAGE = ("none", "crlf", "blank line", "version line", "two spaces", "empty part", "line separator",
+                "tab", "entry not byte-level", "id repeated")
+
+
+@functools.cache
+def _small_gpt2_files() -> tuple[str, list[str]]:
+    text = "".join(f"the {i} cats, naïve dogs; 世界 {i % 7}\n" for i in range(300))
+    tok = bytepair.train_from_iterator([text], 500, special_tokens=["<|endoftext|>"], progress=False)
+    with tempfile.TemporaryDirectory() as d:
+        tok.save_gpt2(d)
+        return (Path(d) / "vocab.json").read_text(), (Path(d) / "merges.txt").read_text().split("\n")
+
+
+@settings(max_examples=60, deadline=None)
+@given(damage=st.sampled_from(_GPT2_DAMAGE), at=st.integers(1, 200))
+def test_gpt2_files_load_the_same_through_the_native_and_the_per_token_reader(damage, at):
+    """Regular files and every kind of damage: the same Tokenizer, or the same
+    worded error, with and without `_core.byte_level_tables`."""
+    from unittest import mock
+
+    from bytepair import _core
+
+    vocab, lines = _small_gpt2_files()
+    lines, at = list(lines), at % (len(lines) - 2) + 1
+    edits = {
+        "blank line": lambda: lines.insert(at, ""), "version line": lambda: lines.insert(at, "#version: 0.2"),
+        "two spaces": lambda: lines.__setitem__(at, lines[at].replace(" ", "  ")),
+        "empty part": lambda: lines.__setitem__(at, lines[at].split(" ")[0] + " "),
+        "line separator": lambda: lines.__setitem__(at, lines[at] + "\x85"),
+        "tab": lambda: lines.__setitem__(at, "\t" + lines[at]),
+    }
+    edits.get(damage, lambda: None)()
+    if damage == "entry not byte-level":
+        vocab = vocab[:-1] + ', "\\u2026": 9999}'
+    if damage == "id repeated":
+        vocab = vocab[:-1] + ', "zzzq": 3}'
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "vocab.json").write_text(vocab)
+        (Path(d) / "merges.txt").write_bytes("\n".join(lines).encode().replace(b"\n", b"\r\n" if damage == "crlf" else b"\n"))
+
+        def load():
+            try:
+                t = bytepair.Tokenizer.from_gpt2_files(Path(d) / "vocab.json", Path(d) / "merges.txt")
+            except ValueError as e:
+                return str(e)
+            return t.vocab, t.merges, t.special_tokens
+
+        native = load()
+        with mock.patch.object(_core, "byte_level_tables", lambda *a: None):
+            assert load() == native
+    if damage in ("none", "crlf", "blank line", "version line", "entry not byte-level"):
+        assert not isinstance(native, str), native
+    else:
+        assert isinstance(native, str)

@@ -125,6 +125,14 @@ def test_lone_surrogate_entry_in_vocab_json(tmp_path, tok):
     assert_value_error_naming(vocab, lambda: bytepair.Tokenizer.load(vocab), "lone surrogate")
 
 
+def test_lone_surrogate_vocab_key_in_tokenizer_json(tmp_path, tok):
+    # was UnicodeEncodeError from the native byte-level reader (_core.byte_level_tables)
+    path = tmp_path / "tokenizer.json"
+    tok.save(path)
+    path.write_text(path.read_text().replace('"vocab": {', '"vocab": {"\\ud83d": 999, ', 1))
+    assert_value_error_naming(path, lambda: bytepair.Tokenizer.load(path), "model.vocab", "not a byte-level token")
+
+
 def test_lone_surrogate_added_token_in_tokenizer_json(tmp_path, tok):
     path = tmp_path / "tokenizer.json"
     tok.save(path)

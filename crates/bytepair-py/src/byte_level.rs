@@ -60,7 +60,9 @@ pub fn byte_level_tables<'py>(
             return Ok(None);
         }
         let (Ok(text), Ok(id)) = (text.cast::<PyString>(), id.extract::<u32>()) else { return Ok(None) };
-        if !seen.insert(id) || decode(text.to_str()?, &table, &mut buf).is_none() {
+        // A lone surrogate (no UTF-8 form) is irregular too: the Python reader words it.
+        let Ok(text) = text.to_str() else { return Ok(None) };
+        if !seen.insert(id) || decode(text, &table, &mut buf).is_none() {
             return Ok(None);
         }
         ids.push(id);
@@ -70,7 +72,7 @@ pub fn byte_level_tables<'py>(
     let mut right = Vec::new();
     for merge in merges.iter() {
         let decoded = match merge.cast::<PyString>() {
-            Ok(text) => match text.to_str()?.split_once(' ') {
+            Ok(text) => match text.to_str().ok().and_then(|t| t.split_once(' ')) {
                 Some((a, b)) if !b.contains(' ') => decode(a, &table, &mut buf).and(decode(b, &table, &mut right)),
                 _ => None,
             },
@@ -78,7 +80,10 @@ pub fn byte_level_tables<'py>(
                 Ok(list) if list.len() == 2 => {
                     let (a, b) = (list.get_item(0)?, list.get_item(1)?);
                     match (a.cast::<PyString>(), b.cast::<PyString>()) {
-                        (Ok(a), Ok(b)) => decode(a.to_str()?, &table, &mut buf).and(decode(b.to_str()?, &table, &mut right)),
+                        (Ok(a), Ok(b)) => match (a.to_str(), b.to_str()) {
+                            (Ok(a), Ok(b)) => decode(a, &table, &mut buf).and(decode(b, &table, &mut right)),
+                            _ => None,
+                        },
                         _ => None,
                     }
                 }

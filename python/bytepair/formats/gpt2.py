@@ -19,6 +19,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from bytepair import _core
 from bytepair.atomic import atomic_write
 from bytepair.formats.bytelevel import is_byte_level, str_to_token, token_to_str
 from bytepair.formats.reading import build_tokenizer, decode_utf8, parse_json
@@ -30,6 +31,14 @@ if TYPE_CHECKING:
 VOCAB_NAME = "vocab.json"
 MERGES_NAME = "merges.txt"
 VERSION_LINE = "#version: 0.2"
+
+
+def merge_lines(text: str) -> list[str]:
+    """The ``left right`` lines of merges.txt content, ``#version`` lines and
+    blank lines skipped, for the native reader (which refuses anything
+    irregular: `read_merges` then words the fault). Lines end at ``\n`` only,
+    as in `read_merges` (`str.splitlines` also breaks at ``\x85``, ``\u2028``...)."""
+    return [line for line in text.replace("\r\n", "\n").split("\n") if line and not line.startswith("#version")]
 
 
 def read_merges(text: str, *, source: str) -> list[tuple[bytes, bytes]]:
@@ -85,18 +94,29 @@ def from_gpt2_files(
     if not isinstance(entries, dict):
         raise ValueError(f"{vocab_src}: expected a JSON object of token -> id")
     with open(merges_src, "rb") as f:
-        merges = read_merges(decode_utf8(f.read(), source=merges_src), source=merges_src)
+        merges_text = decode_utf8(f.read(), source=merges_src)
+    # The regular case in one native pass (50k tokens and merges decoded one by
+    # one in Python were most of the load); anything else is read item by
+    # item below, which words the fault.
+    fast = _core.byte_level_tables(entries, merge_lines(merges_text))
+    if fast and all(a and b for a, b in fast[2]):
+        tokens, merges = dict(zip(entries, fast[1])), fast[2]
+    else:
+        tokens, merges = None, read_merges(merges_text, source=merges_src)
     check_merges(merges, source=merges_src, what="merge")
 
     made = {a + b for a, b in merges}
     vocab: dict[int, bytes] = {}
     unreachable: dict[str, int] = {}
     for s, i in entries.items():
-        if type(i) is not int or not 0 <= i < 1 << 32:
-            raise ValueError(f"{vocab_src}: entry {s!r}: id {i!r} must be an integer in [0, 2**32)")
-        if i in vocab or i in unreachable.values():
-            raise ValueError(f"{vocab_src}: id {i} is given to two entries (one is {s!r})")
-        token = str_to_token(s, where=vocab_src) if is_byte_level(s) else None
+        if tokens is not None:  # ids already checked: ints in range, each once
+            token = tokens[s]
+        else:
+            if type(i) is not int or not 0 <= i < 1 << 32:
+                raise ValueError(f"{vocab_src}: entry {s!r}: id {i!r} must be an integer in [0, 2**32)")
+            if i in vocab or i in unreachable.values():
+                raise ValueError(f"{vocab_src}: id {i} is given to two entries (one is {s!r})")
+            token = str_to_token(s, where=vocab_src) if is_byte_level(s) else None
         if token is None or (len(token) > 1 and token not in made):
             unreachable[s] = i
         else:
