@@ -38,6 +38,15 @@ pub(super) fn narrow_key(key: u128) -> u128 {
     (key & BODY_BITS) | (key >> 120) << 88
 }
 
+/// `narrow_key(shortkey::load(text, start, len))` (`len` at most
+/// `NARROW_MAX`), loaded as such: converting from the shortkey layout per
+/// pre-token cost more than the smaller table saved.
+#[inline]
+pub(super) fn load_narrow(text: &[u8], start: usize, len: usize) -> u128 {
+    debug_assert!(len <= NARROW_MAX);
+    shortkey::load_body(text, start, len) | (len as u128) << 88
+}
+
 /// The `shortkey` key of a narrow key.
 #[inline]
 pub(super) fn wide_key(narrow: u128) -> u128 {
@@ -318,6 +327,9 @@ mod tests {
             assert_eq!(wide_key(narrow), key);
             assert_ne!(narrow, 0);
             assert_eq!(narrow >> 120, 0, "a narrow key has no length in the top byte");
+            let text = [word, &[b'x'; 20][..]].concat();
+            assert_eq!(load_narrow(&text, 0, word.len()), narrow);
+            assert_eq!(load_narrow(word, 0, word.len()), narrow, "at the end of the text");
         }
     }
 
