@@ -38,6 +38,16 @@ pub(crate) fn prefetch<T>(value: &T) {
     }
 }
 
+/// `prefetch` of an address that may be past the end of an allocation (a
+/// prefetch never faults).
+#[inline(always)]
+pub(crate) fn prefetch_ptr<T>(ptr: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch only hints the cache and never faults.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(ptr.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
+    }
+}
 
 /// A zero-filled slice of plain-data items (all-zero bytes must be a valid
 /// value of `T`), on transparent huge pages where the OS offers them: aligned

@@ -138,7 +138,12 @@ impl<K: SlotKey, const N: usize> PieceCache<K, N> {
     #[inline]
     pub(super) fn prefetch(&self, hash: u64) {
         // SAFETY: a home slot is below 2^(64 - shift), the table's length.
-        crate::memory::prefetch(unsafe { self.slots.get_unchecked(self.home(hash)) });
+        let slot = unsafe { self.slots.get_unchecked(self.home(hash)) };
+        crate::memory::prefetch(slot);
+        if std::mem::size_of::<Slot<K, N>>() < 64 {
+            // The next slot: on the next line when the home slot ends its own.
+            crate::memory::prefetch_ptr((slot as *const Slot<K, N>).wrapping_add(1));
+        }
     }
 
     /// The slot of `key` (hash `hash`), if it is cached.
@@ -238,6 +243,39 @@ impl<K: SlotKey, const N: usize> PieceCache<K, N> {
         self.slots.fill(Slot::EMPTY);
         self.spill.clear();
         self.len = 0;
+    }
+}
+
+/// A short-piece cache's slots as the hit loop reads them: the table's
+/// address and shift, copied out so the loop keeps them in registers. Valid
+/// until the cache next changes (an insert may move the table).
+#[derive(Clone, Copy)]
+pub(super) struct HomeSlots {
+    base: *const Slot<u128, INLINE_IDS>,
+    shift: u32,
+}
+
+impl HomeSlots {
+    /// The ids of `key` (hash `hash`, not 0) if its home slot holds it with
+    /// at most `INLINE_IDS` ids inline: `(lanes, count)`, the first `count`
+    /// of the 4 lanes being its ids; else `None` (a miss, a key past its home
+    /// slot or spilled ids: `PieceCache::push_hit` decides those). The lanes
+    /// are read as one 16-byte value so the caller can store them whole.
+    #[inline(always)]
+    pub(super) fn inline_ids(self, key: u128, hash: u64) -> Option<([u32; 4], usize)> {
+        // SAFETY: a home slot is below 2^(64 - shift), the table's length,
+        // and the table lives while the view does (see the type's comment).
+        let slot = unsafe { &*self.base.add((hash >> self.shift) as usize) };
+        let lanes = [slot.ids[0], slot.ids[1], slot.ids[2], slot.count];
+        (slot.key == key && slot.count as usize <= INLINE_IDS).then_some((lanes, slot.count as usize))
+    }
+}
+
+impl ShortCache {
+    /// This cache's `HomeSlots`.
+    #[inline(always)]
+    pub(super) fn home_slots(&self) -> HomeSlots {
+        HomeSlots { base: self.slots.as_ptr(), shift: self.shift }
     }
 }
 

@@ -35,7 +35,7 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::pretokenize::{special_matcher, PatternError, Pieces, PreTokenizer, Preset, SearchError};
-use cache::{hash_key, new_encoder_tag, with_scratch, Scratch, INLINE_IDS};
+use cache::{hash_key, new_encoder_tag, with_scratch, Scratch};
 use general::General;
 use merge::{merge_long, merge_short, LONG_PIECE};
 use crate::shortkey::{hash_mid, load_mid, MAX_MID as MID_PIECE};
@@ -417,27 +417,55 @@ impl Encoder {
             for &hash in &hashes[..n.min(PREFETCH_AHEAD)] {
                 scratch.pieces.prefetch(hash);
             }
-            out.reserve(n * INLINE_IDS);
+            // Hits at home with ids inline (all but a few pieces) store four
+            // lanes at a raw cursor and advance it by their count, with no
+            // length update or capacity check per piece; anything else goes
+            // through `out` and refreshes the cursor and the table view.
+            out.reserve(4 * n);
+            let mut homes = scratch.pieces.home_slots();
+            let (mut w, mut dst) = (out.len(), out.as_mut_ptr());
             for i in 0..n {
                 if i + PREFETCH_AHEAD < n {
                     scratch.pieces.prefetch(hashes[i + PREFETCH_AHEAD]);
                 }
                 let (key, hash) = (keys[i], hashes[i]);
-                if key != 0 && scratch.pieces.push_hit(key, hash, out) {
-                    continue;
+                if key != 0 {
+                    if let Some((lanes, count)) = homes.inline_ids(key, hash) {
+                        // SAFETY: `out` has room for 4 more ids per piece left
+                        // in the batch (reserved above and after every slow
+                        // piece), so 4 fit at `w`, its length.
+                        unsafe { dst.add(w).cast::<[u32; 4]>().write_unaligned(lanes) };
+                        w += count;
+                        continue;
+                    }
                 }
-                let piece = &b[bounds[i]..bounds[i + 1]];
-                let done = match key {
-                    0 if piece.len() <= MID_PIECE => self.encode_mid(piece, load_mid(b, bounds[i], piece.len()), hash, scratch, out),
-                    0 => self.encode_piece(piece, scratch, out),
-                    key => self.encode_short_miss(piece, key, hash, scratch, out),
-                };
-                if let Err(e) = done {
+                // SAFETY: the first `w` ids were written (by `out` or the fast path).
+                unsafe { out.set_len(w) };
+                if let Err(e) = self.encode_batch_piece(b, &bounds, i, key, hash, scratch, out) {
                     error.get_or_insert(e);
                 }
+                out.reserve(4 * (n - i));
+                (w, dst, homes) = (out.len(), out.as_mut_ptr(), scratch.pieces.home_slots());
             }
+            // SAFETY: as above.
+            unsafe { out.set_len(w) };
         }
         error.map_or(Ok(()), Err)
+    }
+
+    /// Piece `i` of a batch (bounds `bounds`, key `key` and hash `hash` as
+    /// `encode_preset_pieces` made them) when it is not a hit at home.
+    #[allow(clippy::too_many_arguments)]
+    fn encode_batch_piece(&self, b: &[u8], bounds: &[usize], i: usize, key: u128, hash: u64, scratch: &mut Scratch, out: &mut Vec<u32>) -> Result<(), EncodeError> {
+        if key != 0 && scratch.pieces.push_hit(key, hash, out) {
+            return Ok(());
+        }
+        let piece = &b[bounds[i]..bounds[i + 1]];
+        match key {
+            0 if piece.len() <= MID_PIECE => self.encode_mid(piece, load_mid(b, bounds[i], piece.len()), hash, scratch, out),
+            0 => self.encode_piece(piece, scratch, out),
+            key => self.encode_short_miss(piece, key, hash, scratch, out),
+        }
     }
 
     /// Encode one pre-token, appending its ids to `out`: one or two bytes from
