@@ -88,6 +88,7 @@ pub const SLASH: u8 = 4;
 /// The CPU must support AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
+#[inline]
 pub unsafe fn classify_avx2<const WANT: u8>(block: &[u8; 64]) -> Classes {
     use std::arch::x86_64::*;
     // SAFETY (whole body): `block` holds 64 readable bytes; AVX2 is enabled.
