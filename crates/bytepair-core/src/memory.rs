@@ -38,6 +38,16 @@ pub(crate) fn prefetch<T>(value: &T) {
     }
 }
 
+/// `prefetch` into the L2 cache only (`_MM_HINT_T1`).
+#[inline(always)]
+pub(crate) fn prefetch_l2<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch only hints the cache; `value` is a valid reference anyway.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch((value as *const T).cast::<i8>(), std::arch::x86_64::_MM_HINT_T1);
+    }
+}
+
 /// `prefetch` of an address that may be past the end of an allocation (a
 /// prefetch never faults).
 #[inline(always)]

@@ -398,15 +398,18 @@ impl Encoder {
                 break;
             }
             // Keys and hashes of the pieces of up to 15 bytes (key 0 for the
-            // others); a piece of 16 to 31 bytes gets the hash of its two-part
-            // key, and its slot in that cache is fetched now, a batch ahead
-            // (they are few: fetching them with the short ones, 64 ahead,
-            // cost a branch per piece, 5% of encoding English).
+            // others), their slots asked into L2 a batch ahead of the probes
+            // (and into L1 a few pieces ahead, below); a piece of 16 to 31
+            // bytes gets the hash of its two-part key, and its slot in that
+            // cache is fetched now, a batch ahead (they are few: fetching them
+            // with the short ones, 64 ahead, cost a branch per piece, 5% of
+            // encoding English).
             for i in 0..n {
                 let (start, len) = (bounds[i], bounds[i + 1] - bounds[i]);
                 let cached = len <= CACHED_PIECE;
                 keys[i] = if cached { load_key(b, start, len) } else { 0 };
                 hashes[i] = hash_key(keys[i]);
+                scratch.pieces.prefetch_l2(hashes[i]);
                 if !cached && len <= MID_PIECE {
                     hashes[i] = hash_mid(load_mid(b, start, len));
                     scratch.mid.prefetch(hashes[i]);

@@ -336,6 +336,9 @@ impl<'t> Walker<'t> {
     /// block, 8% of encoding English).
     #[inline(always)]
     fn classify_into_ring(&mut self, k: usize) {
+        // The text 2 KiB ahead: the CPU's own prefetcher left the block's
+        // load waiting on memory (12% of a warm gpt2 English call).
+        crate::memory::prefetch_ptr(self.text.as_ptr().wrapping_add(k * 64 + 2048));
         let slot = &mut self.classes[k % 3];
         Self::classify(self.text, self.preset, self.simd, k, slot);
         if slot.nonascii & !slot.phantom != 0 {
