@@ -47,8 +47,9 @@ pub use vocab::VocabTables;
 pub use general::Spans;
 pub(crate) use merge::merge_by_rank;
 
-/// Pieces the pre-tokenizer hands over at a time (see `encode_preset_pieces`).
-const BATCH: usize = 128;
+/// Pieces the pre-tokenizer hands over at a time (see `encode_preset_pieces`):
+/// with the L2 prefetch a batch ahead, 256 gave 1-3% more than 128.
+const BATCH: usize = 256;
 /// How many pieces ahead of its probe a cache slot is fetched.
 const PREFETCH_AHEAD: usize = 64;
 
