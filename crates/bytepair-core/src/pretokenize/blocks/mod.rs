@@ -353,7 +353,7 @@ impl<'t> Walker<'t> {
         if self.block == Some(k) {
             return;
         }
-        if !self.block.is_some_and(|b| b + 1 == k) {
+        if self.block.is_none_or(|b| b + 1 != k) {
             if k == 0 {
                 // Before the text: phantom, so the first bytes are unsure, not after some class.
                 self.classes[2] = Classes { phantom: !0, ..Classes::default() };
