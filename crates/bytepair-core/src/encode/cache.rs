@@ -352,6 +352,9 @@ impl HotPairs {
     /// `table.rank(left, right)`, looked up here first and remembered.
     #[inline]
     pub(super) fn rank(&mut self, table: &PairRanks, left: u32, right: u32) -> u32 {
+        if !table.may_merge(left, right) {
+            return NO_RANK;
+        }
         if let PairTable::Wide(_) = table.pairs {
             return table.rank(left, right);
         }

@@ -32,6 +32,9 @@ pub(super) struct PairRanks {
     /// Pairs with a part of two bytes or more (pairs of single bytes only meet
     /// in the first round).
     pub(super) pairs: PairTable,
+    /// One bit per `PAIR_FILTER_BITS`-bit hash of a pair in `pairs`: a clear
+    /// bit proves a pair does not merge without touching `pairs`.
+    pair_filter: Box<[u64]>,
     /// Rank -> id of the merged token.
     merged_ids: Vec<u32>,
 }
@@ -85,7 +88,20 @@ impl PairRanks {
                 all.extend(more);
                 all
             });
-        PairRanks { byte_ids, byte_pairs, pairs: PairTable::new(&pairs, merged.len() + 256), merged_ids: codes.merged_ids }
+        let mut pair_filter = vec![0u64; (1 << PAIR_FILTER_BITS) / 64].into_boxed_slice();
+        for &(left, right, _) in &pairs {
+            let bit = pair_filter_bit(left, right);
+            pair_filter[bit / 64] |= 1 << (bit % 64);
+        }
+        PairRanks { byte_ids, byte_pairs, pairs: PairTable::new(&pairs, merged.len() + 256), pair_filter, merged_ids: codes.merged_ids }
+    }
+
+    /// False when the parts `left` and `right` certainly do not merge (one
+    /// read of a 256 KiB bitmap); true when they may.
+    #[inline]
+    pub(super) fn may_merge(&self, left: u32, right: u32) -> bool {
+        let bit = pair_filter_bit(left, right);
+        self.pair_filter[bit / 64] & 1 << (bit % 64) != 0
     }
 
     /// Rank of merging the parts `left` and `right` (NO_RANK: they do not merge).
@@ -108,6 +124,18 @@ impl PairRanks {
             self.merged_ids[(code - 256) as usize]
         }
     }
+}
+
+/// Bits of the pair filter's hash: 2^21 bits, 256 KiB, which stays in L2.
+/// With o200k's 442k pairs ~19% of the pairs that do not merge still read the
+/// table; in a first call ~40% of a merge's rank lookups are such pairs, and
+/// each is a miss to a table of megabytes (8 MiB for o200k).
+const PAIR_FILTER_BITS: u32 = 21;
+
+/// The filter bit of the pair (`left`, `right`).
+#[inline]
+fn pair_filter_bit(left: u32, right: u32) -> usize {
+    (((left as u64) << 32 | right as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - PAIR_FILTER_BITS)) as usize
 }
 
 /// The code of every part (see `PairRanks`): the merged tokens, keyed by
