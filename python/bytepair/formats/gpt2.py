@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from bytepair import _core
@@ -33,12 +33,22 @@ MERGES_NAME = "merges.txt"
 VERSION_LINE = "#version: 0.2"
 
 
+def _numbered_merge_lines(text: str) -> Iterator[tuple[int, str]]:
+    r"""The ``left right`` lines of merges.txt content with their line numbers
+    (1-based): lines end at ``\n`` (a ``\r`` before it is dropped; not
+    `str.splitlines`, which also breaks at ``\x85``, ``\u2028``...), and
+    ``#version`` lines and blank lines are skipped."""
+    for n, line in enumerate(text.split("\n"), 1):
+        line = line.removesuffix("\r")
+        if line and not line.startswith("#version"):
+            yield n, line
+
+
 def merge_lines(text: str) -> list[str]:
-    """The ``left right`` lines of merges.txt content, ``#version`` lines and
-    blank lines skipped, for the native reader (which refuses anything
-    irregular: `read_merges` then words the fault). Lines end at ``\n`` only,
-    as in `read_merges` (`str.splitlines` also breaks at ``\x85``, ``\u2028``...)."""
-    return [line for line in text.replace("\r\n", "\n").split("\n") if line and not line.startswith("#version")]
+    """The ``left right`` lines of merges.txt content (`_numbered_merge_lines`),
+    for the native reader, which refuses anything irregular: `read_merges`
+    then words the fault."""
+    return [line for _, line in _numbered_merge_lines(text)]
 
 
 def read_merges(text: str, *, source: str) -> list[tuple[bytes, bytes]]:
@@ -50,10 +60,7 @@ def read_merges(text: str, *, source: str) -> list[tuple[bytes, bytes]]:
             space; the message names `source` and the line number (1-based).
     """
     merges = []
-    for n, line in enumerate(text.split("\n"), 1):
-        line = line.removesuffix("\r")
-        if not line or line.startswith("#version"):
-            continue
+    for n, line in _numbered_merge_lines(text):
         parts = line.split(" ")
         where = f"{source}: line {n}"
         if len(parts) != 2 or not all(parts):

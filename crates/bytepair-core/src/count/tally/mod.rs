@@ -353,7 +353,7 @@ impl WordTally {
         }
     }
 
-    /// Bytes of the slots taken in the two tables.
+    /// Bytes of the slots taken in the three slot tables.
     fn slot_bytes_used(&self) -> usize {
         self.narrow.taken() * std::mem::size_of::<Narrow>()
             + self.wide.taken() * std::mem::size_of::<Wide>()
