@@ -63,7 +63,10 @@ def count_inputs(folder: Path, size: int, files: int) -> Path:
     target = folder / f"count-{size_label(size)}-{files}"
     for i in range(files):
         part = size // files + (size % files if i == files - 1 else 0)
-        common.write_new(target / f"input-{i:03d}.txt", common.shuffled_paragraphs(COUNT_MIX, part, seed=1000 * i))
+        common.write_new(
+            target / f"input-{i:03d}.txt",
+            common.shuffled_paragraphs(COUNT_MIX, part, seed=1000 * i),
+        )
     return target
 
 
@@ -146,7 +149,9 @@ class DescendantPeak:
             except OSError:
                 continue
             if "VmHWM" in fields:
-                self.peaks[pid] = max(int(fields["VmHWM"].split()[0]) / 1024, self.peaks.get(pid, 0.0))
+                self.peaks[pid] = max(
+                    int(fields["VmHWM"].split()[0]) / 1024, self.peaks.get(pid, 0.0)
+                )
                 self.names[pid] = fields.get("Name", "?").strip()
 
     @property
@@ -190,18 +195,32 @@ def job_engine(a: argparse.Namespace) -> dict:
             import ray
 
             start = time.perf_counter()
-            ray.init(address="local", num_cpus=a.workers, include_dashboard=False, log_to_driver=False)
+            ray.init(
+                address="local", num_cpus=a.workers, include_dashboard=False, log_to_driver=False
+            )
             result["startup_seconds"] = time.perf_counter() - start
         start = time.perf_counter()
-        wc = bytepair.count(text_files(a.input), out, engine=a.engine, pattern=a.pattern,
-                            special_tokens=[common.EOT], num_workers=a.workers, progress=False)
+        wc = bytepair.count(
+            text_files(a.input),
+            out,
+            engine=a.engine,
+            pattern=a.pattern,
+            special_tokens=[common.EOT],
+            num_workers=a.workers,
+            progress=False,
+        )
         result["seconds"] = time.perf_counter() - start
         if a.engine == "ray":
             ray.shutdown()
     shutil.rmtree(out)
-    return {**result, "distinct": len(wc), "pre_tokens": wc.totals.pre_tokens,
-            "workers_rss_mib": pool_rss.total, "largest_worker_rss_mib": pool_rss.largest,
-            "pool_rss_by_name_mib": pool_rss.by_name()}
+    return {
+        **result,
+        "distinct": len(wc),
+        "pre_tokens": wc.totals.pre_tokens,
+        "workers_rss_mib": pool_rss.total,
+        "largest_worker_rss_mib": pool_rss.largest,
+        "pool_rss_by_name_mib": pool_rss.by_name(),
+    }
 
 
 def _warm_worker() -> int:
@@ -216,8 +235,15 @@ def job_phases(a: argparse.Namespace) -> dict:
     minus the manifest and the final rename), in a warm loky pool."""
     import loky
 
+    from bytepair.counts.artifact import (
+        SHARDS,
+        _bucket_paths,
+        _count_shard,
+        _part_name,
+        _plan_shards,
+        _reduce_bucket,
+    )
     from bytepair.counts.sources import CountSpec
-    from bytepair.counts.artifact import SHARDS, _bucket_paths, _count_shard, _part_name, _plan_shards, _reduce_bucket
 
     paths = text_files(a.input)
     plan = _plan_shards([os.path.getsize(p) for p in paths], a.shards)
@@ -228,21 +254,42 @@ def job_phases(a: argparse.Namespace) -> dict:
     with loky.ProcessPoolExecutor(a.workers) as pool:
         pids = {f.result() for f in [pool.submit(_warm_worker) for _ in range(4 * a.workers)]}
         start = time.perf_counter()
-        futures = [pool.submit(_count_shard, [paths[i] for i in files], spec, str(staging), s, a.parts,
-                               num_threads=threads) for s, files in enumerate(plan)]
+        futures = [
+            pool.submit(
+                _count_shard,
+                [paths[i] for i in files],
+                spec,
+                str(staging),
+                s,
+                a.parts,
+                num_threads=threads,
+            )
+            for s, files in enumerate(plan)
+        ]
         stats = [f.result() for f in futures]
         count_seconds = time.perf_counter() - start
         shard_bytes = sum(f.stat().st_size for f in (staging / SHARDS).rglob("*.parquet"))
         start = time.perf_counter()
         buckets = [_bucket_paths(str(staging), range(len(plan)), b) for b in range(a.parts)]
-        written = list(pool.map(_reduce_bucket, buckets, [str(staging / _part_name(b)) for b in range(a.parts)]))
+        written = list(
+            pool.map(
+                _reduce_bucket, buckets, [str(staging / _part_name(b)) for b in range(a.parts)]
+            )
+        )
         reduce_seconds = time.perf_counter() - start
     artifact_bytes = sum((staging / _part_name(b)).stat().st_size for b in range(a.parts))
     shutil.rmtree(staging)
-    return {"count_seconds": count_seconds, "reduce_seconds": reduce_seconds, "shards": len(plan),
-            "warm_workers": len(pids), "shard_bytes": shard_bytes, "artifact_bytes": artifact_bytes,
-            "distinct": sum(w["rows"] for w in written), "pre_tokens": sum(w["pre_tokens"] for w in written),
-            "shard_distinct": sum(s["distinct"] for s in stats)}
+    return {
+        "count_seconds": count_seconds,
+        "reduce_seconds": reduce_seconds,
+        "shards": len(plan),
+        "warm_workers": len(pids),
+        "shard_bytes": shard_bytes,
+        "artifact_bytes": artifact_bytes,
+        "distinct": sum(w["rows"] for w in written),
+        "pre_tokens": sum(w["pre_tokens"] for w in written),
+        "shard_distinct": sum(s["distinct"] for s in stats),
+    }
 
 
 def job_heaps(a: argparse.Namespace) -> dict:
@@ -265,7 +312,9 @@ def job_train(a: argparse.Namespace) -> dict:
     import bytepair
 
     out = Path(a.scratch) / "counts"
-    wc = bytepair.count([a.path], out, pattern=a.pattern, special_tokens=[common.EOT], progress=False)
+    wc = bytepair.count(
+        [a.path], out, pattern=a.pattern, special_tokens=[common.EOT], progress=False
+    )
     artifact_bytes = sum(p.stat().st_size for p in out.glob("*.parquet"))
     reset = common.reset_peak_rss()
     base = common.current_rss_mib() if reset else common.peak_rss_mib()
@@ -275,11 +324,23 @@ def job_train(a: argparse.Namespace) -> dict:
         bytepair.train_from_counts(wc, a.vocab_size, progress=False)
     seconds = time.perf_counter() - start
     shutil.rmtree(out)
-    return {"seconds": seconds, "distinct": len(wc), "pre_tokens": wc.totals.pre_tokens, "base_rss_mib": base,
-            "peak_reset": reset, "artifact_bytes": artifact_bytes}
+    return {
+        "seconds": seconds,
+        "distinct": len(wc),
+        "pre_tokens": wc.totals.pre_tokens,
+        "base_rss_mib": base,
+        "peak_reset": reset,
+        "artifact_bytes": artifact_bytes,
+    }
 
 
-JOBS = {"single": job_single, "engine": job_engine, "phases": job_phases, "heaps": job_heaps, "train": job_train}
+JOBS = {
+    "single": job_single,
+    "engine": job_engine,
+    "phases": job_phases,
+    "heaps": job_heaps,
+    "train": job_train,
+}
 
 
 def child_main(a: argparse.Namespace) -> None:
@@ -303,7 +364,11 @@ def run_job(job: str, **options) -> dict:
 
 def ray_available() -> str | None:
     """None if the Ray engine can run, else why not (``import bytepair.counts.engines.on_ray`` fails)."""
-    proc = subprocess.run([sys.executable, "-c", "import ray, bytepair.counts.engines.on_ray"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import ray, bytepair.counts.engines.on_ray"],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode == 0:
         return None
     return (proc.stderr.strip().splitlines() or ["import failed"])[-1]
@@ -312,14 +377,33 @@ def ray_available() -> str | None:
 def throughput_rows(ray_ok: bool) -> list[dict]:
     """The rows of the throughput table: label, child job options, cores used.
     The local engine gives each of its w workers cores // w counting threads."""
-    rows = [{"label": f"single-process counter, {t} thread{'s' * (t > 1)}", "job": "single",
-             "options": {"threads": t}, "cores": t} for t in (1, 2)]
-    rows += [{"label": f"local engine, {w} worker{'s' * (w > 1)}", "job": "engine",
-              "options": {"engine": "local", "workers": w}, "cores": min(CORES, w * max(1, CORES // w))}
-             for w in (1, 2)]
+    rows = [
+        {
+            "label": f"single-process counter, {t} thread{'s' * (t > 1)}",
+            "job": "single",
+            "options": {"threads": t},
+            "cores": t,
+        }
+        for t in (1, 2)
+    ]
+    rows += [
+        {
+            "label": f"local engine, {w} worker{'s' * (w > 1)}",
+            "job": "engine",
+            "options": {"engine": "local", "workers": w},
+            "cores": min(CORES, w * max(1, CORES // w)),
+        }
+        for w in (1, 2)
+    ]
     if ray_ok:
-        rows.append({"label": "Ray engine, 2 CPUs", "job": "engine", "options": {"engine": "ray", "workers": 2},
-                     "cores": 2})
+        rows.append(
+            {
+                "label": "Ray engine, 2 CPUs",
+                "job": "engine",
+                "options": {"engine": "ray", "workers": 2},
+                "cores": 2,
+            }
+        )
     return rows
 
 
@@ -332,66 +416,131 @@ def throughput(folder: Path, repeat: int, pattern: str, scratch_root: Path) -> t
     mb = sum(os.path.getsize(p) for p in text_files(str(folder))) / common.MB
     runs: dict[str, list[dict]] = {r["label"]: [] for r in rows}
     for round_ in range(repeat):
-        for r in rows[round_ % len(rows):] + rows[: round_ % len(rows)]:
+        for r in rows[round_ % len(rows) :] + rows[: round_ % len(rows)]:
             common.log(f"[{round_ + 1}/{repeat}] {r['label']} ...")
-            res = run_job(r["job"], input=folder, pattern=pattern, scratch_root=scratch_root, **r["options"])
-            common.log(f"  {res['seconds']:.1f} s" + (f" + {res['startup_seconds']:.1f} s ray.init"
-                                                      if "startup_seconds" in res else ""))
+            res = run_job(
+                r["job"], input=folder, pattern=pattern, scratch_root=scratch_root, **r["options"]
+            )
+            common.log(
+                f"  {res['seconds']:.1f} s"
+                + (
+                    f" + {res['startup_seconds']:.1f} s ray.init"
+                    if "startup_seconds" in res
+                    else ""
+                )
+            )
             runs[r["label"]].append(res)
     table_rows, baseline = [], {}
     for r in rows:
         results = runs[r["label"]]
         variants = [("", [x["seconds"] for x in results])]
         if "startup_seconds" in results[0]:
-            variants = [(", with startup", [x["seconds"] + x["startup_seconds"] for x in results]),
-                        (", without startup", [x["seconds"] for x in results])]
+            variants = [
+                (", with startup", [x["seconds"] + x["startup_seconds"] for x in results]),
+                (", without startup", [x["seconds"] for x in results]),
+            ]
         for suffix, times in variants:
             seconds = common.median(times)
             if r["job"] == "single":
                 baseline[r["cores"]] = seconds
             base = baseline.get(r["cores"]) or baseline.get(max(baseline))
             workers = [x.get("workers_rss_mib") for x in results]
-            table_rows.append([
-                r["label"] + suffix, str(r["cores"]), common.fmt(seconds, 1), common.fmt(min(times), 1),
-                common.fmt(mb / seconds, 1),
-                common.fmt(mb / seconds / r["cores"], 1), common.fmt(common.ratio(seconds, base), 2),
-                common.fmt(max(x["rss_mib"] for x in results), 0),
-                "–" if workers[0] is None else common.fmt(max(workers), 0),
-            ])
+            table_rows.append(
+                [
+                    r["label"] + suffix,
+                    str(r["cores"]),
+                    common.fmt(seconds, 1),
+                    common.fmt(min(times), 1),
+                    common.fmt(mb / seconds, 1),
+                    common.fmt(mb / seconds / r["cores"], 1),
+                    common.fmt(common.ratio(seconds, base), 2),
+                    common.fmt(max(x["rss_mib"] for x in results), 0),
+                    "–" if workers[0] is None else common.fmt(max(workers), 0),
+                ]
+            )
     checks = {(x["distinct"], x["pre_tokens"]) for rs in runs.values() for x in rs}
-    notes = [f"Input: {len(text_files(str(folder)))} files, {mb:.0f} MB ({folder.name}), pattern {pattern}."]
+    notes = [
+        f"Input: {len(text_files(str(folder)))} files, {mb:.0f} MB ({folder.name}), pattern {pattern}."
+    ]
     if why_not:
-        notes.append(f"Ray rows skipped: `import bytepair.counts.engines.on_ray` failed ({why_not}).")
-    notes.append("Every row counted the same words." if len(checks) == 1
-                 else f"**Rows disagree on (distinct, pre-tokens): {sorted(checks)}**")
-    header = ["counter", "cores", "seconds", "min s", "MB/s", "MB/s per core", "time vs single-process (same cores)",
-              "driver peak RSS MiB", "pool peak RSS MiB (sum)"]
+        notes.append(
+            f"Ray rows skipped: `import bytepair.counts.engines.on_ray` failed ({why_not})."
+        )
+    notes.append(
+        "Every row counted the same words."
+        if len(checks) == 1
+        else f"**Rows disagree on (distinct, pre-tokens): {sorted(checks)}**"
+    )
+    header = [
+        "counter",
+        "cores",
+        "seconds",
+        "min s",
+        "MB/s",
+        "MB/s per core",
+        "time vs single-process (same cores)",
+        "driver peak RSS MiB",
+        "pool peak RSS MiB (sum)",
+    ]
     return common.markdown_table(header, table_rows) + "\n\n" + " ".join(notes), runs
 
 
 # ---- parent side: reduce against parts ---------------------------------------------------
 
 
-def reduce_table(folder: Path, parts_list: list[int], repeat: int, workers: int, shards: int, pattern: str,
-                 scratch_root: Path) -> tuple[str, dict]:
+def reduce_table(
+    folder: Path,
+    parts_list: list[int],
+    repeat: int,
+    workers: int,
+    shards: int,
+    pattern: str,
+    scratch_root: Path,
+) -> tuple[str, dict]:
     runs: dict[int, list[dict]] = {p: [] for p in parts_list}
     for round_ in range(repeat):
         for parts in parts_list:
             common.log(f"[{round_ + 1}/{repeat}] _count_shard + _reduce_bucket, {parts} parts ...")
-            res = run_job("phases", input=folder, parts=parts, workers=workers, shards=shards, pattern=pattern,
-                          scratch_root=scratch_root)
-            common.log(f"  count {res['count_seconds']:.1f} s, reduce {res['reduce_seconds']:.2f} s")
+            res = run_job(
+                "phases",
+                input=folder,
+                parts=parts,
+                workers=workers,
+                shards=shards,
+                pattern=pattern,
+                scratch_root=scratch_root,
+            )
+            common.log(
+                f"  count {res['count_seconds']:.1f} s, reduce {res['reduce_seconds']:.2f} s"
+            )
             runs[parts].append(res)
     rows = []
     for parts, results in runs.items():
         count_s = common.median([x["count_seconds"] for x in results])
         reduce_s = common.median([x["reduce_seconds"] for x in results])
         r = results[0]
-        rows.append([str(parts), str(r["shards"]), common.fmt(count_s, 2), common.fmt(reduce_s, 2),
-                     common.fmt(100 * reduce_s / (count_s + reduce_s), 1), common.fmt(r["shard_bytes"] / common.MB, 1),
-                     common.fmt(r["artifact_bytes"] / common.MB, 1), str(r["distinct"])])
-    header = ["parts", "shards", "_count_shard phase s", "reduce phase s", "reduce % of total",
-              "shard files MB", "artifact MB", "distinct words"]
+        rows.append(
+            [
+                str(parts),
+                str(r["shards"]),
+                common.fmt(count_s, 2),
+                common.fmt(reduce_s, 2),
+                common.fmt(100 * reduce_s / (count_s + reduce_s), 1),
+                common.fmt(r["shard_bytes"] / common.MB, 1),
+                common.fmt(r["artifact_bytes"] / common.MB, 1),
+                str(r["distinct"]),
+            ]
+        )
+    header = [
+        "parts",
+        "shards",
+        "_count_shard phase s",
+        "reduce phase s",
+        "reduce % of total",
+        "shard files MB",
+        "artifact MB",
+        "distinct words",
+    ]
     return common.markdown_table(header, rows), runs
 
 
@@ -409,8 +558,15 @@ def fit_heaps(points: list[tuple[int, int]]) -> tuple[float, float] | None:
     return float(np.exp(log_k)), float(beta)
 
 
-def heaps(folder: Path, mix: str, sizes: list[int], patterns: list[str], vocab_size: int, train_size: int | None,
-          scratch_root: Path) -> tuple[str, dict]:
+def heaps(
+    folder: Path,
+    mix: str,
+    sizes: list[int],
+    patterns: list[str],
+    vocab_size: int,
+    train_size: int | None,
+    scratch_root: Path,
+) -> tuple[str, dict]:
     """Distinct words per size and pattern, the fit, and train_from_counts' memory."""
     unique = unique_bytes(mix)
     raw: dict = {"unique_bytes": unique, "counts": {}, "train": {}}
@@ -421,7 +577,11 @@ def heaps(folder: Path, mix: str, sizes: list[int], patterns: list[str], vocab_s
         for pattern in patterns:
             common.log(f"Heaps {mix} {size_label(size)} {pattern} ...")
             res = run_job("heaps", path=path, pattern=pattern, scratch_root=scratch_root)
-            raw["counts"][f"{size_label(size)} {pattern}"] = {"size": size, "pattern": pattern, **res}
+            raw["counts"][f"{size_label(size)} {pattern}"] = {
+                "size": size,
+                "pattern": pattern,
+                **res,
+            }
             row += [str(res["pre_tokens"]), str(res["distinct"])]
         rows.append(row)
     header = ["size"] + [h for p in patterns for h in (f"{p} pre-tokens", f"{p} distinct")]
@@ -429,61 +589,147 @@ def heaps(folder: Path, mix: str, sizes: list[int], patterns: list[str], vocab_s
     train_size = train_size or max(sizes)
     fit_rows = []
     for pattern in patterns:
-        points = [(r["pre_tokens"], r["distinct"]) for r in raw["counts"].values()
-                  if r["pattern"] == pattern and r["size"] <= unique]
+        points = [
+            (r["pre_tokens"], r["distinct"])
+            for r in raw["counts"].values()
+            if r["pattern"] == pattern and r["size"] <= unique
+        ]
         fit = fit_heaps(points)
         common.log(f"train_from_counts {pattern} on {size_label(train_size)} ...")
-        t = run_job("train", path=heaps_input(folder, mix, train_size), pattern=pattern, vocab_size=vocab_size,
-                    scratch_root=scratch_root)
+        t = run_job(
+            "train",
+            path=heaps_input(folder, mix, train_size),
+            pattern=pattern,
+            vocab_size=vocab_size,
+            scratch_root=scratch_root,
+        )
         raw["train"][pattern] = t
         grown = t["rss_mib"] - t["base_rss_mib"]
-        fit_rows.append([pattern, "–" if fit is None else f"{fit[0]:.2f}", "–" if fit is None else f"{fit[1]:.3f}",
-                         str(len(points)), str(t["distinct"]), common.fmt(t["rss_mib"], 0), common.fmt(grown, 0),
-                         common.fmt(grown * 2**20 / max(t["distinct"], 1), 0), common.fmt(t["seconds"], 1)])
+        fit_rows.append(
+            [
+                pattern,
+                "–" if fit is None else f"{fit[0]:.2f}",
+                "–" if fit is None else f"{fit[1]:.3f}",
+                str(len(points)),
+                str(t["distinct"]),
+                common.fmt(t["rss_mib"], 0),
+                common.fmt(grown, 0),
+                common.fmt(grown * 2**20 / max(t["distinct"], 1), 0),
+                common.fmt(t["seconds"], 1),
+            ]
+        )
         raw.setdefault("fit", {})[pattern] = fit
-    parts.append(common.markdown_table(
-        ["pattern", "K", "beta", "points fitted", f"distinct at {size_label(train_size)}",
-         "train_from_counts peak RSS MiB", "growth during training MiB", "bytes per distinct word", "train s"],
-        fit_rows))
+    parts.append(
+        common.markdown_table(
+            [
+                "pattern",
+                "K",
+                "beta",
+                "points fitted",
+                f"distinct at {size_label(train_size)}",
+                "train_from_counts peak RSS MiB",
+                "growth during training MiB",
+                "bytes per distinct word",
+                "train s",
+            ],
+            fit_rows,
+        )
+    )
     parts.append(
         f"Mix {mix!r}: {unique / common.MB:.0f} MB of unique text; the fit uses only sizes up to that "
         f"(past it the input repeats the same paragraphs and adds no new words). Training: vocab {vocab_size}, "
-        "all cores; peak RSS of the process (VmHWM), growth = peak minus the RSS just before training.")
+        "all cores; peak RSS of the process (VmHWM), growth = peak minus the RSS just before training."
+    )
     return "\n\n".join(parts), raw
 
 
 # ---- main ---------------------------------------------------------------------------------
 
 
-QUICK = ["--size", "16M", "--files", "8", "--repeat", "1", "--parts", "1", "4", "16", "--heaps-sizes", "1M", "4M",
-         "--vocab-size", "2000", "--json", "quick-count.json"]
+QUICK = [
+    "--size",
+    "16M",
+    "--files",
+    "8",
+    "--repeat",
+    "1",
+    "--parts",
+    "1",
+    "4",
+    "16",
+    "--heaps-sizes",
+    "1M",
+    "4M",
+    "--vocab-size",
+    "2000",
+    "--json",
+    "quick-count.json",
+]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--size", type=parse_size, default=parse_size("2G"), help="throughput input size (default 2G)")
-    p.add_argument("--files", type=int, default=16, help="files of the throughput input (default 16)")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--size",
+        type=parse_size,
+        default=parse_size("2G"),
+        help="throughput input size (default 2G)",
+    )
+    p.add_argument(
+        "--files", type=int, default=16, help="files of the throughput input (default 16)"
+    )
     p.add_argument("--repeat", type=int, default=3, help="rounds; medians are reported (default 3)")
-    p.add_argument("--pattern", default="gpt2", help="pattern of the throughput and reduce parts (default gpt2)")
+    p.add_argument(
+        "--pattern",
+        default="gpt2",
+        help="pattern of the throughput and reduce parts (default gpt2)",
+    )
     p.add_argument("--parts", nargs="+", type=int, default=[1, 2, 4, 16, 64])
-    p.add_argument("--workers", type=int, default=2, help="pool workers of the reduce part (default 2)")
-    p.add_argument("--shards", type=int, default=None, help="shards of the reduce part (default: --workers)")
-    p.add_argument("--heaps-sizes", nargs="+", type=parse_size,
-                   default=[parse_size(s) for s in ("1M", "4M", "16M", "64M", "128M", "256M", "1G")])
-    p.add_argument("--heaps-mix", nargs="+", default=["all"],
-                   help="corpus mixes (all, english) or single corpora (enwiki, code, ...) for Heaps' law")
+    p.add_argument(
+        "--workers", type=int, default=2, help="pool workers of the reduce part (default 2)"
+    )
+    p.add_argument(
+        "--shards", type=int, default=None, help="shards of the reduce part (default: --workers)"
+    )
+    p.add_argument(
+        "--heaps-sizes",
+        nargs="+",
+        type=parse_size,
+        default=[parse_size(s) for s in ("1M", "4M", "16M", "64M", "128M", "256M", "1G")],
+    )
+    p.add_argument(
+        "--heaps-mix",
+        nargs="+",
+        default=["all"],
+        help="corpus mixes (all, english) or single corpora (enwiki, code, ...) for Heaps' law",
+    )
     p.add_argument("--heaps-patterns", nargs="+", default=list(PATTERNS))
-    p.add_argument("--heaps-train-size", type=parse_size, default=None,
-                   help="input of the train_from_counts memory run (default: the largest Heaps size)")
-    p.add_argument("--vocab-size", type=int, default=32000, help="train_from_counts vocabulary (default 32000)")
+    p.add_argument(
+        "--heaps-train-size",
+        type=parse_size,
+        default=None,
+        help="input of the train_from_counts memory run (default: the largest Heaps size)",
+    )
+    p.add_argument(
+        "--vocab-size", type=int, default=32000, help="train_from_counts vocabulary (default 32000)"
+    )
     p.add_argument("--skip-throughput", action="store_true")
     p.add_argument("--skip-reduce", action="store_true")
     p.add_argument("--skip-heaps", action="store_true")
-    p.add_argument("--work-dir", type=Path, default=None,
-                   help="keep generated inputs here and reuse them (default: a temporary folder in /tmp, removed)")
+    p.add_argument(
+        "--work-dir",
+        type=Path,
+        default=None,
+        help="keep generated inputs here and reuse them (default: a temporary folder in /tmp, removed)",
+    )
     p.add_argument("--quick", action="store_true", help="smoke test: " + " ".join(QUICK))
-    p.add_argument("--json", default="count.json", help="raw results file name in bench/out/ (default %(default)s)")
+    p.add_argument(
+        "--json",
+        default="count.json",
+        help="raw results file name in bench/out/ (default %(default)s)",
+    )
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     for name in ("job", "input", "path", "engine", "scratch-root"):
         p.add_argument(f"--{name}", help=argparse.SUPPRESS)
@@ -516,21 +762,38 @@ def main(argv: list[str] | None = None) -> str:
             inputs = count_inputs(folder, args.size, args.files)
         if not args.skip_throughput:
             table, raw["throughput"] = throughput(inputs, args.repeat, args.pattern, scratch)
-            parts += [f"### Counting throughput ({size_label(args.size)}, median of {args.repeat})", table]
+            parts += [
+                f"### Counting throughput ({size_label(args.size)}, median of {args.repeat})",
+                table,
+            ]
             print("\n\n".join(parts[-2:]) + "\n", flush=True)
         if not args.skip_reduce:
             shards = args.shards or args.workers
-            table, raw["reduce"] = reduce_table(inputs, args.parts, args.repeat, args.workers, shards, args.pattern,
-                                                scratch)
-            parts += [f"### _count_shard and _reduce_bucket phases against parts ({size_label(args.size)}, "
-                      f"{args.workers} workers, {shards} shards, median of {args.repeat})", table]
+            table, raw["reduce"] = reduce_table(
+                inputs, args.parts, args.repeat, args.workers, shards, args.pattern, scratch
+            )
+            parts += [
+                f"### _count_shard and _reduce_bucket phases against parts ({size_label(args.size)}, "
+                f"{args.workers} workers, {shards} shards, median of {args.repeat})",
+                table,
+            ]
             print("\n\n".join(parts[-2:]) + "\n", flush=True)
         if not args.skip_heaps:
             raw["heaps"] = {}
             for mix in args.heaps_mix:
-                table, raw["heaps"][mix] = heaps(folder, mix, args.heaps_sizes, args.heaps_patterns, args.vocab_size,
-                                                 args.heaps_train_size, scratch)
-                parts += [f"### Distinct words against corpus size (Heaps' law), mix {mix!r}", table]
+                table, raw["heaps"][mix] = heaps(
+                    folder,
+                    mix,
+                    args.heaps_sizes,
+                    args.heaps_patterns,
+                    args.vocab_size,
+                    args.heaps_train_size,
+                    scratch,
+                )
+                parts += [
+                    f"### Distinct words against corpus size (Heaps' law), mix {mix!r}",
+                    table,
+                ]
                 print("\n\n".join(parts[-2:]) + "\n", flush=True)
     finally:
         if args.work_dir is None:

@@ -74,18 +74,37 @@ def ids_digest(chunks) -> str:
 def run_ours(files: list[str], rank_file: str, threads: int, engine: str, scratch: str) -> dict:
     import bytepair
 
-    tok = bytepair.Tokenizer.from_tiktoken(rank_file, pattern="gpt2", special_tokens={common.EOT: EOT_ID})
+    tok = bytepair.Tokenizer.from_tiktoken(
+        rank_file, pattern="gpt2", special_tokens={common.EOT: EOT_ID}
+    )
     if engine == "ray":
         import ray
 
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     common.reset_peak_rss()
     start, cpu = time.perf_counter(), time.process_time()
-    ds = bytepair.encode_dataset(files, Path(scratch) / "ds", tok, separator=SEPARATOR, num_threads=threads,
-                                 engine=engine, progress=False)
-    seconds, cpu, peak = time.perf_counter() - start, time.process_time() - cpu, common.peak_rss_mib()
-    return {"seconds": seconds, "cpu": cpu, "tokens": ds.manifest["tokens"] - len(ds), "documents": len(ds),
-            "ids": ids_digest(ids for ids, _ in ds.shard_arrays()), "peak_mib": peak}
+    ds = bytepair.encode_dataset(
+        files,
+        Path(scratch) / "ds",
+        tok,
+        separator=SEPARATOR,
+        num_threads=threads,
+        engine=engine,
+        progress=False,
+    )
+    seconds, cpu, peak = (
+        time.perf_counter() - start,
+        time.process_time() - cpu,
+        common.peak_rss_mib(),
+    )
+    return {
+        "seconds": seconds,
+        "cpu": cpu,
+        "tokens": ds.manifest["tokens"] - len(ds),
+        "documents": len(ds),
+        "ids": ids_digest(ids for ids, _ in ds.shard_arrays()),
+        "peak_mib": peak,
+    }
 
 
 def run_nanogpt(files: list[str], rank_file: str, threads: int, scratch: str) -> dict:
@@ -93,7 +112,9 @@ def run_nanogpt(files: list[str], rank_file: str, threads: int, scratch: str) ->
 
     import bytepair
 
-    enc = bytepair.Tokenizer.from_tiktoken(rank_file, pattern="gpt2", special_tokens={common.EOT: EOT_ID}).to_tiktoken()
+    enc = bytepair.Tokenizer.from_tiktoken(
+        rank_file, pattern="gpt2", special_tokens={common.EOT: EOT_ID}
+    ).to_tiktoken()
     common.reset_peak_rss()
     start, cpu = time.perf_counter(), time.process_time()
     documents = []
@@ -102,18 +123,30 @@ def run_nanogpt(files: list[str], rank_file: str, threads: int, scratch: str) ->
             documents += [d for d in f.read().split(SEPARATOR) if d]
     batches = []
     for i in range(0, len(documents), 1024):
-        ids = enc.encode_ordinary_batch(documents[i:i + 1024], num_threads=threads)
-        batches.append(np.concatenate([np.array(x + [enc.eot_token], dtype=np.uint16) for x in ids]))
+        ids = enc.encode_ordinary_batch(documents[i : i + 1024], num_threads=threads)
+        batches.append(
+            np.concatenate([np.array(x + [enc.eot_token], dtype=np.uint16) for x in ids])
+        )
     total = sum(len(b) for b in batches)
     out = np.memmap(Path(scratch) / "train.bin", dtype=np.uint16, mode="w+", shape=(total,))
     at = 0
     for b in batches:
-        out[at:at + len(b)] = b
+        out[at : at + len(b)] = b
         at += len(b)
     out.flush()
-    seconds, cpu, peak = time.perf_counter() - start, time.process_time() - cpu, common.peak_rss_mib()
-    return {"seconds": seconds, "cpu": cpu, "tokens": total - len(documents), "documents": len(documents),
-            "ids": ids_digest([out]), "peak_mib": peak}
+    seconds, cpu, peak = (
+        time.perf_counter() - start,
+        time.process_time() - cpu,
+        common.peak_rss_mib(),
+    )
+    return {
+        "seconds": seconds,
+        "cpu": cpu,
+        "tokens": total - len(documents),
+        "documents": len(documents),
+        "ids": ids_digest([out]),
+        "peak_mib": peak,
+    }
 
 
 def run_gigatoken(files: list[str], rank_file: str) -> dict:
@@ -124,12 +157,22 @@ def run_gigatoken(files: list[str], rank_file: str) -> dict:
     common.reset_peak_rss()
     start, cpu = time.perf_counter(), time.process_time()
     ids = tok.encode_files(gigatoken.TextFileSource(files, separator=SEPARATOR), parallel=True)
-    seconds, cpu, peak = time.perf_counter() - start, time.process_time() - cpu, common.peak_rss_mib()
+    seconds, cpu, peak = (
+        time.perf_counter() - start,
+        time.process_time() - cpu,
+        common.peak_rss_mib(),
+    )
     import awkward as ak
 
     flat = np.asarray(ak.flatten(ids))
-    return {"seconds": seconds, "cpu": cpu, "tokens": len(flat), "documents": len(ids), "ids": ids_digest([flat]),
-            "peak_mib": peak}
+    return {
+        "seconds": seconds,
+        "cpu": cpu,
+        "tokens": len(flat),
+        "documents": len(ids),
+        "ids": ids_digest([flat]),
+        "peak_mib": peak,
+    }
 
 
 def child(name: str, rank_file: str) -> dict:
@@ -168,7 +211,9 @@ def main() -> None:
         for name in args.tools:
             env = common.thread_env(TOOLS[name][1] if TOOLS[name][2] != "ray" else None)
             common.log(f"{name} ...")
-            results.setdefault(name, []).append(common.run_child(Path(__file__), [name, ranks], env))
+            results.setdefault(name, []).append(
+                common.run_child(Path(__file__), [name, ranks], env)
+            )
     if problem := watch.changed():
         raise SystemExit(problem)
     common.save_json("bench_dataset.json", results)
@@ -177,13 +222,35 @@ def main() -> None:
     for name, runs in results.items():
         seconds = common.median([r["seconds"] for r in runs])
         r = runs[0]
-        rows.append([
-            name, f"{r['bytes'] / 1e6 / seconds:.1f}", f"{r['tokens'] / 1e6 / seconds:.2f}", f"{seconds:.2f}",
-            f"{r['documents']:,}", f"{r['tokens']:,}", "yes" if r["ids"] == reference["ids"] else "NO",
-            f"{common.median([x['cpu'] for x in runs]):.2f}", f"{common.median([x['peak_mib'] for x in runs]):.0f}",
-        ])
-    print(common.markdown_table(
-        ["tool", "MB/s", "M tokens/s", "seconds", "documents", "tokens (no EOT)", "ids equal", "CPU s", "peak MiB"], rows))
+        rows.append(
+            [
+                name,
+                f"{r['bytes'] / 1e6 / seconds:.1f}",
+                f"{r['tokens'] / 1e6 / seconds:.2f}",
+                f"{seconds:.2f}",
+                f"{r['documents']:,}",
+                f"{r['tokens']:,}",
+                "yes" if r["ids"] == reference["ids"] else "NO",
+                f"{common.median([x['cpu'] for x in runs]):.2f}",
+                f"{common.median([x['peak_mib'] for x in runs]):.0f}",
+            ]
+        )
+    print(
+        common.markdown_table(
+            [
+                "tool",
+                "MB/s",
+                "M tokens/s",
+                "seconds",
+                "documents",
+                "tokens (no EOT)",
+                "ids equal",
+                "CPU s",
+                "peak MiB",
+            ],
+            rows,
+        )
+    )
 
 
 if __name__ == "__main__":

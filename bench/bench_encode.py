@@ -315,22 +315,43 @@ def input_label(path: str) -> str:
 
 def limit_for(tool: str, args: argparse.Namespace) -> float | None:
     """MB of the corpus given to `tool`: --limit-mb, and for HF also --hf-limit-mb."""
-    limits = [x for x in (args.limit_mb, args.hf_limit_mb if tool == "hf" else None) if x is not None]
+    limits = [
+        x for x in (args.limit_mb, args.hf_limit_mb if tool == "hf" else None) if x is not None
+    ]
     return min(limits) if limits else None
 
 
 def run_task(
-    ranks: str, path: str, task: str, threads: int, tools: list[str], args: argparse.Namespace, tmp: Path
+    ranks: str,
+    path: str,
+    task: str,
+    threads: int,
+    tools: list[str],
+    args: argparse.Namespace,
+    tmp: Path,
 ) -> dict:
     """All rounds of one task on one input: {tool: [child results]} and the id checks."""
     runs: dict[str, list[dict]] = {t: [] for t in tools}
     dumps = {t: str(tmp / f"{t}-{task}-{threads}") for t in tools}
     for r in range(args.repeat):
-        for tool in tools[r % len(tools):] + tools[: r % len(tools)]:
+        for tool in tools[r % len(tools) :] + tools[: r % len(tools)]:
             child_args = [
-                "--tool", tool, "--ranks", ranks, "--path", path, "--task", task, "--threads", str(threads),
-                "--batch-docs", str(args.batch_docs), "--corpora-dir", str(args.corpora_dir),
-                "--worst-case-mb", str(args.worst_case_mb),
+                "--tool",
+                tool,
+                "--ranks",
+                ranks,
+                "--path",
+                path,
+                "--task",
+                task,
+                "--threads",
+                str(threads),
+                "--batch-docs",
+                str(args.batch_docs),
+                "--corpora-dir",
+                str(args.corpora_dir),
+                "--worst-case-mb",
+                str(args.worst_case_mb),
             ]
             limit = limit_for(tool, args)
             if limit is not None:
@@ -401,7 +422,11 @@ def peak(result: dict, tool: str, key: str = "rss_mib") -> float | None:
 
 def before_cell(result: dict) -> str:
     """RSS before the measured call, text and tokenizer loaded: "bytepair/tiktoken" (MiB)."""
-    values = [result["runs"][t][0]["base_rss_mib"] for t in ("bytepair", "tiktoken") if t in result["runs"]]
+    values = [
+        result["runs"][t][0]["base_rss_mib"]
+        for t in ("bytepair", "tiktoken")
+        if t in result["runs"]
+    ]
     return "/".join(common.fmt(v, 0) for v in values) or "–"
 
 
@@ -441,16 +466,31 @@ def single_rows(ranks: str, label: str, res: dict) -> tuple[list[str], list[str]
     bp, tk, hf = (mbps(res, t) for t in TOOLS)
     ref = reference_run(res)
     encode_row = [
-        ranks, label, f"{ref['bytes'] / common.MB:.1f}", str(ref["tokens"]),
-        common.fmt(bp), common.fmt(tk), hf_cell(res, hf), common.fmt(common.ratio(bp, tk)),
-        check_cell(res, "bytepair"), check_cell(res, "hf"), *peak_cells(res),
+        ranks,
+        label,
+        f"{ref['bytes'] / common.MB:.1f}",
+        str(ref["tokens"]),
+        common.fmt(bp),
+        common.fmt(tk),
+        hf_cell(res, hf),
+        common.fmt(common.ratio(bp, tk)),
+        check_cell(res, "bytepair"),
+        check_cell(res, "hf"),
+        *peak_cells(res),
     ]
     dbp, dtk, dhf = (mbps(res, t, "decode_seconds") for t in TOOLS)
     roundtrip = ", ".join(
-        f"{t}: {'yes' if all(r['roundtrip'] for r in runs) else 'NO'}" for t, runs in res["runs"].items()
+        f"{t}: {'yes' if all(r['roundtrip'] for r in runs) else 'NO'}"
+        for t, runs in res["runs"].items()
     )
     decode_row = [
-        ranks, label, common.fmt(dbp), common.fmt(dtk), hf_cell(res, dhf), common.fmt(common.ratio(dbp, dtk)), roundtrip,
+        ranks,
+        label,
+        common.fmt(dbp),
+        common.fmt(dtk),
+        hf_cell(res, dhf),
+        common.fmt(common.ratio(dbp, dtk)),
+        roundtrip,
         *peak_cells(res, "decode_rss_mib")[:3],
     ]
     return encode_row, decode_row
@@ -459,9 +499,17 @@ def single_rows(ranks: str, label: str, res: dict) -> tuple[list[str], list[str]
 def batch_row(ranks: str, label: str, threads: int, res: dict) -> list[str]:
     bp, tk, hf = (mbps(res, t) for t in TOOLS)
     return [
-        ranks, label, str(reference_run(res)["docs"]), str(threads),
-        common.fmt(bp), common.fmt(tk), hf_cell(res, hf), common.fmt(common.ratio(bp, tk)),
-        check_cell(res, "bytepair"), check_cell(res, "hf"), *peak_cells(res),
+        ranks,
+        label,
+        str(reference_run(res)["docs"]),
+        str(threads),
+        common.fmt(bp),
+        common.fmt(tk),
+        hf_cell(res, hf),
+        common.fmt(common.ratio(bp, tk)),
+        check_cell(res, "bytepair"),
+        check_cell(res, "hf"),
+        *peak_cells(res),
     ]
 
 
@@ -476,56 +524,147 @@ def worst_case_rows(raw: list[dict]) -> list[list[str]]:
             continue
         bp, tk = mbps(res, "bytepair"), mbps(res, "tiktoken")
         pbp, ptk = mbps(prose, "bytepair"), mbps(prose, "tiktoken")
-        rows.append([
-            ranks, label, f"{reference_run(res)['bytes'] / common.MB:.1f}",
-            common.fmt(bp), common.fmt(pbp), common.fmt(common.ratio(bp, pbp)),
-            common.fmt(tk), common.fmt(ptk), common.fmt(common.ratio(tk, ptk)), common.fmt(common.ratio(bp, tk)),
-            check_cell(res, "bytepair"), common.fmt(peak(res, "bytepair"), 0), common.fmt(peak(res, "tiktoken"), 0),
-        ])
+        rows.append(
+            [
+                ranks,
+                label,
+                f"{reference_run(res)['bytes'] / common.MB:.1f}",
+                common.fmt(bp),
+                common.fmt(pbp),
+                common.fmt(common.ratio(bp, pbp)),
+                common.fmt(tk),
+                common.fmt(ptk),
+                common.fmt(common.ratio(tk, ptk)),
+                common.fmt(common.ratio(bp, tk)),
+                check_cell(res, "bytepair"),
+                common.fmt(peak(res, "bytepair"), 0),
+                common.fmt(peak(res, "tiktoken"), 0),
+            ]
+        )
     return rows
 
 
 WORST_HEADER = [
-    "ranks", "input", "MB", "bytepair MB/s", "bytepair on enwiki", "bytepair worst/prose",
-    "tiktoken MB/s", "tiktoken on enwiki", "tiktoken worst/prose", "ours/tiktoken", "ids = tiktoken",
-    "bytepair peak MiB", "tiktoken peak MiB",
+    "ranks",
+    "input",
+    "MB",
+    "bytepair MB/s",
+    "bytepair on enwiki",
+    "bytepair worst/prose",
+    "tiktoken MB/s",
+    "tiktoken on enwiki",
+    "tiktoken worst/prose",
+    "ours/tiktoken",
+    "ids = tiktoken",
+    "bytepair peak MiB",
+    "tiktoken peak MiB",
 ]
 SINGLE_HEADER = [
-    "ranks", "corpus", "MB", "tokens", "bytepair MB/s", "tiktoken MB/s", "HF MB/s", "ours/tiktoken",
-    "ids = tiktoken", "HF ids = tiktoken", "bytepair peak MiB", "tiktoken peak MiB", "HF peak MiB",
+    "ranks",
+    "corpus",
+    "MB",
+    "tokens",
+    "bytepair MB/s",
+    "tiktoken MB/s",
+    "HF MB/s",
+    "ours/tiktoken",
+    "ids = tiktoken",
+    "HF ids = tiktoken",
+    "bytepair peak MiB",
+    "tiktoken peak MiB",
+    "HF peak MiB",
     "before MiB (bytepair/tiktoken)",
 ]
 BATCH_HEADER = [
-    "ranks", "corpus", "docs", "threads", "bytepair MB/s", "tiktoken MB/s", "HF MB/s", "ours/tiktoken",
-    "ids = tiktoken", "HF ids = tiktoken", "bytepair peak MiB", "tiktoken peak MiB", "HF peak MiB",
+    "ranks",
+    "corpus",
+    "docs",
+    "threads",
+    "bytepair MB/s",
+    "tiktoken MB/s",
+    "HF MB/s",
+    "ours/tiktoken",
+    "ids = tiktoken",
+    "HF ids = tiktoken",
+    "bytepair peak MiB",
+    "tiktoken peak MiB",
+    "HF peak MiB",
     "before MiB (bytepair/tiktoken)",
 ]
 DECODE_HEADER = [
-    "ranks", "corpus", "bytepair MB/s", "tiktoken MB/s", "HF MB/s", "ours/tiktoken", "decode(encode(text)) == text",
-    "bytepair peak MiB", "tiktoken peak MiB", "HF peak MiB",
+    "ranks",
+    "corpus",
+    "bytepair MB/s",
+    "tiktoken MB/s",
+    "HF MB/s",
+    "ours/tiktoken",
+    "decode(encode(text)) == text",
+    "bytepair peak MiB",
+    "tiktoken peak MiB",
+    "HF peak MiB",
 ]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--ranks", nargs="+", choices=RANKS, default=list(RANKS),
-                   help="rank sets to measure with; default: %(default)s")
-    p.add_argument("--corpus", nargs="+", default=list(DEFAULT_CORPORA),
-                   help="corpus names in the corpora folder (or paths), or the synthetic worst cases "
-                   f"{', '.join(SYNTHETIC)}; default: %(default)s")
-    p.add_argument("--worst-case-mb", type=float, default=10.0,
-                   help="size of each synthetic input in MB (default %(default)s; --limit-mb caps it too)")
-    p.add_argument("--limit-mb", type=float, default=None, help="use only the first N MB of each corpus")
-    p.add_argument("--repeat", type=int, default=3, help="rounds per measurement; medians are reported (default 3)")
-    p.add_argument("--threads", nargs="*", type=int, default=[1, 2],
-                   help="thread counts for batch encoding (default 1 2; none: no batch runs)")
-    p.add_argument("--batch-docs", type=int, default=1000, help="documents per encode_batch call (default 1000)")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--ranks",
+        nargs="+",
+        choices=RANKS,
+        default=list(RANKS),
+        help="rank sets to measure with; default: %(default)s",
+    )
+    p.add_argument(
+        "--corpus",
+        nargs="+",
+        default=list(DEFAULT_CORPORA),
+        help="corpus names in the corpora folder (or paths), or the synthetic worst cases "
+        f"{', '.join(SYNTHETIC)}; default: %(default)s",
+    )
+    p.add_argument(
+        "--worst-case-mb",
+        type=float,
+        default=10.0,
+        help="size of each synthetic input in MB (default %(default)s; --limit-mb caps it too)",
+    )
+    p.add_argument(
+        "--limit-mb", type=float, default=None, help="use only the first N MB of each corpus"
+    )
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="rounds per measurement; medians are reported (default 3)",
+    )
+    p.add_argument(
+        "--threads",
+        nargs="*",
+        type=int,
+        default=[1, 2],
+        help="thread counts for batch encoding (default 1 2; none: no batch runs)",
+    )
+    p.add_argument(
+        "--batch-docs",
+        type=int,
+        default=1000,
+        help="documents per encode_batch call (default 1000)",
+    )
     p.add_argument("--no-hf", dest="hf", action="store_false", help="skip HuggingFace tokenizers")
-    p.add_argument("--hf-limit-mb", type=float, default=4.0,
-                   help="give HF only the first N MB of each corpus (default %(default)s: HF is slow and one "
-                   "encode call on the whole text would need gigabytes for its Encoding object); 0 = no limit")
+    p.add_argument(
+        "--hf-limit-mb",
+        type=float,
+        default=4.0,
+        help="give HF only the first N MB of each corpus (default %(default)s: HF is slow and one "
+        "encode call on the whole text would need gigabytes for its Encoding object); 0 = no limit",
+    )
     p.add_argument("--corpora-dir", type=Path, default=common.DEFAULT_CORPORA)
-    p.add_argument("--json", default="encode.json", help="raw results file name in bench/out/ (default %(default)s)")
+    p.add_argument(
+        "--json",
+        default="encode.json",
+        help="raw results file name in bench/out/ (default %(default)s)",
+    )
     # child mode (internal)
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--tool", choices=TOOLS, help=argparse.SUPPRESS)
@@ -549,16 +688,23 @@ def main(argv: list[str] | None = None) -> str:
     if not args.hf_limit_mb:
         args.hf_limit_mb = None
     single, decode, batch, raw = [], [], [], []
-    paths = [name if name in SYNTHETIC else str(common.corpus_path(name, args.corpora_dir)) for name in args.corpus]
+    paths = [
+        name if name in SYNTHETIC else str(common.corpus_path(name, args.corpora_dir))
+        for name in args.corpus
+    ]
     with tempfile.TemporaryDirectory(prefix="bytepair-bench-") as tmp:
         for ranks in args.ranks:
             for path in paths:
                 label = input_label(path)
                 # HF (for reference) is built from the GPT-2 files, and skips the worst cases.
-                run_tools = [t for t in tools if t != "hf" or (ranks == "gpt2" and path not in SYNTHETIC)]
+                run_tools = [
+                    t for t in tools if t != "hf" or (ranks == "gpt2" and path not in SYNTHETIC)
+                ]
                 for task, threads in tasks(args.threads, path in SYNTHETIC):
                     res = run_task(ranks, path, task, threads, run_tools, args, Path(tmp))
-                    raw.append({"ranks": ranks, "corpus": label, "task": task, "threads": threads, **res})
+                    raw.append(
+                        {"ranks": ranks, "corpus": label, "task": task, "threads": threads, **res}
+                    )
                     if task == "single":
                         encode_row, decode_row = single_rows(ranks, label, res)
                         single.append(encode_row)
@@ -566,28 +712,46 @@ def main(argv: list[str] | None = None) -> str:
                     else:
                         batch.append(batch_row(ranks, label, threads, res))
     build, changed = watch.start, watch.changed()
-    common.save_json(args.json, {"repeat": args.repeat, "limit_mb": args.limit_mb, "build": build,
-                                 "build_changed": changed, "results": raw})
+    common.save_json(
+        args.json,
+        {
+            "repeat": args.repeat,
+            "limit_mb": args.limit_mb,
+            "build": build,
+            "build_changed": changed,
+            "results": raw,
+        },
+    )
     limit = f", first {args.limit_mb} MB" if args.limit_mb else ""
-    report = "\n\n".join(([f"**WARNING: {changed}; rerun.**"] if changed else []) + [
-        f"### Encoding, one `encode_ordinary` call on the whole text, 1 thread (median of {args.repeat}{limit})",
-        common.markdown_table(SINGLE_HEADER, single),
-        f"### Batch encoding, documents split on blank lines, lists of {args.batch_docs} (median of {args.repeat})",
-        common.markdown_table(BATCH_HEADER, batch),
-        f"### Decoding the single-call ids (median of {args.repeat})",
-        common.markdown_table(DECODE_HEADER, decode),
-        f"### Worst cases against prose ({PROSE}), one call, 1 thread (median of {args.repeat})",
-        common.markdown_table(WORST_HEADER, worst_case_rows(raw)),
-        "ours/tiktoken > 1: bytepair is faster. Memory: with the text and the tokenizer loaded, the child's peak RSS "
-        "is reset to its current RSS (\"before\"); \"peak\" is the high-water mark (VmHWM, MiB, max over rounds) during "
-        "the encode call(s), or during decode with the ids held. It includes the text and the ids as Python lists."
-        + (f" \\* HF was given only the first {args.hf_limit_mb:g} MB (cut at a newline; ids compared on that prefix, "
-           "for batches on all its documents but the last)." if args.hf and args.hf_limit_mb else "")
-        + f" bytepair build: {build}.",
-    ])
+    report = "\n\n".join(
+        ([f"**WARNING: {changed}; rerun.**"] if changed else [])
+        + [
+            f"### Encoding, one `encode_ordinary` call on the whole text, 1 thread (median of {args.repeat}{limit})",
+            common.markdown_table(SINGLE_HEADER, single),
+            f"### Batch encoding, documents split on blank lines, lists of {args.batch_docs} (median of {args.repeat})",
+            common.markdown_table(BATCH_HEADER, batch),
+            f"### Decoding the single-call ids (median of {args.repeat})",
+            common.markdown_table(DECODE_HEADER, decode),
+            f"### Worst cases against prose ({PROSE}), one call, 1 thread (median of {args.repeat})",
+            common.markdown_table(WORST_HEADER, worst_case_rows(raw)),
+            "ours/tiktoken > 1: bytepair is faster. Memory: with the text and the tokenizer loaded, the child's peak RSS "
+            'is reset to its current RSS ("before"); "peak" is the high-water mark (VmHWM, MiB, max over rounds) during '
+            "the encode call(s), or during decode with the ids held. It includes the text and the ids as Python lists."
+            + (
+                f" \\* HF was given only the first {args.hf_limit_mb:g} MB (cut at a newline; ids compared on that prefix, "
+                "for batches on all its documents but the last)."
+                if args.hf and args.hf_limit_mb
+                else ""
+            )
+            + f" bytepair build: {build}.",
+        ]
+    )
     print(report)
-    bad = [(r["corpus"], r["task"], r["threads"], r["checks"]["bytepair"]) for r in raw
-           if "bytepair" in r["checks"] and not r["checks"]["bytepair"]["equal"]]
+    bad = [
+        (r["corpus"], r["task"], r["threads"], r["checks"]["bytepair"])
+        for r in raw
+        if "bytepair" in r["checks"] and not r["checks"]["bytepair"]["equal"]
+    ]
     if bad:
         sys.exit(f"bytepair ids differ from tiktoken's: {bad}")
     return report

@@ -58,7 +58,9 @@ def child_main(args: argparse.Namespace) -> None:
         from bpe_continue import continue_training
 
         start = time.perf_counter()
-        ext = continue_training(args.base, files=[args.corpus], vocab_size=vocab_size, show_progress=False)
+        ext = continue_training(
+            args.base, files=[args.corpus], vocab_size=vocab_size, show_progress=False
+        )
         seconds = time.perf_counter() - start
         ext.save(args.dump)
         tok = bytepair.Tokenizer.load(args.dump)
@@ -90,25 +92,50 @@ def main(argv: list[str] | None = None) -> str:
         runs: dict[str, list[dict]] = {t: [] for t in TOOLS}
         dumps = {t: Path(tmp) / f"{t}.json" for t in TOOLS}
         for r in range(args.repeat):
-            for tool in TOOLS[r % 2:] + TOOLS[:r % 2]:
+            for tool in TOOLS[r % 2 :] + TOOLS[: r % 2]:
                 extra = ["--dump", str(dumps[tool])] if r == 0 or tool == "bpe-continue" else []
                 common.log(f"round {r + 1}: {tool}")
-                runs[tool].append(common.run_child(Path(__file__), ["--tool", tool, "--base", str(base), "--corpus",
-                                                                     str(path), "--new", str(args.new), *extra]))
+                runs[tool].append(
+                    common.run_child(
+                        Path(__file__),
+                        [
+                            "--tool",
+                            tool,
+                            "--base",
+                            str(base),
+                            "--corpus",
+                            str(path),
+                            "--new",
+                            str(args.new),
+                            *extra,
+                        ],
+                    )
+                )
         gpt2 = bytepair.Tokenizer.load(base)
         text = path.read_text(encoding="utf-8")
         n_bytes = len(text.encode("utf-8"))
         result = {t: bytepair.Tokenizer.load(dumps[t]) for t in TOOLS}
-    new = {t: tok.merges[len(gpt2.merges):] for t, tok in result.items()}
-    agree = next((i for i, (a, b) in enumerate(zip(*new.values())) if a != b), min(map(len, new.values())))
+    new = {t: tok.merges[len(gpt2.merges) :] for t, tok in result.items()}
+    agree = next(
+        (i for i, (a, b) in enumerate(zip(*new.values())) if a != b), min(map(len, new.values()))
+    )
     rows = [["GPT-2 (base)", "", "", f"{len(gpt2.encode_ordinary(text)) / n_bytes:.4f}"]]
     for t in TOOLS:
-        rows.append([t, common.fmt(common.median([x["seconds"] for x in runs[t]])),
-                     f"{common.median([x['rss_mib'] for x in runs[t]]):.0f}",
-                     f"{len(result[t].encode_ordinary(text)) / n_bytes:.4f}"])
-    table = common.markdown_table(["extension of GPT-2", "time (s)", "peak RSS (MiB)", "tokens/byte"], rows)
-    report = (f"Extending GPT-2 by {args.new} merges on {common.corpus_label(path)} "
-              f"(median of {args.repeat}; first {agree} new merges agree)\n\n{table}\n")
+        rows.append(
+            [
+                t,
+                common.fmt(common.median([x["seconds"] for x in runs[t]])),
+                f"{common.median([x['rss_mib'] for x in runs[t]]):.0f}",
+                f"{len(result[t].encode_ordinary(text)) / n_bytes:.4f}",
+            ]
+        )
+    table = common.markdown_table(
+        ["extension of GPT-2", "time (s)", "peak RSS (MiB)", "tokens/byte"], rows
+    )
+    report = (
+        f"Extending GPT-2 by {args.new} merges on {common.corpus_label(path)} "
+        f"(median of {args.repeat}; first {agree} new merges agree)\n\n{table}\n"
+    )
     print(report)
     return report
 

@@ -56,7 +56,9 @@ def rank_file(ranks: str) -> str:
         out.parent.mkdir(parents=True, exist_ok=True)
         if ranks == "gpt2":
             folder = common.DEFAULT_CORPORA / "cs336"
-            tok = bytepair.Tokenizer.from_gpt2_files(folder / "gpt2_vocab.json", folder / "gpt2_merges.txt")
+            tok = bytepair.Tokenizer.from_gpt2_files(
+                folder / "gpt2_vocab.json", folder / "gpt2_merges.txt"
+            )
             tok.save_tiktoken(out)
         else:
             out.write_bytes(gzip.decompress(openai_rank_file(RANKS[ranks]).read_bytes()))
@@ -75,14 +77,16 @@ def child(tool: str, ranks: str, corpus: str, limit: int, repeat: int, rank_file
     if tool == "gigatoken":
         import gigatoken
 
-        tok = gigatoken.Tokenizer.from_tiktoken(rank_file, pretokenizer=GIGATOKEN_PRETOKENIZER[ranks], special_tokens={})
+        tok = gigatoken.Tokenizer.from_tiktoken(
+            rank_file, pretokenizer=GIGATOKEN_PRETOKENIZER[ranks], special_tokens={}
+        )
         encode = lambda: np.asarray(tok.encode(text))  # noqa: E731
     elif tool == "tiktoken":
-        import tiktoken
-
         import bytepair
 
-        enc = bytepair.Tokenizer.from_tiktoken(rank_file, pattern=ranks, special_tokens={}).to_tiktoken()
+        enc = bytepair.Tokenizer.from_tiktoken(
+            rank_file, pattern=ranks, special_tokens={}
+        ).to_tiktoken()
         encode = lambda: enc.encode_to_numpy(text, disallowed_special=())  # noqa: E731
     else:
         import bytepair
@@ -97,14 +101,27 @@ def child(tool: str, ranks: str, corpus: str, limit: int, repeat: int, rank_file
     digest = hashlib.sha256(np.asarray(ids, dtype="<u4").tobytes()).hexdigest()[:16]
     mb = len(text.encode()) / 1e6
     return {
-        "cold": mb / times[0], "warm": mb / statistics.median(times[1:]), "tokens": len(ids), "ids": digest,
+        "cold": mb / times[0],
+        "warm": mb / statistics.median(times[1:]),
+        "tokens": len(ids),
+        "ids": digest,
         "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
     }
 
 
 def run_child(tool: str, ranks: str, corpus: str, args: argparse.Namespace, rank_file: str) -> dict:
     env = dict(os.environ, RAYON_NUM_THREADS="1")
-    cmd = [sys.executable, __file__, "--child", tool, ranks, corpus, str(args.limit_mb), str(args.repeat), rank_file]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        tool,
+        ranks,
+        corpus,
+        str(args.limit_mb),
+        str(args.repeat),
+        rank_file,
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -136,7 +153,9 @@ def compare_files(args: argparse.Namespace) -> None:
 
     import numpy as np
 
-    print("| ranks | corpus | MB | ours s | gigatoken s | ratio (gigatoken / ours) | ids equal | ours peak MiB | gigatoken peak MiB |")
+    print(
+        "| ranks | corpus | MB | ours s | gigatoken s | ratio (gigatoken / ours) | ids equal | ours peak MiB | gigatoken peak MiB |"
+    )
     print("| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
     with tempfile.TemporaryDirectory(dir=common.OUT_DIR) as tmp:
         for ranks in args.ranks:
@@ -145,16 +164,46 @@ def compare_files(args: argparse.Namespace) -> None:
             for corpus in args.corpus:
                 path = str(common.corpus_path(corpus))
                 ours_npy, peer_npy = os.path.join(tmp, "ours.npy"), os.path.join(tmp, "peer.npy")
-                ours_cmd = [sys.executable, "-m", "bytepair", "encode", "-q", path, "-t", ranks_path, "-o", ours_npy]
-                peer_cmd = [sys.executable, "-c", GIGATOKEN_FILE_SCRIPT, path, ranks_path,
-                            GIGATOKEN_PRETOKENIZER[ranks], peer_npy, dtype]
-                runs = [(timed_process(ours_cmd), timed_process(peer_cmd)) for _ in range(args.repeat)]
+                ours_cmd = [
+                    sys.executable,
+                    "-m",
+                    "bytepair",
+                    "encode",
+                    "-q",
+                    path,
+                    "-t",
+                    ranks_path,
+                    "-o",
+                    ours_npy,
+                ]
+                peer_cmd = [
+                    sys.executable,
+                    "-c",
+                    GIGATOKEN_FILE_SCRIPT,
+                    path,
+                    ranks_path,
+                    GIGATOKEN_PRETOKENIZER[ranks],
+                    peer_npy,
+                    dtype,
+                ]
+                runs = [
+                    (timed_process(ours_cmd), timed_process(peer_cmd)) for _ in range(args.repeat)
+                ]
                 ours_s = statistics.median(o[0] for o, _ in runs)
                 peer_s = statistics.median(p[0] for _, p in runs)
-                same = "yes" if np.array_equal(np.load(ours_npy, mmap_mode="r"), np.load(peer_npy, mmap_mode="r")) else "NO"
+                same = (
+                    "yes"
+                    if np.array_equal(
+                        np.load(ours_npy, mmap_mode="r"), np.load(peer_npy, mmap_mode="r")
+                    )
+                    else "NO"
+                )
                 mb = os.path.getsize(path) / 1e6
-                print(f"| {ranks} | {corpus} | {mb:.0f} | {ours_s:.2f} | {peer_s:.2f} | {peer_s / ours_s:.2f} | {same} | "
-                      f"{max(o[1] for o, _ in runs):.0f} | {max(p[1] for _, p in runs):.0f} |", flush=True)
+                print(
+                    f"| {ranks} | {corpus} | {mb:.0f} | {ours_s:.2f} | {peer_s:.2f} | {peer_s / ours_s:.2f} | {same} | "
+                    f"{max(o[1] for o, _ in runs):.0f} | {max(p[1] for _, p in runs):.0f} |",
+                    flush=True,
+                )
 
 
 def main() -> None:
@@ -163,7 +212,9 @@ def main() -> None:
     p.add_argument("--corpus", nargs="+", default=list(CORPORA))
     p.add_argument("--limit-mb", type=float, default=10.0)
     p.add_argument("--repeat", type=int, default=3, help="warm calls after the cold one (median)")
-    p.add_argument("--files", action="store_true", help="whole files to .npy, whole processes, all cores")
+    p.add_argument(
+        "--files", action="store_true", help="whole files to .npy, whole processes, all cores"
+    )
     p.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.files:
@@ -171,20 +222,35 @@ def main() -> None:
         return
     if args.child:
         tool, ranks, corpus, limit_mb, repeat, ranks_path = args.child
-        print(json.dumps(child(tool, ranks, corpus, int(float(limit_mb) * 1e6), int(repeat), ranks_path)))
+        print(
+            json.dumps(
+                child(tool, ranks, corpus, int(float(limit_mb) * 1e6), int(repeat), ranks_path)
+            )
+        )
         return
-    print("| ranks | corpus | MB | ours warm MB/s | gigatoken warm MB/s | warm ratio | ours cold MB/s | gigatoken cold MB/s "
-          "| cold ratio | ids = tiktoken | ours peak MiB | gigatoken peak MiB |")
+    print(
+        "| ranks | corpus | MB | ours warm MB/s | gigatoken warm MB/s | warm ratio | ours cold MB/s | gigatoken cold MB/s "
+        "| cold ratio | ids = tiktoken | ours peak MiB | gigatoken peak MiB |"
+    )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
     for ranks in args.ranks:
         ranks_path = rank_file(ranks)
         for corpus in args.corpus:
-            ours, peer, ref = (run_child(t, ranks, corpus, args, ranks_path) for t in ("bytepair", "gigatoken", "tiktoken"))
-            same = "yes" if ours["ids"] == ref["ids"] == peer["ids"] else (
-                f"ours {ours['ids'] == ref['ids']}, gigatoken {peer['ids'] == ref['ids']}")
-            print(f"| {ranks} | {corpus} | {args.limit_mb:g} | {ours['warm']:.0f} | {peer['warm']:.0f} | "
-                  f"{ours['warm'] / peer['warm']:.2f} | {ours['cold']:.0f} | {peer['cold']:.0f} | "
-                  f"{ours['cold'] / peer['cold']:.2f} | {same} | {ours['peak_mib']} | {peer['peak_mib']} |", flush=True)
+            ours, peer, ref = (
+                run_child(t, ranks, corpus, args, ranks_path)
+                for t in ("bytepair", "gigatoken", "tiktoken")
+            )
+            same = (
+                "yes"
+                if ours["ids"] == ref["ids"] == peer["ids"]
+                else (f"ours {ours['ids'] == ref['ids']}, gigatoken {peer['ids'] == ref['ids']}")
+            )
+            print(
+                f"| {ranks} | {corpus} | {args.limit_mb:g} | {ours['warm']:.0f} | {peer['warm']:.0f} | "
+                f"{ours['warm'] / peer['warm']:.2f} | {ours['cold']:.0f} | {peer['cold']:.0f} | "
+                f"{ours['cold'] / peer['cold']:.2f} | {same} | {ours['peak_mib']} | {peer['peak_mib']} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -48,12 +48,15 @@ MIXES = common.MIXES
 def mixed_corpus(size: int, mix: str = "all") -> Path:
     """`size` bytes of the paragraphs of the `mix` corpus files, reshuffled for each copy."""
     name = "mixed" if mix == "all" else mix
-    return _write_new(HUGE_DIR / f"{name}-{size_label(size)}.txt", common.shuffled_paragraphs(MIXES[mix], size))
+    return _write_new(
+        HUGE_DIR / f"{name}-{size_label(size)}.txt", common.shuffled_paragraphs(MIXES[mix], size)
+    )
 
 
 def no_whitespace_corpus(size: int) -> Path:
     """enwiki with every whitespace byte removed, repeated up to `size` bytes: one
     line of words glued together, cut only at letter|punctuation positions."""
+
     def chunks():
         text = b"".join(common.corpus_path("enwiki.txt").read_bytes().split())
         left = size
@@ -71,8 +74,10 @@ def no_whitespace_corpus(size: int) -> Path:
 def one_char_corpus(size: int) -> Path:
     """`size` bytes of "a": one pre-token of `size` bytes."""
     block = b"a" * (1 << 20)
-    return _write_new(HUGE_DIR / f"onechar-{size_label(size)}.txt",
-                      (block[: min(len(block), size - k)] for k in range(0, size, len(block))))
+    return _write_new(
+        HUGE_DIR / f"onechar-{size_label(size)}.txt",
+        (block[: min(len(block), size - k)] for k in range(0, size, len(block))),
+    )
 
 
 # ---- child side --------------------------------------------------------------------
@@ -115,7 +120,9 @@ def child_main(args: argparse.Namespace) -> None:
 
 
 def run_job(job: str, path: Path, tokenizer: Path) -> dict:
-    return common.run_child(Path(__file__), ["--job", job, "--path", str(path), "--tokenizer", str(tokenizer)])
+    return common.run_child(
+        Path(__file__), ["--job", job, "--path", str(path), "--tokenizer", str(tokenizer)]
+    )
 
 
 def train_row(tool: str, path: Path, vocab_size: int, threads: int | None) -> dict:
@@ -124,11 +131,15 @@ def train_row(tool: str, path: Path, vocab_size: int, threads: int | None) -> di
     common.log(f"train {tool} on {path.name} ...")
     r = bench_train.run_child_once(tool, path, vocab_size, threads, None)
     r["mb"] = path.stat().st_size / common.MB
-    common.log(f"  {r['seconds']:.1f} s, {r['mb'] / r['seconds']:.1f} MB/s, peak RSS {r['rss_mib']:.0f} MiB")
+    common.log(
+        f"  {r['seconds']:.1f} s, {r['mb'] / r['seconds']:.1f} MB/s, peak RSS {r['rss_mib']:.0f} MiB"
+    )
     return r
 
 
-def train_sizes(sizes: list[int], mix: str, tools: list[str], vocab_size: int, threads: int | None) -> tuple[str, dict]:
+def train_sizes(
+    sizes: list[int], mix: str, tools: list[str], vocab_size: int, threads: int | None
+) -> tuple[str, dict]:
     results: dict = {}
     rows = []
     for size in sizes:
@@ -137,20 +148,32 @@ def train_sizes(sizes: list[int], mix: str, tools: list[str], vocab_size: int, t
         results[size_label(size)] = per_tool
         ours = per_tool.get("bytepair")
         for tool, r in per_tool.items():
-            rows.append([
-                path.name, tool, common.fmt(r["seconds"], 1), common.fmt(r["mb"] / r["seconds"], 1),
-                common.fmt(r["seconds"] / (r["mb"] / 1000), 1), common.fmt(r["rss_mib"], 0),
-                "" if tool == "bytepair" or ours is None else common.fmt(common.ratio(r["seconds"], ours["seconds"]), 1) + "x",
-            ])
+            rows.append(
+                [
+                    path.name,
+                    tool,
+                    common.fmt(r["seconds"], 1),
+                    common.fmt(r["mb"] / r["seconds"], 1),
+                    common.fmt(r["seconds"] / (r["mb"] / 1000), 1),
+                    common.fmt(r["rss_mib"], 0),
+                    ""
+                    if tool == "bytepair" or ours is None
+                    else common.fmt(common.ratio(r["seconds"], ours["seconds"]), 1) + "x",
+                ]
+            )
     table = common.markdown_table(
-        ["corpus", "tool", "seconds", "MB/s", "s per GB", "peak RSS MiB", "time vs bytepair"], rows)
+        ["corpus", "tool", "seconds", "MB/s", "s per GB", "peak RSS MiB", "time vs bytepair"], rows
+    )
     return table, results
 
 
 def pathological(sizes: list[int], vocab_size: int, tokenizer: Path) -> tuple[str, dict]:
     results: dict = {}
     rows = []
-    for kind, build in (("no whitespace", no_whitespace_corpus), ("one repeated char", one_char_corpus)):
+    for kind, build in (
+        ("no whitespace", no_whitespace_corpus),
+        ("one repeated char", one_char_corpus),
+    ):
         for size in sizes:
             path = build(size)
             trained = train_row("bytepair", path, vocab_size, None)
@@ -158,11 +181,27 @@ def pathological(sizes: list[int], vocab_size: int, tokenizer: Path) -> tuple[st
             encoded = run_job("encode-api", path, tokenizer)
             mb = path.stat().st_size / common.MB
             results[f"{kind} {size_label(size)}"] = {"train": trained, "encode": encoded}
-            rows.append([kind, size_label(size), common.fmt(mb / trained["seconds"], 1), common.fmt(trained["rss_mib"], 0),
-                         common.fmt(mb / encoded["seconds"], 1), common.fmt(encoded["rss_mib"], 0)])
+            rows.append(
+                [
+                    kind,
+                    size_label(size),
+                    common.fmt(mb / trained["seconds"], 1),
+                    common.fmt(trained["rss_mib"], 0),
+                    common.fmt(mb / encoded["seconds"], 1),
+                    common.fmt(encoded["rss_mib"], 0),
+                ]
+            )
     table = common.markdown_table(
-        ["input", "size", "train MB/s", "train peak RSS MiB", "encode MB/s (1 call, 1 thread)", "encode peak RSS MiB"],
-        rows)
+        [
+            "input",
+            "size",
+            "train MB/s",
+            "train peak RSS MiB",
+            "encode MB/s (1 call, 1 thread)",
+            "encode peak RSS MiB",
+        ],
+        rows,
+    )
     return table, results
 
 
@@ -173,8 +212,16 @@ def encode_file(size: int, mix: str, tokenizer: Path) -> tuple[str, dict]:
     mb = path.stat().st_size / common.MB
     table = common.markdown_table(
         ["input", "MB", "seconds", "MB/s", "peak RSS MiB"],
-        [[path.name, common.fmt(mb, 0), common.fmt(r["seconds"], 1), common.fmt(mb / r["seconds"], 1),
-          common.fmt(r["rss_mib"], 0)]])
+        [
+            [
+                path.name,
+                common.fmt(mb, 0),
+                common.fmt(r["seconds"], 1),
+                common.fmt(mb / r["seconds"], 1),
+                common.fmt(r["rss_mib"], 0),
+            ]
+        ],
+    )
     return table, r
 
 
@@ -185,17 +232,25 @@ def gpt2_tokenizer_file() -> Path:
         import bytepair
 
         cs336 = common.DEFAULT_CORPORA / "cs336"
-        tok = bytepair.Tokenizer.from_gpt2_files(cs336 / "gpt2_vocab.json", cs336 / "gpt2_merges.txt")
+        tok = bytepair.Tokenizer.from_gpt2_files(
+            cs336 / "gpt2_vocab.json", cs336 / "gpt2_merges.txt"
+        )
         HUGE_DIR.mkdir(parents=True, exist_ok=True)
         tok.save(path)
     return path
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--train-sizes", nargs="*", type=parse_size, default=[], metavar="SIZE")
-    p.add_argument("--mix", choices=sorted(MIXES), default="all", help="corpus files to build inputs from")
-    p.add_argument("--tools", nargs="+", default=["bytepair", "hf"], choices=["bytepair", "hf", "rustbpe"])
+    p.add_argument(
+        "--mix", choices=sorted(MIXES), default="all", help="corpus files to build inputs from"
+    )
+    p.add_argument(
+        "--tools", nargs="+", default=["bytepair", "hf"], choices=["bytepair", "hf", "rustbpe"]
+    )
     p.add_argument("--pathological", nargs="*", type=parse_size, default=[], metavar="SIZE")
     p.add_argument("--encode-size", type=parse_size, default=None, metavar="SIZE")
     p.add_argument("--vocab-size", type=int, default=32000)
@@ -217,10 +272,17 @@ def main(argv: list[str] | None = None) -> None:
     print(f"machine: {os.cpu_count()} cores; bytepair build {common.bytepair_build()}")
     raw: dict = {}
     if args.train_sizes:
-        table, raw["train"] = train_sizes(args.train_sizes, args.mix, args.tools, args.vocab_size, args.threads)
-        print(f"\n### Training on {args.mix!r} corpora, vocab {args.vocab_size}\n\n{table}", flush=True)
+        table, raw["train"] = train_sizes(
+            args.train_sizes, args.mix, args.tools, args.vocab_size, args.threads
+        )
+        print(
+            f"\n### Training on {args.mix!r} corpora, vocab {args.vocab_size}\n\n{table}",
+            flush=True,
+        )
     if args.pathological:
-        table, raw["pathological"] = pathological(args.pathological, args.vocab_size, gpt2_tokenizer_file())
+        table, raw["pathological"] = pathological(
+            args.pathological, args.vocab_size, gpt2_tokenizer_file()
+        )
         print(f"\n### Pathological inputs\n\n{table}", flush=True)
     if args.encode_size:
         table, raw["encode"] = encode_file(args.encode_size, args.mix, gpt2_tokenizer_file())

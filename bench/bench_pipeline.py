@@ -34,16 +34,43 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    DEFAULT_CORPORA, corpus_label, corpus_path, emit, fmt, log, markdown_table, median, peak_rss_mib, ratio,
-    run_child, thread_env,
+    DEFAULT_CORPORA,
+    corpus_label,
+    corpus_path,
+    emit,
+    fmt,
+    log,
+    markdown_table,
+    median,
+    peak_rss_mib,
+    ratio,
+    run_child,
+    thread_env,
 )
 
 QWEN2 = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
-BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+BYTE_LEVEL = {
+    "type": "ByteLevel",
+    "add_prefix_space": False,
+    "trim_offsets": True,
+    "use_regex": True,
+}
 PIPELINES = {
-    "qwen": ({"type": "NFC"}, {"type": "Sequence", "pretokenizers": [
-        {"type": "Split", "pattern": {"Regex": QWEN2}, "behavior": "Isolated", "invert": False},
-        dict(BYTE_LEVEL, use_regex=False)]}),
+    "qwen": (
+        {"type": "NFC"},
+        {
+            "type": "Sequence",
+            "pretokenizers": [
+                {
+                    "type": "Split",
+                    "pattern": {"Regex": QWEN2},
+                    "behavior": "Isolated",
+                    "invert": False,
+                },
+                dict(BYTE_LEVEL, use_regex=False),
+            ],
+        },
+    ),
     "nfkc": ({"type": "NFKC"}, BYTE_LEVEL),
     "roberta": (None, dict(BYTE_LEVEL, add_prefix_space=True)),
 }
@@ -55,11 +82,13 @@ def tokenizer_file(pipeline: str) -> Path:
     path = OUT / f"pipeline-{pipeline}.json"
     if path.is_file():
         return path
-    import bytepair
     from bench_encode import openai_rank_file
 
-    tok = bytepair.Tokenizer.from_tiktoken(openai_rank_file("cl100k_base"), pattern="cl100k",
-                                           special_tokens={"<|endoftext|>": 100257})
+    import bytepair
+
+    tok = bytepair.Tokenizer.from_tiktoken(
+        openai_rank_file("cl100k_base"), pattern="cl100k", special_tokens={"<|endoftext|>": 100257}
+    )
     doc = json.loads(bytepair.formats.to_hf_json(tok))
     doc["normalizer"], doc["pre_tokenizer"] = PIPELINES[pipeline]
     OUT.mkdir(exist_ok=True)
@@ -68,26 +97,43 @@ def tokenizer_file(pipeline: str) -> Path:
 
 
 def child_main(args: argparse.Namespace) -> None:
-    text = Path(args.input).read_bytes()[: int(args.limit_mb * 1e6)].decode("utf-8", errors="ignore")
+    text = (
+        Path(args.input).read_bytes()[: int(args.limit_mb * 1e6)].decode("utf-8", errors="ignore")
+    )
     docs = [d for d in text.split("\n\n") if d]
     if args.tool == "bytepair":
         import bytepair
 
         tok = bytepair.Tokenizer.load(args.file)
-        single = lambda: tok.encode(text, allowed_special="all")  # noqa: E731
-        batch = lambda: list(chain.from_iterable(tok.encode_batch(docs, num_threads=1, allowed_special="all")))  # noqa: E731
+
+        def single():
+            return tok.encode(text, allowed_special="all")
+
+        def batch():
+            return list(
+                chain.from_iterable(tok.encode_batch(docs, num_threads=1, allowed_special="all"))
+            )
     else:
         import tokenizers
 
         tok = tokenizers.Tokenizer.from_file(args.file)
-        single = lambda: tok.encode(text, add_special_tokens=False).ids  # noqa: E731
-        batch = lambda: list(chain.from_iterable(e.ids for e in tok.encode_batch(docs, add_special_tokens=False)))  # noqa: E731
+
+        def single():
+            return tok.encode(text, add_special_tokens=False).ids
+
+        def batch():
+            return list(
+                chain.from_iterable(e.ids for e in tok.encode_batch(docs, add_special_tokens=False))
+            )
+
     mode = args.mode[0]
     encode = single if mode == "single" else batch
     start = time.perf_counter()
     ids = encode()
     seconds = time.perf_counter() - start
-    size = len(text.encode("utf-8")) if mode == "single" else sum(len(d.encode("utf-8")) for d in docs)
+    size = (
+        len(text.encode("utf-8")) if mode == "single" else sum(len(d.encode("utf-8")) for d in docs)
+    )
     result = {"seconds": seconds, "mb": size / 1e6, "tokens": len(ids), "peak_mib": peak_rss_mib()}
     if args.ids_out:
         Path(args.ids_out).write_text(json.dumps(ids))
@@ -95,10 +141,14 @@ def child_main(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--pipeline", nargs="+", choices=sorted(PIPELINES), default=["qwen", "nfkc"])
     ap.add_argument("--corpus", nargs="+", default=["enwiki", "code", "multilingual"])
-    ap.add_argument("--limit-mb", type=float, default=3.0, help="first MB of each corpus (default 3)")
+    ap.add_argument(
+        "--limit-mb", type=float, default=3.0, help="first MB of each corpus (default 3)"
+    )
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--mode", nargs="+", choices=["single", "batch"], default=["single", "batch"])
     ap.add_argument("--corpora-dir", type=Path, default=DEFAULT_CORPORA)
@@ -118,27 +168,71 @@ def main() -> None:
             corpus = corpus_path(name, args.corpora_dir)
             for mode in args.mode:
                 rows.append(measure(pipeline, path, corpus, mode, args, env))
-    print(markdown_table(["pipeline", "corpus", "mode", "ours MB/s", "HF MB/s", "ratio", "ids = HF", "ours peak MiB",
-                          "HF peak MiB"], rows))
+    print(
+        markdown_table(
+            [
+                "pipeline",
+                "corpus",
+                "mode",
+                "ours MB/s",
+                "HF MB/s",
+                "ratio",
+                "ids = HF",
+                "ours peak MiB",
+                "HF peak MiB",
+            ],
+            rows,
+        )
+    )
 
 
-def measure(pipeline: str, path: Path, corpus: Path, mode: str, args: argparse.Namespace, env: dict) -> list[str]:
+def measure(
+    pipeline: str, path: Path, corpus: Path, mode: str, args: argparse.Namespace, env: dict
+) -> list[str]:
     """One table row: `--repeat` interleaved runs of each tool, ids checked in the first."""
     runs: dict[str, list[dict]] = {"bytepair": [], "hf": []}
     for round_ in range(args.repeat):
         order = ["bytepair", "hf"] if round_ % 2 == 0 else ["hf", "bytepair"]
         for tool in order:
             ids_out = str(OUT / f"ids-{tool}.json") if round_ == 0 else ""
-            child_args = ["--tool", tool, "--file", str(path), "--input", str(corpus), "--mode", mode,
-                          "--limit-mb", str(args.limit_mb), "--ids-out", ids_out]
+            child_args = [
+                "--tool",
+                tool,
+                "--file",
+                str(path),
+                "--input",
+                str(corpus),
+                "--mode",
+                mode,
+                "--limit-mb",
+                str(args.limit_mb),
+                "--ids-out",
+                ids_out,
+            ]
             runs[tool].append(run_child(Path(__file__), child_args, env))
-            log(f"{pipeline} {corpus_label(corpus)} {mode} {tool}: {runs[tool][-1]['seconds']:.2f} s")
-        if round_ == 0 and (OUT / "ids-bytepair.json").read_text() != (OUT / "ids-hf.json").read_text():
-            raise SystemExit(f"ids differ from HF tokenizers' on {pipeline} / {corpus_label(corpus)} / {mode}")
+            log(
+                f"{pipeline} {corpus_label(corpus)} {mode} {tool}: {runs[tool][-1]['seconds']:.2f} s"
+            )
+        if (
+            round_ == 0
+            and (OUT / "ids-bytepair.json").read_text() != (OUT / "ids-hf.json").read_text()
+        ):
+            raise SystemExit(
+                f"ids differ from HF tokenizers' on {pipeline} / {corpus_label(corpus)} / {mode}"
+            )
     speed = {t: median([r["mb"] / r["seconds"] for r in rs]) for t, rs in runs.items()}
     peak = {t: max(r["peak_mib"] for r in rs) for t, rs in runs.items()}
-    return [pipeline, corpus_label(corpus), mode, fmt(speed["bytepair"]), fmt(speed["hf"]),
-            fmt(ratio(speed["bytepair"], speed["hf"])), "yes", fmt(peak["bytepair"], 0), fmt(peak["hf"], 0)]
+    return [
+        pipeline,
+        corpus_label(corpus),
+        mode,
+        fmt(speed["bytepair"]),
+        fmt(speed["hf"]),
+        fmt(ratio(speed["bytepair"], speed["hf"])),
+        "yes",
+        fmt(peak["bytepair"], 0),
+        fmt(peak["hf"], 0),
+    ]
 
 
 if __name__ == "__main__":

@@ -63,8 +63,12 @@ def train_bytepair(path: str, vocab_size: int, threads: int | None):
 
     start = time.perf_counter()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "stopped early" on small corpora: the merge count is reported
-        tok = bytepair.train(path, vocab_size, special_tokens=[common.EOT], progress=False, num_threads=threads)
+        warnings.simplefilter(
+            "ignore"
+        )  # "stopped early" on small corpora: the merge count is reported
+        tok = bytepair.train(
+            path, vocab_size, special_tokens=[common.EOT], progress=False, num_threads=threads
+        )
     return time.perf_counter() - start, tok
 
 
@@ -78,7 +82,9 @@ def train_bytepair_lines(path: str, vocab_size: int, threads: int | None):
     start = time.perf_counter()
     with warnings.catch_warnings(), open(path, encoding="utf-8") as f:
         warnings.simplefilter("ignore")
-        tok = bytepair.train_from_iterator(f, vocab_size, special_tokens=[common.EOT], progress=False, num_threads=threads)
+        tok = bytepair.train_from_iterator(
+            f, vocab_size, special_tokens=[common.EOT], progress=False, num_threads=threads
+        )
     return time.perf_counter() - start, tok
 
 
@@ -116,7 +122,10 @@ def train_rustbpe(path: str, vocab_size: int, threads: int | None):
 
 
 def dump_bytepair(tok) -> dict:
-    return {"pairs": [[a.hex(), b.hex()] for a, b in tok.merges], "counts": tok.training_stats.merge_counts}
+    return {
+        "pairs": [[a.hex(), b.hex()] for a, b in tok.merges],
+        "counts": tok.training_stats.merge_counts,
+    }
 
 
 def dump_hf(tok) -> dict:
@@ -148,14 +157,23 @@ def child_main(args: argparse.Namespace) -> None:
     n_merges = len(data.get("pairs") or data.get("pairs_str") or data["tokens"])
     if args.dump:
         Path(args.dump).write_text(json.dumps(data))
-    common.emit({"seconds": seconds, "rss_mib": rss, "ru_maxrss_mib": common.ru_maxrss_mib(),
-                 "base_rss_mib": base, "merges": n_merges})
+    common.emit(
+        {
+            "seconds": seconds,
+            "rss_mib": rss,
+            "ru_maxrss_mib": common.ru_maxrss_mib(),
+            "base_rss_mib": base,
+            "merges": n_merges,
+        }
+    )
 
 
 # ---- parent side: orchestration and reporting ---------------------------------
 
 
-def run_child_once(tool: str, path: Path, vocab_size: int, threads: int | None, dump: Path | None) -> dict:
+def run_child_once(
+    tool: str, path: Path, vocab_size: int, threads: int | None, dump: Path | None
+) -> dict:
     """One training run of `tool` in a fresh process."""
     args = ["--tool", tool, "--path", str(path), "--vocab-size", str(vocab_size)]
     if threads is not None:
@@ -166,14 +184,20 @@ def run_child_once(tool: str, path: Path, vocab_size: int, threads: int | None, 
 
 
 def run_one_config(
-    path: Path, vocab_size: int, tools: list[str], repeat: int, threads: int | None, lines_check: bool, tmp: Path
+    path: Path,
+    vocab_size: int,
+    tools: list[str],
+    repeat: int,
+    threads: int | None,
+    lines_check: bool,
+    tmp: Path,
 ) -> dict:
     """All rounds for one (corpus, vocab size): {tool: [child results]}, the merge
     comparisons, and (once, untimed in the table) bytepair trained on the lines."""
     runs: dict[str, list[dict]] = {t: [] for t in tools}
     dumps = {t: tmp / f"{t}.json" for t in tools}
     for r in range(repeat):
-        order = tools[r % len(tools):] + tools[: r % len(tools)]
+        order = tools[r % len(tools) :] + tools[: r % len(tools)]
         for tool in order:
             res = run_child_once(tool, path, vocab_size, threads, dumps[tool] if r == 0 else None)
             runs[tool].append(res)
@@ -186,7 +210,9 @@ def run_one_config(
         dumps["bytepair_lines"] = tmp / "bytepair_lines.json"
         res = run_child_once("bytepair_lines", path, vocab_size, threads, dumps["bytepair_lines"])
         out["bytepair_lines"] = res
-        common.log(f"  {common.corpus_label(path)} vocab={vocab_size} bytepair_lines {res['seconds']:7.2f} s")
+        common.log(
+            f"  {common.corpus_label(path)} vocab={vocab_size} bytepair_lines {res['seconds']:7.2f} s"
+        )
     loaded = {t: json.loads(p.read_text()) for t, p in dumps.items()}
     out["comparisons"] = compare_merges(loaded)
     return out
@@ -226,22 +252,41 @@ def compare_merges(dumps: dict[str, dict]) -> list[dict]:
 
     peers = {}
     if "hf" in dumps:
-        peers["HF"] = ("pairs", [(str_to_token(a), str_to_token(b)) for a, b in dumps["hf"]["pairs_str"]])
+        peers["HF"] = (
+            "pairs",
+            [(str_to_token(a), str_to_token(b)) for a, b in dumps["hf"]["pairs_str"]],
+        )
     if "rustbpe" in dumps:
         peers["rustbpe"] = ("tokens", [bytes.fromhex(t) for t in dumps["rustbpe"]["tokens"]])
     comparisons = []
     keys = [("bytepair", "bytepair (file)")]
     if "bytepair_lines" in dumps:
-        (file_pairs, file_counts), (line_pairs, line_counts) = ours("bytepair"), ours("bytepair_lines")
-        comparisons.append({"ours": "bytepair (lines)", "peer": "bytepair (file)", "kind": "pairs",
-                            **describe_difference(line_pairs, file_pairs, line_counts)})
+        (file_pairs, _), (line_pairs, line_counts) = (
+            ours("bytepair"),
+            ours("bytepair_lines"),
+        )
+        comparisons.append(
+            {
+                "ours": "bytepair (lines)",
+                "peer": "bytepair (file)",
+                "kind": "pairs",
+                **describe_difference(line_pairs, file_pairs, line_counts),
+            }
+        )
         if line_pairs != file_pairs:  # otherwise its comparisons with the peers are the same
             keys.append(("bytepair_lines", "bytepair (lines)"))
     for key, label in keys:
         pairs, counts = ours(key)
         for peer, (kind, theirs) in peers.items():
             mine = pairs if kind == "pairs" else [a + b for a, b in pairs]
-            comparisons.append({"ours": label, "peer": peer, "kind": kind, **describe_difference(mine, theirs, counts)})
+            comparisons.append(
+                {
+                    "ours": label,
+                    "peer": peer,
+                    "kind": kind,
+                    **describe_difference(mine, theirs, counts),
+                }
+            )
     return comparisons
 
 
@@ -271,9 +316,14 @@ def describe_difference(ours: list, theirs: list, counts: list[int]) -> dict:
     return info
 
 
-def summarize(label: str, megabytes: float, vocab_size: int, result: dict, tools: list[str]) -> list[str]:
+def summarize(
+    label: str, megabytes: float, vocab_size: int, result: dict, tools: list[str]
+) -> list[str]:
     """One row of the timing table."""
-    med = {t: common.median([r["seconds"] for r in result["runs"][t]]) if t in tools else None for t in TOOLS}
+    med = {
+        t: common.median([r["seconds"] for r in result["runs"][t]]) if t in tools else None
+        for t in TOOLS
+    }
     rss = {t: max(r["rss_mib"] for r in result["runs"][t]) if t in tools else None for t in TOOLS}
     return [
         label,
@@ -294,16 +344,18 @@ def merge_rows(label: str, vocab_size: int, result: dict) -> list[list[str]]:
     """Rows of the merge-agreement table for one (corpus, vocab size)."""
     rows = []
     for c in result["comparisons"]:
-        rows.append([
-            label,
-            str(vocab_size),
-            f"{c['ours']} vs {c['peer']} ({c['kind']})",
-            f"{c['n_ours']}/{c['n_theirs']}",
-            "yes" if c["equal"] else "no",
-            str(c["leading"]),
-            str(c["same_set_prefix"]),
-            f"{100 * c['overlap']:.2f}",
-        ])
+        rows.append(
+            [
+                label,
+                str(vocab_size),
+                f"{c['ours']} vs {c['peer']} ({c['kind']})",
+                f"{c['n_ours']}/{c['n_theirs']}",
+                "yes" if c["equal"] else "no",
+                str(c["leading"]),
+                str(c["same_set_prefix"]),
+                f"{100 * c['overlap']:.2f}",
+            ]
+        )
     return rows
 
 
@@ -315,7 +367,11 @@ def describe_diff_note(label: str, vocab_size: int, c: dict) -> list[str]:
         if not d or (key == "first_set_diff" and d["rank"] == c["leading"]):
             continue
         tie = ", tied with our next merge" if d["tie_with_next"] else ""
-        where = "not in ours" if d["theirs_rank_in_ours"] is None else f"our rank {d['theirs_rank_in_ours']}"
+        where = (
+            "not in ours"
+            if d["theirs_rank_in_ours"] is None
+            else f"our rank {d['theirs_rank_in_ours']}"
+        )
         notes.append(
             f"- {label} {vocab_size}, {c['ours']} vs {c['peer']}, first difference {what} at rank {d['rank']}: "
             f"ours {d['ours']} (count {d['ours_count']}{tie}), theirs {d['theirs']} ({where})"
@@ -324,29 +380,70 @@ def describe_diff_note(label: str, vocab_size: int, c: dict) -> list[str]:
 
 
 TIME_HEADER = [
-    "corpus", "MB", "vocab", "bytepair s", "HF s", "rustbpe s", "HF/ours", "rustbpe/ours",
-    "bytepair RSS MiB", "HF RSS MiB", "rustbpe RSS MiB",
+    "corpus",
+    "MB",
+    "vocab",
+    "bytepair s",
+    "HF s",
+    "rustbpe s",
+    "HF/ours",
+    "rustbpe/ours",
+    "bytepair RSS MiB",
+    "HF RSS MiB",
+    "rustbpe RSS MiB",
 ]
 MERGE_HEADER = [
-    "corpus", "vocab", "comparison", "merges ours/theirs", "identical", "leading merges equal",
-    "same set up to rank", "same set overall %",
+    "corpus",
+    "vocab",
+    "comparison",
+    "merges ours/theirs",
+    "identical",
+    "leading merges equal",
+    "same set up to rank",
+    "same set overall %",
 ]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--corpus", nargs="+", default=list(DEFAULT_CORPORA),
-                   help="corpus names in the corpora folder (or paths); default: %(default)s")
-    p.add_argument("--vocab-size", nargs="+", type=int, default=list(DEFAULT_VOCAB), help="default: %(default)s")
-    p.add_argument("--repeat", type=int, default=3, help="runs per tool; the median is reported (default 3)")
-    p.add_argument("--threads", type=int, default=None,
-                   help="threads for every tool (bytepair num_threads, RAYON_NUM_THREADS); default all cores")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--corpus",
+        nargs="+",
+        default=list(DEFAULT_CORPORA),
+        help="corpus names in the corpora folder (or paths); default: %(default)s",
+    )
+    p.add_argument(
+        "--vocab-size",
+        nargs="+",
+        type=int,
+        default=list(DEFAULT_VOCAB),
+        help="default: %(default)s",
+    )
+    p.add_argument(
+        "--repeat", type=int, default=3, help="runs per tool; the median is reported (default 3)"
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="threads for every tool (bytepair num_threads, RAYON_NUM_THREADS); default all cores",
+    )
     p.add_argument("--tools", nargs="+", choices=TOOLS, default=list(TOOLS))
-    p.add_argument("--no-lines-check", dest="lines_check", action="store_false",
-                   help="skip the extra (untimed) bytepair run on the file's lines, which shows "
-                   "how much of the merge difference with the peers comes from their line-by-line input")
+    p.add_argument(
+        "--no-lines-check",
+        dest="lines_check",
+        action="store_false",
+        help="skip the extra (untimed) bytepair run on the file's lines, which shows "
+        "how much of the merge difference with the peers comes from their line-by-line input",
+    )
     p.add_argument("--corpora-dir", type=Path, default=common.DEFAULT_CORPORA)
-    p.add_argument("--json", default="train.json", help="raw results file name in bench/out/ (default %(default)s)")
+    p.add_argument(
+        "--json",
+        default="train.json",
+        help="raw results file name in bench/out/ (default %(default)s)",
+    )
     # child mode (internal)
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--tool", choices=list(TRAINERS), help=argparse.SUPPRESS)
@@ -369,14 +466,31 @@ def main(argv: list[str] | None = None) -> str:
             path = common.corpus_path(name, args.corpora_dir)
             label, megabytes = common.corpus_label(path), path.stat().st_size / common.MB
             for vocab_size in args.vocab_size:
-                result = run_one_config(path, vocab_size, tools, args.repeat, args.threads, args.lines_check, Path(tmp))
+                result = run_one_config(
+                    path, vocab_size, tools, args.repeat, args.threads, args.lines_check, Path(tmp)
+                )
                 time_rows.append(summarize(label, megabytes, vocab_size, result, tools))
                 mrows += merge_rows(label, vocab_size, result)
                 notes += config_notes(label, vocab_size, result)
-                raw.append({"corpus": label, "bytes": path.stat().st_size, "vocab_size": vocab_size, **result})
+                raw.append(
+                    {
+                        "corpus": label,
+                        "bytes": path.stat().st_size,
+                        "vocab_size": vocab_size,
+                        **result,
+                    }
+                )
     build, changed = watch.start, watch.changed()
-    common.save_json(args.json, {"threads": args.threads, "repeat": args.repeat, "build": build,
-                                 "build_changed": changed, "results": raw})
+    common.save_json(
+        args.json,
+        {
+            "threads": args.threads,
+            "repeat": args.repeat,
+            "build": build,
+            "build_changed": changed,
+            "results": raw,
+        },
+    )
     parts = [f"**WARNING: {changed}; rerun.**"] if changed else []
     parts += [
         f"### Training: median of {args.repeat} runs, threads = {args.threads or 'all cores'}",
@@ -385,7 +499,10 @@ def main(argv: list[str] | None = None) -> str:
         f"bytepair build: {build}.",
     ]
     if mrows:
-        parts += ["### Merge tables compared (first run)", common.markdown_table(MERGE_HEADER, mrows)]
+        parts += [
+            "### Merge tables compared (first run)",
+            common.markdown_table(MERGE_HEADER, mrows),
+        ]
     if notes:
         parts.append("\n".join(notes))
     report = "\n\n".join(parts)
@@ -396,12 +513,17 @@ def main(argv: list[str] | None = None) -> str:
 def config_notes(label: str, vocab_size: int, result: dict) -> list[str]:
     """Notes under the tables: baseline RSS, the bytepair-on-lines run, first differences."""
     notes = []
-    base = ", ".join(f"{t} {common.median([r['base_rss_mib'] for r in rs]):.0f}" for t, rs in result["runs"].items())
+    base = ", ".join(
+        f"{t} {common.median([r['base_rss_mib'] for r in rs]):.0f}"
+        for t, rs in result["runs"].items()
+    )
     notes.append(f"- {label} {vocab_size}: RSS after imports, before training (MiB): {base}")
     if "bytepair_lines" in result:
         r = result["bytepair_lines"]
-        notes.append(f"- {label} {vocab_size}: bytepair on the file's lines (one run): {r['seconds']:.2f} s, "
-                     f"peak RSS {r['rss_mib']:.0f} MiB")
+        notes.append(
+            f"- {label} {vocab_size}: bytepair on the file's lines (one run): {r['seconds']:.2f} s, "
+            f"peak RSS {r['rss_mib']:.0f} MiB"
+        )
     for c in result["comparisons"]:
         if c["ours"] == "bytepair (file)" or c["peer"] == "bytepair (file)":
             notes += describe_diff_note(label, vocab_size, c)

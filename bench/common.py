@@ -22,7 +22,9 @@ from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 # The corpora live next to the repository (../shared/corpora), as for the tests.
-DEFAULT_CORPORA = Path(os.environ.get("BYTEPAIR_CORPORA", BENCH_DIR.parents[1] / "shared" / "corpora"))
+DEFAULT_CORPORA = Path(
+    os.environ.get("BYTEPAIR_CORPORA", BENCH_DIR.parents[1] / "shared" / "corpora")
+)
 # Raw results (JSON) go here; the folder is git-ignored.
 OUT_DIR = BENCH_DIR / "out"
 EOT = "<|endoftext|>"
@@ -45,11 +47,23 @@ def corpus_label(path: Path) -> str:
 # Corpus files that the big inputs are built from (bench_huge --mix, bench_count).
 MIXES = {
     # every corpus: prose, code, 30 languages (~130 MB of distinct text)
-    "all": ("enwiki.txt", "code.txt", "multilingual.txt", "enwik8_head.txt", "shakespeare.txt",
-            "tinystories_v1_train_head.txt", "tinystories_v1_valid_head.txt"),
+    "all": (
+        "enwiki.txt",
+        "code.txt",
+        "multilingual.txt",
+        "enwik8_head.txt",
+        "shakespeare.txt",
+        "tinystories_v1_train_head.txt",
+        "tinystories_v1_valid_head.txt",
+    ),
     # English prose only (~73 MB): what HF tokenizers trains fastest on, so it can finish 4 GB
-    "english": ("enwiki.txt", "enwik8_head.txt", "shakespeare.txt",
-                "tinystories_v1_train_head.txt", "tinystories_v1_valid_head.txt"),
+    "english": (
+        "enwiki.txt",
+        "enwik8_head.txt",
+        "shakespeare.txt",
+        "tinystories_v1_train_head.txt",
+        "tinystories_v1_valid_head.txt",
+    ),
 }
 
 SIZE_UNITS = {"K": 10**3, "M": 10**6, "G": 10**9}
@@ -177,7 +191,9 @@ def bytepair_build() -> str:
         return "bytepair not installed"
     folder = Path(next(iter(spec.submodule_search_locations)))
     digest = hashlib.sha256()
-    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in (".py", ".so", ".pyd"))
+    files = sorted(
+        p for p in folder.iterdir() if p.is_file() and p.suffix in (".py", ".so", ".pyd")
+    )
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     cores = [p for p in files if p.name.startswith("_core")]
@@ -198,7 +214,11 @@ class BuildWatch:
     def changed(self) -> str | None:
         now = bytepair_build()
         same_code = now.split(",")[0] == self.start.split(",")[0]
-        return None if same_code else f"bytepair was reinstalled with other code during the run: {self.start} -> {now}"
+        return (
+            None
+            if same_code
+            else f"bytepair was reinstalled with other code during the run: {self.start} -> {now}"
+        )
 
 
 def thread_env(threads: int | None) -> dict[str, str]:
@@ -217,7 +237,9 @@ def run_child(script: Path, args: Sequence[str], env: Mapping[str, str] | None =
     cmd = [sys.executable, str(script), "--child", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(env) if env else None)
     if proc.returncode != 0:
-        raise RuntimeError(f"child failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-4000:]}")
+        raise RuntimeError(
+            f"child failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-4000:]}"
+        )
     lines = proc.stdout.strip().splitlines()
     if not lines:
         raise RuntimeError(f"child printed nothing: {' '.join(cmd)}\n{proc.stderr[-4000:]}")
@@ -246,6 +268,7 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A GitHub markdown table; numeric-looking columns are right-aligned."""
+
     def numeric(col: int) -> bool:
         cells = [r[col] for r in rows if r[col] not in ("–", "")]
         return bool(cells) and all(c.rstrip("*").replace(".", "", 1).isdigit() for c in cells)

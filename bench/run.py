@@ -52,10 +52,18 @@ def git_line() -> str:
 
     repo = Path(__file__).resolve().parents[1]
     try:
-        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "git commit unknown"
     return f"repository at {head}{' with uncommitted changes' if dirty else ''}"
@@ -64,15 +72,25 @@ def git_line() -> str:
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--train-repeat", type=int, default=3, help="training runs per tool (default 3)")
-    p.add_argument("--encode-repeat", type=int, default=5, help="encoding rounds per measurement (default 5)")
+    p.add_argument(
+        "--encode-repeat", type=int, default=5, help="encoding rounds per measurement (default 5)"
+    )
     p.add_argument("--skip-train", action="store_true")
     p.add_argument("--skip-encode", action="store_true")
-    p.add_argument("--skip-count", action="store_true",
-                   help="skip bench_count.py (by default: 2 GB input, 3 rounds, Heaps' law up to 1 GB)")
-    p.add_argument("--count-repeat", type=int, default=3, help="counting rounds per measurement (default 3)")
-    p.add_argument("--quick", action="store_true",
-                   help="smoke test: one round, tinystories training at vocab 2000, 2 MB of each encoding corpus, "
-                   "counting 16 MB (bench_count.py --quick)")
+    p.add_argument(
+        "--skip-count",
+        action="store_true",
+        help="skip bench_count.py (by default: 2 GB input, 3 rounds, Heaps' law up to 1 GB)",
+    )
+    p.add_argument(
+        "--count-repeat", type=int, default=3, help="counting rounds per measurement (default 3)"
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke test: one round, tinystories training at vocab 2000, 2 MB of each encoding corpus, "
+        "counting 16 MB (bench_count.py --quick)",
+    )
     p.add_argument("--output", type=Path, help="also write the report (markdown) to this file")
     return p.parse_args()
 
@@ -83,9 +101,26 @@ def main() -> None:
     encode_argv = ["--repeat", str(args.encode_repeat)]
     count_argv = ["--repeat", str(args.count_repeat)]
     if args.quick:
-        train_argv = ["--repeat", "1", "--corpus", "tinystories_v1_train_head", "--vocab-size", "2000",
-                      "--json", "quick-train.json"]
-        encode_argv = ["--repeat", "1", "--limit-mb", "2", "--hf-limit-mb", "1", "--json", "quick-encode.json"]
+        train_argv = [
+            "--repeat",
+            "1",
+            "--corpus",
+            "tinystories_v1_train_head",
+            "--vocab-size",
+            "2000",
+            "--json",
+            "quick-train.json",
+        ]
+        encode_argv = [
+            "--repeat",
+            "1",
+            "--limit-mb",
+            "2",
+            "--hf-limit-mb",
+            "1",
+            "--json",
+            "quick-encode.json",
+        ]
         count_argv = ["--quick"]
     header = f"Measured {machine_line()}.\n\n{versions_line()}; {git_line()}."
     print(header + "\n", flush=True)

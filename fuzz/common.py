@@ -109,13 +109,19 @@ def tiktoken_gpt2(vocab: Path, merges: Path):
 
     import bytepair
 
-    with tempfile.TemporaryDirectory() as tmp, mock.patch.dict(os.environ, {"TIKTOKEN_CACHE_DIR": ""}):
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        mock.patch.dict(os.environ, {"TIKTOKEN_CACHE_DIR": ""}),
+    ):
         bpe = Path(tmp) / "vocab.bpe"
         body = merges.read_bytes()
         bpe.write_bytes(body if body.startswith(b"#version") else b"#version: 0.2\n" + body)
         ranks = data_gym_to_mergeable_bpe_ranks(str(bpe), str(vocab))
     return tiktoken.Encoding(
-        name="gpt2_fuzz", pat_str=bytepair.resolve_pattern("gpt2"), mergeable_ranks=ranks, special_tokens={EOT: 50256}
+        name="gpt2_fuzz",
+        pat_str=bytepair.resolve_pattern("gpt2"),
+        mergeable_ranks=ranks,
+        special_tokens={EOT: 50256},
     )
 
 
@@ -124,11 +130,72 @@ def tiktoken_gpt2(vocab: Path, merges: Path):
 # Pieces the preset patterns and the special-token scan treat specially; a fuzz
 # byte picks one of them (see `text_from`).
 ATOMS = [
-    EOT, "<|endoftext", "|>", "<|", "<|pad|>", "'s", "'S", "'t", "'re", "'VE", "'m", "'ll", "'D", "'ſ", "'\u212a",
-    "\u2019s", "'", " ", "  ", "\t", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x85", "\xa0", "\u2028",
-    "\u3000", "\ufeff", "\u200b", "a", "Z", "é", "e\u0301", "ǅ", "ʰ", "ß", "İ", "字", "ア", "한", "ا", "1",
-    "123", "٣", "½", "Ⅻ", "²", ".", "/", "!", "$", "😀", "👍🏻", "\ud83d", "\ude00", "\x00", "\U0010ffff",
-    " the", " don't", "HTTPServer", "\n\n", "    ", " 2024",
+    EOT,
+    "<|endoftext",
+    "|>",
+    "<|",
+    "<|pad|>",
+    "'s",
+    "'S",
+    "'t",
+    "'re",
+    "'VE",
+    "'m",
+    "'ll",
+    "'D",
+    "'ſ",
+    "'\u212a",
+    "\u2019s",
+    "'",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    "\r",
+    "\r\n",
+    "\x0b",
+    "\x0c",
+    "\x1c",
+    "\x85",
+    "\xa0",
+    "\u2028",
+    "\u3000",
+    "\ufeff",
+    "\u200b",
+    "a",
+    "Z",
+    "é",
+    "e\u0301",
+    "ǅ",
+    "ʰ",
+    "ß",
+    "İ",
+    "字",
+    "ア",
+    "한",
+    "ا",
+    "1",
+    "123",
+    "٣",
+    "½",
+    "Ⅻ",
+    "²",
+    ".",
+    "/",
+    "!",
+    "$",
+    "😀",
+    "👍🏻",
+    "\ud83d",
+    "\ude00",
+    "\x00",
+    "\U0010ffff",
+    " the",
+    " don't",
+    "HTTPServer",
+    "\n\n",
+    "    ",
+    " 2024",
 ]
 
 
@@ -234,8 +301,25 @@ def hostile_value(fdp):
     choice = fdp.ConsumeIntInRange(0, 19)
     small_str = fdp.ConsumeUnicode(fdp.ConsumeIntInRange(0, 12))
     return [
-        None, True, False, 0, -1, 1 << 32, 1 << 70, 2.5, float("inf"), "", small_str,
-        [], {}, [small_str], {small_str: 1}, "\u0120", EOT, [1, 2], {"type": small_str},
+        None,
+        True,
+        False,
+        0,
+        -1,
+        1 << 32,
+        1 << 70,
+        2.5,
+        float("inf"),
+        "",
+        small_str,
+        [],
+        {},
+        [small_str],
+        {small_str: 1},
+        "\u0120",
+        EOT,
+        [1, 2],
+        {"type": small_str},
         "\ud800",
     ][choice]
 

@@ -36,7 +36,10 @@ from common import EOT, SENTENCES, Findings, edit_json, fuzz_main, message_shape
 
 bytepair = None  # imported by setup()
 FINDINGS = Findings("counts")
-WORK = Path("/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()) / f"bytepair-fuzz-counts-{os.getuid()}"
+WORK = (
+    Path("/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir())
+    / f"bytepair-fuzz-counts-{os.getuid()}"
+)
 shutil.rmtree(WORK, ignore_errors=True)
 WORK.mkdir()
 atexit.register(shutil.rmtree, WORK, ignore_errors=True)
@@ -59,11 +62,17 @@ def valid_artifact(src: Path, out: Path) -> Path:
     load a coverage-instrumented extension (its libFuzzer symbols live in this
     process only), so the folder is made by the interpreter the fuzzing venv
     was made from, whose bytepair is a normal build; without a venv, here."""
-    code = (f"import bytepair; bytepair.count({str(src)!r}, {str(out)!r}, parts=2, "
-            f"special_tokens=[{EOT!r}], num_workers=1, progress=False)")
+    code = (
+        f"import bytepair; bytepair.count({str(src)!r}, {str(out)!r}, parts=2, "
+        f"special_tokens=[{EOT!r}], num_workers=1, progress=False)"
+    )
     base = Path(sys.base_prefix) / "bin" / "python3"
     if sys.prefix != sys.base_prefix and base.exists():
-        subprocess.run([str(base), "-c", code], check=True, env={k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"})
+        subprocess.run(
+            [str(base), "-c", code],
+            check=True,
+            env={k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"},
+        )
     else:
         exec(code)
     return out
@@ -116,9 +125,13 @@ def test_one_input(data: bytes) -> None:
             exercise(d)
     except ValueError as e:
         if type(e) is not ValueError:
-            FINDINGS.exception(data, e, f"{KINDS[kind]}: a ValueError subclass, not a ValueError naming the file\n")
+            FINDINGS.exception(
+                data, e, f"{KINDS[kind]}: a ValueError subclass, not a ValueError naming the file\n"
+            )
         elif d.name not in str(e):
-            FINDINGS.record(f"ValueError without the folder in {KINDS[kind]}: {message_shape(e)}", data, str(e))
+            FINDINGS.record(
+                f"ValueError without the folder in {KINDS[kind]}: {message_shape(e)}", data, str(e)
+            )
     except OSError:
         pass
     except (KeyboardInterrupt, SystemExit):

@@ -46,7 +46,10 @@ def openai_pair(name: str):
     import tiktoken.load
     import tiktoken_ext.openai_public as op
 
-    with tempfile.TemporaryDirectory() as tmp, mock.patch.dict(os.environ, {"TIKTOKEN_CACHE_DIR": ""}):
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        mock.patch.dict(os.environ, {"TIKTOKEN_CACHE_DIR": ""}),
+    ):
         plain = Path(tmp) / f"{name}.tiktoken"
         plain.write_bytes(gzip.decompress(path.read_bytes()))
         ranks = tiktoken.load.load_tiktoken_bpe(str(plain))
@@ -66,7 +69,9 @@ def setup() -> None:
     if files:
         pairs.append(("gpt2", bytepair.Tokenizer.from_gpt2_files(*files), tiktoken_gpt2(*files)))
     else:
-        print("encode: GPT-2 files absent (../shared/corpora/cs336); skipping GPT-2", file=sys.stderr)
+        print(
+            "encode: GPT-2 files absent (../shared/corpora/cs336); skipping GPT-2", file=sys.stderr
+        )
     for name in ("cl100k_base", "o200k_base"):
         pair = openai_pair(name)
         if pair:
@@ -86,17 +91,27 @@ def outcome(fn, *args, **kwargs):
 
 def compare(data: bytes, name: str, tok, enc, text: str) -> None:
     checks = [
-        ("encode(allowed_special='all')", lambda: tok.encode(text, allowed_special="all"),
-         lambda: enc.encode(text, allowed_special="all")),
+        (
+            "encode(allowed_special='all')",
+            lambda: tok.encode(text, allowed_special="all"),
+            lambda: enc.encode(text, allowed_special="all"),
+        ),
         ("encode()", lambda: outcome(tok.encode, text), lambda: outcome(enc.encode, text)),
         ("encode_ordinary", lambda: tok.encode_ordinary(text), lambda: enc.encode_ordinary(text)),
-        ("encode_batch", lambda: tok.encode_batch([text], num_threads=1, allowed_special="all")[0],
-         lambda: enc.encode(text, allowed_special="all")),
+        (
+            "encode_batch",
+            lambda: tok.encode_batch([text], num_threads=1, allowed_special="all")[0],
+            lambda: enc.encode(text, allowed_special="all"),
+        ),
     ]
     for label, ours, theirs in checks:
         got, want = ours(), theirs()
         if got != want:
-            FINDINGS.record(f"{name}: {label} differs from tiktoken", data, f"text={text!r}\nours={got}\ntiktoken={want}")
+            FINDINGS.record(
+                f"{name}: {label} differs from tiktoken",
+                data,
+                f"text={text!r}\nours={got}\ntiktoken={want}",
+            )
     ids = tok.encode(text, allowed_special="all")
     back, expected = tok.decode(ids), replace_surrogates(text)
     if back != expected:
@@ -118,10 +133,17 @@ def test_one_input(data: bytes) -> None:
 
 def seeds() -> list[bytes]:
     texts = [
-        "Hello world<|endoftext|>It's 2024!", "  leading and trailing  \n\n", "naïve café 東京 Россия 😀",
-        "def f(self):\n\treturn 0x7fff  # comment\n", "a" * 300, "1234567890 $1,299.99", "\r\n\r\n x y'S 'll",
+        "Hello world<|endoftext|>It's 2024!",
+        "  leading and trailing  \n\n",
+        "naïve café 東京 Россия 😀",
+        "def f(self):\n\treturn 0x7fff  # comment\n",
+        "a" * 300,
+        "1234567890 $1,299.99",
+        "\r\n\r\n x y'S 'll",
     ]
-    return [bytes([k]) + t.encode() for k in range(len(PAIRS)) for t in texts] + [b"\x00\xf8\x00\xf8\x3a"]
+    return [bytes([k]) + t.encode() for k in range(len(PAIRS)) for t in texts] + [
+        b"\x00\xf8\x00\xf8\x3a"
+    ]
 
 
 if __name__ == "__main__":

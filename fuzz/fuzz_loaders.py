@@ -36,7 +36,10 @@ bytepair = formats = None  # imported by setup()
 FINDINGS = Findings("loaders")
 # Scratch files, in memory where possible. libFuzzer ends the process with C's
 # exit(), skipping atexit, so the previous run's directory is removed at start.
-WORK = Path("/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()) / f"bytepair-fuzz-loaders-{os.getuid()}"
+WORK = (
+    Path("/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir())
+    / f"bytepair-fuzz-loaders-{os.getuid()}"
+)
 shutil.rmtree(WORK, ignore_errors=True)
 WORK.mkdir()
 atexit.register(shutil.rmtree, WORK, ignore_errors=True)
@@ -85,7 +88,10 @@ def seeds() -> list[bytes]:
     """The seed corpus: each valid file under its raw kind, and a few payloads per structured kind."""
     out = [bytes([k]) + VALID[name] for k, (name, _) in enumerate(RAW_KINDS)]
     for k in range(len(JSON_KINDS)):
-        out += [bytes([len(RAW_KINDS) + k]) + bytes((i * 37 + n) % 256 for i in range(n)) for n in (8, 32, 64)]
+        out += [
+            bytes([len(RAW_KINDS) + k]) + bytes((i * 37 + n) % 256 for i in range(n))
+            for n in (8, 32, 64)
+        ]
     return out
 
 
@@ -114,14 +120,23 @@ def loaders_for(how: str, d: Path, name: str):
     """(label, call) for every entry point that reads the mutated file."""
     calls = [("Tokenizer.load", lambda: bytepair.Tokenizer.load(d / name))]
     if how == "gpt2":
-        calls.append(("from_gpt2_files", lambda: bytepair.Tokenizer.from_gpt2_files(d / "vocab.json", d / "merges.txt")))
+        calls.append(
+            (
+                "from_gpt2_files",
+                lambda: bytepair.Tokenizer.from_gpt2_files(d / "vocab.json", d / "merges.txt"),
+            )
+        )
         calls.append(("Tokenizer.load(dir)", lambda: bytepair.Tokenizer.load(d)))
     elif how == "tiktoken":
         calls = [("from_tiktoken", lambda: bytepair.Tokenizer.from_tiktoken(d / "enc.tiktoken"))]
         calls.append(("Tokenizer.load", lambda: bytepair.Tokenizer.load(d / "enc.tiktoken")))
     elif how == "tiktoken_gz":
-        calls = [("from_tiktoken(.gz)", lambda: bytepair.Tokenizer.from_tiktoken(d / "enc.tiktoken.gz"))]
-        calls.append(("Tokenizer.load(.gz)", lambda: bytepair.Tokenizer.load(d / "enc.tiktoken.gz")))
+        calls = [
+            ("from_tiktoken(.gz)", lambda: bytepair.Tokenizer.from_tiktoken(d / "enc.tiktoken.gz"))
+        ]
+        calls.append(
+            ("Tokenizer.load(.gz)", lambda: bytepair.Tokenizer.load(d / "enc.tiktoken.gz"))
+        )
     elif how == "hf":
         calls.append(("info", lambda: formats.info(d / name)))
     return calls
@@ -155,9 +170,13 @@ def run_one(label: str, call, data: bytes, names: list[str]) -> None:
         tok = call()
     except ValueError as e:
         if type(e) is not ValueError:
-            FINDINGS.exception(data, e, f"{label}: a ValueError subclass, not a ValueError naming the file\n")
+            FINDINGS.exception(
+                data, e, f"{label}: a ValueError subclass, not a ValueError naming the file\n"
+            )
         elif not any(n in str(e) for n in names):
-            FINDINGS.record(f"ValueError without the file name in {label}: {message_shape(e)}", data, str(e))
+            FINDINGS.record(
+                f"ValueError without the file name in {label}: {message_shape(e)}", data, str(e)
+            )
         return
     except OSError:
         return
@@ -192,7 +211,9 @@ def test_one_input(data: bytes) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for label, call in loaders_for(how, d, name):
-                run_one(label, call, data, [name, "enc.tiktoken", "merges.txt", "vocab.json", d.name])
+                run_one(
+                    label, call, data, [name, "enc.tiktoken", "merges.txt", "vocab.json", d.name]
+                )
     finally:
         for p in d.iterdir():
             p.unlink()

@@ -43,7 +43,7 @@ def clean_text(data: bytes) -> str:
 
 def first_difference(got: list[str], want: list[str]) -> str:
     i = next((k for k, (g, w) in enumerate(zip(got, want)) if g != w), min(len(got), len(want)))
-    return f"pre-token {i}: bytepair {got[max(0, i - 2):i + 3]!r} vs regex {want[max(0, i - 2):i + 3]!r}"
+    return f"pre-token {i}: bytepair {got[max(0, i - 2) : i + 3]!r} vs regex {want[max(0, i - 2) : i + 3]!r}"
 
 
 def test_one_input(data: bytes) -> None:
@@ -59,16 +59,23 @@ def test_one_input(data: bytes) -> None:
         want = COMPILED[pattern].findall(text)
         if got != want:
             FINDINGS.record(
-                f"{pattern}: pretokenize differs from regex.findall", data,
+                f"{pattern}: pretokenize differs from regex.findall",
+                data,
                 f"text={text!r}\n{first_difference(got, want)}",
             )
 
 
 def seeds() -> list[bytes]:
     texts = [
-        "Hello world, it's 2024!", "  \n\n  x\r\n\r\ny", "we'LL they'Re 'ſ x'\u212a", "a.\n/b }\n/* c */",
-        "naïve 東京 Россия ǅemal ʰ 😀👍🏻", "1234567 ٣½Ⅻ² $1,299.99", "\u3000\xa0\x85\u2028 \t\x0b\x0c",
-        "HTTPServer __init__ self.assertEqual", "x" * 200 + " " * 100,
+        "Hello world, it's 2024!",
+        "  \n\n  x\r\n\r\ny",
+        "we'LL they'Re 'ſ x'\u212a",
+        "a.\n/b }\n/* c */",
+        "naïve 東京 Россия ǅemal ʰ 😀👍🏻",
+        "1234567 ٣½Ⅻ² $1,299.99",
+        "\u3000\xa0\x85\u2028 \t\x0b\x0c",
+        "HTTPServer __init__ self.assertEqual",
+        "x" * 200 + " " * 100,
     ]
     return [t.encode() for t in texts]
 

@@ -51,7 +51,9 @@ def test_one_input(data: bytes) -> None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tok = bytepair.train_from_counts(counts, 256 + num_merges, num_threads=1, progress=False)
+            tok = bytepair.train_from_counts(
+                counts, 256 + num_merges, num_threads=1, progress=False
+            )
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as e:  # noqa: BLE001 - pyo3's PanicException is a BaseException
@@ -59,18 +61,28 @@ def test_one_input(data: bytes) -> None:
         return
     got = list(zip(tok.merges, tok.training_stats.merge_counts))
     if got != want:
-        rank = next((r for r, (g, w) in enumerate(zip(got, want)) if g != w), min(len(got), len(want)))
+        rank = next(
+            (r for r, (g, w) in enumerate(zip(got, want)) if g != w), min(len(got), len(want))
+        )
         FINDINGS.record(
-            "train_from_counts differs from the reference", data,
+            "train_from_counts differs from the reference",
+            data,
             f"counts={counts!r} num_merges={num_merges}\nfirst difference at merge {rank}: "
-            f"bytepair {got[rank:rank + 1]} vs reference {want[rank:rank + 1]}",
+            f"bytepair {got[rank : rank + 1]} vs reference {want[rank : rank + 1]}",
         )
     if tok.training_stats.stopped_early != (len(want) < num_merges):
-        FINDINGS.record("stopped_early disagrees with the reference", data, f"counts={counts!r} num_merges={num_merges}")
+        FINDINGS.record(
+            "stopped_early disagrees with the reference",
+            data,
+            f"counts={counts!r} num_merges={num_merges}",
+        )
 
 
 def seeds() -> list[bytes]:
-    return [bytes((i * k + 7) % 256 for i in range(n)) for k, n in ((3, 40), (11, 80), (29, 120), (1, 60))]
+    return [
+        bytes((i * k + 7) % 256 for i in range(n))
+        for k, n in ((3, 40), (11, 80), (29, 120), (1, 60))
+    ]
 
 
 if __name__ == "__main__":

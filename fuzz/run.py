@@ -41,15 +41,30 @@ ARTIFACT = re.compile(r"Test unit written to (\S+)")
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seconds", type=int, required=True, help="fuzzing time per target")
-    p.add_argument("--target", choices=sorted(TARGETS), action="append", help="run only this target (repeatable)")
+    p.add_argument(
+        "--target",
+        choices=sorted(TARGETS),
+        action="append",
+        help="run only this target (repeatable)",
+    )
     p.add_argument("--workdir", type=Path, default=FUZZ_DIR / ".work")
-    p.add_argument("--timeout", type=int, default=30, help="seconds one input may take before it counts as a hang")
+    p.add_argument(
+        "--timeout",
+        type=int,
+        default=30,
+        help="seconds one input may take before it counts as a hang",
+    )
     return p.parse_args(argv)
 
 
 def write_seeds(script: Path, seeds: Path, env: dict) -> None:
     shutil.rmtree(seeds, ignore_errors=True)
-    subprocess.run([sys.executable, str(script), "--write-seeds", str(seeds)], env=env, check=True, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, str(script), "--write-seeds", str(seeds)],
+        env=env,
+        check=True,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def findings_of(findings: Path) -> dict[str, str]:
@@ -65,7 +80,7 @@ def run_process(cmd: list[str], env: dict, log: Path) -> tuple[int, str | None]:
     with open(log, "a", encoding="utf-8") as out:
         proc = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
     text = log.read_text(encoding="utf-8", errors="replace")
-    tail = text[text.rfind("INFO: Seed:"):] if "INFO: Seed:" in text else text
+    tail = text[text.rfind("INFO: Seed:") :] if "INFO: Seed:" in text else text
     runs = [int(n) for n in EXECUTED.findall(tail)]
     artifact = ARTIFACT.findall(tail)
     return (runs[-1] if runs else 0), (artifact[-1] if proc.returncode and artifact else None)
@@ -99,8 +114,16 @@ def fuzz_target(name: str, seconds: int, workdir: Path, timeout: int) -> dict:
     start, executions, crashes = time.monotonic(), 0, []
     while (left := seconds - int(time.monotonic() - start)) > 5:
         cmd = [
-            sys.executable, str(script), f"-max_total_time={left}", f"-timeout={timeout}", f"-max_len={max_len}",
-            "-rss_limit_mb=3072", "-print_final_stats=1", f"-artifact_prefix={findings}/", str(corpus), str(seeds),
+            sys.executable,
+            str(script),
+            f"-max_total_time={left}",
+            f"-timeout={timeout}",
+            f"-max_len={max_len}",
+            "-rss_limit_mb=3072",
+            "-print_final_stats=1",
+            f"-artifact_prefix={findings}/",
+            str(corpus),
+            str(seeds),
         ]
         with open(log, "a") as out:
             out.write(f"\n### {' '.join(cmd)}\nINFO: Seed: run\n")
@@ -112,9 +135,15 @@ def fuzz_target(name: str, seconds: int, workdir: Path, timeout: int) -> dict:
     elapsed = time.monotonic() - start
     found = findings_of(findings)
     return {
-        "target": name, "native_coverage": rust_coverage_build(), "seconds": round(elapsed), "executions": executions,
+        "target": name,
+        "native_coverage": rust_coverage_build(),
+        "seconds": round(elapsed),
+        "executions": executions,
         "exec_per_s": round(executions / elapsed, 1) if elapsed else 0.0,
-        "findings": found, "new": sorted(set(found) - before), "crashes": crashes, "corpus": len(list(corpus.iterdir())),
+        "findings": found,
+        "new": sorted(set(found) - before),
+        "crashes": crashes,
+        "corpus": len(list(corpus.iterdir())),
     }
 
 

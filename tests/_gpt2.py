@@ -76,14 +76,20 @@ def gpt2_tokenizer() -> bytepair.Tokenizer:
     """GPT-2 read by the library (`Tokenizer.from_gpt2_files`) from the released files."""
     root = corpora_dir() / "cs336"
     tok = bytepair.Tokenizer.from_gpt2_files(root / "gpt2_vocab.json", root / "gpt2_merges.txt")
-    assert len(tok.vocab) == 50257 and len(tok.merges) == 50000 and tok.special_tokens == {EOT: 50256}
+    assert (
+        len(tok.vocab) == 50257 and len(tok.merges) == 50000 and tok.special_tokens == {EOT: 50256}
+    )
     return tok
 
 
 def gpt2_files() -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], dict[str, int]]:
     """(vocab without special tokens, merges, special tokens) of GPT-2."""
     tok = gpt2_tokenizer()
-    return {i: b for i, b in tok.vocab.items() if i != 50256}, list(tok.merges), dict(tok.special_tokens)
+    return (
+        {i: b for i, b in tok.vocab.items() if i != 50256},
+        list(tok.merges),
+        dict(tok.special_tokens),
+    )
 
 
 @functools.cache
@@ -102,7 +108,10 @@ def tiktoken_gpt2_ranks() -> dict[bytes, int]:
     root = corpora_dir() / "cs336"
     merges = (root / "gpt2_merges.txt").read_bytes()
     assert not merges.startswith(b"#version")
-    with tempfile.TemporaryDirectory() as tmp, mock.patch.dict(os.environ, {"TIKTOKEN_CACHE_DIR": ""}):
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        mock.patch.dict(os.environ, {"TIKTOKEN_CACHE_DIR": ""}),
+    ):
         bpe = Path(tmp) / "vocab.bpe"
         bpe.write_bytes(b"#version: 0.2\n" + merges)
         return data_gym_to_mergeable_bpe_ranks(str(bpe), str(root / "gpt2_vocab.json"))
@@ -132,7 +141,9 @@ def tiktoken_for(tok: bytepair.Tokenizer, pat_str: str | None = None):
 
     special_ids = set(tok.special_tokens.values())
     ranks = {b: i for i, b in tok.vocab.items() if i not in special_ids}
-    assert len(ranks) == len(tok.vocab) - len(special_ids & tok.vocab.keys()), "duplicate token bytes"
+    assert len(ranks) == len(tok.vocab) - len(special_ids & tok.vocab.keys()), (
+        "duplicate token bytes"
+    )
     return tiktoken.Encoding(
         name=f"bytepair_test_{id(tok)}",
         pat_str=pat_str or tok.pattern_regex,
@@ -160,7 +171,12 @@ def tiktoken_official_pattern(preset: str) -> str:
 
 # ---- tokenizers trained on the corpora ---------------------------------------
 
-TRAIN_SLICES = (("enwiki.txt", 0), ("code.txt", 0), ("multilingual.txt", 0), ("tinystories_v1_train_head.txt", 0))
+TRAIN_SLICES = (
+    ("enwiki.txt", 0),
+    ("code.txt", 0),
+    ("multilingual.txt", 0),
+    ("tinystories_v1_train_head.txt", 0),
+)
 
 
 @functools.cache
@@ -171,7 +187,9 @@ def training_text() -> str:
 
 @functools.cache
 def trained(pattern: str, vocab_size: int = 2000) -> bytepair.Tokenizer:
-    tok = bytepair.train_from_iterator([training_text()], vocab_size, special_tokens=[EOT], pattern=pattern)
+    tok = bytepair.train_from_iterator(
+        [training_text()], vocab_size, special_tokens=[EOT], pattern=pattern
+    )
     assert tok.vocab_size == vocab_size, (pattern, tok.vocab_size)
     return tok
 
@@ -191,7 +209,9 @@ EVAL_SLICES = (
 # ---- comparing id sequences -------------------------------------------------
 
 
-def assert_same_ids(ours, theirs, *, text: str | None = None, decode_bytes=None, label: str = "") -> None:
+def assert_same_ids(
+    ours, theirs, *, text: str | None = None, decode_bytes=None, label: str = ""
+) -> None:
     """Assert two id sequences are identical; on a mismatch, fail with the first
     differing position, the ids around it and the text there (via `decode_bytes`
     of the common prefix, which gives the byte offset into `text`)."""
@@ -203,31 +223,112 @@ def assert_same_ids(ours, theirs, *, text: str | None = None, decode_bytes=None,
         return
     i = int(diff[0]) if len(diff) else n
     msg = [f"{label}: ids differ at position {i} (ours: {len(a)} ids, reference: {len(b)} ids)"]
-    msg.append(f"  ours     [{max(0, i - 3)}:{i + 5}] = {a[max(0, i - 3):i + 5].tolist()}")
-    msg.append(f"  reference[{max(0, i - 3)}:{i + 5}] = {b[max(0, i - 3):i + 5].tolist()}")
+    msg.append(f"  ours     [{max(0, i - 3)}:{i + 5}] = {a[max(0, i - 3) : i + 5].tolist()}")
+    msg.append(f"  reference[{max(0, i - 3)}:{i + 5}] = {b[max(0, i - 3) : i + 5].tolist()}")
     if text is not None and decode_bytes is not None:
         data = text.encode("utf-8", errors="surrogatepass")
         at = len(decode_bytes(b[:i].tolist()))
-        msg.append(f"  at byte {at}: before {data[max(0, at - 60):at]!r}")
-        msg.append(f"            after  {data[at:at + 60]!r}")
+        msg.append(f"  at byte {at}: before {data[max(0, at - 60) : at]!r}")
+        msg.append(f"            after  {data[at : at + 60]!r}")
     raise AssertionError("\n".join(msg))
 
 
 # ---- hypothesis strategies ---------------------------------------------------
 
-CONTRACTIONS = ["'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "'T", "'RE", "'Ve", "'LL", "'D", "'x",
-                "\u2019s", "'\u017f", "'\u212a", "''", "'"]
-WHITESPACE = [" ", "  ", "\t", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x85", "\xa0", "\u1680", "\u2000",
-              "\u2009", "\u2028", "\u2029", "\u202f", "\u205f", "\u3000", "\x1c", "\x1f", "\u200b", "\ufeff"]
+CONTRACTIONS = [
+    "'s",
+    "'t",
+    "'re",
+    "'ve",
+    "'m",
+    "'ll",
+    "'d",
+    "'S",
+    "'T",
+    "'RE",
+    "'Ve",
+    "'LL",
+    "'D",
+    "'x",
+    "\u2019s",
+    "'\u017f",
+    "'\u212a",
+    "''",
+    "'",
+]
+WHITESPACE = [
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    "\r",
+    "\r\n",
+    "\x0b",
+    "\x0c",
+    "\x85",
+    "\xa0",
+    "\u1680",
+    "\u2000",
+    "\u2009",
+    "\u2028",
+    "\u2029",
+    "\u202f",
+    "\u205f",
+    "\u3000",
+    "\x1c",
+    "\x1f",
+    "\u200b",
+    "\ufeff",
+]
 DIGITS = "0123456789\u0660\u0661\u0967\u09eb\u0e56\xb2\xbd\u2167\uff11\U0001d7ce"
 PUNCT = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~\u2026\u2014\u201c\u201d\xab\xbb\xbf\xa1\u3002\u00b7"
 WORDS = [
-    "the", " the", " The", "mutinous", " interesting", "tokenization", " running", "ing", " don't", " I'm",
-    "HTTPServer", "__init__", "self.assertEqual", "0x7fffffff", " 2023-11-05", " $1,299.99", "https://example.org/a?b=c",
-    " Überprüfung", " naïve", " наличие", " Россия", "東京都", "日本語の文章", " 한국어", " العربية", " हिन्दी", " ελληνικά",
-    " שלום", " ภาษาไทย", "\tif (x) {\n\t\treturn;\n\t}", "    def f(self):\n", " Ⅻ", " ½", "e\u0301", "👩\u200d💻",
+    "the",
+    " the",
+    " The",
+    "mutinous",
+    " interesting",
+    "tokenization",
+    " running",
+    "ing",
+    " don't",
+    " I'm",
+    "HTTPServer",
+    "__init__",
+    "self.assertEqual",
+    "0x7fffffff",
+    " 2023-11-05",
+    " $1,299.99",
+    "https://example.org/a?b=c",
+    " Überprüfung",
+    " naïve",
+    " наличие",
+    " Россия",
+    "東京都",
+    "日本語の文章",
+    " 한국어",
+    " العربية",
+    " हिन्दी",
+    " ελληνικά",
+    " שלום",
+    " ภาษาไทย",
+    "\tif (x) {\n\t\treturn;\n\t}",
+    "    def f(self):\n",
+    " Ⅻ",
+    " ½",
+    "e\u0301",
+    "👩\u200d💻",
 ]
-SPECIALISH = [EOT, EOT + EOT, "<|endoftext", "endoftext|>", "<|", "|>", "<|endoftext|", "<" + EOT + ">"]
+SPECIALISH = [
+    EOT,
+    EOT + EOT,
+    "<|endoftext",
+    "endoftext|>",
+    "<|",
+    "|>",
+    "<|endoftext|",
+    "<" + EOT + ">",
+]
 
 no_surrogates = st.characters(exclude_categories=("Cs",))
 fragments = st.one_of(
@@ -235,7 +336,11 @@ fragments = st.one_of(
     st.lists(st.sampled_from(WHITESPACE), min_size=1, max_size=6).map("".join),
     st.text(st.sampled_from(DIGITS), min_size=1, max_size=9),
     st.from_regex(r"[A-Za-z]{1,10}", fullmatch=True),
-    st.text(st.characters(categories=("Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me")), min_size=1, max_size=8),
+    st.text(
+        st.characters(categories=("Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me")),
+        min_size=1,
+        max_size=8,
+    ),
     st.text(st.sampled_from(PUNCT), min_size=1, max_size=4),
     st.characters(categories=("Cc", "Cf", "Co", "Cn", "Zs", "Zl", "Zp")),
     no_surrogates,
@@ -252,6 +357,10 @@ tricky_text = st.lists(fragments, max_size=25).map("".join)
 texts = st.one_of(any_text, tricky_text)
 # Strings that may hold lone surrogates (and surrogate pairs written as two code points).
 with_surrogates = st.lists(
-    st.one_of(st.characters(categories=("Cs",)), st.sampled_from(["\ud83d\ude00", "a", " ", "\u00e9"]), no_surrogates),
+    st.one_of(
+        st.characters(categories=("Cs",)),
+        st.sampled_from(["\ud83d\ude00", "a", " ", "\u00e9"]),
+        no_surrogates,
+    ),
     max_size=12,
 ).map("".join)

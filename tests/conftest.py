@@ -66,7 +66,9 @@ except ImportError:  # hypothesis tests skip themselves via importorskip
 def corpus_path(name: str) -> Path:
     """Path of corpus `name`; skips the calling test when it is not there."""
     if not CORPORA.is_dir():
-        pytest.skip(f"corpora directory {CORPORA} is absent (real-text tests need ../shared/corpora)")
+        pytest.skip(
+            f"corpora directory {CORPORA} is absent (real-text tests need ../shared/corpora)"
+        )
     path = CORPORA / name
     if not path.is_file():
         pytest.skip(f"corpus {name} is absent from {CORPORA}")
@@ -106,7 +108,9 @@ def byte_tokenizer(pattern: str = "gpt2", special_tokens=None):
     """A Tokenizer with no merges (just the 256 bytes) and the given pattern."""
     import bytepair
 
-    return bytepair.Tokenizer({i: bytes([i]) for i in range(256)}, [], special_tokens, pattern=pattern)
+    return bytepair.Tokenizer(
+        {i: bytes([i]) for i in range(256)}, [], special_tokens, pattern=pattern
+    )
 
 
 EOT = "<|endoftext|>"
@@ -160,12 +164,17 @@ def spark_session():
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import this bytepair
-    session = (SparkSession.builder.master("local[2,2]").appName("bytepair tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "4")
-               .config("spark.sql.files.maxPartitionBytes", str(MIB))  # several map tasks even here
-               .getOrCreate())
-    session.sparkContext.setLogLevel("OFF")  # injected and input errors would print Java stack traces
+    session = (
+        SparkSession.builder.master("local[2,2]")
+        .appName("bytepair tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.files.maxPartitionBytes", str(MIB))  # several map tasks even here
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel(
+        "OFF"
+    )  # injected and input errors would print Java stack traces
     yield session
     session.stop()

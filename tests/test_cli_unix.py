@@ -17,7 +17,9 @@ import pytest
 
 import bytepair
 
-TEXT = ("The quick brown fox jumps over the lazy dog. " * 40 + "It's 1234 o'clock, naïve café!\n") * 30
+TEXT = (
+    "The quick brown fox jumps over the lazy dog. " * 40 + "It's 1234 o'clock, naïve café!\n"
+) * 30
 CLI = [sys.executable, "-m", "bytepair"]
 
 
@@ -39,8 +41,17 @@ def files(tmp_path_factory):
 
 
 def test_train_reads_stdin_and_writes_the_tokenizer_to_stdout(files):
-    piped = run("train", "-", "--vocab-size", "300", "--special-token", "<|endoftext|>", "-o", "-",
-                stdin=TEXT.encode())
+    piped = run(
+        "train",
+        "-",
+        "--vocab-size",
+        "300",
+        "--special-token",
+        "<|endoftext|>",
+        "-o",
+        "-",
+        stdin=TEXT.encode(),
+    )
     doc = json.loads(piped.stdout)
     assert doc == json.loads((files / "tok.json").read_text(encoding="utf-8"))
     # The summary is a message here (stdout holds the tokenizer); it counts the piped bytes.
@@ -71,7 +82,17 @@ def test_encode_file_on_threads_gives_the_ids_of_the_whole_text(files):
     assert big.stat().st_size > 8 << 20, "more than one chunk"
     tok = str(files / "tok.json")
     for threads in ("1", "2"):
-        run("encode", str(big), "-t", tok, "-o", str(files / f"big{threads}.npy"), "--threads", threads, "-q")
+        run(
+            "encode",
+            str(big),
+            "-t",
+            tok,
+            "-o",
+            str(files / f"big{threads}.npy"),
+            "--threads",
+            threads,
+            "-q",
+        )
     one, two = np.load(files / "big1.npy"), np.load(files / "big2.npy")
     assert np.array_equal(one, two) and one.tolist() == bytepair.Tokenizer.load(tok).encode(text)
     piped = run("encode", "-", "-t", tok, "-o", "-", "-q", stdin=text.encode())
@@ -91,20 +112,40 @@ def test_encode_special_tokens_and_bad_bytes_in_cli_words(files, source):
         path = files / f"special-{source}.txt"
         path.write_bytes(content)
         where = ("-",) if source == "pipe" else (str(path),)
-        return run("encode", *where, "-t", str(files / "tok.json"), "-o", "-", *flags,
-                   stdin=content if source == "pipe" else b"", check=False)
+        return run(
+            "encode",
+            *where,
+            "-t",
+            str(files / "tok.json"),
+            "-o",
+            "-",
+            *flags,
+            stdin=content if source == "pipe" else b"",
+            check=False,
+        )
 
     refused = encode(text.encode())
     message = refused.stderr.decode()
-    assert refused.returncode == 1 and '"<|endoftext|>"' in message and "--special allow" in message, message
+    assert (
+        refused.returncode == 1 and '"<|endoftext|>"' in message and "--special allow" in message
+    ), message
     if source == "file":
         assert f"at byte offset {text.index('<|endoftext|>')}" in message, message
     bad = encode(data, "--special", "text")
-    assert bad.returncode == 1 and f"invalid UTF-8 at byte offset {len(text.encode())}" in bad.stderr.decode()
+    assert (
+        bad.returncode == 1
+        and f"invalid UTF-8 at byte offset {len(text.encode())}" in bad.stderr.decode()
+    )
     assert "--errors replace" in bad.stderr.decode()
     for flags, expected in (
-        (("--special", "allow", "--errors", "replace"), tok.encode(data.decode("utf-8", "replace"), allowed_special="all")),
-        (("--special", "text", "--errors", "replace"), tok.encode_ordinary(data.decode("utf-8", "replace"))),
+        (
+            ("--special", "allow", "--errors", "replace"),
+            tok.encode(data.decode("utf-8", "replace"), allowed_special="all"),
+        ),
+        (
+            ("--special", "text", "--errors", "replace"),
+            tok.encode_ordinary(data.decode("utf-8", "replace")),
+        ),
     ):
         out = encode(data, *flags)
         assert out.returncode == 0, out.stderr.decode()
@@ -131,13 +172,16 @@ def test_a_tokenizer_is_read_once_from_a_pipe(files, tmp_path, name):
     from_fifo = run("info", _fifo_with(tmp_path, data), check=False)
     if name.endswith(".tiktoken"):
         # A rank file alone holds no pattern: the error says so, it does not fail to read.
-        assert from_fifo.returncode == 1 and b"holds no pre-tokenization pattern" in from_fifo.stderr
+        assert (
+            from_fifo.returncode == 1 and b"holds no pre-tokenization pattern" in from_fifo.stderr
+        )
         return
     assert from_fifo.returncode == 0, from_fifo.stderr
     assert b"vocab size      300" in from_fifo.stdout
     from_stdin = run("info", "-", stdin=data)
     assert from_stdin.stdout.replace(b"/dev/stdin", b"X") == from_fifo.stdout.replace(
-        str(tmp_path / "pipe").encode(), b"X")
+        str(tmp_path / "pipe").encode(), b"X"
+    )
     converted = run("convert", str(files / "tok.tiktoken"), "-")
     assert json.loads(converted.stdout) == json.loads(data)
 
@@ -149,8 +193,11 @@ def test_a_broken_pipe_ends_quietly(files, tmp_path):
     # sure (a single write may still fill the pipe before it closes).
     ids = np.array(tok.encode(TEXT), dtype=np.uint16)
     np.save(tmp_path / "ids.npy", np.tile(ids, (3 << 20) // len(ids)))
-    decode = subprocess.Popen([*CLI, "decode", str(tmp_path / "ids.npy"), "-t", str(files / "tok.json")],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    decode = subprocess.Popen(
+        [*CLI, "decode", str(tmp_path / "ids.npy"), "-t", str(files / "tok.json")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert decode.stdout.read(10) == TEXT.encode()[:10]
     decode.stdout.close()  # the reader goes away, as `head` does
     assert decode.wait(timeout=60) == 141  # 128 + SIGPIPE, as a Unix tool killed by it
@@ -171,12 +218,31 @@ def test_encode_refuses_special_token_text_unless_told(files):
     tiktoken's encode and ours (issue 21 item 18): now it fails in CLI words."""
     tok = bytepair.Tokenizer.load(files / "tok.json")
     text = "one document<|endoftext|>another"
-    refused = run("encode", "-", "-t", str(files / "tok.json"), "-o", "-", stdin=text.encode(), check=False)
+    refused = run(
+        "encode", "-", "-t", str(files / "tok.json"), "-o", "-", stdin=text.encode(), check=False
+    )
     assert refused.returncode == 1 and refused.stdout == b""
     message = refused.stderr.decode()
     assert message.count("\n") == 1 and '"<|endoftext|>"' in message, message
-    assert "--special allow" in message and "--special text" in message and "allowed_special" not in message
-    for policy, expected in (("allow", tok.encode(text, allowed_special="all")), ("text", tok.encode_ordinary(text))):
-        out = run("encode", "-", "-t", str(files / "tok.json"), "-o", "-", "--special", policy, stdin=text.encode())
+    assert (
+        "--special allow" in message
+        and "--special text" in message
+        and "allowed_special" not in message
+    )
+    for policy, expected in (
+        ("allow", tok.encode(text, allowed_special="all")),
+        ("text", tok.encode_ordinary(text)),
+    ):
+        out = run(
+            "encode",
+            "-",
+            "-t",
+            str(files / "tok.json"),
+            "-o",
+            "-",
+            "--special",
+            policy,
+            stdin=text.encode(),
+        )
         assert np.load(io.BytesIO(out.stdout)).tolist() == expected
     assert tok.encode(text, allowed_special="all") != tok.encode_ordinary(text)

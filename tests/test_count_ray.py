@@ -13,28 +13,34 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
-
-import bytepair
-from bytepair.counts.sources import CountSpec
-from bytepair.counts.artifact import WordCounts
 from conftest import engine_available
 from test_wordcounts import EOT, content, inputs, single_process_counts  # noqa: F401 (inputs is a fixture)
 
+import bytepair
+from bytepair.counts.artifact import WordCounts
+from bytepair.counts.sources import CountSpec
+
 engine_available("ray")
 import ray  # noqa: E402
-from bytepair.counts.engines.on_ray import count_on_ray  # noqa: E402
 
+from bytepair.counts.engines.on_ray import count_on_ray  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")
 
 
 @pytest.mark.parametrize("shards,parts", [(1, 1), (3, 2), (6, 5)])
 def test_ray_artifact_equals_single_process(inputs, tmp_path, shards, parts):
-    counts = bytepair.count(inputs, tmp_path / "counts", engine="ray", special_tokens=[EOT], parts=parts,
-                            shards=shards, progress=False)
+    counts = bytepair.count(
+        inputs,
+        tmp_path / "counts",
+        engine="ray",
+        special_tokens=[EOT],
+        parts=parts,
+        shards=shards,
+        progress=False,
+    )
     expected = single_process_counts(inputs)
     assert content(counts) == expected
     t = counts.totals
@@ -48,11 +54,15 @@ def test_ray_and_local_artifacts_have_the_same_parts(inputs, tmp_path):
     """Same bucket hash, same sort: part b of either engine holds the same words."""
     on_ray = bytepair.count(inputs, tmp_path / "ray", engine="ray", parts=3, progress=False)
     local = bytepair.count(inputs, tmp_path / "local", parts=3, num_workers=2, progress=False)
-    assert [p["sha256"] for p in on_ray.manifest["parts"]] == [p["sha256"] for p in local.manifest["parts"]]
+    assert [p["sha256"] for p in on_ray.manifest["parts"]] == [
+        p["sha256"] for p in local.manifest["parts"]
+    ]
 
 
 def test_train_from_ray_counts_equals_train_on_files(inputs, tmp_path):
-    counts = bytepair.count(inputs, tmp_path / "c", engine="ray", special_tokens=[EOT], progress=False)
+    counts = bytepair.count(
+        inputs, tmp_path / "c", engine="ray", special_tokens=[EOT], progress=False
+    )
     from_counts = bytepair.train_from_counts(counts, 600, progress=False)
     from_files = bytepair.train([str(p) for p in inputs], 600, special_tokens=[EOT], progress=False)
     assert from_counts.merges == from_files.merges
@@ -61,8 +71,14 @@ def test_train_from_ray_counts_equals_train_on_files(inputs, tmp_path):
 
 def test_a_task_failing_once_is_retried_without_counting_twice(inputs, tmp_path):
     marker = tmp_path / "failed-once"
-    counts = count_on_ray([str(p) for p in inputs], CountSpec("gpt2", (EOT,)), str(tmp_path / "c"), parts=3,
-                          shards=2, _fail_once=str(marker))
+    counts = count_on_ray(
+        [str(p) for p in inputs],
+        CountSpec("gpt2", (EOT,)),
+        str(tmp_path / "c"),
+        parts=3,
+        shards=2,
+        _fail_once=str(marker),
+    )
     assert marker.exists(), "the injected failure did not happen"
     assert content(counts) == single_process_counts(inputs)
     assert not list(tmp_path.glob(".c.partial-*")), "staging folder left behind"
@@ -70,8 +86,14 @@ def test_a_task_failing_once_is_retried_without_counting_twice(inputs, tmp_path)
 
 def test_a_task_failing_without_retries_leaves_nothing(inputs, tmp_path):
     with pytest.raises(RuntimeError, match="injected failure"):
-        count_on_ray([str(p) for p in inputs], CountSpec("gpt2", ()), str(tmp_path / "c"), shards=2,
-                     max_retries=0, _fail_once=str(tmp_path / "marker"))
+        count_on_ray(
+            [str(p) for p in inputs],
+            CountSpec("gpt2", ()),
+            str(tmp_path / "c"),
+            shards=2,
+            max_retries=0,
+            _fail_once=str(tmp_path / "marker"),
+        )
     assert not (tmp_path / "c").exists()
     assert not list(tmp_path.glob(".c.partial-*")), "staging folder left behind"
 
@@ -93,9 +115,29 @@ def test_cli_joins_a_running_cluster_and_ships_itself(inputs, tmp_path):
     """`--ray-address` connects to the tests' cluster as a new job whose
     runtime_env carries the bytepair package (py_modules)."""
     address = ray.get_runtime_context().gcs_address
-    r = subprocess.run([sys.executable, "-m", "bytepair.cli", "count", *map(str, inputs), "-o", str(tmp_path / "c"),
-                        "-q", "--engine", "ray", "--ray-address", address, "--special-token", EOT, "--parts", "2"],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bytepair.cli",
+            "count",
+            *map(str, inputs),
+            "-o",
+            str(tmp_path / "c"),
+            "-q",
+            "--engine",
+            "ray",
+            "--ray-address",
+            address,
+            "--special-token",
+            EOT,
+            "--parts",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     assert content(WordCounts.open(tmp_path / "c")) == single_process_counts(inputs)
 
@@ -105,13 +147,30 @@ def test_killed_ray_run_leaves_no_artifact(tmp_path):
     line = "the quick brown fox jumps over the lazy dog 0123456789 " * 20 + "\n"
     big.write_text(line * 150_000)  # ~170 MB: counting takes seconds
     address = ray.get_runtime_context().gcs_address
-    proc = subprocess.Popen([sys.executable, "-m", "bytepair.cli", "count", str(big), "-o", str(tmp_path / "out"),
-                             "-q", "--engine", "ray", "--ray-address", address], stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bytepair.cli",
+            "count",
+            str(big),
+            "-o",
+            str(tmp_path / "out"),
+            "-q",
+            "--engine",
+            "ray",
+            "--ray-address",
+            address,
+        ],
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while not list(tmp_path.glob(".out.partial-*")) and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.5)  # the counting task runs now
     proc.send_signal(signal.SIGKILL)
-    assert proc.wait() == -signal.SIGKILL, "the count finished before the kill: make the input bigger"
+    assert proc.wait() == -signal.SIGKILL, (
+        "the count finished before the kill: make the input bigger"
+    )
     with pytest.raises(FileNotFoundError):
         WordCounts.open(tmp_path / "out")

@@ -14,11 +14,11 @@ import os
 
 import numpy as np
 import pytest
+from conftest import COUNTING_STRESS_TEXTS, EOT
 
 import bytepair
 from bytepair import _core
 from bytepair.counts.artifact import WordCounts, _part_batches
-from conftest import COUNTING_STRESS_TEXTS, EOT
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -32,8 +32,10 @@ def spark(spark_session):
 @pytest.fixture(scope="module")
 def texts(corpus_text) -> dict[str, str]:
     """Documents that stress chunk edges, CRLF, special tokens, an empty file; plus corpus slices."""
-    corpora = {f"{name}.txt": corpus_text(f"{name}.txt", 400_000, at)
-               for name, at in (("enwiki", 0.0), ("code", 0.2), ("multilingual", 0.5))}
+    corpora = {
+        f"{name}.txt": corpus_text(f"{name}.txt", 400_000, at)
+        for name, at in (("enwiki", 0.0), ("code", 0.2), ("multilingual", 0.5))
+    }
     return {**COUNTING_STRESS_TEXTS, **corpora}
 
 
@@ -49,13 +51,17 @@ def local(inputs, out, **options) -> WordCounts:
     return bytepair.count(inputs, out, engine="local", num_workers=1, progress=False, **options)
 
 
-def assert_same_artifact(spark_counts: WordCounts, local_counts: WordCounts, parts: int | None = None) -> None:
+def assert_same_artifact(
+    spark_counts: WordCounts, local_counts: WordCounts, parts: int | None = None
+) -> None:
     """Same words and counts, same totals; each part in our format (sorted, each word once)."""
     items = list(spark_counts.items())
     assert len(items) == len({w for w, _ in items}), "a word is in two parts"
     assert dict(items) == dict(local_counts.items())
     assert spark_counts.totals == local_counts.totals
-    assert spark_counts.manifest["engine"] == "spark" and spark_counts.manifest["bucket_hash"] is None
+    assert (
+        spark_counts.manifest["engine"] == "spark" and spark_counts.manifest["bucket_hash"] is None
+    )
     if parts is not None:
         assert len(spark_counts.part_paths()) == parts
     spark_counts.verify()
@@ -69,13 +75,20 @@ def assert_same_artifact(spark_counts: WordCounts, local_counts: WordCounts, par
 
 def split(data: bytes, offsets: bytes) -> list[bytes]:
     o = np.frombuffer(offsets, "<i8").tolist()
-    return [data[o[i]:o[i + 1]] for i in range(len(o) - 1)]
+    return [data[o[i] : o[i + 1]] for i in range(len(o) - 1)]
 
 
 @pytest.mark.parametrize("parts", [1, 3])
 def test_text_files_equal_the_local_engine(spark, files, tmp_path, parts):
-    counts = bytepair.count(files, tmp_path / "spark", engine="spark", spark=spark, parts=parts,
-                            special_tokens=[EOT], progress=False)
+    counts = bytepair.count(
+        files,
+        tmp_path / "spark",
+        engine="spark",
+        spark=spark,
+        parts=parts,
+        special_tokens=[EOT],
+        progress=False,
+    )
     expected = local(files, tmp_path / "local", special_tokens=[EOT])
     assert_same_artifact(counts, expected, parts)
     assert counts.totals.documents == len(files)  # the empty file too, which Spark's reader skips
@@ -89,9 +102,19 @@ def test_jsonl_and_parquet_inputs_equal_the_local_engine(spark, texts, tmp_path)
     pq.write_table(pa.table({"body": docs[half:]}), parquet, row_group_size=2)
     for inputs in ([str(jsonl)], [str(parquet)]):
         name = os.path.basename(inputs[0])
-        counts = bytepair.count(inputs, tmp_path / f"spark-{name}", engine="spark", spark=spark, parts=2,
-                                text_field="body", special_tokens=[EOT], progress=False)
-        expected = local(inputs, tmp_path / f"local-{name}", text_field="body", special_tokens=[EOT])
+        counts = bytepair.count(
+            inputs,
+            tmp_path / f"spark-{name}",
+            engine="spark",
+            spark=spark,
+            parts=2,
+            text_field="body",
+            special_tokens=[EOT],
+            progress=False,
+        )
+        expected = local(
+            inputs, tmp_path / f"local-{name}", text_field="body", special_tokens=[EOT]
+        )
         assert_same_artifact(counts, expected, 2)
         assert counts.manifest["text"] == expected.manifest["text"]
 
@@ -135,8 +158,15 @@ def test_count_words_rejects_a_missing_or_numeric_column(spark, tmp_path):
 
 
 def test_train_from_spark_counts_equals_train_on_files(spark, files, tmp_path):
-    counts = bytepair.count(files, tmp_path / "c", engine="spark", spark=spark, parts=2, special_tokens=[EOT],
-                            progress=False)
+    counts = bytepair.count(
+        files,
+        tmp_path / "c",
+        engine="spark",
+        spark=spark,
+        parts=2,
+        special_tokens=[EOT],
+        progress=False,
+    )
     from_counts = bytepair.train_from_counts(counts, 700, progress=False)
     from_files = bytepair.train(files, 700, special_tokens=[EOT], progress=False)
     assert from_counts.merges == from_files.merges
@@ -145,8 +175,16 @@ def test_train_from_spark_counts_equals_train_on_files(spark, files, tmp_path):
 
 def test_a_failed_map_task_is_retried_without_counting_twice(spark, files, tmp_path):
     marker = tmp_path / "failed-once"
-    counts = bytepair.count(files, tmp_path / "spark", engine="spark", spark=spark, parts=3,
-                            special_tokens=[EOT], progress=False, _fail_once=str(marker))
+    counts = bytepair.count(
+        files,
+        tmp_path / "spark",
+        engine="spark",
+        spark=spark,
+        parts=3,
+        special_tokens=[EOT],
+        progress=False,
+        _fail_once=str(marker),
+    )
     assert marker.exists(), "the injected failure did not happen"
     assert_same_artifact(counts, local(files, tmp_path / "local", special_tokens=[EOT]), 3)
 
@@ -158,24 +196,38 @@ def test_bad_utf8_names_the_file_and_leaves_nothing_behind(spark, files, tmp_pat
     with pytest.raises(ValueError, match=r"bad \[name\]\.txt: invalid UTF-8 at byte offset 10"):
         bytepair.count(inputs, tmp_path / "c", engine="spark", spark=spark, progress=False)
     assert not os.path.exists(tmp_path / "c")
-    assert not [p for p in os.listdir(tmp_path) if p.startswith(".c.partial")], "staging folder left behind"
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".c.partial")], (
+        "staging folder left behind"
+    )
     # with errors="replace" it counts, as the local engine does
-    counts = bytepair.count(inputs, tmp_path / "c", engine="spark", spark=spark, errors="replace", parts=1,
-                            progress=False)
+    counts = bytepair.count(
+        inputs,
+        tmp_path / "c",
+        engine="spark",
+        spark=spark,
+        errors="replace",
+        parts=1,
+        progress=False,
+    )
     assert_same_artifact(counts, local(inputs, tmp_path / "l", errors="replace"), 1)
 
 
 def test_a_file_spark_would_skip_is_an_error(spark, files, tmp_path):
     hidden = tmp_path / "_part.txt"
     hidden.write_text("text Spark's file sources never read")
-    with pytest.raises(ValueError, match="_part.txt: Spark's file sources skip files whose names start with"):
-        bytepair.count(files[:1] + [str(hidden)], tmp_path / "c", engine="spark", spark=spark, progress=False)
+    with pytest.raises(
+        ValueError, match="_part.txt: Spark's file sources skip files whose names start with"
+    ):
+        bytepair.count(
+            files[:1] + [str(hidden)], tmp_path / "c", engine="spark", spark=spark, progress=False
+        )
 
 
 def test_progress_bar_counts_files_and_bytes_on_the_driver(spark, files, tmp_path, capfd):
-    counts = bytepair.count(files, tmp_path / "c", engine="spark", spark=spark, special_tokens=[EOT], progress=True)
+    counts = bytepair.count(
+        files, tmp_path / "c", engine="spark", spark=spark, special_tokens=[EOT], progress=True
+    )
     err = capfd.readouterr().err
     assert f"files={len(files)}/{len(files)}" in err, err[-2000:]
     assert "counting: 100%" in err
     assert counts.totals.documents == len(files)
-

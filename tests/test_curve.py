@@ -39,7 +39,10 @@ def test_prefix_is_what_a_smaller_training_run_learns(split):
     assert prefix.merges == small.merges
     assert prefix.vocab_size == small.vocab_size == 400
     sample = text[:20_000] + "<|endoftext|>"
-    assert prefix.encode(sample, allowed_special="all")[:-1] == small.encode(sample, allowed_special="all")[:-1]
+    assert (
+        prefix.encode(sample, allowed_special="all")[:-1]
+        == small.encode(sample, allowed_special="all")[:-1]
+    )
     # the ids are the big tokenizer's: the special token keeps its id
     assert prefix.special_tokens == big.special_tokens
     with pytest.raises(ValueError, match="outside"):
@@ -74,8 +77,22 @@ def _png_size(path) -> tuple[int, int]:
 def test_cli_curve_on_tiny_shakespeare(split, tmp_path, capsys):
     train, heldout, text = split
     out = tmp_path / "curve.png"
-    assert main(["curve", str(train), "--vocab-sizes", "256,512,1024,1280", "--eval", str(heldout),
-                 "-o", str(out), "-q"]) == 0
+    assert (
+        main(
+            [
+                "curve",
+                str(train),
+                "--vocab-sizes",
+                "256,512,1024,1280",
+                "--eval",
+                str(heldout),
+                "-o",
+                str(out),
+                "-q",
+            ]
+        )
+        == 0
+    )
     assert _png_size(out) == (800, 500)
     with open(tmp_path / "curve.csv", newline="") as f:
         rows = list(csv.DictReader(f))
@@ -96,13 +113,44 @@ def test_cli_curve_stops_early_and_errors(tmp_path, capsys):
     src = tmp_path / "tiny.txt"
     src.write_text("hug pug hug pug\n")
     out = tmp_path / "c.png"
-    assert main(["curve", str(src), "--vocab-sizes", "257,300", "--eval", str(src), "-o", str(out), "-q"]) == 0
+    assert (
+        main(
+            [
+                "curve",
+                str(src),
+                "--vocab-sizes",
+                "257,300",
+                "--eval",
+                str(src),
+                "-o",
+                str(out),
+                "-q",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
-    assert "no pair left at vocab size" in captured.err and "replaces the larger sizes" in captured.err
+    assert (
+        "no pair left at vocab size" in captured.err and "replaces the larger sizes" in captured.err
+    )
     with open(tmp_path / "c.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert int(rows[0]["vocab_size"]) == 257 and int(rows[-1]["vocab_size"]) < 300
-    assert main(["curve", str(src), "--vocab-sizes", "300", "--eval", str(tmp_path / "nope.txt"), "-o", str(out)]) == 1
+    assert (
+        main(
+            [
+                "curve",
+                str(src),
+                "--vocab-sizes",
+                "300",
+                "--eval",
+                str(tmp_path / "nope.txt"),
+                "-o",
+                str(out),
+            ]
+        )
+        == 1
+    )
     assert "nope.txt" in capsys.readouterr().err
 
 

@@ -20,17 +20,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import EOT
 
 import bytepair
 from bytepair.dataset import shards as shards_module
-from conftest import EOT
 
 TOKENIZER = "cl100k_base"  # ids above 65535: uint32 shards; the byte tokenizer below gives uint16
 
 
 def _texts(corpus_text) -> dict[str, list[str]]:
     """Documents from the corpora: stories, code files, multilingual sections."""
-    stories = [s for s in corpus_text("tinystories_v1_valid_head.txt", 120_000).split("\n\n") if s.strip()]
+    stories = [
+        s for s in corpus_text("tinystories_v1_valid_head.txt", 120_000).split("\n\n") if s.strip()
+    ]
     code = corpus_text("code.txt", 60_000, at=0.4).split("\n\n")
     multi = [s for s in corpus_text("multilingual.txt", 80_000, at=0.5).split("\n\n") if s]
     shakespeare = corpus_text("shakespeare.txt", 40_000)
@@ -76,11 +78,19 @@ def tok():
 def expected_ids(tok, documents: list[str], eot: int | None) -> np.ndarray:
     """Each document encoded on its own (special-token strings as text), EOT after it."""
     tail = [] if eot is None else [eot]
-    return np.array([i for doc in documents for i in tok.encode_ordinary(doc) + tail], dtype=np.int64)
+    return np.array(
+        [i for doc in documents for i in tok.encode_ordinary(doc) + tail], dtype=np.int64
+    )
 
 
 def encode(inputs, out, tok, **kwargs) -> bytepair.TokenShards:
-    kwargs = {"separator": EOT, "shard_size": 20_000, "task_bytes": 64 << 10, "progress": False, **kwargs}
+    kwargs = {
+        "separator": EOT,
+        "shard_size": 20_000,
+        "task_bytes": 64 << 10,
+        "progress": False,
+        **kwargs,
+    }
     return bytepair.encode_dataset(inputs, out, tok, **kwargs)
 
 
@@ -124,7 +134,9 @@ def test_uint16_when_the_vocabulary_fits_and_no_eot(tmp_path, corpus_text):
     assert raw.tolist() == list(text.encode())
 
 
-def test_rerun_of_a_finished_dataset_does_nothing_and_other_settings_are_refused(mixed, tok, tmp_path):
+def test_rerun_of_a_finished_dataset_does_nothing_and_other_settings_are_refused(
+    mixed, tok, tmp_path
+):
     folder, _ = mixed
     first = encode(folder, tmp_path / "ds", tok)
     stamp = os.stat(tmp_path / "ds" / "_manifest.json").st_mtime_ns
@@ -153,8 +165,11 @@ bytepair.encode_dataset(sys.argv[1], sys.argv[2], bytepair.get_encoding(sys.argv
 def test_resume_after_a_killed_run_gives_the_same_manifest(mixed, tok, tmp_path):
     folder, _ = mixed
     out = tmp_path / "ds"
-    killed = subprocess.run([sys.executable, "-c", _KILL_AFTER_SECOND_TASK, str(folder), str(out), TOKENIZER],
-                            capture_output=True, timeout=300)
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILL_AFTER_SECOND_TASK, str(folder), str(out), TOKENIZER],
+        capture_output=True,
+        timeout=300,
+    )
     assert killed.returncode == -9, killed.stderr.decode()
     assert not (out / "_manifest.json").exists()
     with pytest.raises(FileNotFoundError, match="resume"):
@@ -222,14 +237,19 @@ def read_megatron(prefix: Path) -> list[np.ndarray]:
     assert len(idx) == at + 12 * sequences + 8 * documents
     assert doc_index.tolist() == list(range(sequences + 1))
     data = np.memmap(prefix.parent / (prefix.name + ".bin"), dtype=dtype, mode="r")
-    return [np.asarray(data[p // dtype().itemsize: p // dtype().itemsize + n]) for p, n in zip(pointers, lengths)]
+    return [
+        np.asarray(data[p // dtype().itemsize : p // dtype().itemsize + n])
+        for p, n in zip(pointers, lengths)
+    ]
 
 
 def test_megatron_layout_reads_back_the_same_documents(mixed, tok, tmp_path):
     folder, documents = mixed
     ds = encode(folder, tmp_path / "ds", tok, layout="megatron")
     assert ds.manifest["dtype"] == "int32" and ds.manifest["layout"] == "megatron"
-    read = [doc for s in ds.manifest["shards"] for doc in read_megatron(tmp_path / "ds" / s["name"])]
+    read = [
+        doc for s in ds.manifest["shards"] for doc in read_megatron(tmp_path / "ds" / s["name"])
+    ]
     assert len(read) == len(documents)
     for doc, ids in zip(documents, read):
         assert ids.tolist() == tok.encode_ordinary(doc) + [tok.eot_token]
@@ -241,31 +261,57 @@ def test_megatron_uint16(tmp_path):
     from conftest import byte_tokenizer
 
     (tmp_path / "a.txt").write_text("ab<|endoftext|>cde<|endoftext|>")
-    ds = bytepair.encode_dataset(tmp_path / "a.txt", tmp_path / "ds", byte_tokenizer(special_tokens=[EOT]),
-                                 separator=EOT, layout="megatron", progress=False)
-    assert [d.tolist() for d in read_megatron(tmp_path / "ds" / "shard-00000-00000")] == [[97, 98, 256], [99, 100, 101, 256]]
+    ds = bytepair.encode_dataset(
+        tmp_path / "a.txt",
+        tmp_path / "ds",
+        byte_tokenizer(special_tokens=[EOT]),
+        separator=EOT,
+        layout="megatron",
+        progress=False,
+    )
+    assert [d.tolist() for d in read_megatron(tmp_path / "ds" / "shard-00000-00000")] == [
+        [97, 98, 256],
+        [99, 100, 101, 256],
+    ]
     assert ds.manifest["dtype"] == "uint16" and ds[1].tolist() == [99, 100, 101, 256]
 
 
 def test_bad_utf8_names_the_file_and_record(tmp_path, tok):
     (tmp_path / "a.txt").write_bytes(b"fine" + EOT.encode() + b"bad \xff here")
     with pytest.raises(ValueError, match=r"a.txt: record 1: invalid UTF-8 at byte offset 4"):
-        bytepair.encode_dataset(tmp_path / "a.txt", tmp_path / "ds", tok, separator=EOT, progress=False)
-    ds = bytepair.encode_dataset(tmp_path / "a.txt", tmp_path / "ds2", tok, separator=EOT, errors="replace",
-                                 progress=False)
+        bytepair.encode_dataset(
+            tmp_path / "a.txt", tmp_path / "ds", tok, separator=EOT, progress=False
+        )
+    ds = bytepair.encode_dataset(
+        tmp_path / "a.txt", tmp_path / "ds2", tok, separator=EOT, errors="replace", progress=False
+    )
     assert ds[1].tolist() == tok.encode_ordinary("bad \ufffd here") + [tok.eot_token]
 
 
 def run_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "bytepair", *args], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "bytepair", *args], capture_output=True, text=True, timeout=300
+    )
     assert not check or done.returncode == 0, done.stderr
     return done
 
 
 def test_cli_writes_a_dataset_and_inspects_it(mixed, tmp_path):
     folder, documents = mixed
-    run_cli("encode", str(folder), "-t", TOKENIZER, "-o", str(tmp_path / "ds"), "--separator", EOT,
-            "--shard-size", "20K", "--threads", "2")
+    run_cli(
+        "encode",
+        str(folder),
+        "-t",
+        TOKENIZER,
+        "-o",
+        str(tmp_path / "ds"),
+        "--separator",
+        EOT,
+        "--shard-size",
+        "20K",
+        "--threads",
+        "2",
+    )
     ds = bytepair.TokenShards.open(tmp_path / "ds")
     assert len(ds) == len(documents) and ds.manifest["shard_size"] == 20 << 10
     shown = run_cli("shards", "inspect", str(tmp_path / "ds"), "--verify").stdout
@@ -274,37 +320,67 @@ def test_cli_writes_a_dataset_and_inspects_it(mixed, tmp_path):
 
 def test_cli_one_file_still_writes_npy(tmp_path):
     (tmp_path / "a.txt").write_text("hello world")
-    run_cli("encode", str(tmp_path / "a.txt"), "-t", TOKENIZER, "-o", str(tmp_path / "ids.npy"), "-q")
+    run_cli(
+        "encode", str(tmp_path / "a.txt"), "-t", TOKENIZER, "-o", str(tmp_path / "ids.npy"), "-q"
+    )
     assert np.load(tmp_path / "ids.npy").tolist() == [15339, 1917]
 
 
-@pytest.mark.parametrize("flags,message", [
-    (["-o", "{tmp}/ids.npy", "--shard-size", "10"], "-o {tmp}/ids.npy: a dataset is a folder"),
-    (["-o", "-", "--shard-size", "10"], "give -o OUT_DIR, not -o -"),
-    (["-o", "{tmp}/ds", "--eot", "<|nope|>"], "eot '<|nope|>' is not a special token"),
-    (["-o", "{tmp}/ds", "--eot", EOT, "--no-eot"], "give --eot TOKEN or --no-eot, not both"),
-    (["-o", "{tmp}/ds", "--input-format", "jsonl", "--separator", "x"], "--separator is for text files"),
-    (["-o", "{tmp}/ds", "--special", "allow", "--shard-size", "9"], "--special allow: a dataset encodes"),
-    (["-o", "{tmp}", "--shard-size", "9"], "not empty and not a dataset"),
-    (["-o", "{tmp}/ds", "--ray-address", "auto"], "--ray-address is for --engine ray"),
-])
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (["-o", "{tmp}/ids.npy", "--shard-size", "10"], "-o {tmp}/ids.npy: a dataset is a folder"),
+        (["-o", "-", "--shard-size", "10"], "give -o OUT_DIR, not -o -"),
+        (["-o", "{tmp}/ds", "--eot", "<|nope|>"], "eot '<|nope|>' is not a special token"),
+        (["-o", "{tmp}/ds", "--eot", EOT, "--no-eot"], "give --eot TOKEN or --no-eot, not both"),
+        (
+            ["-o", "{tmp}/ds", "--input-format", "jsonl", "--separator", "x"],
+            "--separator is for text files",
+        ),
+        (
+            ["-o", "{tmp}/ds", "--special", "allow", "--shard-size", "9"],
+            "--special allow: a dataset encodes",
+        ),
+        (["-o", "{tmp}", "--shard-size", "9"], "not empty and not a dataset"),
+        (["-o", "{tmp}/ds", "--ray-address", "auto"], "--ray-address is for --engine ray"),
+    ],
+)
 def test_cli_errors_in_cli_words(tmp_path, flags, message):
     (tmp_path / "a.txt").write_text("hello")
     flags = [f.replace("{tmp}", str(tmp_path)) for f in flags]
-    done = run_cli("encode", str(tmp_path / "a.txt"), str(tmp_path / "a.txt"), "-t", TOKENIZER, *flags, check=False)
+    done = run_cli(
+        "encode",
+        str(tmp_path / "a.txt"),
+        str(tmp_path / "a.txt"),
+        "-t",
+        TOKENIZER,
+        *flags,
+        check=False,
+    )
     assert done.returncode == 1 and done.stderr.startswith("bytepair encode: error: ")
     assert message.replace("{tmp}", str(tmp_path)) in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
 
 
 def test_cli_glob_that_matches_nothing(tmp_path):
-    done = run_cli("encode", str(tmp_path / "*.jsonl"), "-t", TOKENIZER, "-o", str(tmp_path / "ds"), check=False)
+    done = run_cli(
+        "encode",
+        str(tmp_path / "*.jsonl"),
+        "-t",
+        TOKENIZER,
+        "-o",
+        str(tmp_path / "ds"),
+        check=False,
+    )
     assert done.returncode == 1 and "no file matches this pattern" in done.stderr
 
 
 def test_inputs_glob_and_a_dataset_inside_the_input_folder_is_not_read(mixed, tok, tmp_path):
     folder, _ = mixed
-    assert encode(str(folder / "sub" / "*.txt.*"), tmp_path / "ds", tok).manifest["input"]["files"] == 2
+    assert (
+        encode(str(folder / "sub" / "*.txt.*"), tmp_path / "ds", tok).manifest["input"]["files"]
+        == 2
+    )
     inner = encode(folder / "sub", folder / "sub" / "tokens", tok)
     try:
         again = encode(folder / "sub", tmp_path / "again", tok)
@@ -320,7 +396,9 @@ def test_a_long_document_is_cut_into_segments_with_the_same_ids(tmp_path, tok, c
     (one big file uses every thread): the ids are those of the whole."""
     text = corpus_text("enwiki.txt", 3 << 20, at=0.3)
     (tmp_path / "big.txt").write_text(text, encoding="utf-8")
-    ds = bytepair.encode_dataset(tmp_path / "big.txt", tmp_path / "ds", tok, num_threads=2, progress=False)
+    ds = bytepair.encode_dataset(
+        tmp_path / "big.txt", tmp_path / "ds", tok, num_threads=2, progress=False
+    )
     assert len(ds) == 1
     assert np.array_equal(ds[0], np.array(tok.encode_ordinary(text) + [tok.eot_token]))
 
@@ -335,10 +413,14 @@ def test_separated_documents_across_blocks_equal_a_plain_split(monkeypatch, batc
     monkeypatch.setattr(sources, "_BATCH_BYTES", batch_bytes)
     rng = np.random.default_rng(batch_bytes)
     words = [b"", b"a", b"bb", b"<|", b"|>", b"\xc3\xa9t\xc3\xa9", b" x\n"]
-    content = b"".join(words[i] if i < len(words) else b"<|sep|>" for i in rng.integers(0, 10, 2000))
+    content = b"".join(
+        words[i] if i < len(words) else b"<|sep|>" for i in rng.integers(0, 10, 2000)
+    )
     content = b"<|sep|>" + content + b"<|sep|><|sep|>"
     got = []
-    for data, offsets, first in sources.document_batches("mem.txt", "text", separator="<|sep|>", content=content):
+    for data, offsets, first in sources.document_batches(
+        "mem.txt", "text", separator="<|sep|>", content=content
+    ):
         bounds = np.frombuffer(offsets, dtype="<i8")
         assert first == len(got) and bounds[0] == 0 and bounds[-1] == len(data)
         got += [data[a:b] for a, b in zip(bounds[:-1], bounds[1:])]

@@ -25,7 +25,9 @@ def _toy(merges: list[tuple[bytes, bytes]]) -> bytepair.Tokenizer:
 
 @pytest.fixture(scope="module")
 def tok(corpus):
-    return bytepair.train(corpus("shakespeare.txt"), 2048, special_tokens=["<|endoftext|>"], progress=False)
+    return bytepair.train(
+        corpus("shakespeare.txt"), 2048, special_tokens=["<|endoftext|>"], progress=False
+    )
 
 
 @pytest.fixture(scope="module")
@@ -52,11 +54,16 @@ def test_same_seed_same_ids_other_seed_other_ids(tok, text):
     assert tok.encode(text, allowed_special="all", dropout=0.1, seed=42) == a
     assert tok.encode(text, allowed_special="all", dropout=0.1, seed=43) != a
     # no seed: fresh randomness per call (30 KB of text never splits the same way twice)
-    assert tok.encode(text, allowed_special="all", dropout=0.1) != tok.encode(text, allowed_special="all", dropout=0.1)
+    assert tok.encode(text, allowed_special="all", dropout=0.1) != tok.encode(
+        text, allowed_special="all", dropout=0.1
+    )
 
 
 def test_more_dropout_more_tokens(tok, text):
-    lengths = [len(tok.encode(text, allowed_special="all", dropout=p, seed=3)) for p in (0, 0.1, 0.3, 0.6, 0.9)]
+    lengths = [
+        len(tok.encode(text, allowed_special="all", dropout=p, seed=3))
+        for p in (0, 0.1, 0.3, 0.6, 0.9)
+    ]
     assert lengths == sorted(lengths) and lengths[-1] > 2 * lengths[0]
     # p close to 1: nearly every merge dropped, nearly one token per byte
     n = len(tok.encode(text, allowed_special="all", dropout=0.9999, seed=3))
@@ -134,11 +141,15 @@ def test_disallowed_special_still_raises_and_surrogates_are_replaced(tok):
 def test_encode_batch_with_dropout_does_not_depend_on_the_thread_count():
     from bytepair.encoding.helpers import document_seed
 
-    tok = bytepair.train_from_iterator(["the quick brown fox jumps over the lazy dog"] * 30, 300, progress=False)
+    tok = bytepair.train_from_iterator(
+        ["the quick brown fox jumps over the lazy dog"] * 30, 300, progress=False
+    )
     texts = [f"the lazy dog {i} jumps over the quick fox" for i in range(40)]
     one = tok.encode_batch(texts, dropout=0.3, seed=7, num_threads=1)
     assert tok.encode_batch(texts, dropout=0.3, seed=7, num_threads=2) == one
-    assert one == [tok.encode(t, dropout=0.3, seed=document_seed(7, i)) for i, t in enumerate(texts)]
+    assert one == [
+        tok.encode(t, dropout=0.3, seed=document_seed(7, i)) for i, t in enumerate(texts)
+    ]
     assert [tok.decode(ids) for ids in one] == texts
     assert one != tok.encode_batch(texts) and one != tok.encode_batch(texts, dropout=0.3, seed=8)
 
@@ -149,20 +160,55 @@ def test_cli_encode_with_dropout_is_seeded_and_decodes_back(tmp_path):
 
     import numpy as np
 
-    tok = bytepair.train_from_iterator(["the quick brown fox jumps over the lazy dog"] * 30, 300, progress=False)
+    tok = bytepair.train_from_iterator(
+        ["the quick brown fox jumps over the lazy dog"] * 30, 300, progress=False
+    )
     tok.save(tmp_path / "tok.json")
     text = "the quick brown fox jumps over the lazy dog\n" * 3000
     (tmp_path / "in.txt").write_text(text, encoding="utf-8")
 
     def encode(out: str, *flags: str) -> np.ndarray:
-        subprocess.run([sys.executable, "-m", "bytepair", "encode", str(tmp_path / "in.txt"), "-t",
-                        str(tmp_path / "tok.json"), "-o", str(tmp_path / out), "-q", *flags], check=True, timeout=120)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "bytepair",
+                "encode",
+                str(tmp_path / "in.txt"),
+                "-t",
+                str(tmp_path / "tok.json"),
+                "-o",
+                str(tmp_path / out),
+                "-q",
+                *flags,
+            ],
+            check=True,
+            timeout=120,
+        )
         return np.load(tmp_path / out)
 
     plain = encode("plain.npy")
-    first, again = encode("a.npy", "--dropout", "0.2", "--seed", "3"), encode("b.npy", "--dropout", "0.2", "--seed", "3")
+    first, again = (
+        encode("a.npy", "--dropout", "0.2", "--seed", "3"),
+        encode("b.npy", "--dropout", "0.2", "--seed", "3"),
+    )
     assert np.array_equal(first, again) and len(first) > len(plain)
     assert tok.decode(first.tolist()) == text
-    bad = subprocess.run([sys.executable, "-m", "bytepair", "encode", str(tmp_path / "in.txt"), "-t",
-                          str(tmp_path / "tok.json"), "-o", "-", "--dropout", "1.5"], capture_output=True, text=True)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bytepair",
+            "encode",
+            str(tmp_path / "in.txt"),
+            "-t",
+            str(tmp_path / "tok.json"),
+            "-o",
+            "-",
+            "--dropout",
+            "1.5",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "--dropout" in bad.stderr

@@ -49,7 +49,9 @@ import bytepair  # noqa: E402
 import bytepair.encoding.text  # noqa: E402
 import bytepair.tokenizer  # noqa: E402
 
-_FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+_FUZZ = settings(
+    deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 
 
 def fuzz(max_examples: int) -> settings:
@@ -61,7 +63,9 @@ def byte_level(special_tokens=(), merges=(), pattern="gpt2") -> bytepair.Tokeniz
     vocab = {i: bytes([i]) for i in range(256)}
     for r, (a, b) in enumerate(merges):
         vocab[256 + r] = a + b
-    return bytepair.Tokenizer(vocab, list(merges), special_tokens=list(special_tokens), pattern=pattern)
+    return bytepair.Tokenizer(
+        vocab, list(merges), special_tokens=list(special_tokens), pattern=pattern
+    )
 
 
 # ---- GPT-2: every whole corpus file -------------------------------------------
@@ -89,23 +93,39 @@ def test_gpt2_matches_tiktoken_on_whole_corpus_file(rel):
     assert tok.decode_bytes(ours) == text.encode("utf-8")
 
 
-@pytest.mark.parametrize("rel", ["tinystories_v1_valid_head.txt", "shakespeare.txt", "cs336/tinystories_sample.txt"])
+@pytest.mark.parametrize(
+    "rel", ["tinystories_v1_valid_head.txt", "shakespeare.txt", "cs336/tinystories_sample.txt"]
+)
 def test_gpt2_matches_tiktoken_with_endoftext_between_documents(rel):
     text = read_text(rel)
     if EOT not in text:
         text = EOT.join(text.split("\n\n"))
     tok, enc = gpt2_tokenizer(), tiktoken_gpt2()
     ours = tok.encode(text, allowed_special="all")
-    assert_same_ids(ours, enc.encode(text, allowed_special="all"), text=text, decode_bytes=enc.decode_bytes, label=rel)
+    assert_same_ids(
+        ours,
+        enc.encode(text, allowed_special="all"),
+        text=text,
+        decode_bytes=enc.decode_bytes,
+        label=rel,
+    )
     assert ours.count(50256) == text.count(EOT) > 0
     assert tok.encode(text, allowed_special={EOT}) == ours
-    assert tok.encode(text, disallowed_special=()) == enc.encode(text, disallowed_special=()) == tok.encode_ordinary(text)
+    assert (
+        tok.encode(text, disallowed_special=())
+        == enc.encode(text, disallowed_special=())
+        == tok.encode_ordinary(text)
+    )
     with pytest.raises(ValueError, match="allowed_special"):
         tok.encode(text)
 
 
 @pytest.mark.parametrize(
-    "rel", ["cs336/special_token_double_newlines_non_whitespace.txt", "cs336/special_token_trailing_newlines.txt"]
+    "rel",
+    [
+        "cs336/special_token_double_newlines_non_whitespace.txt",
+        "cs336/special_token_trailing_newlines.txt",
+    ],
 )
 def test_gpt2_cs336_special_token_fixtures(rel):
     text = read_text(rel)
@@ -149,10 +169,34 @@ def test_gpt2_matches_tiktoken_with_tiktokens_own_gpt2_pattern(text):
 @pytest.mark.parametrize(
     "text",
     [
-        "", " ", "  ", "\n", " \n ", "a  b", "a \n\n b", "it's I'LL we've", "   leading", "trailing   ",
-        "\u00a0\u00a0x", "x\u3000\u3000y", "\r\n\r\n", "12345678901234567890", "1,000,000.00", "🤗🤗 👍🏽",
-        "<|endoftext|><|endoftext|>", "<|endoftext", "\x00\x01\x7f", "\ufeffBOM", "a'sb", "'s's's",
-        " " * 10_000 + "x", "\n" * 5_000, " \t" * 3_000 + "\n", "9" * 10_000, "!" * 10_000, "\u00e9" * 10_000,
+        "",
+        " ",
+        "  ",
+        "\n",
+        " \n ",
+        "a  b",
+        "a \n\n b",
+        "it's I'LL we've",
+        "   leading",
+        "trailing   ",
+        "\u00a0\u00a0x",
+        "x\u3000\u3000y",
+        "\r\n\r\n",
+        "12345678901234567890",
+        "1,000,000.00",
+        "🤗🤗 👍🏽",
+        "<|endoftext|><|endoftext|>",
+        "<|endoftext",
+        "\x00\x01\x7f",
+        "\ufeffBOM",
+        "a'sb",
+        "'s's's",
+        " " * 10_000 + "x",
+        "\n" * 5_000,
+        " \t" * 3_000 + "\n",
+        "9" * 10_000,
+        "!" * 10_000,
+        "\u00e9" * 10_000,
     ],
 )
 def test_gpt2_matches_tiktoken_on_edge_cases(text):
@@ -181,8 +225,13 @@ def test_trained_matches_tiktoken_on_corpus_slices(pattern, rel, start):
     ours = tok.encode_ordinary(text)
     for pat_str in (tok.pattern_regex, tiktoken_official_pattern(pattern)):
         enc = tiktoken_for(tok, pat_str)
-        assert_same_ids(ours, enc.encode_ordinary(text), text=text, decode_bytes=enc.decode_bytes,
-                        label=f"{pattern} tokenizer on {rel}@{start}, reference pattern {pat_str[:30]!r}...")
+        assert_same_ids(
+            ours,
+            enc.encode_ordinary(text),
+            text=text,
+            decode_bytes=enc.decode_bytes,
+            label=f"{pattern} tokenizer on {rel}@{start}, reference pattern {pat_str[:30]!r}...",
+        )
     assert tok.decode(ours) == text
     docs = EOT.join(text[:200_000].split("\n\n"))
     enc = tiktoken_for(tok)
@@ -275,9 +324,13 @@ def test_ids_far_beyond_the_vocabulary_encode_and_decode():
     """Ids are handed out as shared Python ints for the dense id range; a special
     token placed far beyond it (2**31 - 1 here) must come back as the same number."""
     far = 2**31 - 1
-    tok = bytepair.Tokenizer({i: bytes([i]) for i in range(256)} | {300: b"ab"}, [(b"a", b"b")], {"<|far|>": far})
-    for ids in (tok.encode("ab<|far|>a", allowed_special="all"),
-                tok.encode_batch(["ab<|far|>a"] * 3, num_threads=2, allowed_special="all")[2]):
+    tok = bytepair.Tokenizer(
+        {i: bytes([i]) for i in range(256)} | {300: b"ab"}, [(b"a", b"b")], {"<|far|>": far}
+    )
+    for ids in (
+        tok.encode("ab<|far|>a", allowed_special="all"),
+        tok.encode_batch(["ab<|far|>a"] * 3, num_threads=2, allowed_special="all")[2],
+    ):
         assert ids == [300, far, 97] and all(type(i) is int for i in ids)
     assert tok.decode([300, far, 97]) == "ab<|far|>a"
 
@@ -367,17 +420,23 @@ def test_allowed_special_all_subset_and_disallowed():
     base = trained("gpt2")
     specials = ["<|a|>", "<|b|>", EOT]
     tok = bytepair.Tokenizer(
-        {i: b for i, b in base.vocab.items() if i not in base.special_tokens.values()}, base.merges, specials
+        {i: b for i, b in base.vocab.items() if i not in base.special_tokens.values()},
+        base.merges,
+        specials,
     )
     enc = tiktoken_for(tok)
     a, b, e = (tok.special_tokens[s] for s in specials)
     text = "x <|a|> y<|b|>z<|a|>"
     plain = lambda s: tok.encode_ordinary(s)  # noqa: E731
 
-    assert tok.encode(text, allowed_special="all") == enc.encode(text, allowed_special="all") == (
-        plain("x ") + [a] + plain(" y") + [b] + plain("z") + [a]
+    assert (
+        tok.encode(text, allowed_special="all")
+        == enc.encode(text, allowed_special="all")
+        == (plain("x ") + [a] + plain(" y") + [b] + plain("z") + [a])
     )
-    assert tok.encode(text, allowed_special={"<|a|>", "<|b|>"}) == tok.encode(text, allowed_special="all")
+    assert tok.encode(text, allowed_special={"<|a|>", "<|b|>"}) == tok.encode(
+        text, allowed_special="all"
+    )
     # A subset: the other special tokens are disallowed by default...
     with pytest.raises(ValueError, match="<\\|b\\|>"):
         tok.encode(text, allowed_special={"<|a|>"})
@@ -388,13 +447,19 @@ def test_allowed_special_all_subset_and_disallowed():
     assert tok.encode(text, allowed_special={"<|a|>"}, disallowed_special=()) == expected
     assert enc.encode(text, allowed_special={"<|a|>"}, disallowed_special=()) == expected
     # disallowed_special=() encodes every special-token string as text.
-    assert tok.encode(text, disallowed_special=()) == plain(text) == enc.encode(text, disallowed_special=())
+    assert (
+        tok.encode(text, disallowed_special=())
+        == plain(text)
+        == enc.encode(text, disallowed_special=())
+    )
     # Only the named tokens are checked.
     assert tok.encode(text, disallowed_special={EOT}) == plain(text)
     with pytest.raises(ValueError, match="<\\|a\\|>"):
         tok.encode(text, disallowed_special={"<|a|>"})
     # Allowed wins over disallowed for the same token.
-    assert tok.encode(text, allowed_special="all", disallowed_special="all") == tok.encode(text, allowed_special="all")
+    assert tok.encode(text, allowed_special="all", disallowed_special="all") == tok.encode(
+        text, allowed_special="all"
+    )
     assert e not in tok.encode(text, allowed_special="all")
 
 
@@ -411,8 +476,12 @@ def test_overlapping_special_tokens_longest_wins(order):
     with pytest.raises(ValueError, match="allowed_special"):
         tok.encode(text, allowed_special={"<|a|>"})
     # ...and as text when not checked: "<|a|>" is still found inside it.
-    assert tok.encode("<|a|><|b|>", allowed_special={"<|a|>"}, disallowed_special=()) == [a] + plain("<|b|>")
-    assert tok.encode("q<|a|><|b|>", allowed_special={"<|a|><|b|>"}, disallowed_special=()) == plain("q") + [ab]
+    assert tok.encode("<|a|><|b|>", allowed_special={"<|a|>"}, disallowed_special=()) == [
+        a
+    ] + plain("<|b|>")
+    assert tok.encode(
+        "q<|a|><|b|>", allowed_special={"<|a|><|b|>"}, disallowed_special=()
+    ) == plain("q") + [ab]
 
 
 def test_overlapping_special_tokens_with_shared_prefix():
@@ -420,7 +489,8 @@ def test_overlapping_special_tokens_with_shared_prefix():
     ids = tok.special_tokens
     text = "<|endoftext|><|end|><|endofprompt|><|endof"
     assert tok.encode(text, allowed_special="all") == (
-        [ids["<|endoftext|>"], ids["<|end|>"], ids["<|endofprompt|>"]] + tok.encode_ordinary("<|endof")
+        [ids["<|endoftext|>"], ids["<|end|>"], ids["<|endofprompt|>"]]
+        + tok.encode_ordinary("<|endof")
     )
 
 
@@ -443,7 +513,10 @@ def _letters(n: int, seed: int) -> str:
         ("a*1M", lambda: "a" * 1_000_000),
         ("random letters 1M", lambda: _letters(1_000_000, 1)),
         ("'ab'*500k", lambda: "ab" * 500_000),
-        ("CJK 300k chars", lambda: "".join(random.Random(2).choices("的一是不了人我在有他这中大来上", k=300_000))),
+        (
+            "CJK 300k chars",
+            lambda: "".join(random.Random(2).choices("的一是不了人我在有他这中大来上", k=300_000)),
+        ),
     ],
 )
 def test_long_piece_without_spaces(name, make):
@@ -456,7 +529,9 @@ def test_long_piece_without_spaces(name, make):
     theirs = enc.encode(text)
     reference = time.perf_counter() - start
     # Relative to tiktoken in the same run (O(L log L) both), so a busy machine does not matter.
-    assert elapsed < max(3.0, 5 * reference), f"{name}: {elapsed:.1f} s (tiktoken {reference:.1f} s)"
+    assert elapsed < max(3.0, 5 * reference), (
+        f"{name}: {elapsed:.1f} s (tiktoken {reference:.1f} s)"
+    )
     assert_same_ids(ours, theirs, text=text, decode_bytes=enc.decode_bytes, label=name)
     assert tok.decode(ours) == text
     small = trained("o200k")
@@ -474,8 +549,12 @@ def test_encode_batch_equals_encode_on_corpus():
     for threads in (None, 1, 2, 7):
         assert tok.encode_batch(docs, num_threads=threads) == expected
     with_eot = [d + EOT for d in docs[:20]]
-    assert tok.encode_batch(with_eot, allowed_special="all") == [tok.encode(d, allowed_special="all") for d in with_eot]
-    assert tok.encode_batch(with_eot, disallowed_special=()) == [tok.encode_ordinary(d) for d in with_eot]
+    assert tok.encode_batch(with_eot, allowed_special="all") == [
+        tok.encode(d, allowed_special="all") for d in with_eot
+    ]
+    assert tok.encode_batch(with_eot, disallowed_special=()) == [
+        tok.encode_ordinary(d) for d in with_eot
+    ]
     assert tok.encode_batch([]) == []
 
 
@@ -512,7 +591,12 @@ def test_encode_batch_equals_encode_on_generated_text(batch, threads):
 
 @pytest.mark.parametrize(
     "rel,start",
-    [("enwiki.txt", 40_000_000), ("multilingual.txt", 1_000_000), ("code.txt", 5_000_000), ("shakespeare.txt", 0)],
+    [
+        ("enwiki.txt", 40_000_000),
+        ("multilingual.txt", 1_000_000),
+        ("code.txt", 5_000_000),
+        ("shakespeare.txt", 0),
+    ],
 )
 def test_encode_iterable_over_file_object(tmp_path, rel, start):
     tok = gpt2_tokenizer()
@@ -523,7 +607,9 @@ def test_encode_iterable_over_file_object(tmp_path, rel, start):
     expected = tok.encode(text, allowed_special="all")
     with open(path, encoding="utf-8", newline="") as f:
         got = list(tok.encode_iterable(f, allowed_special="all"))
-    assert_same_ids(got, expected, text=text, decode_bytes=tok.decode_bytes, label=f"encode_iterable {rel}")
+    assert_same_ids(
+        got, expected, text=text, decode_bytes=tok.decode_bytes, label=f"encode_iterable {rel}"
+    )
     with open(path, encoding="utf-8", newline="") as f:
         assert list(tok.encode_iterable(f, disallowed_special=())) == tok.encode_ordinary(text)
 
@@ -531,16 +617,53 @@ def test_encode_iterable_over_file_object(tmp_path, rel, start):
 # Text where newlines sit next to everything the patterns treat specially, so
 # that a cut made by encode_iterable in the wrong place changes the pre-tokens.
 _STREAM_LINES = [
-    "a\n b", "x\n\ny", "it\n's", "!\n/", "!\n//x", ".\n/", "?\n\n/", "a\n/b", "a\r\nb", "é\nè", "word  \nnext",
-    "\n\n\n", "  \n  ", "1\n2", "tab\t\nz", "x\n\u00a0y", "\u3000\n\u3000", "<|endoftext|>\n<|endoftext|>", "end\n",
-    "q\n'LL", "z\n?!", ")\n}", "-\n'", ";\n\r\n", "x\n-1", "=\n=",
+    "a\n b",
+    "x\n\ny",
+    "it\n's",
+    "!\n/",
+    "!\n//x",
+    ".\n/",
+    "?\n\n/",
+    "a\n/b",
+    "a\r\nb",
+    "é\nè",
+    "word  \nnext",
+    "\n\n\n",
+    "  \n  ",
+    "1\n2",
+    "tab\t\nz",
+    "x\n\u00a0y",
+    "\u3000\n\u3000",
+    "<|endoftext|>\n<|endoftext|>",
+    "end\n",
+    "q\n'LL",
+    "z\n?!",
+    ")\n}",
+    "-\n'",
+    ";\n\r\n",
+    "x\n-1",
+    "=\n=",
     # and letters next to punctuation, the cut for text without newlines
-    "it's", "x.y", "b'LL", "Ab,'", "z\u0301.", "a\u00e9.", "x<|endoftext|>.y", "w)(", "A_b", "k'", "m-1", "u/ '",
+    "it's",
+    "x.y",
+    "b'LL",
+    "Ab,'",
+    "z\u0301.",
+    "a\u00e9.",
+    "x<|endoftext|>.y",
+    "w)(",
+    "A_b",
+    "k'",
+    "m-1",
+    "u/ '",
 ]
 
 
 def _stream_text(rng: random.Random, n: int) -> str:
-    return "".join(rng.choice(_STREAM_LINES) + rng.choice(["", " ", "x", "\n", "Ab", "/", "!"]) for _ in range(n))
+    return "".join(
+        rng.choice(_STREAM_LINES) + rng.choice(["", " ", "x", "\n", "Ab", "/", "!"])
+        for _ in range(n)
+    )
 
 
 @functools.cache
@@ -548,9 +671,12 @@ def _stream_tokenizer(pattern: str) -> bytepair.Tokenizer:
     """Trained on this kind of text, so tokens span the newline neighbourhoods and a
     wrong cut shows up in the ids, not only in the pre-tokens."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "no pair left to merge")  # every pair gets merged: fine here
-        return bytepair.train_from_iterator([_stream_text(random.Random(0), 30_000)], 1200, special_tokens=[EOT],
-                                            pattern=pattern)
+        warnings.filterwarnings(
+            "ignore", "no pair left to merge"
+        )  # every pair gets merged: fine here
+        return bytepair.train_from_iterator(
+            [_stream_text(random.Random(0), 30_000)], 1200, special_tokens=[EOT], pattern=pattern
+        )
 
 
 @fuzz(40)
@@ -568,13 +694,15 @@ def test_encode_iterable_equals_encode_on_arbitrary_chunks(seed, cuts, pattern, 
     chunks, pos, k = [], 0, 0
     while pos < len(text):
         step = cuts[k % len(cuts)]
-        chunks.append(text[pos:pos + step])
+        chunks.append(text[pos : pos + step])
         pos, k = pos + step, k + 1
     tok = _stream_tokenizer(pattern)
     expected = tok.encode(text, allowed_special="all")
     with mock.patch.object(bytepair.encoding.text, "STREAM_BLOCK_CHARS", block or 1 << 16):
         got = list(tok.encode_iterable(iter(chunks), allowed_special="all"))
-    assert_same_ids(got, expected, text=text, decode_bytes=tok.decode_bytes, label=f"{pattern} encode_iterable")
+    assert_same_ids(
+        got, expected, text=text, decode_bytes=tok.decode_bytes, label=f"{pattern} encode_iterable"
+    )
 
 
 def test_encode_iterable_without_safe_cuts_and_is_lazy():
@@ -600,9 +728,13 @@ def test_encode_iterable_without_safe_cuts_and_is_lazy():
         ([], "a|\udfff", "pattern 'a|\\udfff' holds a lone surrogate at index 2"),
     ],
 )
-def test_tokenizer_rejects_ambiguous_or_unencodable_specials_and_patterns(specials, pattern, message):
+def test_tokenizer_rejects_ambiguous_or_unencodable_specials_and_patterns(
+    specials, pattern, message
+):
     with pytest.raises(ValueError) as e:
-        bytepair.Tokenizer({i: bytes([i]) for i in range(256)}, [], special_tokens=specials, pattern=pattern)
+        bytepair.Tokenizer(
+            {i: bytes([i]) for i in range(256)}, [], special_tokens=specials, pattern=pattern
+        )
     assert str(e.value) == message
 
 
@@ -613,7 +745,7 @@ def test_encode_blocks_cuts_a_line_without_whitespace(pattern):
     punctuation, with the ids of one encode call."""
     text = "".join(read_slice("enwiki.txt", 20_000_000, 1_300_000).split())[:1_000_000]
     tok = _stream_tokenizer(pattern)
-    blocks = list(tok.encode_blocks(iter([text[i:i + 4096] for i in range(0, len(text), 4096)])))
+    blocks = list(tok.encode_blocks(iter([text[i : i + 4096] for i in range(0, len(text), 4096)])))
     assert len(blocks) >= 10, "the stream was not cut: memory would grow with the line"
     import numpy as np
 
@@ -626,7 +758,10 @@ def test_pickle_round_trip(which):
     clone = pickle.loads(pickle.dumps(tok))
     assert clone is not tok
     assert (clone.vocab, clone.merges, clone.special_tokens, clone.pattern) == (
-        tok.vocab, tok.merges, tok.special_tokens, tok.pattern
+        tok.vocab,
+        tok.merges,
+        tok.special_tokens,
+        tok.pattern,
     )
     text = read_slice("multilingual.txt", 15_000_000, 300_000) + EOT + "tail"
     assert clone.encode(text, allowed_special="all") == tok.encode(text, allowed_special="all")
@@ -638,8 +773,12 @@ def test_pickle_round_trip(which):
 def test_encode_to_numpy_equals_encode_and_tiktoken():
     import numpy as np
 
-    tok = bytepair.train_from_iterator(["hello world, hello numpy <|endoftext|>"] * 20, 300,
-                                       special_tokens=["<|endoftext|>"], progress=False)
+    tok = bytepair.train_from_iterator(
+        ["hello world, hello numpy <|endoftext|>"] * 20,
+        300,
+        special_tokens=["<|endoftext|>"],
+        progress=False,
+    )
     text = "hello numpy world <|endoftext|>"
     ids = tok.encode_to_numpy(text, allowed_special="all")
     assert ids.dtype == np.uint32 and ids.tolist() == tok.encode(text, allowed_special="all")
@@ -672,7 +811,10 @@ def test_encode_to_numpy_on_threads_gives_the_ids_of_one_thread():
     import numpy as np
 
     rng = random.Random(5)
-    words = ["".join(rng.choice("abcdefghijklmnopé\n") for _ in range(rng.randint(1, 12))) for _ in range(5000)]
+    words = [
+        "".join(rng.choice("abcdefghijklmnopé\n") for _ in range(rng.randint(1, 12)))
+        for _ in range(5000)
+    ]
     text = " ".join(rng.choice(words) for _ in range(500_000))
     tok = bytepair.train_from_iterator([text[:200_000]], 1000, special_tokens=[EOT], progress=False)
     assert len(text.encode()) > 3 << 20, "several segments of 1 MiB"
@@ -698,7 +840,9 @@ def test_cache_budget_is_a_setting_and_a_small_one_gives_the_same_ids():
     old = bytepair.cache_budget()
     assert old == 16 << 20, "the documented default"
     rng = random.Random(3)
-    words = ["".join(rng.choice("abcdefghij") for _ in range(rng.randint(1, 30))) for _ in range(40_000)]
+    words = [
+        "".join(rng.choice("abcdefghij") for _ in range(rng.randint(1, 30))) for _ in range(40_000)
+    ]
     text = " ".join(words)
     tok = bytepair.train_from_iterator([text[:200_000]], 600, progress=False)
     want = tok.encode(text)

@@ -35,7 +35,9 @@ def clean_env(monkeypatch, tmp_path):
 
 
 def installed_rank_file(name: str) -> Path:
-    bpe_openai = pytest.importorskip("bpe_openai", reason="bpe-openai (ships OpenAI's rank files) not installed")
+    bpe_openai = pytest.importorskip(
+        "bpe_openai", reason="bpe-openai (ships OpenAI's rank files) not installed"
+    )
     return Path(bpe_openai.__file__).parent / "data" / f"{name}.tiktoken.gz"
 
 
@@ -47,7 +49,9 @@ def tiktoken_offline(name: str, rank_file: Path):
 
     data = rank_file.read_bytes()
     data = gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
-    ranks = {base64.b64decode(t): int(r) for t, r in (line.split() for line in data.splitlines() if line)}
+    ranks = {
+        base64.b64decode(t): int(r) for t, r in (line.split() for line in data.splitlines() if line)
+    }
     with mock.patch.object(op, "load_tiktoken_bpe", lambda *a, **k: ranks):
         return tiktoken.Encoding(**getattr(op, name)())
 
@@ -71,7 +75,8 @@ def test_get_encoding_from_the_named_folder_and_from_tiktokens_cache(clean_env, 
         tok = bytepair.get_encoding(name)
         assert tok.special_tokens == {EOT: 50256}
         assert tok.encode(TEXT, allowed_special={EOT}, disallowed_special=()) == enc.encode(
-            TEXT, allowed_special={EOT}, disallowed_special=())
+            TEXT, allowed_special={EOT}, disallowed_special=()
+        )
     # tiktoken's cache keeps a download under the SHA-1 of its URL.
     monkeypatch.delenv("BYTEPAIR_ENCODINGS")
     cached = clean_env / "cache" / hashlib.sha1(URL.format("r50k_base").encode()).hexdigest()
@@ -83,16 +88,39 @@ def test_a_missing_or_unknown_encoding_says_what_to_do(clean_env):
     with pytest.raises(FileNotFoundError) as info:
         bytepair.get_encoding("p50k_base")
     message = str(info.value)
-    assert "p50k_base.tiktoken" in message and "BYTEPAIR_ENCODINGS" in message and URL.format("p50k_base") in message
+    assert (
+        "p50k_base.tiktoken" in message
+        and "BYTEPAIR_ENCODINGS" in message
+        and URL.format("p50k_base") in message
+    )
     with pytest.raises(ValueError, match="cl100k_base"):
         bytepair.get_encoding("cl100k")
-    assert bytepair.list_encodings() == ["cl100k_base", "gpt2", "o200k_base", "p50k_base", "r50k_base"]
+    assert bytepair.list_encodings() == [
+        "cl100k_base",
+        "gpt2",
+        "o200k_base",
+        "p50k_base",
+        "r50k_base",
+    ]
 
 
 def test_the_cli_takes_an_encoding_name_for_a_tokenizer_file(clean_env, capsys):
     installed_rank_file("cl100k_base")
     (clean_env / "a.txt").write_text("Hello world " * 100, encoding="utf-8")
-    assert main(["stats", str(clean_env / "a.txt"), "-t", "cl100k_base", "--compare", "o200k_base", "--json"]) == 0
+    assert (
+        main(
+            [
+                "stats",
+                str(clean_env / "a.txt"),
+                "-t",
+                "cl100k_base",
+                "--compare",
+                "o200k_base",
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert '"tokens"' in capsys.readouterr().out
     assert bytepair.Tokenizer.load("o200k_base") == bytepair.get_encoding("o200k_base")
 
@@ -103,10 +131,14 @@ def test_the_cli_takes_an_encoding_name_for_a_tokenizer_file(clean_env, capsys):
 def test_save_pretrained_gives_transformers_our_ids_and_roles(tmp_path):
     transformers = pytest.importorskip("transformers")
     tok = gpt2_tokenizer()
-    written = tok.save_pretrained(tmp_path / "model", eos_token=EOT, bos_token=EOT, pad_token=EOT,
-                                  model_max_length=1024)
-    assert sorted(Path(p).name for p in written) == ["special_tokens_map.json", "tokenizer.json",
-                                                      "tokenizer_config.json"]
+    written = tok.save_pretrained(
+        tmp_path / "model", eos_token=EOT, bos_token=EOT, pad_token=EOT, model_max_length=1024
+    )
+    assert sorted(Path(p).name for p in written) == [
+        "special_tokens_map.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+    ]
     hf = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "model"))
     assert (hf.eos_token, hf.bos_token, hf.pad_token, hf.unk_token) == (EOT, EOT, EOT, None)
     assert hf.eos_token_id == 50256 and hf.model_max_length == 1024
@@ -126,12 +158,21 @@ def test_gpt2_pattern_is_written_as_hf_byte_level_which_every_reader_loads(tmp_p
     tok = gpt2_tokenizer()
     tok.save(tmp_path / "tok.json")
     doc = json.loads((tmp_path / "tok.json").read_text(encoding="utf-8"))
-    assert doc["pre_tokenizer"] == {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
-                                    "use_regex": True}
+    assert doc["pre_tokenizer"] == {
+        "type": "ByteLevel",
+        "add_prefix_space": False,
+        "trim_offsets": True,
+        "use_regex": True,
+    }
     assert bytepair.Tokenizer.load(tmp_path / "tok.json") == tok
     text = TEXT * 20 + " ".join(str(i) for i in range(300))
     ids = tok.encode(text, allowed_special="all")
-    assert tokenizers.Tokenizer.from_file(str(tmp_path / "tok.json")).encode(text, add_special_tokens=False).ids == ids
+    assert (
+        tokenizers.Tokenizer.from_file(str(tmp_path / "tok.json"))
+        .encode(text, add_special_tokens=False)
+        .ids
+        == ids
+    )
     gigatoken = pytest.importorskip("gigatoken", reason="gigatoken (a bench extra) not installed")
     plain = text.replace(EOT, " ").replace("<|endofprompt|>", " ")
     assert list(gigatoken.Tokenizer(str(tmp_path / "tok.json")).encode(plain)) == tok.encode(plain)

@@ -27,8 +27,7 @@ from pathlib import Path
 import pytest
 
 import bytepair
-from bytepair import _core
-from bytepair import atomic
+from bytepair import _core, atomic
 
 OLD = b"the previous, complete file\n"
 
@@ -36,7 +35,10 @@ OLD = b"the previous, complete file\n"
 def _python(code: str, *, wrapper: list[str] = (), **kwargs) -> subprocess.Popen:
     return subprocess.Popen(
         [*wrapper, sys.executable, "-c", textwrap.dedent(code)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
     )
 
 
@@ -105,15 +107,28 @@ def test_completed_write_replaces_the_file_with_umask_permissions(tmp_path):
 def test_cli_encode_killed_mid_stream_leaves_nothing(tmp_path):
     """`bytepair encode` reading a FIFO is killed while it has streamed ids to
     its scratch file: the old output survives, nothing else is left."""
-    tok = bytepair.train_from_iterator(["some text to encode, again and again. " * 50], 300, progress=False)
+    tok = bytepair.train_from_iterator(
+        ["some text to encode, again and again. " * 50], 300, progress=False
+    )
     tok.save(tmp_path / "tok.json")
     (tmp_path / "ids.npy").write_bytes(OLD)
     fifo = tmp_path / "input.txt"
     os.mkfifo(fifo)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bytepair.cli", "encode", str(fifo), "-t", str(tmp_path / "tok.json"), "-o",
-         str(tmp_path / "ids.npy"), "--quiet"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "bytepair.cli",
+            "encode",
+            str(fifo),
+            "-t",
+            str(tmp_path / "tok.json"),
+            "-o",
+            str(tmp_path / "ids.npy"),
+            "--quiet",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     with open(fifo, "w") as feed:
         feed.write("some text to encode, again and again.\n" * 200_000)  # 7.8 MB, many blocks
@@ -131,9 +146,21 @@ def test_cli_encode_reads_a_pipe(tmp_path):
     tok.save(tmp_path / "tok.json")
     text = "The lazy dog sleeps, the quick fox jumps.\n" * 50_000  # 2 MB: several blocks
     proc = subprocess.run(
-        [sys.executable, "-m", "bytepair.cli", "encode", "/dev/stdin", "-t", str(tmp_path / "tok.json"),
-         "-o", str(tmp_path / "ids.npy"), "--quiet"],
-        input=text.encode(), capture_output=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "bytepair.cli",
+            "encode",
+            "/dev/stdin",
+            "-t",
+            str(tmp_path / "tok.json"),
+            "-o",
+            str(tmp_path / "ids.npy"),
+            "--quiet",
+        ],
+        input=text.encode(),
+        capture_output=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
     import numpy as np
@@ -147,12 +174,30 @@ def test_cli_encode_writes_npy_that_numpy_loads(tmp_path, text):
     empty input, and uint32 ids (a special token at id 70000)."""
     import numpy as np
 
-    tok = bytepair.Tokenizer({i: bytes([i]) for i in range(256)}, [], special_tokens={"<|big|>": 70_000})
+    tok = bytepair.Tokenizer(
+        {i: bytes([i]) for i in range(256)}, [], special_tokens={"<|big|>": 70_000}
+    )
     tok.save(tmp_path / "tok.json")
     (tmp_path / "in.txt").write_text(text)
     proc = subprocess.run(
-        [sys.executable, "-m", "bytepair.cli", "encode", str(tmp_path / "in.txt"), "-t", str(tmp_path / "tok.json"),
-         "-o", str(tmp_path / "ids.npy"), "--quiet", "--special", "allow"], capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "bytepair.cli",
+            "encode",
+            str(tmp_path / "in.txt"),
+            "-t",
+            str(tmp_path / "tok.json"),
+            "-o",
+            str(tmp_path / "ids.npy"),
+            "--quiet",
+            "--special",
+            "allow",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     ids = np.load(tmp_path / "ids.npy")
     assert ids.dtype == np.uint32 and ids.tolist() == tok.encode(text, allowed_special="all")
@@ -163,8 +208,18 @@ def test_cli_encode_names_the_byte_offset_of_bad_utf8(tmp_path):
     # A 3-byte character split by the 1 MiB read boundary, then a bad byte.
     good = b"a" * ((1 << 20) - 1) + "\u20ac".encode() + b"xy"
     (tmp_path / "in.txt").write_bytes(good + b"\xff tail")
-    args = [sys.executable, "-m", "bytepair.cli", "encode", str(tmp_path / "in.txt"), "-t", str(tmp_path / "tok.json"),
-            "-o", str(tmp_path / "ids.npy"), "--quiet"]
+    args = [
+        sys.executable,
+        "-m",
+        "bytepair.cli",
+        "encode",
+        str(tmp_path / "in.txt"),
+        "-t",
+        str(tmp_path / "tok.json"),
+        "-o",
+        str(tmp_path / "ids.npy"),
+        "--quiet",
+    ]
     proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1
     assert proc.stderr.strip() == (
@@ -172,7 +227,9 @@ def test_cli_encode_names_the_byte_offset_of_bad_utf8(tmp_path):
         "(use errors='replace' / --errors replace to replace bad bytes)"
     )
     assert not (tmp_path / "ids.npy").exists()
-    proc = subprocess.run(args + ["--errors", "replace"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        args + ["--errors", "replace"], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -233,7 +290,9 @@ def _without_write_permission() -> list[str]:
     if os.geteuid() != 0:
         return []
     if shutil.which("setpriv") is None:
-        pytest.skip("running as root and setpriv (util-linux) is missing: cannot drop CAP_DAC_OVERRIDE")
+        pytest.skip(
+            "running as root and setpriv (util-linux) is missing: cannot drop CAP_DAC_OVERRIDE"
+        )
     return ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
 
 
@@ -264,7 +323,9 @@ def test_permission_denied_names_the_file_and_keeps_the_old_one(tmp_path):
     assert out[0] == str(target), result.stderr
     assert "Permission denied" in out[1]
     assert result.returncode == 1
-    assert result.stderr.strip().count("\n") == 0 and "Permission denied" in result.stderr, result.stderr
+    assert result.stderr.strip().count("\n") == 0 and "Permission denied" in result.stderr, (
+        result.stderr
+    )
     assert target.read_bytes() == OLD
     _only(target.parent, "tokenizer.json")
 
@@ -276,7 +337,9 @@ def test_rust_panic_becomes_a_python_exception():
     with pytest.raises(BaseException, match="panic requested by a test") as caller:
         _core._panic_for_tests("caller")
     assert type(caller.value).__name__ == "PanicException"
-    with pytest.raises(RuntimeError, match=r"internal error in bytepair \(Rust panic: panic requested by a test\)"):
+    with pytest.raises(
+        RuntimeError, match=r"internal error in bytepair \(Rust panic: panic requested by a test\)"
+    ):
         _core._panic_for_tests("worker")
     # The interpreter and the core still work.
     tok = _small_tokenizer()

@@ -53,9 +53,18 @@ PATTERNS = (*PRESETS, CUSTOM_LOOKAHEAD, CUSTOM_SIMPLE)
 PATTERN_IDS = ["gpt2", "cl100k", "o200k", "custom-lookahead", "custom-simple"]
 
 # Held-out slices, a few hundred KB each.
-HF_SLICES = (("enwiki.txt", 33_000_000), ("code.txt", 2_000_000), ("multilingual.txt", 19_000_000), ("shakespeare.txt", 500_000))
+HF_SLICES = (
+    ("enwiki.txt", 33_000_000),
+    ("code.txt", 2_000_000),
+    ("multilingual.txt", 19_000_000),
+    ("shakespeare.txt", 500_000),
+)
 
-FUZZ = settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    deadline=None,
+    max_examples=200,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def hf_ids(hf, text: str) -> list[int]:
@@ -97,7 +106,9 @@ def test_save_load_round_trip_is_exact(tmp_path, pattern):
     doc = json.loads(path.read_text(encoding="utf-8"))
     assert doc["model"]["type"] == "BPE" and len(doc["model"]["merges"]) == len(tok.merges)
     assert len(doc["model"]["vocab"]) == 1999 and doc["model"]["vocab"]["Ġ"] == 32
-    assert [(t["content"], t["id"], t["special"]) for t in doc["added_tokens"]] == [(EOT, 1999, True)]
+    assert [(t["content"], t["id"], t["special"]) for t in doc["added_tokens"]] == [
+        (EOT, 1999, True)
+    ]
 
 
 def test_save_load_round_trip_gpt2(tmp_path):
@@ -106,12 +117,17 @@ def test_save_load_round_trip_gpt2(tmp_path):
     tok.save(path)
     loaded = bytepair.Tokenizer.load(path)
     assert (loaded.vocab, loaded.merges, loaded.special_tokens, loaded.pattern) == (
-        tok.vocab, tok.merges, tok.special_tokens, "gpt2"
+        tok.vocab,
+        tok.merges,
+        tok.special_tokens,
+        "gpt2",
     )
     doc = json.loads(path.read_text(encoding="utf-8"))
     raw = json.loads((corpora_dir() / "cs336" / "gpt2_vocab.json").read_text(encoding="utf-8"))
     assert doc["model"]["vocab"] == {s: i for s, i in raw.items() if s != EOT}
-    merges_txt = (corpora_dir() / "cs336" / "gpt2_merges.txt").read_text(encoding="utf-8").split("\n")
+    merges_txt = (
+        (corpora_dir() / "cs336" / "gpt2_merges.txt").read_text(encoding="utf-8").split("\n")
+    )
     assert doc["model"]["merges"] == [m for m in merges_txt if m and not m.startswith("#version")]
 
 
@@ -124,8 +140,16 @@ def test_save_load_round_trip_special_tokens_and_odd_ids(tmp_path):
     tok.save(tmp_path / "t.json")
     loaded = bytepair.Tokenizer.load(tmp_path / "t.json")
     # vocab holds every id: the special tokens as their UTF-8 too.
-    assert tok.vocab == vocab | {i: t.encode() for t, i in specials.items()} and len(tok.vocab) == tok.vocab_size
-    assert (loaded.vocab, loaded.merges, loaded.special_tokens, loaded.pattern) == (tok.vocab, tok.merges, specials, "o200k")
+    assert (
+        tok.vocab == vocab | {i: t.encode() for t, i in specials.items()}
+        and len(tok.vocab) == tok.vocab_size
+    )
+    assert (loaded.vocab, loaded.merges, loaded.special_tokens, loaded.pattern) == (
+        tok.vocab,
+        tok.merges,
+        specials,
+        "o200k",
+    )
     text = "abc<|a|><|b|><|é|>ab<|b|>"
     assert loaded.encode(text, allowed_special="all") == [262, 264, 265, 260, 300]
 
@@ -136,7 +160,9 @@ def test_load_file_written_by_huggingface(tmp_path):
     from tokenizers import decoders, models, pre_tokenizers
 
     root = corpora_dir() / "cs336"
-    hf = tokenizers.Tokenizer(models.BPE.from_file(str(root / "gpt2_vocab.json"), str(root / "gpt2_merges.txt")))
+    hf = tokenizers.Tokenizer(
+        models.BPE.from_file(str(root / "gpt2_vocab.json"), str(root / "gpt2_merges.txt"))
+    )
     hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     hf.decoder = decoders.ByteLevel()
     hf.add_special_tokens([EOT])
@@ -145,8 +171,13 @@ def test_load_file_written_by_huggingface(tmp_path):
     assert loaded == gpt2_tokenizer()
     assert loaded.pattern == "gpt2" and loaded.special_tokens == {EOT: 50256}
     text = read_slice("enwiki.txt", 50_000_000, 200_000) + EOT
-    assert_same_ids(loaded.encode(text, allowed_special="all"), hf_ids(hf, text), text=text,
-                    decode_bytes=loaded.decode_bytes, label="HF-built GPT-2")
+    assert_same_ids(
+        loaded.encode(text, allowed_special="all"),
+        hf_ids(hf, text),
+        text=text,
+        decode_bytes=loaded.decode_bytes,
+        label="HF-built GPT-2",
+    )
 
 
 # ---- HuggingFace parity ------------------------------------------------------------
@@ -171,7 +202,13 @@ def test_hf_matches_ours_on_corpus_slices(hf_files, pattern, rel, start):
     tok, hf = hf_files[pattern]
     text = read_slice(rel, start, 300_000)
     ours = tok.encode(text)
-    assert_same_ids(hf_ids(hf, text), ours, text=text, decode_bytes=tok.decode_bytes, label=f"HF vs ours, {pattern}, {rel}")
+    assert_same_ids(
+        hf_ids(hf, text),
+        ours,
+        text=text,
+        decode_bytes=tok.decode_bytes,
+        label=f"HF vs ours, {pattern}, {rel}",
+    )
     # HF always splits out added tokens: compare with allowed_special="all".
     docs = EOT.join(text[:100_000].split("\n\n"))
     assert hf_ids(hf, docs) == tok.encode(docs, allowed_special="all")
@@ -184,13 +221,20 @@ def test_hf_gpt2_from_original_files_matches_ours():
     from tokenizers import models, pre_tokenizers
 
     root = corpora_dir() / "cs336"
-    hf = tokenizers.Tokenizer(models.BPE.from_file(str(root / "gpt2_vocab.json"), str(root / "gpt2_merges.txt")))
+    hf = tokenizers.Tokenizer(
+        models.BPE.from_file(str(root / "gpt2_vocab.json"), str(root / "gpt2_merges.txt"))
+    )
     hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok = gpt2_tokenizer()
     for rel, start in HF_SLICES:
         text = read_slice(rel, start, 300_000)
-        assert_same_ids(tok.encode_ordinary(text), hf_ids(hf, text), text=text, decode_bytes=tok.decode_bytes,
-                        label=f"HF GPT-2 on {rel}")
+        assert_same_ids(
+            tok.encode_ordinary(text),
+            hf_ids(hf, text),
+            text=text,
+            decode_bytes=tok.decode_bytes,
+            label=f"HF GPT-2 on {rel}",
+        )
 
 
 @pytest.mark.parametrize("pattern", [*PATTERNS, "GPT-2"], ids=[*PATTERN_IDS, "GPT-2"])
@@ -232,7 +276,9 @@ def test_hf_pretokenization_matches_ours(tmp_path, pattern):
 
 
 def test_hf_matches_ours_with_overlapping_special_tokens(tmp_path):
-    tok = bytepair.Tokenizer(byte_vocab() | {256: b"xy"}, [(b"x", b"y")], ["<|a|>", "<|a|><|b|>", "<|b|>"])
+    tok = bytepair.Tokenizer(
+        byte_vocab() | {256: b"xy"}, [(b"x", b"y")], ["<|a|>", "<|a|><|b|>", "<|b|>"]
+    )
     _, hf = saved(tok, tmp_path)
     text = "xy<|a|><|b|>q<|b|><|a|>xy<|a|><|b|"
     expected = [256, 258, 113, 259, 257, 256, 257] + tok.encode_ordinary("<|b|")
@@ -255,30 +301,42 @@ def test_hf_parity_with_pattern_that_does_not_cover_the_text(tmp_path):
     Isolated Split, written before, kept it as pieces: [97, 32, 98])."""
     tok = bytepair.Tokenizer(byte_vocab(), [], pattern=r"\p{L}+")
     _, hf = saved(tok, tmp_path)
-    assert tok.encode("a b") == tiktoken_for(tok).encode("a b") == [97, 98] and tok.decode(tok.encode("a b")) == "ab"
+    assert (
+        tok.encode("a b") == tiktoken_for(tok).encode("a b") == [97, 98]
+        and tok.decode(tok.encode("a b")) == "ab"
+    )
     assert hf_ids(hf, "a b") == tok.encode("a b")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DISCREPANCY (regex engines): in a custom pattern, \\w means Unicode word characters "
-    "in Rust regex / fancy-regex (ours, tiktoken) but Letter|Mark|Number|Pc in Oniguruma (HF): "
-    "'²' (U+00B2, No) is \\w only for HF. Pattern '\\w+|[^\\w\\s]+|\\s+', merges "
-    "(c2,b2),(a,c2b2), text 'a²': ours and tiktoken [97, 256], HF [257]."
-))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "DISCREPANCY (regex engines): in a custom pattern, \\w means Unicode word characters "
+        "in Rust regex / fancy-regex (ours, tiktoken) but Letter|Mark|Number|Pc in Oniguruma (HF): "
+        "'²' (U+00B2, No) is \\w only for HF. Pattern '\\w+|[^\\w\\s]+|\\s+', merges "
+        "(c2,b2),(a,c2b2), text 'a²': ours and tiktoken [97, 256], HF [257]."
+    ),
+)
 def test_hf_parity_with_backslash_w_pattern(tmp_path):
     pattern = r"\w+|[^\w\s]+|\s+"
-    tok = bytepair.Tokenizer(byte_vocab() | {256: b"\xc2\xb2", 257: b"a\xc2\xb2"},
-                             [(b"\xc2", b"\xb2"), (b"a", b"\xc2\xb2")], pattern=pattern)
+    tok = bytepair.Tokenizer(
+        byte_vocab() | {256: b"\xc2\xb2", 257: b"a\xc2\xb2"},
+        [(b"\xc2", b"\xb2"), (b"a", b"\xc2\xb2")],
+        pattern=pattern,
+    )
     assert tok.encode("a²") == tiktoken_for(tok).encode("a²") == [97, 256]
     _, hf = saved(tok, tmp_path)
     assert hf_ids(hf, "a²") == tok.encode("a²")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DISCREPANCY (decode only): HF tokenizers runs added tokens through the ByteLevel decoder, "
-    "so a special token with non-ASCII text decodes wrongly: special '<|é|>' (id 256 over the 256 "
-    "bytes): HF decode([256]) gives '<|\ufffd|>', ours '<|é|>'. Encoding agrees ([256])."
-))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "DISCREPANCY (decode only): HF tokenizers runs added tokens through the ByteLevel decoder, "
+        "so a special token with non-ASCII text decodes wrongly: special '<|é|>' (id 256 over the 256 "
+        "bytes): HF decode([256]) gives '<|\ufffd|>', ours '<|é|>'. Encoding agrees ([256])."
+    ),
+)
 def test_hf_decodes_non_ascii_special_token(tmp_path):
     tok = bytepair.Tokenizer(byte_vocab(), [], ["<|é|>"])
     _, hf = saved(tok, tmp_path)
@@ -297,7 +355,11 @@ def test_hf_keeps_special_token_ids_after_a_gap(tmp_path):
     assert hf_ids(hf, text) == tok.encode(text, allowed_special="all") == [300, 97, 290, 256]
     doc = json.loads(path.read_text(encoding="utf-8"))
     # <|x|> and <|y|> need a vocab entry; that grows the vocab past 256, so <|z|> does too.
-    assert {s: i for s, i in doc["model"]["vocab"].items() if i >= 256} == {"<|z|>": 256, "<|y|>": 290, "<|x|>": 300}
+    assert {s: i for s, i in doc["model"]["vocab"].items() if i >= 256} == {
+        "<|z|>": 256,
+        "<|y|>": 290,
+        "<|x|>": 300,
+    }
     loaded = bytepair.Tokenizer.load(path)
     assert loaded == tok and loaded.special_tokens == tok.special_tokens
 
@@ -349,8 +411,14 @@ def test_load_model_type_not_bpe(tmp_path, good_doc, kind):
 
 @pytest.mark.parametrize(
     "normalizer, name",
-    [({"type": "BertNormalizer"}, "BertNormalizer"), ({"type": "Precompiled", "precompiled_charsmap": ""}, "Precompiled"),
-     ({"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "StripAccents"}]}, "normalizer.normalizers[1]")],
+    [
+        ({"type": "BertNormalizer"}, "BertNormalizer"),
+        ({"type": "Precompiled", "precompiled_charsmap": ""}, "Precompiled"),
+        (
+            {"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "StripAccents"}]},
+            "normalizer.normalizers[1]",
+        ),
+    ],
 )
 def test_load_with_unsupported_normalizer(tmp_path, good_doc, normalizer, name):
     good_doc["normalizer"] = normalizer
@@ -428,8 +496,10 @@ def test_bulk_byte_level_decoding_equals_one_by_one(tokens, bad_at):
     assert strs_to_tokens(texts, str) == [str_to_token(t) for t in texts] == tokens
     if texts:
         bad_at %= len(texts)
-        broken = texts[:bad_at] + [texts[bad_at] + " x"] + texts[bad_at + 1:] + ["\n"]
-        with pytest.raises(ValueError, match=rf"^item {bad_at}: .* is not a byte-level token \(character ' '\)"):
+        broken = texts[:bad_at] + [texts[bad_at] + " x"] + texts[bad_at + 1 :] + ["\n"]
+        with pytest.raises(
+            ValueError, match=rf"^item {bad_at}: .* is not a byte-level token \(character ' '\)"
+        ):
             strs_to_tokens(broken, lambda n: f"item {n}")
 
 
@@ -441,8 +511,12 @@ def test_tokenizer_copies_and_checks_tables_of_any_plain_or_odd_types():
     tok = bytepair.Tokenizer(vocab, merges)
     vocab[256], merges[0] = b"zz", (b"z", b"z")
     assert tok.vocab[256] == b"ab" and tok.merges == [(b"a", b"b")]
-    odd = bytepair.Tokenizer({i: bytearray([i]) for i in range(256)} | {256: bytearray(b"ab")}, [[b"a", bytearray(b"b")]])
-    assert odd.vocab[256] == b"ab" and type(odd.vocab[256]) is bytes and odd.merges == [(b"a", b"b")]
+    odd = bytepair.Tokenizer(
+        {i: bytearray([i]) for i in range(256)} | {256: bytearray(b"ab")}, [[b"a", bytearray(b"b")]]
+    )
+    assert (
+        odd.vocab[256] == b"ab" and type(odd.vocab[256]) is bytes and odd.merges == [(b"a", b"b")]
+    )
     for bad_id in (True, -1, 1 << 32, 1.0):
         with pytest.raises(ValueError, match="token id"):
             bytepair.Tokenizer({bad_id: b"x"} | {i: bytes([i]) for i in range(1, 256)}, [])
@@ -463,7 +537,12 @@ def test_native_merge_table_check_agrees_with_the_python_check(picks, with_vocab
     for i, j in picks:
         merges.append((known[i % len(known)], known[j % len(known)]))
         known.append(merges[-1][0] + merges[-1][1])
-    vocab = {n: t for n, t in enumerate(dict.fromkeys(known[: len(known) - len(picks) // 3] if with_vocab else known))}
+    vocab = {
+        n: t
+        for n, t in enumerate(
+            dict.fromkeys(known[: len(known) - len(picks) // 3] if with_vocab else known)
+        )
+    }
 
     def python_passes(check) -> bool:
         try:
@@ -473,7 +552,9 @@ def test_native_merge_table_check_agrees_with_the_python_check(picks, with_vocab
             return False
 
     # A tuple of merges takes the item-by-item path.
-    assert _core.merge_table_passes(merges) == python_passes(lambda: check_merges(tuple(merges), source="t"))
+    assert _core.merge_table_passes(merges) == python_passes(
+        lambda: check_merges(tuple(merges), source="t")
+    )
     assert _core.merge_table_passes(merges, list(vocab.values()), False) == python_passes(
         lambda: check_vocab_merges(vocab, tuple(merges), rank_rule=False)
     )
@@ -481,7 +562,12 @@ def test_native_merge_table_check_agrees_with_the_python_check(picks, with_vocab
 
 @given(
     st.lists(st.tuples(st.binary(max_size=6), st.integers(0, 40)), max_size=12),
-    st.lists(st.tuples(st.binary(max_size=4), st.binary(max_size=4), st.sampled_from(["str", "list", "bad"])), max_size=8),
+    st.lists(
+        st.tuples(
+            st.binary(max_size=4), st.binary(max_size=4), st.sampled_from(["str", "list", "bad"])
+        ),
+        max_size=8,
+    ),
     st.sampled_from([None, " ", "\n", "一"]),
 )
 @settings(max_examples=300, deadline=None)
@@ -493,7 +579,9 @@ def test_native_byte_level_tables_equal_the_python_reading(entries, raw_merges, 
     from bytepair import _core
     from bytepair.formats.bytelevel import token_to_str
 
-    vocab = {token_to_str(t) + (stray if stray and n == 0 else ""): i for n, (t, i) in enumerate(entries)}
+    vocab = {
+        token_to_str(t) + (stray if stray and n == 0 else ""): i for n, (t, i) in enumerate(entries)
+    }
     merges = []
     for a, b, form in raw_merges:
         a, b = token_to_str(a), token_to_str(b)
@@ -507,7 +595,11 @@ def test_native_byte_level_tables_equal_the_python_reading(entries, raw_merges, 
         pairs = [m.split(" ") if isinstance(m, str) else m for m in merges]
         if any(len(p) != 2 for p in pairs):
             raise ValueError("malformed merge")
-        return ids, [str_to_token(s) for s in vocab], [(str_to_token(a), str_to_token(b)) for a, b in pairs]
+        return (
+            ids,
+            [str_to_token(s) for s in vocab],
+            [(str_to_token(a), str_to_token(b)) for a, b in pairs],
+        )
 
     try:
         want = python_reading()
@@ -517,32 +609,53 @@ def test_native_byte_level_tables_equal_the_python_reading(entries, raw_merges, 
         assert got is not None and (got[0], got[1], got[2]) == want
 
 
-def test_tokenizer_json_loads_the_same_through_the_native_and_the_python_reader(tmp_path, monkeypatch):
+def test_tokenizer_json_loads_the_same_through_the_native_and_the_python_reader(
+    tmp_path, monkeypatch
+):
     from bytepair import _core
     from bytepair.formats.hf import from_hf_json
 
     text = "".join(f"the {i} cats, naïve dogs; 世界 {i % 7}\n" for i in range(400))
-    tok = bytepair.train_from_iterator([text], 600, special_tokens=["<|endoftext|>", "<pad>"], progress=False)
+    tok = bytepair.train_from_iterator(
+        [text], 600, special_tokens=["<|endoftext|>", "<pad>"], progress=False
+    )
     path = tmp_path / "tokenizer.json"
     tok.save(path)
     fast = from_hf_json(path.read_bytes(), source=str(path))
     monkeypatch.setattr(_core, "byte_level_tables", lambda *a: None)
     slow = from_hf_json(path.read_bytes(), source=str(path))
-    assert (fast.vocab, fast.merges, fast.special_tokens) == (slow.vocab, slow.merges, slow.special_tokens) == (
-        tok.vocab, tok.merges, tok.special_tokens)
+    assert (
+        (fast.vocab, fast.merges, fast.special_tokens)
+        == (slow.vocab, slow.merges, slow.special_tokens)
+        == (tok.vocab, tok.merges, tok.special_tokens)
+    )
 
 
-_GPT2_DAMAGE = ("none", "crlf", "blank line", "version line", "two spaces", "empty part", "line separator",
-                "tab", "entry not byte-level", "id repeated")
+_GPT2_DAMAGE = (
+    "none",
+    "crlf",
+    "blank line",
+    "version line",
+    "two spaces",
+    "empty part",
+    "line separator",
+    "tab",
+    "entry not byte-level",
+    "id repeated",
+)
 
 
 @functools.cache
 def _small_gpt2_files() -> tuple[str, list[str]]:
     text = "".join(f"the {i} cats, naïve dogs; 世界 {i % 7}\n" for i in range(300))
-    tok = bytepair.train_from_iterator([text], 500, special_tokens=["<|endoftext|>"], progress=False)
+    tok = bytepair.train_from_iterator(
+        [text], 500, special_tokens=["<|endoftext|>"], progress=False
+    )
     with tempfile.TemporaryDirectory() as d:
         tok.save_gpt2(d)
-        return (Path(d) / "vocab.json").read_text(), (Path(d) / "merges.txt").read_text().split("\n")
+        return (Path(d) / "vocab.json").read_text(), (Path(d) / "merges.txt").read_text().split(
+            "\n"
+        )
 
 
 @settings(max_examples=60, deadline=None)
@@ -557,7 +670,8 @@ def test_gpt2_files_load_the_same_through_the_native_and_the_per_token_reader(da
     vocab, lines = _small_gpt2_files()
     lines, at = list(lines), at % (len(lines) - 2) + 1
     edits = {
-        "blank line": lambda: lines.insert(at, ""), "version line": lambda: lines.insert(at, "#version: 0.2"),
+        "blank line": lambda: lines.insert(at, ""),
+        "version line": lambda: lines.insert(at, "#version: 0.2"),
         "two spaces": lambda: lines.__setitem__(at, lines[at].replace(" ", "  ")),
         "empty part": lambda: lines.__setitem__(at, lines[at].split(" ")[0] + " "),
         "line separator": lambda: lines.__setitem__(at, lines[at] + "\x85"),
@@ -570,11 +684,15 @@ def test_gpt2_files_load_the_same_through_the_native_and_the_per_token_reader(da
         vocab = vocab[:-1] + ', "zzzq": 3}'
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / "vocab.json").write_text(vocab)
-        (Path(d) / "merges.txt").write_bytes("\n".join(lines).encode().replace(b"\n", b"\r\n" if damage == "crlf" else b"\n"))
+        (Path(d) / "merges.txt").write_bytes(
+            "\n".join(lines).encode().replace(b"\n", b"\r\n" if damage == "crlf" else b"\n")
+        )
 
         def load():
             try:
-                t = bytepair.Tokenizer.from_gpt2_files(Path(d) / "vocab.json", Path(d) / "merges.txt")
+                t = bytepair.Tokenizer.from_gpt2_files(
+                    Path(d) / "vocab.json", Path(d) / "merges.txt"
+                )
             except ValueError as e:
                 return str(e)
             return t.vocab, t.merges, t.special_tokens

@@ -27,7 +27,9 @@ def tok() -> bytepair.Tokenizer:
         warnings.simplefilter("ignore")
         return bytepair.train_from_iterator(
             ["the quick brown fox jumps over the lazy dog, hello hello world"] * 3,
-            280, special_tokens=["<|endoftext|>"], progress=False,
+            280,
+            special_tokens=["<|endoftext|>"],
+            progress=False,
         )
 
 
@@ -56,7 +58,9 @@ def test_integer_too_long_to_convert_is_a_value_error(tmp_path, tok):
     tok.save_tiktoken(tmp_path / "enc.tiktoken")
     side = tmp_path / "enc.tiktoken.json"
     side.write_text('{"pat_str": "gpt2", "special_tokens": {"<|endoftext|>": ' + "9" * 5000 + "}}")
-    assert_value_error_naming(side, lambda: bytepair.Tokenizer.from_tiktoken(tmp_path / "enc.tiktoken"))
+    assert_value_error_naming(
+        side, lambda: bytepair.Tokenizer.from_tiktoken(tmp_path / "enc.tiktoken")
+    )
 
 
 def test_rank_with_thousands_of_digits(tmp_path, tok):
@@ -106,15 +110,25 @@ def test_lone_surrogate_pattern_in_sidecar(tmp_path, tok):
     # was UnicodeEncodeError from the Rust core ("surrogates not allowed")
     tok.save_tiktoken(tmp_path / "enc.tiktoken")
     (tmp_path / "enc.tiktoken.json").write_text('{"pat_str": "\\ud800", "special_tokens": {}}')
-    assert_value_error_naming(tmp_path / "enc.tiktoken", lambda: bytepair.Tokenizer.load(tmp_path / "enc.tiktoken"),
-                              "pattern", "lone surrogate")
+    assert_value_error_naming(
+        tmp_path / "enc.tiktoken",
+        lambda: bytepair.Tokenizer.load(tmp_path / "enc.tiktoken"),
+        "pattern",
+        "lone surrogate",
+    )
 
 
 def test_lone_surrogate_special_token_in_sidecar(tmp_path, tok):
     tok.save_tiktoken(tmp_path / "enc.tiktoken")
-    (tmp_path / "enc.tiktoken.json").write_text('{"pat_str": "gpt2", "special_tokens": {"<|x\\udc80|>": 300}}')
-    assert_value_error_naming(tmp_path / "enc.tiktoken", lambda: bytepair.Tokenizer.load(tmp_path / "enc.tiktoken"),
-                              "special token", "lone surrogate")
+    (tmp_path / "enc.tiktoken.json").write_text(
+        '{"pat_str": "gpt2", "special_tokens": {"<|x\\udc80|>": 300}}'
+    )
+    assert_value_error_naming(
+        tmp_path / "enc.tiktoken",
+        lambda: bytepair.Tokenizer.load(tmp_path / "enc.tiktoken"),
+        "special token",
+        "lone surrogate",
+    )
 
 
 def test_lone_surrogate_entry_in_vocab_json(tmp_path, tok):
@@ -130,7 +144,9 @@ def test_lone_surrogate_vocab_key_in_tokenizer_json(tmp_path, tok):
     path = tmp_path / "tokenizer.json"
     tok.save(path)
     path.write_text(path.read_text().replace('"vocab": {', '"vocab": {"\\ud83d": 999, ', 1))
-    assert_value_error_naming(path, lambda: bytepair.Tokenizer.load(path), "model.vocab", "not a byte-level token")
+    assert_value_error_naming(
+        path, lambda: bytepair.Tokenizer.load(path), "model.vocab", "not a byte-level token"
+    )
 
 
 def test_lone_surrogate_added_token_in_tokenizer_json(tmp_path, tok):
@@ -152,7 +168,9 @@ def test_empty_added_token_content(tmp_path, tok):
     doc = json.loads(path.read_text())
     doc["added_tokens"][0]["content"] = ""
     path.write_text(json.dumps(doc))
-    assert_value_error_naming(path, lambda: bytepair.Tokenizer.load(path), "added_tokens[0]", "empty")
+    assert_value_error_naming(
+        path, lambda: bytepair.Tokenizer.load(path), "added_tokens[0]", "empty"
+    )
 
 
 @pytest.mark.parametrize("merges", [5, 2.5, True, {"a b": 1}])
@@ -177,22 +195,32 @@ def test_vocab_json_without_a_byte_a_merge_uses(tmp_path, tok):
     first = (tmp_path / "merges.txt").read_text().split("\n")[1].split(" ")[0]
     del entries[first]
     vocab.write_text(json.dumps(entries))
-    assert_value_error_naming(vocab, lambda: bytepair.Tokenizer.load(vocab), "merges.txt", "not in the vocab")
+    assert_value_error_naming(
+        vocab, lambda: bytepair.Tokenizer.load(vocab), "merges.txt", "not in the vocab"
+    )
 
 
 def test_sidecar_special_token_id_out_of_range(tmp_path, tok):
     # was "special token '<|endoftext|>': token id -1 must be ...", without the file
     tok.save_tiktoken(tmp_path / "enc.tiktoken")
-    (tmp_path / "enc.tiktoken.json").write_text('{"pat_str": "gpt2", "special_tokens": {"<|endoftext|>": -1}}')
-    assert_value_error_naming(tmp_path / "enc.tiktoken", lambda: bytepair.Tokenizer.load(tmp_path / "enc.tiktoken"),
-                              "token id -1")
+    (tmp_path / "enc.tiktoken.json").write_text(
+        '{"pat_str": "gpt2", "special_tokens": {"<|endoftext|>": -1}}'
+    )
+    assert_value_error_naming(
+        tmp_path / "enc.tiktoken",
+        lambda: bytepair.Tokenizer.load(tmp_path / "enc.tiktoken"),
+        "token id -1",
+    )
 
 
 def test_sidecar_pattern_that_does_not_compile(tmp_path, tok):
     tok.save_tiktoken(tmp_path / "enc.tiktoken")
     (tmp_path / "enc.tiktoken.json").write_text('{"pat_str": "(\\\\w+", "special_tokens": {}}')
-    assert_value_error_naming(tmp_path / "enc.tiktoken", lambda: bytepair.Tokenizer.load(tmp_path / "enc.tiktoken"),
-                              "invalid pattern")
+    assert_value_error_naming(
+        tmp_path / "enc.tiktoken",
+        lambda: bytepair.Tokenizer.load(tmp_path / "enc.tiktoken"),
+        "invalid pattern",
+    )
 
 
 def test_two_special_tokens_with_one_id(tmp_path, tok):
@@ -201,15 +229,20 @@ def test_two_special_tokens_with_one_id(tmp_path, tok):
     (tmp_path / "enc.tiktoken.json").write_text(
         '{"pat_str": "gpt2", "special_tokens": {"<|endoftext|>": 299, "<|pad|>": 299}}'
     )
-    assert_value_error_naming(tmp_path / "enc.tiktoken", lambda: bytepair.Tokenizer.load(tmp_path / "enc.tiktoken"),
-                              "same id 299")
+    assert_value_error_naming(
+        tmp_path / "enc.tiktoken",
+        lambda: bytepair.Tokenizer.load(tmp_path / "enc.tiktoken"),
+        "same id 299",
+    )
 
 
 # ---- word-counts folders (fuzz/fuzz_counts.py) ----------------------------------
 
 
 def _counts_folder(tmp_path: Path) -> Path:
-    (tmp_path / "a.txt").write_text("the quick brown fox jumps over the lazy dog\n" * 5, encoding="utf-8")
+    (tmp_path / "a.txt").write_text(
+        "the quick brown fox jumps over the lazy dog\n" * 5, encoding="utf-8"
+    )
     return Path(bytepair.count(tmp_path / "a.txt", tmp_path / "counts", progress=False).path)
 
 
@@ -227,18 +260,26 @@ def test_counts_part_that_is_not_parquet_but_matches_its_checksum(tmp_path):
     folder = _counts_folder(tmp_path)
     part = folder / "part-00000.parquet"
     part.write_bytes(b"")
-    _rewrite_manifest(folder, lambda m: m["parts"][0].update(sha256=hashlib.sha256(b"").hexdigest()))
+    _rewrite_manifest(
+        folder, lambda m: m["parts"][0].update(sha256=hashlib.sha256(b"").hexdigest())
+    )
     counts = bytepair.WordCounts.open(folder)
-    assert_value_error_naming(part, lambda: bytepair.train_from_counts(counts, 300), "not a word-counts part")
+    assert_value_error_naming(
+        part, lambda: bytepair.train_from_counts(counts, 300), "not a word-counts part"
+    )
 
 
 def test_counts_manifest_special_token_with_a_lone_surrogate(tmp_path):
     """A special token "\\ud800" in the manifest: UnicodeEncodeError at training."""
     folder = _counts_folder(tmp_path)
     _rewrite_manifest(folder, lambda m: m.update(special_tokens=["\ud800"]))
-    assert_value_error_naming(folder / "_manifest.json", lambda: bytepair.WordCounts.open(folder), "lone surrogate")
+    assert_value_error_naming(
+        folder / "_manifest.json", lambda: bytepair.WordCounts.open(folder), "lone surrogate"
+    )
     with pytest.raises(ValueError, match="lone surrogate"):
-        bytepair.train_from_iterator(["hello world"], 260, special_tokens=["\ud800"], progress=False)
+        bytepair.train_from_iterator(
+            ["hello world"], 260, special_tokens=["\ud800"], progress=False
+        )
 
 
 def test_counts_part_with_a_column_name_that_is_not_utf8(tmp_path):
@@ -250,14 +291,22 @@ def test_counts_part_with_a_column_name_that_is_not_utf8(tmp_path):
 
     folder = _counts_folder(tmp_path)
     part = folder / "part-00000.parquet"
-    pq.write_table(pa.table({"word": pa.array([b"ab"]), "count": pa.array([3], pa.int64()), "zzzz": [1]}), part)
+    pq.write_table(
+        pa.table({"word": pa.array([b"ab"]), "count": pa.array([3], pa.int64()), "zzzz": [1]}), part
+    )
     data = part.read_bytes()
     assert data.count(b"zzzz") >= 1
     part.write_bytes(data.replace(b"zzzz", b"\xc5\xc5\xc5\xc5"))
-    _rewrite_manifest(folder, lambda m: m["parts"][0].update(sha256=hashlib.sha256(part.read_bytes()).hexdigest(),
-                                                             rows=1))
+    _rewrite_manifest(
+        folder,
+        lambda m: m["parts"][0].update(
+            sha256=hashlib.sha256(part.read_bytes()).hexdigest(), rows=1
+        ),
+    )
     counts = bytepair.WordCounts.open(folder)
-    assert_value_error_naming(part, lambda: bytepair.train_from_counts(counts, 300), "not a word-counts part")
+    assert_value_error_naming(
+        part, lambda: bytepair.train_from_counts(counts, 300), "not a word-counts part"
+    )
 
 
 def test_counts_that_add_up_past_2_64_are_totalled_exactly(tmp_path):

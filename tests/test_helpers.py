@@ -21,14 +21,18 @@ from bytepair.encoding.text import replace_surrogates  # noqa: E402
 
 FUZZ = settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 # Text that splits characters between tokens: accents, CJK, emoji, specials.
-texts = st.lists(st.sampled_from(list("ab é日本語😀\n'sX1") + [EOT, "\ud800"]), max_size=40).map("".join)
+texts = st.lists(st.sampled_from(list("ab é日本語😀\n'sX1") + [EOT, "\ud800"]), max_size=40).map(
+    "".join
+)
 SLICES = (("enwiki.txt", 7_000_000), ("multilingual.txt", 3_000_000), ("code.txt", 1_000_000))
 
 
 @pytest.fixture(scope="module")
 def small() -> bytepair.Tokenizer:
     """A tokenizer whose merges split multi-byte characters (no corpora needed)."""
-    return bytepair.train_from_iterator(["日本語 é café naïve 😀 it's"] * 50, 280, special_tokens=[EOT], progress=False)
+    return bytepair.train_from_iterator(
+        ["日本語 é café naïve 😀 it's"] * 50, 280, special_tokens=[EOT], progress=False
+    )
 
 
 # ---- 1. offsets --------------------------------------------------------------------
@@ -63,7 +67,12 @@ def test_offsets_cover_the_text_in_order(small, text):
     if ids:
         assert offsets[0][0] == 0 and offsets[-1][1] == len(text)
     for (s0, e0), (s1, e1) in zip(offsets, offsets[1:]):
-        assert s0 < e0 and s1 >= s0 and s1 <= e0 <= e1 and (s1 == e0 or (s1, e1) == (s0, e0) or s1 == s0)
+        assert (
+            s0 < e0
+            and s1 >= s0
+            and s1 <= e0 <= e1
+            and (s1 == e0 or (s1, e1) == (s0, e0) or s1 == s0)
+        )
     for i, (s, e) in zip(ids, offsets):
         assert small.decode_single_token_bytes(i) in clean[s:e].encode("utf-8")
     text_back, starts = small.decode_with_offsets(ids)
@@ -152,7 +161,9 @@ def test_tiktoken_helpers_equal_tiktokens():
         assert tok.encode_single_token(probe) == want
     ids = enc.encode("Hello world, naïve 日本 <|endoftext|>", allowed_special="all")
     assert tok.decode_tokens_bytes(ids) == enc.decode_tokens_bytes(ids)
-    assert [tok.decode_single_token_bytes(i) for i in ids] == [enc.decode_single_token_bytes(i) for i in ids]
+    assert [tok.decode_single_token_bytes(i) for i in ids] == [
+        enc.decode_single_token_bytes(i) for i in ids
+    ]
     assert tok.token_byte_values() == enc.token_byte_values()
     batch = [ids, ids[:3], []]
     assert tok.decode_batch(batch) == enc.decode_batch(batch)

@@ -23,7 +23,12 @@ MAX_WORD_BYTES = 1 << 16  # count::DEFAULT_MAX_WORD_BYTES
 
 
 def _run(code: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_a_huge_vocab_size_is_capped_by_what_the_input_can_produce():
@@ -66,7 +71,12 @@ def test_words_longer_than_the_bound_are_cut_on_character_boundaries():
     counter.count_texts(["\u00e9" * 10 + " ok"])
     words = dict(counter.items())
     assert all(len(w) <= 7 for w in words)
-    assert b"".join(w * n for w, n in sorted(words.items(), key=lambda kv: -len(kv[0]))).count("\u00e9".encode()) == 10
+    assert (
+        b"".join(w * n for w, n in sorted(words.items(), key=lambda kv: -len(kv[0]))).count(
+            "\u00e9".encode()
+        )
+        == 10
+    )
     assert all(w.decode("utf-8") for w in words), "every word is whole characters"
     with pytest.raises(ValueError, match="max_word_bytes must be at least 4, got 2"):
         _core.WordCounter("gpt2", [], max_word_bytes=2)
@@ -106,7 +116,9 @@ def test_ctrl_c_stops_the_merge_of_one_giant_pre_token():
         tok.encode_ordinary(text)
         print("finished", flush=True)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     assert proc.stdout.readline().strip() == "ready"
     time.sleep(1.0)
     assert proc.poll() is None, "the encode finished before it could be interrupted"
@@ -136,13 +148,19 @@ def test_a_gpt2_pair_whose_merges_were_cut_short_is_refused(tmp_path):
     """A merges.txt cut down to its #version line beside a full vocab.json
     loaded as a tokenizer of 0 merges and thousands of "special tokens"; so
     did the halves of two different saves (issue 21 items 7 and 11)."""
-    tok = bytepair.train_from_iterator(["the quick brown fox jumps over the lazy dog " * 50], 400,
-                                       special_tokens=["<|endoftext|>"], progress=False)
+    tok = bytepair.train_from_iterator(
+        ["the quick brown fox jumps over the lazy dog " * 50],
+        400,
+        special_tokens=["<|endoftext|>"],
+        progress=False,
+    )
     tok.save_gpt2(tmp_path)
     vocab, merges = tmp_path / "vocab.json", tmp_path / "merges.txt"
     assert bytepair.Tokenizer.from_gpt2_files(vocab, merges).vocab_size == tok.vocab_size
     merges.write_text(merges.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"vocab\.json: \d+ of \d+ entries are made by no merge of .*merges\.txt"):
+    with pytest.raises(
+        ValueError, match=r"vocab\.json: \d+ of \d+ entries are made by no merge of .*merges\.txt"
+    ):
         bytepair.Tokenizer.from_gpt2_files(vocab, merges)
 
 
@@ -165,13 +183,16 @@ def test_counts_merge_of_one_folder_is_an_error(tmp_path):
     assert not (tmp_path / "m").exists()
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda m: m["parts"][0].pop("sha256"), "sha256"),
-    (lambda m: m["parts"].append(dict(m["parts"][0])), "listed twice"),
-    (lambda m: m.__setitem__("special_tokens", "abc"), "not a list"),
-    (lambda m: m["pattern"].__setitem__("name", "o200k"), "does not name the preset"),
-    (lambda m: m["pattern"].__setitem__("name", "my-pattern"), "does not name the preset"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda m: m["parts"][0].pop("sha256"), "sha256"),
+        (lambda m: m["parts"].append(dict(m["parts"][0])), "listed twice"),
+        (lambda m: m.__setitem__("special_tokens", "abc"), "not a list"),
+        (lambda m: m["pattern"].__setitem__("name", "o200k"), "does not name the preset"),
+        (lambda m: m["pattern"].__setitem__("name", "my-pattern"), "does not name the preset"),
+    ],
+)
 def test_a_doctored_counts_manifest_is_refused(tmp_path, damage, message):
     """Deleting the checksums turned verification off; a part listed twice
     doubled its counts; "abc" became three special tokens; a pattern name was
@@ -201,7 +222,15 @@ def test_counts_from_an_artifact_that_would_overflow_pair_counts_are_refused(tmp
     counts = bytepair.count(tmp_path / "a.txt", tmp_path / "c", progress=False)
     part = counts.part_paths()[0]
     words = [w for w, _ in counts.items()]
-    pq.write_table(pa.table({"word": pa.array(words, pa.binary()), "count": pa.array([1 << 62] * len(words), pa.int64())}), part)
+    pq.write_table(
+        pa.table(
+            {
+                "word": pa.array(words, pa.binary()),
+                "count": pa.array([1 << 62] * len(words), pa.int64()),
+            }
+        ),
+        part,
+    )
     manifest_path = tmp_path / "c" / "_manifest.json"
     manifest = json.loads(manifest_path.read_text())
     manifest["parts"][0]["sha256"] = hashlib.sha256(open(part, "rb").read()).hexdigest()
@@ -219,7 +248,9 @@ def test_info_and_inspect_escape_control_characters_read_from_a_file(tmp_path, c
     from bytepair.cli import main
 
     hostile = "<\x1b[2J\x1b]0;pwned\x07>"
-    tok = bytepair.train_from_iterator(["ab ab ab"] * 5, 260, special_tokens=[hostile], progress=False)
+    tok = bytepair.train_from_iterator(
+        ["ab ab ab"] * 5, 260, special_tokens=[hostile], progress=False
+    )
     path = tmp_path / "tok.json"
     tok.save(path)
     for command in (["info", str(path)], ["inspect", str(path)]):
@@ -229,12 +260,21 @@ def test_info_and_inspect_escape_control_characters_read_from_a_file(tmp_path, c
         assert "\\x1b[2J" in out
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["train", "{text}", "--vocab-size", "300", "--threads", "-1"], "argument --threads: -1 must be at least 1"),
-    (["count", "{text}", "-o", "{tmp}/c", "--parts", "-1"], "argument --parts: -1 must be at least 1"),
-    (["decode", "{tmp}/x.npz", "-t", "{tok}"], "an .npz archive, not a .npy array"),
-    (["decode", "{tmp}/objects.npy", "-t", "{tok}"], "not a .npy array of integer ids"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["train", "{text}", "--vocab-size", "300", "--threads", "-1"],
+            "argument --threads: -1 must be at least 1",
+        ),
+        (
+            ["count", "{text}", "-o", "{tmp}/c", "--parts", "-1"],
+            "argument --parts: -1 must be at least 1",
+        ),
+        (["decode", "{tmp}/x.npz", "-t", "{tok}"], "an .npz archive, not a .npy array"),
+        (["decode", "{tmp}/objects.npy", "-t", "{tok}"], "not a .npy array of integer ids"),
+    ],
+)
 def test_cli_misuse_is_one_line_in_cli_words(tmp_path, argv, message):
     """No traceback, no Python keyword arguments, nothing unpickled (issue 21 item 14)."""
     import numpy as np
@@ -246,7 +286,9 @@ def test_cli_misuse_is_one_line_in_cli_words(tmp_path, argv, message):
     np.savez(tmp_path / "x.npz", a=np.arange(3))
     np.save(tmp_path / "objects.npy", np.array([1, "a"], dtype=object), allow_pickle=True)
     args = [a.format(text=text, tmp=tmp_path, tok=tok) for a in argv]
-    result = subprocess.run([sys.executable, "-m", "bytepair", *args], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "bytepair", *args], capture_output=True, text=True
+    )
     assert result.returncode != 0
     assert "Traceback" not in result.stderr and message in result.stderr, result.stderr
     assert not list(tmp_path.glob("*staging*")) and not (tmp_path / "c").exists()
@@ -260,16 +302,25 @@ def test_api_errors_have_the_right_type_and_name_the_value():
     tok = bytepair.train_from_iterator(["hello world"] * 3, 260, progress=False)
     with pytest.raises(TypeError, match="errors must be a str.*got None"):
         tok.decode([104, 105], errors=None)
-    assert bytepair.train_from_iterator(["hello world"] * 3, np.int64(260), progress=False).vocab_size <= 260
+    assert (
+        bytepair.train_from_iterator(["hello world"] * 3, np.int64(260), progress=False).vocab_size
+        <= 260
+    )
     with pytest.raises(TypeError, match="word 5 must be a str or bytes, not int"):
         bytepair.train_from_counts({5: 5}, 260)
 
 
-@pytest.mark.parametrize("merges, message", [
-    ([(b"a", b"b"), (b"a", b"b")], "which merges\\[0\\] already makes"),
-    ([(b"ab", b"c"), (b"a", b"b")], "is not in the vocab|is not what the merges before it make"),
-    ([(b"a", b"b"), (b"b", b"c"), (b"a", b"bc")], "is not what the merges before it make"),
-])
+@pytest.mark.parametrize(
+    "merges, message",
+    [
+        ([(b"a", b"b"), (b"a", b"b")], "which merges\\[0\\] already makes"),
+        (
+            [(b"ab", b"c"), (b"a", b"b")],
+            "is not in the vocab|is not what the merges before it make",
+        ),
+        ([(b"a", b"b"), (b"b", b"c"), (b"a", b"bc")], "is not what the merges before it make"),
+    ],
+)
 def test_the_constructor_refuses_what_load_would_refuse(merges, message):
     """Tokenizer() accepted duplicate merges and merges BPE would not make;
     save() then wrote files load() refused (issue 21 item 8)."""
@@ -288,10 +339,19 @@ def test_cli_shows_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path):
     bytepair.train_from_iterator(["hello world"] * 5, 260, progress=False).save(tok)
     corpus = tmp_path / "c.txt"
     corpus.write_text("hello world\n" * 100, encoding="utf-8")
-    for args in (["encode", str(corpus), "-t", str(tok), "-o", str(tmp_path / "ids.npy")], ["train", str(corpus), "--vocab-size", "260", "-o", str(tmp_path / "t.json")]):
-        result = subprocess.run([sys.executable, "-m", "bytepair", *args], input=b"hello world\n", capture_output=True)
+    for args in (
+        ["encode", str(corpus), "-t", str(tok), "-o", str(tmp_path / "ids.npy")],
+        ["train", str(corpus), "--vocab-size", "260", "-o", str(tmp_path / "t.json")],
+    ):
+        result = subprocess.run(
+            [sys.executable, "-m", "bytepair", *args], input=b"hello world\n", capture_output=True
+        )
         assert result.returncode == 0, result.stderr
-        assert b"\r" not in result.stderr and b"it/s" not in result.stderr and b"B/s" not in result.stderr, result.stderr
+        assert (
+            b"\r" not in result.stderr
+            and b"it/s" not in result.stderr
+            and b"B/s" not in result.stderr
+        ), result.stderr
 
 
 def _random_words_file(path, megabytes: int) -> None:
@@ -333,7 +393,9 @@ def test_a_memory_budget_bounds_counting_of_all_distinct_words(tmp_path):
 
 def test_a_memory_budget_that_is_not_reached_changes_nothing(tmp_path):
     corpus = tmp_path / "a.txt"
-    corpus.write_text("the cat sat on the mat; the dog ate the cat's hat\n" * 2000, encoding="utf-8")
+    corpus.write_text(
+        "the cat sat on the mat; the dog ate the cat's hat\n" * 2000, encoding="utf-8"
+    )
     plain = bytepair.train(corpus, 270, progress=False)
     budgeted = bytepair.train(corpus, 270, progress=False, max_memory=64 << 20)
     assert budgeted.merges == plain.merges and budgeted.training_stats.pruned_words == 0
@@ -346,14 +408,50 @@ def test_cli_max_memory_takes_sizes_and_reports_what_it_dropped(tmp_path):
     from bytepair.cli.args import byte_size
 
     assert [byte_size(s) for s in ("64M", "4G", "1.5g", "512MiB", "1000")] == [
-        64 << 20, 4 << 30, 3 << 29, 512 << 20, 1000]
+        64 << 20,
+        4 << 30,
+        3 << 29,
+        512 << 20,
+        1000,
+    ]
     corpus = tmp_path / "random.txt"
     _random_words_file(corpus, 8)
-    result = subprocess.run([sys.executable, "-m", "bytepair", "train", str(corpus), "--vocab-size", "300",
-                             "--max-memory", "64M", "-o", str(tmp_path / "tok.json")],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bytepair",
+            "train",
+            str(corpus),
+            "--vocab-size",
+            "300",
+            "--max-memory",
+            "64M",
+            "-o",
+            str(tmp_path / "tok.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
-    assert re.search(r"pruned\s+[\d,]+ distinct words seen < \d+ times .* --max-memory", result.stdout), result.stdout
-    bad = subprocess.run([sys.executable, "-m", "bytepair", "train", str(corpus), "--vocab-size", "300",
-                          "--max-memory", "lots"], capture_output=True, text=True, timeout=60)
+    assert re.search(
+        r"pruned\s+[\d,]+ distinct words seen < \d+ times .* --max-memory", result.stdout
+    ), result.stdout
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bytepair",
+            "train",
+            str(corpus),
+            "--vocab-size",
+            "300",
+            "--max-memory",
+            "lots",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 2 and "--max-memory" in bad.stderr and "Traceback" not in bad.stderr

@@ -12,6 +12,7 @@ import json
 import re
 
 import pytest
+from conftest import byte_tokenizer
 
 import bytepair
 from bytepair.cli import main
@@ -24,7 +25,6 @@ from bytepair.inspection.report import (
     inspect_tokenizer,
     text_stats,
 )
-from conftest import byte_tokenizer
 
 HF_COURSE = {"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}
 
@@ -32,7 +32,9 @@ HF_COURSE = {"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}
 @pytest.fixture(scope="module")
 def shakespeare_tok(tmp_path_factory, corpus):
     """A 512-id tokenizer trained on Tiny Shakespeare, saved; (Tokenizer, path)."""
-    tok = bytepair.train(corpus("shakespeare.txt"), 512, special_tokens=["<|endoftext|>"], progress=False)
+    tok = bytepair.train(
+        corpus("shakespeare.txt"), 512, special_tokens=["<|endoftext|>"], progress=False
+    )
     path = tmp_path_factory.mktemp("inspect") / "shakespeare.json"
     tok.save(path)
     return tok, path
@@ -90,14 +92,18 @@ def test_cli_train_trace(tmp_path, capsys):
     src = tmp_path / "toy.txt"
     src.write_text("hug " * 10 + "pug " * 5 + "pun " * 12 + "bun " * 4 + "hugs " * 5)
     out = tmp_path / "tok.json"
-    assert main(["train", str(src), "--vocab-size", "259", "-o", str(out), "-q", "--trace", "3"]) == 0
+    assert (
+        main(["train", str(src), "--vocab-size", "259", "-o", str(out), "-q", "--trace", "3"]) == 0
+    )
     lines = capsys.readouterr().out.splitlines()
     # pre-tokens: hug, ' hug' x9, ' pug' x5, ' pun' x12, ' bun' x4, ' hugs' x5: ug (20) beats ' p' (17)
     tok = bytepair.Tokenizer.load(out)
     assert len(lines) == 3
     for r, line in enumerate(lines):
         a, b = tok.merges[r]
-        assert line.startswith(f"step {r + 1}: ({format_token(a)}, {format_token(b)}) -> {format_token(a + b)} (count ")
+        assert line.startswith(
+            f"step {r + 1}: ({format_token(a)}, {format_token(b)}) -> {format_token(a + b)} (count "
+        )
     assert lines[0] == "step 1: ('u', 'g') -> 'ug' (count 20)"
 
 
@@ -125,14 +131,20 @@ def test_inspect_hand_built_tokenizer():
     info = inspect_tokenizer(_hand_built(), top=2)
     assert info["vocab_size"] == 260 and info["n_vocab"] == 260 and info["merges"] == 3
     assert info["special_tokens"] == {"<|e|>": 259}
-    assert info["pattern"] == "cl100k" and info["pattern_regex"] == bytepair.resolve_pattern("cl100k")
+    assert info["pattern"] == "cl100k" and info["pattern_regex"] == bytepair.resolve_pattern(
+        "cl100k"
+    )
     assert info["length_histogram"] == {1: 256, 2: 2, 3: 1}
     assert info["mean_token_bytes"] == pytest.approx((256 + 4 + 3) / 259)
     assert info["longest"] == [
         {"id": 258, "bytes": 3, "token": "'—'", "hex": "e28094"},
         {"id": 256, "bytes": 2, "token": "'ab'", "hex": "6162"},
     ]
-    assert info["not_utf8"] == {"count": 129, "single_bytes": 128, "ids": list(range(128, 256)) + [257]}
+    assert info["not_utf8"] == {
+        "count": 129,
+        "single_bytes": 128,
+        "ids": list(range(128, 256)) + [257],
+    }
     assert [m["token"] for m in info["first_merges"]] == ["'ab'", r"'\xe2\x80'"]
 
 
@@ -210,20 +222,32 @@ def test_file_stats_match_encode(shakespeare_tok, corpus_text, tmp_path):
 
 def test_cli_stats_side_by_side(shakespeare_tok, corpus_text, tmp_path, capsys):
     tok, path = shakespeare_tok
-    small = bytepair.train_from_iterator([corpus_text("shakespeare.txt", 200_000)], 300, progress=False)
+    small = bytepair.train_from_iterator(
+        [corpus_text("shakespeare.txt", 200_000)], 300, progress=False
+    )
     small_path = tmp_path / "small.json"
     small.save(small_path)
-    texts = [corpus_text("shakespeare.txt", 30_000, at=0.5), corpus_text("tinystories_v1_valid_head.txt", 30_000)]
+    texts = [
+        corpus_text("shakespeare.txt", 30_000, at=0.5),
+        corpus_text("tinystories_v1_valid_head.txt", 30_000),
+    ]
     files = []
     for k, t in enumerate(texts):
         files.append(tmp_path / f"f{k}.txt")
         files[-1].write_text(t, encoding="utf-8")
 
-    assert main(["stats", "-t", str(path), *map(str, files), "--compare", str(small_path), "--json"]) == 0
+    assert (
+        main(["stats", "-t", str(path), *map(str, files), "--compare", str(small_path), "--json"])
+        == 0
+    )
     rows = json.loads(capsys.readouterr().out)
     assert [r["file"] for r in rows] == [*map(str, files), "total"]
     for row, text in zip(rows, texts):
-        assert (row["bytes"], row["chars"], row["words"]) == (len(text.encode()), len(text), len(text.split()))
+        assert (row["bytes"], row["chars"], row["words"]) == (
+            len(text.encode()),
+            len(text),
+            len(text.split()),
+        )
         big, sm = row["tokenizers"]
         assert big["tokenizer"] == str(path) and sm["tokenizer"] == str(small_path)
         assert big["tokens"] == len(tok.encode(text, disallowed_special=()))
@@ -238,7 +262,10 @@ def test_cli_stats_side_by_side(shakespeare_tok, corpus_text, tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     big_tokens = rows[0]["tokenizers"][0]["tokens"]
     small_tokens = rows[0]["tokenizers"][1]["tokens"]
-    assert out[0] == f"{files[0]}: {len(texts[0].encode()):,} bytes, {len(texts[0]):,} chars, {len(texts[0].split()):,} words"
+    assert (
+        out[0]
+        == f"{files[0]}: {len(texts[0].encode()):,} bytes, {len(texts[0]):,} chars, {len(texts[0].split()):,} words"
+    )
     assert out[1].split() == [str(path), str(small_path)]
     assert out[2].split() == ["tokens", f"{big_tokens:,}", f"{small_tokens:,}"]
     assert out[3].split()[0] == "bytes/token"
@@ -257,7 +284,15 @@ def test_cli_stats_errors(shakespeare_tok, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)[0]["chars"] == 5
 
 
-@pytest.mark.parametrize("module", ["bytepair.inspection.report", "bytepair.inspection.show", "bytepair.inspection.curve", "bytepair.train"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "bytepair.inspection.report",
+        "bytepair.inspection.show",
+        "bytepair.inspection.curve",
+        "bytepair.train",
+    ],
+)
 def test_docstring_examples(module, capsys):
     """The >>> examples (traces, views, prefixes) run as written."""
     import doctest

@@ -61,7 +61,11 @@ from bytepair.cli import main as cli_main  # noqa: E402
 
 tiktoken = pytest.importorskip("tiktoken")
 
-FUZZ = settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    deadline=None,
+    max_examples=150,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 OPENAI = ("cl100k_base", "o200k_base")
 OPENAI_PRESET = {"cl100k_base": "cl100k", "o200k_base": "o200k"}
 SLICE = 2_000_000
@@ -87,7 +91,9 @@ def no_tiktoken_cache():
 
 
 def openai_rank_file(name: str) -> Path:
-    bpe_openai = pytest.importorskip("bpe_openai", reason="bpe-openai (ships OpenAI's .tiktoken.gz files) not installed")
+    bpe_openai = pytest.importorskip(
+        "bpe_openai", reason="bpe-openai (ships OpenAI's .tiktoken.gz files) not installed"
+    )
     path = Path(bpe_openai.__file__).parent / "data" / f"{name}.tiktoken.gz"
     if not path.is_file():
         pytest.skip(f"{path} is absent from the installed bpe-openai")
@@ -137,7 +143,7 @@ def lower_rank_bpe(token: bytes, ranks: dict[bytes, int]) -> list[bytes]:
         rank, i = min(found)
         if rank >= limit:
             break
-        parts[i:i + 2] = [parts[i] + parts[i + 1]]
+        parts[i : i + 2] = [parts[i] + parts[i + 1]]
     return parts
 
 
@@ -177,18 +183,24 @@ def test_save_gpt2_writes_openais_files_byte_for_byte(tmp_path):
     gpt2_tokenizer().save_gpt2(tmp_path / "out")
     root = corpora_dir() / "cs336"
     assert (tmp_path / "out" / "vocab.json").read_bytes() == (root / "gpt2_vocab.json").read_bytes()
-    assert (tmp_path / "out" / "merges.txt").read_bytes() == b"#version: 0.2\n" + (root / "gpt2_merges.txt").read_bytes()
+    assert (tmp_path / "out" / "merges.txt").read_bytes() == b"#version: 0.2\n" + (
+        root / "gpt2_merges.txt"
+    ).read_bytes()
 
 
 def hf_from_gpt2_files(directory: Path, pattern: str):
     """HF tokenizers' own reader of vocab.json + merges.txt, with the pattern."""
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers
 
-    hf = Tokenizer(models.BPE.from_file(str(directory / "vocab.json"), str(directory / "merges.txt")))
-    hf.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(formats.hf_pattern(pattern)), "isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
+    hf = Tokenizer(
+        models.BPE.from_file(str(directory / "vocab.json"), str(directory / "merges.txt"))
+    )
+    hf.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(formats.hf_pattern(pattern)), "isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     hf.add_special_tokens([EOT])
     return hf
 
@@ -203,7 +215,12 @@ def test_save_gpt2_loads_in_tiktoken_and_hf(tmp_path, pattern):
 
     tok = trained(pattern)
     tok.save_gpt2(tmp_path)
-    assert bytepair.Tokenizer.from_gpt2_files(tmp_path / "vocab.json", tmp_path / "merges.txt", pattern=pattern) == tok
+    assert (
+        bytepair.Tokenizer.from_gpt2_files(
+            tmp_path / "vocab.json", tmp_path / "merges.txt", pattern=pattern
+        )
+        == tok
+    )
     with no_tiktoken_cache():
         ranks = data_gym_to_mergeable_bpe_ranks(
             str(tmp_path / "merges.txt"), str(tmp_path / "vocab.json"), clobber_one_byte_tokens=True
@@ -212,13 +229,20 @@ def test_save_gpt2_loads_in_tiktoken_and_hf(tmp_path, pattern):
     hf = hf_from_gpt2_files(tmp_path, pattern)
     for rel, start in HF_SLICES:
         text = read_slice(rel, start, 300_000)
-        assert_same_ids(hf.encode(text, add_special_tokens=False).ids, tok.encode_ordinary(text), text=text,
-                        decode_bytes=tok.decode_bytes, label=f"HF BPE.from_file, {pattern}, {rel}")
+        assert_same_ids(
+            hf.encode(text, add_special_tokens=False).ids,
+            tok.encode_ordinary(text),
+            text=text,
+            decode_bytes=tok.decode_bytes,
+            label=f"HF BPE.from_file, {pattern}, {rel}",
+        )
     docs = EOT.join(read_slice("tinystories_v1_valid_head.txt", 0, 100_000).split("\n\n"))
     assert hf.encode(docs, add_special_tokens=False).ids == tok.encode(docs, allowed_special="all")
 
 
-def small_gpt2_files(tmp_path: Path, merges: list[str], vocab_extra: dict[str, int] | None = None) -> tuple[Path, Path]:
+def small_gpt2_files(
+    tmp_path: Path, merges: list[str], vocab_extra: dict[str, int] | None = None
+) -> tuple[Path, Path]:
     """vocab.json (256 bytes + merge results + extras) and merges.txt in GPT-2 form."""
     table = formats.bytes_to_unicode()
     vocab = {table[b]: b for b in range(256)}
@@ -324,7 +348,9 @@ def test_core_rank_table_equals_the_python_parser(name):
     vocab, merges = table.python_tables()
     ranks, _lines = parse_ranks(data, source=name)
     assert len(table) == len(ranks) and table.max_rank() == max(ranks.values())
-    assert [table.token(r) for r in (0, 255, 256, len(ranks) - 1, len(ranks) + 5)] == [vocab.get(r) for r in (0, 255, 256, len(ranks) - 1, len(ranks) + 5)]
+    assert [table.token(r) for r in (0, 255, 256, len(ranks) - 1, len(ranks) + 5)] == [
+        vocab.get(r) for r in (0, 255, 256, len(ranks) - 1, len(ranks) + 5)
+    ]
     assert vocab == {r: t for t, r in ranks.items()}
     assert merges == merges_from_ranks(ranks, source=name)
     # The parts of each merge are the vocabulary's own bytes objects (no copies).
@@ -346,9 +372,15 @@ def test_tiktoken_vocab_and_merges_made_on_demand_equal_the_python_reading(name)
     ids = tok.encode("Hello <|endoftext|> world", allowed_special="all")
     assert tok._vocab is None
     ranks, _ = parse_ranks(gunzipped(name), source=name)
-    slow = bytepair.Tokenizer({r: t for t, r in ranks.items()}, merges_from_ranks(ranks, source=name),
-                              special_tokens=tok.special_tokens, pattern=OPENAI_PRESET[name])
-    assert sizes == (slow.n_vocab, slow.vocab_size) and ids == slow.encode("Hello <|endoftext|> world", allowed_special="all")
+    slow = bytepair.Tokenizer(
+        {r: t for t, r in ranks.items()},
+        merges_from_ranks(ranks, source=name),
+        special_tokens=tok.special_tokens,
+        pattern=OPENAI_PRESET[name],
+    )
+    assert sizes == (slow.n_vocab, slow.vocab_size) and ids == slow.encode(
+        "Hello <|endoftext|> world", allowed_special="all"
+    )
     assert tok.vocab == slow.vocab and tok.merges == slow.merges
     taken = min(ranks.values(), key=lambda r: r)
     with pytest.raises(ValueError, match="which the vocab gives to"):
@@ -373,8 +405,13 @@ def test_rank_file_the_core_refuses_but_python_reads(tmp_path):
 def test_openai_matches_tiktoken_on_every_corpus(name, rel):
     tok, ref = openai_tokenizer(name), openai_reference(name)
     text = corpus_text(rel)
-    assert_same_ids(tok.encode_ordinary(text), ref.encode_ordinary(text), text=text,
-                    decode_bytes=ref.decode_bytes, label=f"{name} on {rel}")
+    assert_same_ids(
+        tok.encode_ordinary(text),
+        ref.encode_ordinary(text),
+        text=text,
+        decode_bytes=ref.decode_bytes,
+        label=f"{name} on {rel}",
+    )
     docs = EOT.join(text[:300_000].split("\n\n"))
     assert tok.encode(docs, allowed_special="all") == ref.encode(docs, allowed_special="all")
 
@@ -399,7 +436,10 @@ def test_save_tiktoken_writes_openais_file_and_a_sidecar(tmp_path, name):
     tok.save_tiktoken(path)
     assert path.read_bytes() == gunzipped(name)
     sidecar = json.loads((tmp_path / f"copy-of-{name}.tiktoken.json").read_text(encoding="utf-8"))
-    assert sidecar == {"pat_str": openai_reference(name)._pat_str, "special_tokens": openai_reference(name)._special_tokens}
+    assert sidecar == {
+        "pat_str": openai_reference(name)._pat_str,
+        "special_tokens": openai_reference(name)._special_tokens,
+    }
     with no_tiktoken_cache():
         assert tiktoken.load.load_tiktoken_bpe(str(path)) == openai_reference(name)._mergeable_ranks
     assert bytepair.Tokenizer.load(path) == tok
@@ -410,7 +450,9 @@ def test_from_tiktoken_encoding_and_to_tiktoken(name):
     tok, ref = openai_tokenizer(name), openai_reference(name)
     assert bytepair.Tokenizer.from_tiktoken_encoding(ref) == tok
     enc = tok.to_tiktoken()
-    assert enc._mergeable_ranks == ref._mergeable_ranks and enc._special_tokens == ref._special_tokens
+    assert (
+        enc._mergeable_ranks == ref._mergeable_ranks and enc._special_tokens == ref._special_tokens
+    )
     text = read_slice("multilingual.txt", 3_000_000, 200_000) + EOT
     assert enc.encode(text, allowed_special="all") == ref.encode(text, allowed_special="all")
 
@@ -446,10 +488,20 @@ def check_hf_and_transformers(tok: bytepair.Tokenizer, path: Path, label: str) -
         text = read_slice(rel, start, 200_000)
         text = specials + text[:100_000] + EOT.join(text[100_000:].split("\n\n"))
         ours = tok.encode(text, allowed_special="all")
-        assert_same_ids(hf.encode(text, add_special_tokens=False).ids, ours, text=text,
-                        decode_bytes=tok.decode_bytes, label=f"HF tokenizers, {label}, {rel}")
-        assert_same_ids(fast(text, add_special_tokens=False)["input_ids"], ours, text=text,
-                        decode_bytes=tok.decode_bytes, label=f"transformers, {label}, {rel}")
+        assert_same_ids(
+            hf.encode(text, add_special_tokens=False).ids,
+            ours,
+            text=text,
+            decode_bytes=tok.decode_bytes,
+            label=f"HF tokenizers, {label}, {rel}",
+        )
+        assert_same_ids(
+            fast(text, add_special_tokens=False)["input_ids"],
+            ours,
+            text=text,
+            decode_bytes=tok.decode_bytes,
+            label=f"transformers, {label}, {rel}",
+        )
     assert fast.convert_tokens_to_ids(list(tok.special_tokens)) == list(tok.special_tokens.values())
 
 
@@ -462,7 +514,9 @@ def test_openai_tokenizer_json_in_hf_and_transformers(tmp_path, name):
         warnings.simplefilter("error")
         tok.save(tmp_path / "tokenizer.json")
     doc = json.loads((tmp_path / "tokenizer.json").read_text(encoding="utf-8"))
-    assert [(t["content"], t["id"]) for t in doc["added_tokens"]] == list(tok.special_tokens.items())
+    assert [(t["content"], t["id"]) for t in doc["added_tokens"]] == list(
+        tok.special_tokens.items()
+    )
     check_hf_and_transformers(tok, tmp_path / "tokenizer.json", name)
     assert bytepair.Tokenizer.load(tmp_path / "tokenizer.json") == tok
 
@@ -481,8 +535,13 @@ def test_trained_round_trips_through_tiktoken_and_hf(tmp_path, pattern):
     assert bytepair.Tokenizer.load(tmp_path / "tok.json") == tok
     for rel, start in HF_SLICES:
         text = read_slice(rel, start + 1_000_000, 500_000)
-        assert_same_ids(enc.encode(text, allowed_special="all"), tok.encode(text, allowed_special="all"),
-                        text=text, decode_bytes=tok.decode_bytes, label=f"to_tiktoken, {pattern}, {rel}")
+        assert_same_ids(
+            enc.encode(text, allowed_special="all"),
+            tok.encode(text, allowed_special="all"),
+            text=text,
+            decode_bytes=tok.decode_bytes,
+            label=f"to_tiktoken, {pattern}, {rel}",
+        )
     check_hf_and_transformers(tok, tmp_path / "tok.json", f"trained {pattern}")
 
 
@@ -493,7 +552,9 @@ def test_transformers_skips_cleanly_without_it(tmp_path):
             transformers_fast(tmp_path / "none.json")
 
 
-def hf_written(tmp_path: Path, tok: bytepair.Tokenizer, pre_tokenizer, name: str, post_processor=None) -> Path:
+def hf_written(
+    tmp_path: Path, tok: bytepair.Tokenizer, pre_tokenizer, name: str, post_processor=None
+) -> Path:
     """A tokenizer.json written by HF tokenizers itself from `tok`'s vocab and merges."""
     from tokenizers import Tokenizer, decoders, models
 
@@ -518,13 +579,19 @@ def test_hf_written_llama3_layout(tmp_path):
     from tokenizers import Regex, pre_tokenizers, processors
 
     base = trained(LLAMA3_PATTERN)
-    tok = bytepair.Tokenizer(base.vocab, base.merges, [EOT, "<|begin_of_text|>"], pattern=LLAMA3_PATTERN)
+    tok = bytepair.Tokenizer(
+        base.vocab, base.merges, [EOT, "<|begin_of_text|>"], pattern=LLAMA3_PATTERN
+    )
     bos = tok.special_tokens["<|begin_of_text|>"]
-    pre = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(LLAMA3_PATTERN), "isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False),
-    ])
-    post = processors.TemplateProcessing(single="<|begin_of_text|> $A", special_tokens=[("<|begin_of_text|>", bos)])
+    pre = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(LLAMA3_PATTERN), "isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False),
+        ]
+    )
+    post = processors.TemplateProcessing(
+        single="<|begin_of_text|> $A", special_tokens=[("<|begin_of_text|>", bos)]
+    )
     path = hf_written(tmp_path, tok, pre, "llama3.json", post)
     doc = json.loads(path.read_text(encoding="utf-8"))
     assert isinstance(doc["model"]["merges"][0], list) and doc["model"]["ignore_merges"] is True
@@ -533,14 +600,25 @@ def test_hf_written_llama3_layout(tmp_path):
     # An Isolated Split of a regex that is not a preset is read as keep_gaps (issue 21
     # item 10), and written back as it was.
     assert loaded.pattern == formats.keep_gaps(LLAMA3_PATTERN)
-    assert (loaded.vocab, loaded.merges, loaded.special_tokens) == (tok.vocab, tok.merges, tok.special_tokens)
-    assert json.loads(formats.to_hf_json(loaded))["pre_tokenizer"]["pretokenizers"][0] == _split(LLAMA3_PATTERN)
+    assert (loaded.vocab, loaded.merges, loaded.special_tokens) == (
+        tok.vocab,
+        tok.merges,
+        tok.special_tokens,
+    )
+    assert json.loads(formats.to_hf_json(loaded))["pre_tokenizer"]["pretokenizers"][0] == _split(
+        LLAMA3_PATTERN
+    )
     hf = tokenizers.Tokenizer.from_file(str(path))
     for rel, start in HF_SLICES:
         text = read_slice(rel, start, 200_000)
         ours = loaded.encode_ordinary(text)
-        assert_same_ids(hf.encode(text, add_special_tokens=False).ids, ours, text=text,
-                        decode_bytes=tok.decode_bytes, label=f"Llama-3 layout, {rel}")
+        assert_same_ids(
+            hf.encode(text, add_special_tokens=False).ids,
+            ours,
+            text=text,
+            decode_bytes=tok.decode_bytes,
+            label=f"Llama-3 layout, {rel}",
+        )
         assert hf.encode(text).ids == [bos, *ours]
 
 
@@ -554,20 +632,31 @@ def test_hf_split_regex_that_leaves_text_between_matches(tmp_path, behavior, inv
     from tokenizers import Regex, pre_tokenizers
 
     tok = trained("gpt2")
-    pre = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(r"[a-z]+| \d"), behavior, invert=invert),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
+    pre = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(r"[a-z]+| \d"), behavior, invert=invert),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     path = hf_written(tmp_path, tok, pre, "gaps.json")
     loaded = bytepair.Tokenizer.load(path)
-    text = "Hello, World! 42 apples cost 3 dollars; \u00e9t\u00e9  \n\n\tend." * 20 + read_slice("enwiki.txt", 3_000_000, 20_000)
+    text = "Hello, World! 42 apples cost 3 dollars; \u00e9t\u00e9  \n\n\tend." * 20 + read_slice(
+        "enwiki.txt", 3_000_000, 20_000
+    )
     ids = loaded.encode_ordinary(text)
-    assert tokenizers.Tokenizer.from_file(str(path)).encode(text, add_special_tokens=False).ids == ids
+    assert (
+        tokenizers.Tokenizer.from_file(str(path)).encode(text, add_special_tokens=False).ids == ids
+    )
     assert (loaded.decode(ids) == text) == (behavior == "isolated")
     loaded.save(tmp_path / "again.json")
     again = bytepair.Tokenizer.load(tmp_path / "again.json")
     assert again.pattern == loaded.pattern
-    assert tokenizers.Tokenizer.from_file(str(tmp_path / "again.json")).encode(text, add_special_tokens=False).ids == ids
+    assert (
+        tokenizers.Tokenizer.from_file(str(tmp_path / "again.json"))
+        .encode(text, add_special_tokens=False)
+        .ids
+        == ids
+    )
 
 
 def test_hf_written_byte_level_without_regex(tmp_path):
@@ -577,14 +666,25 @@ def test_hf_written_byte_level_without_regex(tmp_path):
     from tokenizers import pre_tokenizers
 
     tok = trained("gpt2")
-    path = hf_written(tmp_path, tok, pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False), "noregex.json")
+    path = hf_written(
+        tmp_path,
+        tok,
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        "noregex.json",
+    )
     loaded = bytepair.Tokenizer.load(path)
-    assert loaded.vocab == tok.vocab and loaded.merges == tok.merges and loaded.pattern == formats.hf.WHOLE_TEXT
+    assert (
+        loaded.vocab == tok.vocab
+        and loaded.merges == tok.merges
+        and loaded.pattern == formats.hf.WHOLE_TEXT
+    )
     hf = tokenizers.Tokenizer.from_file(str(path))
     text = read_slice("shakespeare.txt", 100_000, 20_000)
     text = EOT.join([text[:5_000], text[5_000:12_000], "", text[12_000:]])
     ids = loaded.encode(text, allowed_special="all")
-    assert hf.encode(text, add_special_tokens=False).ids == ids and len(ids) < len(text.encode()) / 2
+    assert (
+        hf.encode(text, add_special_tokens=False).ids == ids and len(ids) < len(text.encode()) / 2
+    )
 
 
 def test_hf_hub_style_gpt2_file(tmp_path):
@@ -595,7 +695,9 @@ def test_hf_hub_style_gpt2_file(tmp_path):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
 
     root = corpora_dir() / "cs336"
-    hf = Tokenizer(models.BPE.from_file(str(root / "gpt2_vocab.json"), str(root / "gpt2_merges.txt")))
+    hf = Tokenizer(
+        models.BPE.from_file(str(root / "gpt2_vocab.json"), str(root / "gpt2_merges.txt"))
+    )
     hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     hf.post_processor = processors.ByteLevel(trim_offsets=False)
     hf.decoder = decoders.ByteLevel()
@@ -615,9 +717,19 @@ def test_hf_renumbered_added_tokens_follow_hf(tmp_path):
     """A file whose added-token ids are not the ones HF gives them (written by hand,
     or by an older bytepair): we warn and use HF's ids, which HF confirms."""
     tokenizers = pytest.importorskip("tokenizers")
-    doc = json.loads(formats.to_hf_json(bytepair.Tokenizer(byte_vocab() | {256: b"ab"}, [(b"a", b"b")])))
+    doc = json.loads(
+        formats.to_hf_json(bytepair.Tokenizer(byte_vocab() | {256: b"ab"}, [(b"a", b"b")]))
+    )
     doc["added_tokens"] = [
-        {"id": i, "content": c, "special": True, "normalized": False, "lstrip": False, "rstrip": False, "single_word": False}
+        {
+            "id": i,
+            "content": c,
+            "special": True,
+            "normalized": False,
+            "lstrip": False,
+            "rstrip": False,
+            "single_word": False,
+        }
         for c, i in [("<|x|>", 300), ("<|y|>", 299), ("<|z|>", 257)]
     ]
     (tmp_path / "t.json").write_text(json.dumps(doc), encoding="utf-8")
@@ -631,23 +743,44 @@ def test_hf_renumbered_added_tokens_follow_hf(tmp_path):
     hf = tokenizers.Tokenizer.from_file(str(tmp_path / "t.json"))
     text = "ab<|x|><|y|>a<|z|>"
     assert tok.special_tokens == {"<|x|>": 257, "<|y|>": 258, "<|z|>": 259}
-    assert hf.encode(text, add_special_tokens=False).ids == tok.encode(text, allowed_special="all") == [256, 257, 258, 97, 259]
-    assert formats.hf_added_token_ids(["<|x|>", "<|y|>", "<|z|>"], doc["model"]["vocab"]) == tok.special_tokens
+    assert (
+        hf.encode(text, add_special_tokens=False).ids
+        == tok.encode(text, allowed_special="all")
+        == [256, 257, 258, 97, 259]
+    )
+    assert (
+        formats.hf_added_token_ids(["<|x|>", "<|y|>", "<|z|>"], doc["model"]["vocab"])
+        == tok.special_tokens
+    )
 
 
 @pytest.fixture
 def good_doc():
     # cl100k: written as Split + ByteLevel (GPT-2's pattern is HF's ByteLevel alone).
-    tok = bytepair.Tokenizer(byte_vocab() | {256: b"ab", 257: b"abc"}, [(b"a", b"b"), (b"ab", b"c")], [EOT],
-                             pattern="cl100k")
+    tok = bytepair.Tokenizer(
+        byte_vocab() | {256: b"ab", 257: b"abc"},
+        [(b"a", b"b"), (b"ab", b"c")],
+        [EOT],
+        pattern="cl100k",
+    )
     return json.loads(formats.to_hf_json(tok))
 
 
 def _split(regex, **extra):
-    return {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Isolated", "invert": False} | extra
+    return {
+        "type": "Split",
+        "pattern": {"Regex": regex},
+        "behavior": "Isolated",
+        "invert": False,
+    } | extra
 
 
-BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
+BYTE_LEVEL = {
+    "type": "ByteLevel",
+    "add_prefix_space": False,
+    "trim_offsets": True,
+    "use_regex": False,
+}
 
 
 @pytest.mark.parametrize(
@@ -655,16 +788,36 @@ BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": Tr
     [
         (lambda d: d["model"].update(dropout=0.1), "model.dropout"),
         (lambda d: d["model"].update(byte_fallback=True), "model.byte_fallback"),
-        (lambda d: d["model"].update(continuing_subword_prefix="##"), "model.continuing_subword_prefix"),
+        (
+            lambda d: d["model"].update(continuing_subword_prefix="##"),
+            "model.continuing_subword_prefix",
+        ),
         (lambda d: d["model"].update(end_of_word_suffix="</w>"), "model.end_of_word_suffix"),
-        (lambda d: d.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [_split(r"\p{N}{1,3}+|\D+"), BYTE_LEVEL]}),
-         "possessive interval"),
+        (
+            lambda d: d.update(
+                pre_tokenizer={
+                    "type": "Sequence",
+                    "pretokenizers": [_split(r"\p{N}{1,3}+|\D+"), BYTE_LEVEL],
+                }
+            ),
+            "possessive interval",
+        ),
         # tiktoken's cl100k string as is: HF would split digit runs of any length.
-        (lambda d: d.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [
-            _split(bytepair.resolve_pattern("cl100k")), BYTE_LEVEL]}), "possessive interval"),
+        (
+            lambda d: d.update(
+                pre_tokenizer={
+                    "type": "Sequence",
+                    "pretokenizers": [_split(bytepair.resolve_pattern("cl100k")), BYTE_LEVEL],
+                }
+            ),
+            "possessive interval",
+        ),
         (lambda d: d.update(pre_tokenizer={"type": "Metaspace"}), "pre_tokenizer 'Metaspace'"),
         # Supported components in unsupported places or forms (tests/test_pipeline.py has the supported ones).
-        (lambda d: d["pre_tokenizer"]["pretokenizers"][0].update(behavior="Bogus"), "pretokenizers[0].behavior 'Bogus'"),
+        (
+            lambda d: d["pre_tokenizer"]["pretokenizers"][0].update(behavior="Bogus"),
+            "pretokenizers[0].behavior 'Bogus'",
+        ),
         (lambda d: d["pre_tokenizer"]["pretokenizers"].reverse(), "a step after ByteLevel"),
         (lambda d: d.update(pre_tokenizer=_split("a")), "no ByteLevel step"),
         (lambda d: d.update(normalizer={"type": "BertNormalizer"}), "normalizer 'BertNormalizer'"),
@@ -686,13 +839,21 @@ def test_hf_supported_variants_load(tmp_path, good_doc):
     """Accepted: an empty Sequence normalizer, dropout 0, merges as [left, right]
     pairs, a single-ByteLevel Sequence, tiktoken's possessive GPT-2 spelling (a preset)."""
     good_doc["normalizer"] = {"type": "Sequence", "normalizers": []}
-    good_doc["model"].update(dropout=0.0, merges=[m.split(" ") for m in good_doc["model"]["merges"]])
+    good_doc["model"].update(
+        dropout=0.0, merges=[m.split(" ") for m in good_doc["model"]["merges"]]
+    )
     (tmp_path / "a.json").write_text(json.dumps(good_doc), encoding="utf-8")
     assert bytepair.Tokenizer.load(tmp_path / "a.json").encode("abc") == [257]
-    good_doc["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [{"type": "ByteLevel", "add_prefix_space": False}]}
+    good_doc["pre_tokenizer"] = {
+        "type": "Sequence",
+        "pretokenizers": [{"type": "ByteLevel", "add_prefix_space": False}],
+    }
     (tmp_path / "b.json").write_text(json.dumps(good_doc), encoding="utf-8")
     assert bytepair.Tokenizer.load(tmp_path / "b.json").pattern == "gpt2"
-    good_doc["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [_split(tiktoken_official_pattern("gpt2")), BYTE_LEVEL]}
+    good_doc["pre_tokenizer"] = {
+        "type": "Sequence",
+        "pretokenizers": [_split(tiktoken_official_pattern("gpt2")), BYTE_LEVEL],
+    }
     (tmp_path / "c.json").write_text(json.dumps(good_doc), encoding="utf-8")
     loaded = bytepair.Tokenizer.load(tmp_path / "c.json")
     assert loaded.pattern == "gpt2"
@@ -717,15 +878,29 @@ BYTES = [(bytes([b]), b) for b in range(256)]
 @pytest.mark.parametrize(
     "content, needles",
     [
-        (rank_lines(BYTES) + b"YWI= 256\nYWJj x257\n", ["line 258", "expected 'base64-token rank'"]),
+        (
+            rank_lines(BYTES) + b"YWI= 256\nYWJj x257\n",
+            ["line 258", "expected 'base64-token rank'"],
+        ),
         (rank_lines(BYTES) + b"YWI=\n", ["line 257", "expected 'base64-token rank'"]),
         (rank_lines(BYTES) + b"YWI= 256\nnot-base64! 257\n", ["line 258", "invalid base64"]),
-        (rank_lines(BYTES) + rank_lines([(b"ab", 256), (b"ab", 257)]), ["line 258", "already on line 257"]),
-        (rank_lines(BYTES) + rank_lines([(b"ab", 256), (b"bc", 256)]), ["line 257", "line 258", "same rank 256"]),
+        (
+            rank_lines(BYTES) + rank_lines([(b"ab", 256), (b"ab", 257)]),
+            ["line 258", "already on line 257"],
+        ),
+        (
+            rank_lines(BYTES) + rank_lines([(b"ab", 256), (b"bc", 256)]),
+            ["line 257", "line 258", "same rank 256"],
+        ),
         # "abc" with no "ab" or "bc" below it: no merge of two lower-ranked tokens reaches it.
-        (rank_lines(BYTES) + rank_lines([(b"abc", 256), (b"ab", 257)]),
-         ["b'abc' (line 257) with rank 256", "3 parts [b'a', b'b', b'c']"]),
-        (rank_lines(BYTES[:97] + BYTES[98:]) + rank_lines([(b"ab", 256)]), ["b'ab' (line 256)", "byte b'a', which has no rank"]),
+        (
+            rank_lines(BYTES) + rank_lines([(b"abc", 256), (b"ab", 257)]),
+            ["b'abc' (line 257) with rank 256", "3 parts [b'a', b'b', b'c']"],
+        ),
+        (
+            rank_lines(BYTES[:97] + BYTES[98:]) + rank_lines([(b"ab", 256)]),
+            ["b'ab' (line 256)", "byte b'a', which has no rank"],
+        ),
         (b"", ["no ranks"]),
     ],
 )
@@ -754,11 +929,15 @@ def test_from_tiktoken_needs_a_pattern(tmp_path):
 
 
 def test_sidecar_is_read_and_arguments_override_it(tmp_path):
-    tok = bytepair.Tokenizer(byte_vocab() | {256: b"ab"}, [(b"a", b"b")], {"<|x|>": 257}, pattern=r"\S+|\s+")
+    tok = bytepair.Tokenizer(
+        byte_vocab() | {256: b"ab"}, [(b"a", b"b")], {"<|x|>": 257}, pattern=r"\S+|\s+"
+    )
     tok.save_tiktoken(tmp_path / "t.tiktoken")
     assert bytepair.Tokenizer.from_tiktoken(tmp_path / "t.tiktoken") == tok
     assert bytepair.Tokenizer.load(tmp_path / "t.tiktoken.json") == tok  # the sidecar's own path
-    other = bytepair.Tokenizer.from_tiktoken(tmp_path / "t.tiktoken", pattern="gpt2", special_tokens={"<|y|>": 400})
+    other = bytepair.Tokenizer.from_tiktoken(
+        tmp_path / "t.tiktoken", pattern="gpt2", special_tokens={"<|y|>": 400}
+    )
     assert other.pattern == "gpt2" and other.special_tokens == {"<|y|>": 400}
     (tmp_path / "t.tiktoken.json").write_text('{"special_tokens": {}}', encoding="utf-8")
     with pytest.raises(ValueError, match="pat_str"):
@@ -798,20 +977,34 @@ def test_load_detects_every_format(tmp_path):
     shutil.copy(tmp_path / "gpt2" / "vocab.json", tmp_path / "openai" / "encoder.json")
     shutil.copy(tmp_path / "gpt2" / "merges.txt", tmp_path / "openai" / "vocab.bpe")
     expected = {
-        "tokenizer.json": "hf", ".": "hf", "gpt2": "gpt2", "gpt2/vocab.json": "gpt2", "gpt2/merges.txt": "gpt2",
-        "t.tiktoken": "tiktoken", "t.tiktoken.json": "tiktoken", "gz/t.tiktoken.gz": "tiktoken", "gz": "tiktoken",
-        "openai/encoder.json": "gpt2", "openai/vocab.bpe": "gpt2",
+        "tokenizer.json": "hf",
+        ".": "hf",
+        "gpt2": "gpt2",
+        "gpt2/vocab.json": "gpt2",
+        "gpt2/merges.txt": "gpt2",
+        "t.tiktoken": "tiktoken",
+        "t.tiktoken.json": "tiktoken",
+        "gz/t.tiktoken.gz": "tiktoken",
+        "gz": "tiktoken",
+        "openai/encoder.json": "gpt2",
+        "openai/vocab.bpe": "gpt2",
     }
     for rel, kind in expected.items():
         assert formats.detect_format(tmp_path / rel)[0] == kind, rel
         loaded = bytepair.Tokenizer.load(tmp_path / rel)
         if kind == "gpt2":  # GPT-2 files hold no pattern: the default is GPT-2's
             assert loaded.pattern == "gpt2"
-            loaded = bytepair.Tokenizer(loaded.vocab, loaded.merges, loaded.special_tokens, pattern="cl100k")
+            loaded = bytepair.Tokenizer(
+                loaded.vocab, loaded.merges, loaded.special_tokens, pattern="cl100k"
+            )
         assert loaded == tok, rel
     # The cs336 naming: gpt2_vocab.json beside gpt2_merges.txt.
     root = corpora_dir() / "cs336"
-    assert bytepair.Tokenizer.load(root / "gpt2_vocab.json") == bytepair.Tokenizer.load(root / "gpt2_merges.txt") == gpt2_tokenizer()
+    assert (
+        bytepair.Tokenizer.load(root / "gpt2_vocab.json")
+        == bytepair.Tokenizer.load(root / "gpt2_merges.txt")
+        == gpt2_tokenizer()
+    )
 
 
 @pytest.mark.parametrize(
@@ -838,7 +1031,11 @@ def test_cli_convert_between_all_formats_and_info(tmp_path, capsys):
         return cli_main(["convert", *args])
 
     def same_table(loaded: bytepair.Tokenizer) -> bool:
-        return (loaded.vocab, loaded.merges, loaded.special_tokens) == (tok.vocab, tok.merges, tok.special_tokens)
+        return (loaded.vocab, loaded.merges, loaded.special_tokens) == (
+            tok.vocab,
+            tok.merges,
+            tok.special_tokens,
+        )
 
     assert convert(str(tmp_path / "a.json"), str(tmp_path / "b.tiktoken")) == 0
     assert bytepair.Tokenizer.load(tmp_path / "b.tiktoken") == tok
@@ -853,22 +1050,45 @@ def test_cli_convert_between_all_formats_and_info(tmp_path, capsys):
     assert "--to" in capsys.readouterr().err and not (tmp_path / "f.bin").exists()
     # A .tiktoken input without a sidecar takes --pattern and --special-token.
     (tmp_path / "b.tiktoken.json").unlink()
-    assert convert(str(tmp_path / "b.tiktoken"), str(tmp_path / "g.json"), "--pattern", "o200k",
-                   "--special-token", f"{EOT}=1999") == 0
+    assert (
+        convert(
+            str(tmp_path / "b.tiktoken"),
+            str(tmp_path / "g.json"),
+            "--pattern",
+            "o200k",
+            "--special-token",
+            f"{EOT}=1999",
+        )
+        == 0
+    )
     assert bytepair.Tokenizer.load(tmp_path / "g.json") == tok
     capsys.readouterr()
     assert cli_main(["info", str(tmp_path / "b.tiktoken")]) == 1
     assert "pass pattern=" in capsys.readouterr().err
     assert cli_main(["info", str(tmp_path / "a.json")]) == 0
     out = capsys.readouterr().out
-    assert "HuggingFace tokenizer.json (hf)" in out and "2,000 (1,999 tokens + 1 special; largest id 1,999)" in out
-    assert "merges          1,743" in out and f"{EOT}=1999" in out and "o200k (preset: [^\\r\\n" in out
+    assert (
+        "HuggingFace tokenizer.json (hf)" in out
+        and "2,000 (1,999 tokens + 1 special; largest id 1,999)" in out
+    )
+    assert (
+        "merges          1,743" in out and f"{EOT}=1999" in out and "o200k (preset: [^\\r\\n" in out
+    )
 
 
 def test_cli_info_on_openai_file_as_a_subprocess():
     """The installed `bytepair` command (the entry point), on OpenAI's gzipped cl100k file."""
     path = openai_rank_file("cl100k_base")
     exe = shutil.which("bytepair") or pytest.skip("bytepair script not on PATH")
-    out = subprocess.run([exe, "info", str(path)], capture_output=True, text=True, timeout=120, check=True).stdout
-    assert "tiktoken rank file (tiktoken)" in out and "100,261 (100,256 tokens + 5 special; largest id 100,276)" in out
-    assert "merges          100,000" in out and "<|endofprompt|>=100276" in out and "cl100k (preset" in out
+    out = subprocess.run(
+        [exe, "info", str(path)], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    assert (
+        "tiktoken rank file (tiktoken)" in out
+        and "100,261 (100,256 tokens + 5 special; largest id 100,276)" in out
+    )
+    assert (
+        "merges          100,000" in out
+        and "<|endofprompt|>=100276" in out
+        and "cl100k (preset" in out
+    )

@@ -57,7 +57,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state and (found := visit(nxt)):
                 return found
         stack.pop()
@@ -80,26 +80,37 @@ def test_no_import_cycle_at_import_time():
     graph = {}
     for name, path in modules.items():
         # A package's submodule imports its parent package first: that edge is implied, not a cycle.
-        graph[name] = {m for m in _import_time_imports(path, name, set(modules)) if not name.startswith(m + ".")}
+        graph[name] = {
+            m
+            for m in _import_time_imports(path, name, set(modules))
+            if not name.startswith(m + ".")
+        }
     assert _cycle(graph) is None, f"import cycle: {' -> '.join(_cycle(graph))}"
 
 
 def test_no_module_shadows_the_standard_library_or_a_wrapped_package():
     shadowing = sorted(
-        str(path) for name, path in _modules().items()
+        str(path)
+        for name, path in _modules().items()
         if name.rpartition(".")[2] in sys.stdlib_module_names or name.rpartition(".")[2] in HEAVY
     )
     assert shadowing == []
 
 
 def test_no_source_file_over_600_lines():
-    long = {str(p): n for p in _modules().values() if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600}
+    long = {
+        str(p): n
+        for p in _modules().values()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600
+    }
     assert long == {}
 
 
 def test_import_bytepair_imports_no_heavy_optional_package():
     code = f"import sys, bytepair; print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "[]"
 
 
@@ -117,5 +128,7 @@ def test_core_stub_lists_every_export(owner):
 
 
 def test_python_dash_m_bytepair_is_the_cli():
-    out = subprocess.run([sys.executable, "-m", "bytepair", "--help"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "bytepair", "--help"], capture_output=True, text=True, check=True
+    ).stdout
     assert out.startswith("usage: bytepair")

@@ -68,7 +68,11 @@ def newer_than_unicodedata(c: str) -> bool:
 
 @pytest.mark.parametrize(
     "names, key",
-    [(("gpt2", "r50k_base", "p50k_base"), "gpt2"), (("cl100k", "cl100k_base"), "cl100k"), (("o200k", "o200k_base"), "o200k")],
+    [
+        (("gpt2", "r50k_base", "p50k_base"), "gpt2"),
+        (("cl100k", "cl100k_base"), "cl100k"),
+        (("o200k", "o200k_base"), "o200k"),
+    ],
 )
 def test_presets_are_the_published_patterns(names, key):
     for name in names:
@@ -109,26 +113,115 @@ def test_presets_on_corpus(corpus_text, name):
 # ---- generated text ----------------------------------------------------------
 
 WHITESPACE = [
-    " ", "  ", "\t", "\n", "\r", "\r\n", "\n\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f",
-    "\x85", "\xa0", "\u1680", "\u180e", "\u2000", "\u200a", "\u200b", "\u2028", "\u2029", "\u202f",
-    "\u205f", "\u3000", "\ufeff",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    "\r",
+    "\r\n",
+    "\n\r",
+    "\x0b",
+    "\x0c",
+    "\x1c",
+    "\x1d",
+    "\x1e",
+    "\x1f",
+    "\x85",
+    "\xa0",
+    "\u1680",
+    "\u180e",
+    "\u2000",
+    "\u200a",
+    "\u200b",
+    "\u2028",
+    "\u2029",
+    "\u202f",
+    "\u205f",
+    "\u3000",
+    "\ufeff",
 ]
 CONTRACTIONS = [
-    "'s", "'S", "'t", "'T", "'re", "'RE", "'rE", "'ve", "'VE", "'m", "'M", "'ll", "'LL", "'lL",
-    "'d", "'D", "'ſ", "'ſt", "'K", "'\u212a", "'", "''", "\u2019s",
+    "'s",
+    "'S",
+    "'t",
+    "'T",
+    "'re",
+    "'RE",
+    "'rE",
+    "'ve",
+    "'VE",
+    "'m",
+    "'M",
+    "'ll",
+    "'LL",
+    "'lL",
+    "'d",
+    "'D",
+    "'ſ",
+    "'ſt",
+    "'K",
+    "'\u212a",
+    "'",
+    "''",
+    "\u2019s",
 ]
 OTHERS = [
-    "a", "Z", "é", "e\u0301", "ǅ", "ʰ", "ß", "İ", "Σ", "字", "ー", "ア", "한", "ا", "\u0301", "\u200d",
-    "中B", "あCd", "xあB", "ʰA",
-    "1", "12", "1234", "٣", "½", "Ⅻ", "²", "𝟘", ".", "/", "//", "!", "?!", "_", "-", "$", "😀",
-    "👍🏻", "\U0001F3FB", "\ue000", "\U000F0000", "\U0010FFFF", "\x00", "\x7f", "<|endoftext|>",
+    "a",
+    "Z",
+    "é",
+    "e\u0301",
+    "ǅ",
+    "ʰ",
+    "ß",
+    "İ",
+    "Σ",
+    "字",
+    "ー",
+    "ア",
+    "한",
+    "ا",
+    "\u0301",
+    "\u200d",
+    "中B",
+    "あCd",
+    "xあB",
+    "ʰA",
+    "1",
+    "12",
+    "1234",
+    "٣",
+    "½",
+    "Ⅻ",
+    "²",
+    "𝟘",
+    ".",
+    "/",
+    "//",
+    "!",
+    "?!",
+    "_",
+    "-",
+    "$",
+    "😀",
+    "👍🏻",
+    "\U0001f3fb",
+    "\ue000",
+    "\U000f0000",
+    "\U0010ffff",
+    "\x00",
+    "\x7f",
+    "<|endoftext|>",
 ]
 ATOMS = WHITESPACE + CONTRACTIONS + OTHERS
 
 # every plane, no lone surrogates, nothing newer than Python's Unicode database
 # (those differ by Unicode version: see test_every_code_point)
 any_char = st.characters(codec="utf-8").filter(lambda c: not newer_than_unicodedata(c))
-runs = st.builds(lambda piece, n: piece * n, st.sampled_from(["a", "1", "!", " ", "\n", "字", "é", "\r\n", "ab1"]), st.integers(20, 600))
+runs = st.builds(
+    lambda piece, n: piece * n,
+    st.sampled_from(["a", "1", "!", " ", "\n", "字", "é", "\r\n", "ab1"]),
+    st.integers(20, 600),
+)
 texts = st.lists(
     st.one_of(st.sampled_from(ATOMS), st.text(any_char, max_size=4), runs),
     max_size=25,
@@ -138,8 +231,8 @@ texts = st.lists(
 @hypothesis.settings(max_examples=400)
 @hypothesis.given(texts)
 @hypothesis.example(
-    text=''.join(['٣', '1' * 126]),
-).via('discovered failure')
+    text="".join(["٣", "1" * 126]),
+).via("discovered failure")
 def test_presets_on_generated_text(text):
     for pattern in PRESETS:
         assert_same_split(pattern, text)
@@ -150,7 +243,9 @@ def test_presets_on_generated_text(text):
 ascii_texts = st.lists(
     st.one_of(
         st.characters(min_codepoint=0, max_codepoint=0x7F),
-        st.sampled_from(["'", "s", "t", "re", "ll", "ve", " ", "  ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c"]),
+        st.sampled_from(
+            ["'", "s", "t", "re", "ll", "ve", " ", "  ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c"]
+        ),
         st.sampled_from(["é", "\xa0", "\x85", "\u3000", "\u0301", "²", "字"]),
     ),
     max_size=60,
@@ -174,17 +269,63 @@ def test_presets_on_arbitrary_characters(text):
 @pytest.mark.parametrize(
     "text",
     [
-        "", " ", "\n", "a", "  a", "a  ", "a \n\n b", "\r\n\r\n", " \r\n x", "x\r\n\r\ny", "x \ty",
-        "it's", "IT'S", "we'LL", "they'Re", "'ſ", "x'ſ", "o'clock", "'''", "1'2", "a'\n",
-        "1234567", " 1234", "x1y2", "a\xa0\xa0b", "a\u3000\u3000b", "\x85\x85x", "\u2028a", "\x1c\x1dx",
-        "a.\n/b", "}\n/* c */", "foo/bar//baz\n//", "  \n  ", "\t\t\n\t", "a" * 5000, " " * 5000 + "x",
-        "1" * 1000, "!" * 1000 + "\n", "字" * 3000,
+        "",
+        " ",
+        "\n",
+        "a",
+        "  a",
+        "a  ",
+        "a \n\n b",
+        "\r\n\r\n",
+        " \r\n x",
+        "x\r\n\r\ny",
+        "x \ty",
+        "it's",
+        "IT'S",
+        "we'LL",
+        "they'Re",
+        "'ſ",
+        "x'ſ",
+        "o'clock",
+        "'''",
+        "1'2",
+        "a'\n",
+        "1234567",
+        " 1234",
+        "x1y2",
+        "a\xa0\xa0b",
+        "a\u3000\u3000b",
+        "\x85\x85x",
+        "\u2028a",
+        "\x1c\x1dx",
+        "a.\n/b",
+        "}\n/* c */",
+        "foo/bar//baz\n//",
+        "  \n  ",
+        "\t\t\n\t",
+        "a" * 5000,
+        " " * 5000 + "x",
+        "1" * 1000,
+        "!" * 1000 + "\n",
+        "字" * 3000,
         # o200k: caseless letters on either side of a case change (the first word
         # branch backtracks over them), after a contraction, across block edges
-        "中文Hello", "xあB", "あB", "AあB", "HI中J.", "中J中K.", "中JK中L.", "ABあC", "x'sあB", "x'lあB",
-        "a" * 61 + "中文HTTPServer", "b" * 62 + "あ" + "C" * 70 + "d", "x's" + "あ" * 30 + "Bc",
+        "中文Hello",
+        "xあB",
+        "あB",
+        "AあB",
+        "HI中J.",
+        "中J中K.",
+        "中JK中L.",
+        "ABあC",
+        "x'sあB",
+        "x'lあB",
+        "a" * 61 + "中文HTTPServer",
+        "b" * 62 + "あ" + "C" * 70 + "d",
+        "x's" + "あ" * 30 + "Bc",
         # o200k: a run of [\r\n/] taken by an other run two blocks back (pretokenize fuzz target)
-        "c,\r" + "/" * 124 + "'ll//", "c \x1e\r" + "/" * 123 + "'s a",
+        "c,\r" + "/" * 124 + "'ll//",
+        "c \x1e\r" + "/" * 123 + "'s a",
     ],
 )
 def test_presets_on_edge_cases(text):
@@ -196,7 +337,17 @@ def test_presets_on_edge_cases(text):
 
 # Classes the preset patterns test characters against, and the characters that
 # appear in them literally (or match a literal case-insensitively, like ſ ~ s).
-CLASSES = [r"\p{L}", r"\p{N}", r"\s", r"\p{Lu}", r"\p{Ll}", r"\p{Lt}", r"\p{Lm}", r"\p{Lo}", r"\p{M}"]
+CLASSES = [
+    r"\p{L}",
+    r"\p{N}",
+    r"\s",
+    r"\p{Lu}",
+    r"\p{Ll}",
+    r"\p{Lt}",
+    r"\p{Lm}",
+    r"\p{Lo}",
+    r"\p{M}",
+]
 LITERALS = r"sdmtlvre'/ \r\n"
 BLOCK = 2048
 
@@ -220,7 +371,9 @@ def class_signatures(code_points: list[str]) -> list[int]:
     return sig
 
 
-def sweep(pattern: str, blocks: list[list[str]], texts: list[str], signatures: list[list[int]]) -> list[int]:
+def sweep(
+    pattern: str, blocks: list[list[str]], texts: list[str], signatures: list[list[int]]
+) -> list[int]:
     """Code points whose context bytepair splits unlike Python's regex.
 
     Python's splits depend only on the class signature of each character, so
@@ -242,7 +395,11 @@ def sweep(pattern: str, blocks: list[list[str]], texts: list[str], signatures: l
         want = list(itertools.chain.from_iterable(map(lengths.__getitem__, sigs))) + [1]
         got = tok.pretokenize(text)
         if list(map(len, got)) != want or "".join(got) != text:
-            bad += [ord(c) for c in block if tok.pretokenize(context(c) + "a") != compiled.findall(context(c) + "a")]
+            bad += [
+                ord(c)
+                for c in block
+                if tok.pretokenize(context(c) + "a") != compiled.findall(context(c) + "a")
+            ]
     return bad
 
 
@@ -285,7 +442,9 @@ def _ranges(code_points: list[int]) -> str:
 )
 def test_every_code_point(code_point_mismatches):
     for pattern, bad in code_point_mismatches.items():
-        assert not bad, f"{pattern}: {len(bad)} code points split unlike regex: {_ranges(bad)[:600]}"
+        assert not bad, (
+            f"{pattern}: {len(bad)} code points split unlike regex: {_ranges(bad)[:600]}"
+        )
 
 
 # ---- custom patterns -----------------------------------------------------------
@@ -356,7 +515,9 @@ def test_newline_before_alphanumeric_ends_a_pre_token(pattern):
                 text = f"{left}{x}\n{y}{right}"
                 if len(left) + 2 not in pre_token_ends(pattern, text):
                     broken.append(text)
-    assert not broken, f"{pattern}: {len(broken)} texts have a pre-token across the cut, e.g. {broken[:5]!r}"
+    assert not broken, (
+        f"{pattern}: {len(broken)} texts have a pre-token across the cut, e.g. {broken[:5]!r}"
+    )
 
 
 def test_newline_before_slash_is_not_a_cut_point_for_o200k():

@@ -12,19 +12,20 @@ import sys
 import warnings
 from pathlib import Path
 
-import pytest
+from conftest import engine_available
 
 import bytepair
-from conftest import engine_available
 
 README = Path(__file__).parents[1] / "README.md"
 
 
 def readme_commands() -> list[str]:
     text = README.read_text()
-    section = text[text.index("## Beyond one machine"):]
+    section = text[text.index("## Beyond one machine") :]
     block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
-    return [line for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return [
+        line for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")
+    ]
 
 
 def test_readme_block_runs_as_written(tmp_path, corpus_text):
@@ -33,13 +34,19 @@ def test_readme_block_runs_as_written(tmp_path, corpus_text):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     for i, at in enumerate((0.0, 0.3, 0.6)):
-        (corpus / f"part{i}.txt").write_text(corpus_text("enwiki.txt", 400_000, at) + "<|endoftext|>")
+        (corpus / f"part{i}.txt").write_text(
+            corpus_text("enwiki.txt", 400_000, at) + "<|endoftext|>"
+        )
     (corpus / "code.txt").write_text(corpus_text("code.txt", 300_000))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     commands = readme_commands()
-    assert any("--engine ray" in c for c in commands) and any("--engine spark" in c for c in commands)
+    assert any("--engine ray" in c for c in commands) and any(
+        "--engine spark" in c for c in commands
+    )
     for command in commands:
-        r = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        r = subprocess.run(
+            command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+        )
         assert r.returncode == 0, f"{command}\n{r.stdout}\n{r.stderr}"
     ray_counts = bytepair.WordCounts.open(tmp_path / "counts")
     spark_counts = bytepair.WordCounts.open(tmp_path / "counts-spark")
@@ -58,4 +65,6 @@ def test_readme_block_runs_as_written(tmp_path, corpus_text):
     eot = from_counts.special_tokens["<|endoftext|>"]
     documents = [d for f in files for d in Path(f).read_text().split("<|endoftext|>") if d]
     assert len(ds) == len(documents)
-    assert ds.tokens.tolist() == [i for d in documents for i in from_counts.encode_ordinary(d) + [eot]]
+    assert ds.tokens.tolist() == [
+        i for d in documents for i in from_counts.encode_ordinary(d) + [eot]
+    ]

@@ -37,7 +37,9 @@ def test_hf_course_example_merges_counts_and_ties():
 
 
 def test_hf_course_example_str_keys_are_utf8():
-    assert ref.train_from_counts({k.decode(): v for k, v in HF_COURSE.items()}, 4) == ref.train_from_counts(HF_COURSE, 4)
+    assert ref.train_from_counts(
+        {k.decode(): v for k, v in HF_COURSE.items()}, 4
+    ) == ref.train_from_counts(HF_COURSE, 4)
 
 
 def test_hf_course_example_runs_to_the_end():
@@ -57,8 +59,16 @@ def test_sennrich_algorithm_1_as_printed_in_the_paper():
     ``ties="first"`` replays it exactly (e s / es t / est </w> all count 9)."""
     got = ref.train_chars(SENNRICH, 10, end_of_word="</w>", ties="first")
     assert got == [
-        ("e", "s"), ("es", "t"), ("est", "</w>"), ("l", "o"), ("lo", "w"),
-        ("n", "e"), ("ne", "w"), ("new", "est</w>"), ("low", "</w>"), ("w", "i"),
+        ("e", "s"),
+        ("es", "t"),
+        ("est", "</w>"),
+        ("l", "o"),
+        ("lo", "w"),
+        ("n", "e"),
+        ("ne", "w"),
+        ("new", "est</w>"),
+        ("low", "</w>"),
+        ("w", "i"),
     ]
 
 
@@ -79,12 +89,34 @@ def test_sennrich_dictionary_with_bytepair_tie_break():
     words = {tuple(w) + ("</w>",): n for w, n in SENNRICH.items()}
     trace = ref.learn(words, 12)
     assert [p for p, _, _ in trace] == [
-        ("t", "</w>"), ("s", "t</w>"), ("e", "st</w>"), ("o", "w"), ("l", "ow"),
-        ("w", "est</w>"), ("n", "e"), ("ne", "west</w>"), ("low", "</w>"),
-        ("w", "i"), ("wi", "d"), ("wid", "est</w>"),
+        ("t", "</w>"),
+        ("s", "t</w>"),
+        ("e", "st</w>"),
+        ("o", "w"),
+        ("l", "ow"),
+        ("w", "est</w>"),
+        ("n", "e"),
+        ("ne", "west</w>"),
+        ("low", "</w>"),
+        ("w", "i"),
+        ("wi", "d"),
+        ("wid", "est</w>"),
     ]
     assert [n for _, n, _ in trace] == [9, 9, 9, 7, 7, 6, 6, 6, 5, 3, 3, 3]
-    assert [t for _, _, t in trace] == [True, True, False, True, False, True, True, False, False, True, True, False]
+    assert [t for _, _, t in trace] == [
+        True,
+        True,
+        False,
+        True,
+        False,
+        True,
+        True,
+        False,
+        False,
+        True,
+        True,
+        False,
+    ]
     assert ref.train_chars(SENNRICH, 12) == [p for p, _, _ in trace]
 
 
@@ -104,9 +136,17 @@ def test_end_of_word_marker_keeps_suffixes_apart():
     st</w>, distinct from the "st" that starts "stop". Counts: (s,t)=3+1 first;
     then (b,e)=(e,st)=(st,</w>)=3 and ('st','</w>') is the greatest; then
     (b,e)=(e,st</w>)=3 and ('e','st</w>') > ('b','e')."""
-    assert ref.train_chars({"best": 3, "stop": 1}, 3) == [("s", "t"), ("st", "</w>"), ("e", "st</w>")]
+    assert ref.train_chars({"best": 3, "stop": 1}, 3) == [
+        ("s", "t"),
+        ("st", "</w>"),
+        ("e", "st</w>"),
+    ]
     # without it the last merges join across what used to be the word end
-    assert ref.train_chars({"best": 3, "stop": 1}, 3, end_of_word=None) == [("s", "t"), ("e", "st"), ("b", "est")]
+    assert ref.train_chars({"best": 3, "stop": 1}, 3, end_of_word=None) == [
+        ("s", "t"),
+        ("e", "st"),
+        ("b", "est"),
+    ]
 
 
 def test_pair_counts_count_overlapping_occurrences():
@@ -130,7 +170,9 @@ def test_pair_counts_count_overlapping_occurrences():
 )
 def test_merge_word_left_to_right(word, pair, want):
     as_bytes = tuple(c.encode() for c in word)
-    assert ref.merge_word(as_bytes, (pair[0].encode(), pair[1].encode())) == tuple(w.encode() for w in want)
+    assert ref.merge_word(as_bytes, (pair[0].encode(), pair[1].encode())) == tuple(
+        w.encode() for w in want
+    )
 
 
 def test_overlapping_pair_count_then_merge():
@@ -142,7 +184,11 @@ def test_overlapping_pair_count_then_merge():
 
 def test_tie_break_is_greatest_bytes_tuple():
     # all pairs count 1: (c,d) > (a,b); then (x,y) > (a,b)
-    assert ref.train_from_counts({b"ab": 1, b"cd": 1, b"xy": 1}, 3) == [(b"x", b"y"), (b"c", b"d"), (b"a", b"b")]
+    assert ref.train_from_counts({b"ab": 1, b"cd": 1, b"xy": 1}, 3) == [
+        (b"x", b"y"),
+        (b"c", b"d"),
+        (b"a", b"b"),
+    ]
     # Compared as a tuple: the left part decides first ...
     assert ref.best_pair({(b"a", b"z"): 2, (b"b", b"a"): 2}) == (b"b", b"a")
     # ... and a prefix is smaller (b"a" < b"ab"), as in Python.
@@ -173,7 +219,16 @@ def test_count_words_and_train_on_texts():
 
 def test_pretokenize_gpt2_examples():
     assert ref.pretokenize("Hello world! It's 2024...  ok\n") == [
-        "Hello", " world", "!", " It", "'s", " 2024", "...", " ", " ok", "\n"
+        "Hello",
+        " world",
+        "!",
+        " It",
+        "'s",
+        " 2024",
+        "...",
+        " ",
+        " ok",
+        "\n",
     ]
 
 
@@ -189,7 +244,16 @@ def test_pretokenize_special_tokens_longest_wins_and_dropped():
 def test_pretokenize_presets_differ_where_expected():
     text = "I'LL pay 12345 now\r\n\r\n"
     assert ref.pretokenize(text, "gpt2") == ["I", "'", "LL", " pay", " 12345", " now", "\r\n\r\n"]
-    assert ref.pretokenize(text, "cl100k") == ["I", "'LL", " pay", " ", "123", "45", " now", "\r\n\r\n"]
+    assert ref.pretokenize(text, "cl100k") == [
+        "I",
+        "'LL",
+        " pay",
+        " ",
+        "123",
+        "45",
+        " now",
+        "\r\n\r\n",
+    ]
     assert ref.pretokenize(text, "o200k") == ["I'LL", " pay", " ", "123", "45", " now", "\r\n\r\n"]
 
 
@@ -212,8 +276,12 @@ def test_encode_ranks_pairs_by_concatenated_bytes():
     assert ref.encode("abcabc", merges) == [258, 258]
     tiktoken = pytest.importorskip("tiktoken")
     vocab = ref.default_vocab(merges)
-    enc = tiktoken.Encoding("t", pat_str=ref.PATTERNS["gpt2"], mergeable_ranks={b: i for i, b in vocab.items()},
-                            special_tokens={})
+    enc = tiktoken.Encoding(
+        "t",
+        pat_str=ref.PATTERNS["gpt2"],
+        mergeable_ranks={b: i for i, b in vocab.items()},
+        special_tokens={},
+    )
     assert enc.encode("abcabc") == [258, 258]
     # Such a table encodes differently by pair rank (HF): the Tokenizer refuses
     # it, so that whatever it holds saves to files that load the same.
@@ -228,14 +296,24 @@ def test_encode_looks_up_whole_pre_token_first():
     assert ref.bpe(b"xyz", {}) == [b"x", b"y", b"z"]
     assert ref.encode("xyz xyz", [], vocab=vocab) == [256, 32, 120, 121, 122]
     tiktoken = pytest.importorskip("tiktoken")
-    enc = tiktoken.Encoding("t", pat_str=ref.PATTERNS["gpt2"], mergeable_ranks={b: i for i, b in vocab.items()}, special_tokens={})
+    enc = tiktoken.Encoding(
+        "t",
+        pat_str=ref.PATTERNS["gpt2"],
+        mergeable_ranks={b: i for i, b in vocab.items()},
+        special_tokens={},
+    )
     assert enc.encode("xyz xyz") == [256, 32, 120, 121, 122]
 
 
 def test_encode_special_tokens():
     merges = [(b"h", b"i")]
     specials = {"<|eot|>": 300, "<|eot|><|x|>": 301}
-    assert ref.encode("hi<|eot|>hi<|eot|><|x|>", merges, special_tokens=specials) == [256, 300, 256, 301]
+    assert ref.encode("hi<|eot|>hi<|eot|><|x|>", merges, special_tokens=specials) == [
+        256,
+        300,
+        256,
+        301,
+    ]
 
 
 @pytest.fixture(scope="module")

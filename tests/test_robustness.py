@@ -23,7 +23,9 @@ import bytepair
 
 CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 ENWIKI = CORPORA / "enwiki.txt"
-needs_enwiki = pytest.mark.skipif(not ENWIKI.exists(), reason=f"{ENWIKI} not found (../shared/corpora is absent)")
+needs_enwiki = pytest.mark.skipif(
+    not ENWIKI.exists(), reason=f"{ENWIKI} not found (../shared/corpora is absent)"
+)
 
 
 def _start(args: list[str]) -> subprocess.Popen:
@@ -33,7 +35,9 @@ def _start(args: list[str]) -> subprocess.Popen:
 def _interrupt_after(proc: subprocess.Popen, seconds: float) -> float:
     """Send SIGINT after `seconds`; return how long the process took to exit after it."""
     time.sleep(seconds)
-    assert proc.poll() is None, "the job finished before it could be interrupted; use a bigger input"
+    assert proc.poll() is None, (
+        "the job finished before it could be interrupted; use a bigger input"
+    )
     proc.send_signal(signal.SIGINT)
     sent = time.perf_counter()
     proc.wait(timeout=30)
@@ -63,8 +67,24 @@ def test_ctrl_c_in_cli_exits_130_and_writes_nothing(tmp_path):
     out = tmp_path / "tok.json"
     # A regex that is not a preset runs on the regex engine, many times slower than
     # the preset scanners (which count these 200 MB in about a second).
-    proc = _start([sys.executable, "-m", "bytepair.cli", "train", str(ENWIKI), str(ENWIKI), str(ENWIKI),
-                   "--vocab-size", "60000", "-q", "-o", str(out), "--pattern", r" ?\p{L}+(?!\S)| ?\S+|\s+"])
+    proc = _start(
+        [
+            sys.executable,
+            "-m",
+            "bytepair.cli",
+            "train",
+            str(ENWIKI),
+            str(ENWIKI),
+            str(ENWIKI),
+            "--vocab-size",
+            "60000",
+            "-q",
+            "-o",
+            str(out),
+            "--pattern",
+            r" ?\p{L}+(?!\S)| ?\S+|\s+",
+        ]
+    )
     took = _interrupt_after(proc, 1.5)
     err = proc.stderr.read()
     assert proc.returncode == 130, err[-2000:]
@@ -117,11 +137,16 @@ def test_segmented_encode_equals_whole_text_encode(small_tokenizer):
 @pytest.fixture(scope="module")
 def small_tokenizer() -> bytepair.Tokenizer:
     texts = [f"The {i}th story: a cat met {i % 7} dogs, it's fine!\n" for i in range(3000)]
-    return bytepair.train_from_iterator(texts, 600, special_tokens=["<|endoftext|>"], progress=False)
+    return bytepair.train_from_iterator(
+        texts, 600, special_tokens=["<|endoftext|>"], progress=False
+    )
 
 
 def _texts() -> list[str]:
-    return [f"doc {i}: {'héllo wörld ' * (i % 13)}{'x' * (i % 300)}<|endoftext|>\n\t end {i}" for i in range(200)]
+    return [
+        f"doc {i}: {'héllo wörld ' * (i % 13)}{'x' * (i % 300)}<|endoftext|>\n\t end {i}"
+        for i in range(200)
+    ]
 
 
 def test_many_threads_share_one_tokenizer(small_tokenizer):
@@ -135,7 +160,10 @@ def test_many_threads_share_one_tokenizer(small_tokenizer):
             k = (seed + round_) % len(texts)
             if tok.encode(texts[k], allowed_special="all") != want[k]:
                 failures.append(f"encode {k}")
-            if tok.encode_batch(texts[k:k + 20], num_threads=2, allowed_special="all") != want[k:k + 20]:
+            if (
+                tok.encode_batch(texts[k : k + 20], num_threads=2, allowed_special="all")
+                != want[k : k + 20]
+            ):
                 failures.append(f"encode_batch {k}")
             if tok.decode(want[k]) != texts[k]:
                 failures.append(f"decode {k}")
@@ -171,11 +199,15 @@ def _parallel_work(path: str) -> None:
     (merges recovered in parallel), a batch encode and training."""
     tok = bytepair.Tokenizer.load(path)
     texts = _texts()
-    assert tok.encode_batch(texts, allowed_special="all") == [tok.encode(t, allowed_special="all") for t in texts]
+    assert tok.encode_batch(texts, allowed_special="all") == [
+        tok.encode(t, allowed_special="all") for t in texts
+    ]
     bytepair.train_from_iterator(texts * 20, 300, progress=False)
 
 
-def test_parallel_work_in_a_fork_started_child_after_the_parent_used_threads(small_tokenizer, tmp_path):
+def test_parallel_work_in_a_fork_started_child_after_the_parent_used_threads(
+    small_tokenizer, tmp_path
+):
     """A child made with fork (multiprocessing's default on Linux, PyTorch's
     DataLoader workers) has none of the parent's pool threads; a job sent to
     an inherited pool waited forever (loading a .tiktoken and encode_batch
@@ -210,6 +242,7 @@ def test_tokenizer_of_one_repeated_character_builds_and_encodes():
         "assert len(ids) < 40 and tok.decode(ids) == text\n"
         "print('ok')\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
     assert result.stdout.strip() == "ok", result.stderr[-2000:]
-

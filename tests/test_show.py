@@ -22,7 +22,13 @@ import pytest
 import bytepair
 from bytepair.cli import main
 from bytepair.inspection.show import (
-    PALETTE, SPECIAL_STYLE, TOKEN_MARKER, render_html, render_terminal, summary, token_views,
+    PALETTE,
+    SPECIAL_STYLE,
+    TOKEN_MARKER,
+    render_html,
+    render_terminal,
+    summary,
+    token_views,
 )
 
 SAMPLE = "First Citizen:\nBefore we proceed any further, hear me speak.<|endoftext|>Ünïcödé 日本語 😀\ttabs  and"
@@ -31,7 +37,9 @@ SAMPLE = "First Citizen:\nBefore we proceed any further, hear me speak.<|endofte
 @pytest.fixture(scope="module")
 def tok_path(tmp_path_factory, corpus):
     """A 1024-id Shakespeare tokenizer with <|endoftext|>, saved; (Tokenizer, path)."""
-    tok = bytepair.train(corpus("shakespeare.txt"), 1024, special_tokens=["<|endoftext|>"], progress=False)
+    tok = bytepair.train(
+        corpus("shakespeare.txt"), 1024, special_tokens=["<|endoftext|>"], progress=False
+    )
     path = tmp_path_factory.mktemp("show") / "shakespeare.json"
     tok.save(path)
     return tok, path
@@ -91,10 +99,15 @@ def test_neighbours_differ_in_every_colour_depth(tok_path, system):
     tok, _ = tok_path
     views = token_views(tok, SAMPLE + " " + SAMPLE)
     text = render_terminal(views, system)
-    depth = {"truecolor": ColorSystem.TRUECOLOR, "256": ColorSystem.EIGHT_BIT}.get(system, ColorSystem.STANDARD)
+    depth = {"truecolor": ColorSystem.TRUECOLOR, "256": ColorSystem.EIGHT_BIT}.get(
+        system, ColorSystem.STANDARD
+    )
     shown = [Style.parse(str(span.style)).bgcolor.downgrade(depth) for span in text.spans]
     assert len(shown) == len(views) > 10 and any(v.special for v in views)
-    keys = [c.triplet if c.triplet else c.number % (8 if depth == ColorSystem.STANDARD else 256) for c in shown]
+    keys = [
+        c.triplet if c.triplet else c.number % (8 if depth == ColorSystem.STANDARD else 256)
+        for c in shown
+    ]
     assert all(a != b for a, b in zip(keys, keys[1:]))
 
 
@@ -110,9 +123,13 @@ def test_without_colour_a_marker_separates_the_tokens(tok_path, monkeypatch, cap
     assert main(["show", "-t", str(path), "hear me speak"]) == 0
     out = capsys.readouterr().out
     codes = re.findall(r"\x1b\[([0-9;]*)m", out)
-    assert codes and not any(c.startswith(("3", "4", "9", "10")) for c in codes)  # dim markers, no colour at all
+    assert codes and not any(
+        c.startswith(("3", "4", "9", "10")) for c in codes
+    )  # dim markers, no colour at all
     plain = re.sub(r"\x1b\[[0-9;]*m", "", out)
-    assert plain.splitlines()[0] == TOKEN_MARKER.join(v.label for v in token_views(tok, "hear me speak"))
+    assert plain.splitlines()[0] == TOKEN_MARKER.join(
+        v.label for v in token_views(tok, "hear me speak")
+    )
 
 
 def test_cli_show_terminal(tok_path, capsys):
@@ -120,9 +137,13 @@ def test_cli_show_terminal(tok_path, capsys):
     assert main(["show", "-t", str(path), "hear me speak", "--ids"]) == 0
     out = capsys.readouterr().out.splitlines()
     ids = tok.encode("hear me speak")
-    assert out[0] == TOKEN_MARKER.join(v.label for v in token_views(tok, "hear me speak"))  # not a terminal
+    assert out[0] == TOKEN_MARKER.join(
+        v.label for v in token_views(tok, "hear me speak")
+    )  # not a terminal
     assert out[1] == "ids: " + ", ".join(map(str, ids))
-    assert out[2] == f"{len(ids)} tokens · 13 characters · 13 bytes · {13 / len(ids):.2f} bytes/token"
+    assert (
+        out[2] == f"{len(ids)} tokens · 13 characters · 13 bytes · {13 / len(ids):.2f} bytes/token"
+    )
 
 
 def test_cli_show_file_and_argument_errors(tok_path, tmp_path, capsys):
@@ -130,7 +151,10 @@ def test_cli_show_file_and_argument_errors(tok_path, tmp_path, capsys):
     src = tmp_path / "in.txt"
     src.write_text("to be\nor not")
     assert main(["show", "-t", str(path), "-f", str(src)]) == 0
-    assert capsys.readouterr().out.replace(TOKEN_MARKER, "").splitlines()[:2] == ["to be↵", "or not"]
+    assert capsys.readouterr().out.replace(TOKEN_MARKER, "").splitlines()[:2] == [
+        "to be↵",
+        "or not",
+    ]
     assert main(["show", "-t", str(path)]) == 1
     assert "either TEXT or -f FILE" in capsys.readouterr().err
     assert main(["show", "-t", str(path), "x", "-f", str(src)]) == 1
@@ -153,7 +177,12 @@ class _Spans(html.parser.HTMLParser):
         if tag in ("script", "link", "img", "iframe"):
             self.external.append(tag)
         if tag == "span" and "tok" in a.get("class", "").split():
-            self._open = {"id": int(a["data-id"]), "title": a["title"], "class": a["class"], "text": ""}
+            self._open = {
+                "id": int(a["data-id"]),
+                "title": a["title"],
+                "class": a["class"],
+                "text": "",
+            }
 
     def handle_data(self, data):
         if self._open is not None:
@@ -194,9 +223,21 @@ def test_html_in_headless_chromium(tok_path, tmp_path):
     page, shot = tmp_path / "show.html", tmp_path / "shot.png"
     assert main(["show", "-t", str(path), SAMPLE, "--html", str(page), "--ids"]) == 0
     run = subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         f"--screenshot={shot}", "--window-size=900,400", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120, env=os.environ | {"HOME": str(tmp_path)},
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--screenshot={shot}",
+            "--window-size=900,400",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=os.environ | {"HOME": str(tmp_path)},
     )
     assert run.returncode == 0, run.stderr[-2000:]
     parser = _Spans()

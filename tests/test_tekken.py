@@ -20,11 +20,19 @@ from hypothesis import strategies as st
 import bytepair
 from bytepair.formats.tekken import from_tekken, to_tekken_json
 
-mistral_common = pytest.importorskip("mistral_common", reason="mistral-common (owner of tekken.json) not installed")
+mistral_common = pytest.importorskip(
+    "mistral_common", reason="mistral-common (owner of tekken.json) not installed"
+)
 from mistral_common.tokens.tokenizers.tekken import Tekkenizer  # noqa: E402
 
 SHIPPED = ("tekken_240911.json", "tekken_240718.json")
-CORPORA = ("multilingual.txt", "code.txt", "enwiki.txt", "shakespeare.txt", "tinystories_v1_valid_head.txt")
+CORPORA = (
+    "multilingual.txt",
+    "code.txt",
+    "enwiki.txt",
+    "shakespeare.txt",
+    "tinystories_v1_valid_head.txt",
+)
 
 
 def shipped_file(name: str) -> Path:
@@ -45,7 +53,9 @@ def test_shipped_files_load_with_tekkenizers_ids_specials_and_pattern(name):
     ours, theirs = pair(name)
     assert ours.vocab_size == theirs.n_words
     assert ours.special_tokens == {t["token_str"]: t["rank"] for t in theirs._all_special_tokens}
-    assert ours.special_tokens["<s>"] == theirs.bos_id and ours.special_tokens["</s>"] == theirs.eos_id
+    assert (
+        ours.special_tokens["<s>"] == theirs.bos_id and ours.special_tokens["</s>"] == theirs.eos_id
+    )
     assert ours.pattern_regex == theirs._model._pat_str
     for i in range(theirs.num_special_tokens, theirs.n_words, 997):
         assert ours.decode_single_token_bytes(i) == theirs.id_to_byte_piece(i)
@@ -60,7 +70,10 @@ def test_encodes_corpus_slices_like_tekkenizer(name, corpus_text):
 
 
 @settings(max_examples=150)
-@given(st.text(st.characters(codec="utf-8"), max_size=60) | st.sampled_from(["[INST] hi</s>", "12345 ½ x²", "  \n\n a"]))
+@given(
+    st.text(st.characters(codec="utf-8"), max_size=60)
+    | st.sampled_from(["[INST] hi</s>", "12345 ½ x²", "  \n\n a"])
+)
 def test_encodes_hypothesis_strings_like_tekkenizer(text):
     ours, theirs = pair(SHIPPED[0])
     assert ours.encode_ordinary(text) == theirs.encode(text, bos=False, eos=False)
@@ -68,10 +81,16 @@ def test_encodes_hypothesis_strings_like_tekkenizer(text):
 
 def tekken_layout_tokenizer() -> bytepair.Tokenizer:
     """A small trained tokenizer renumbered to Tekken's layout: 3 special tokens first."""
-    trained = bytepair.train_from_iterator(["low lower lowest newest widest " * 20, "naïve café 123"], 280,
-                                           pattern="o200k", progress=False)
+    trained = bytepair.train_from_iterator(
+        ["low lower lowest newest widest " * 20, "naïve café 123"],
+        280,
+        pattern="o200k",
+        progress=False,
+    )
     specials = {"<unk>": 0, "<s>": 1, "</s>": 2}
-    return bytepair.Tokenizer({i + 3: b for i, b in trained.vocab.items()}, trained.merges, specials, pattern="o200k")
+    return bytepair.Tokenizer(
+        {i + 3: b for i, b in trained.vocab.items()}, trained.merges, specials, pattern="o200k"
+    )
 
 
 def test_save_tekken_is_read_by_tekkenizer_and_by_load(tmp_path):
@@ -86,7 +105,9 @@ def test_save_tekken_is_read_by_tekkenizer_and_by_load(tmp_path):
 
 
 def test_save_tekken_refuses_another_id_layout():
-    trained = bytepair.train_from_iterator(["low lower lowest"], 260, special_tokens=["<s>"], progress=False)
+    trained = bytepair.train_from_iterator(
+        ["low lower lowest"], 260, special_tokens=["<s>"], progress=False
+    )
     with pytest.raises(ValueError, match="special tokens must have ids 0..0"):
         to_tekken_json(trained)
 
@@ -96,7 +117,9 @@ def test_errors_name_the_field():
     broken = dict(doc, config=dict(doc["config"], default_num_special_tokens="3"))
     with pytest.raises(ValueError, match=r"t.json: config.default_num_special_tokens must be"):
         from_tekken(broken, source="t.json")
-    broken = dict(doc, vocab=[*doc["vocab"][:260], dict(doc["vocab"][260], rank=7), *doc["vocab"][261:]])
+    broken = dict(
+        doc, vocab=[*doc["vocab"][:260], dict(doc["vocab"][260], rank=7), *doc["vocab"][261:]]
+    )
     with pytest.raises(ValueError, match=r"vocab\[260\] must be an object with rank 260"):
         from_tekken(broken, source="t.json")
     broken = dict(doc)

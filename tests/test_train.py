@@ -62,7 +62,9 @@ def core_counts(texts, pattern="gpt2", special_tokens=()) -> dict[bytes, int]:
     return dict(counter.items())
 
 
-def core_file_counts(paths, pattern="gpt2", special_tokens=(), chunk_size=8 << 20, num_threads=None, replace=False):
+def core_file_counts(
+    paths, pattern="gpt2", special_tokens=(), chunk_size=8 << 20, num_threads=None, replace=False
+):
     """bytepair's word counts of files (each one document), streamed in chunks."""
     counter = _core.WordCounter(pattern, list(special_tokens))
     counter.count_files([str(p) for p in paths], num_threads, chunk_size, replace)
@@ -190,7 +192,9 @@ def test_generated_documents_match_reference(texts):
             bytepair.train_from_iterator(texts, 256 + 20, progress=False)
         return
     want, _ = ref_trace(counts, 20)
-    assert_same_trace(trace_of(quiet(bytepair.train_from_iterator, texts, 256 + 20, progress=False)), want)
+    assert_same_trace(
+        trace_of(quiet(bytepair.train_from_iterator, texts, 256 + 20, progress=False)), want
+    )
 
 
 # ---- invariance: threads, chunks, files --------------------------------------
@@ -202,7 +206,9 @@ def enwik8_runs(corpus):
     path = corpus("enwik8_head.txt")
     runs = {}
     for threads, chunk in [(1, 8 << 20), (2, 8 << 20), (2, 1000), (1, 4096), (None, 1 << 16)]:
-        runs[threads, chunk] = bytepair.train(path, 256 + 300, num_threads=threads, chunk_size=chunk, progress=False)
+        runs[threads, chunk] = bytepair.train(
+            path, 256 + 300, num_threads=threads, chunk_size=chunk, progress=False
+        )
     return path, runs
 
 
@@ -237,7 +243,9 @@ def test_chunk_size_invariance_per_preset_on_code(corpus_text, tmp_path, pattern
     for chunk in (1000, 4096, 8 << 20):
         got = core_file_counts([path], pattern, chunk_size=chunk)
         diff = {w: (got.get(w), n) for w, n in want.items() if got.get(w) != n}
-        assert got == want, f"chunk_size={chunk}: {len(diff)} words differ, e.g. {list(diff.items())[:3]}"
+        assert got == want, (
+            f"chunk_size={chunk}: {len(diff)} words differ, e.g. {list(diff.items())[:3]}"
+        )
 
 
 @pytest.mark.parametrize("pattern", ["gpt2", "cl100k", "o200k"])
@@ -265,13 +273,24 @@ def test_chunk_size_invariance_without_newlines(corpus_text, tmp_path, pattern, 
     for chunk in (64, 1000, 8 << 20):
         got = core_file_counts([path], pattern, [EOT], chunk_size=chunk)
         diff = {w: (got.get(w), n) for w, n in want.items() if got.get(w) != n}
-        assert got == want, f"chunk_size={chunk}: {len(diff)} words differ, e.g. {list(diff.items())[:3]}"
+        assert got == want, (
+            f"chunk_size={chunk}: {len(diff)} words differ, e.g. {list(diff.items())[:3]}"
+        )
 
 
 # Characters that sit on either side of a possible cut: ASCII letters and
 # punctuation (with ' and contractions), digits, whitespace of all kinds,
 # non-ASCII letters and marks, and the pieces of a special token.
-_CUT_ALPHABET = list("aZs't.,!/}-_ \n\r\t1") + ["\u00e9", "\u0301", "\u00a0", "'LL", "'s", EOT, "<|", "|>"]
+_CUT_ALPHABET = list("aZs't.,!/}-_ \n\r\t1") + [
+    "\u00e9",
+    "\u0301",
+    "\u00a0",
+    "'LL",
+    "'s",
+    EOT,
+    "<|",
+    "|>",
+]
 
 
 @hypothesis.settings(max_examples=60, deadline=None)
@@ -298,7 +317,9 @@ def test_several_files_are_several_documents(tmp_path):
     assert core_file_counts([a, b]) == dict(want)
     assert want[b"ld"] == 1 and b" world" not in want
     tok = bytepair.train([a, b], 256 + 5, progress=False)
-    assert tok == bytepair.train_from_iterator(["hello wor", "ld again hello"], 256 + 5, progress=False)
+    assert tok == bytepair.train_from_iterator(
+        ["hello wor", "ld again hello"], 256 + 5, progress=False
+    )
 
 
 # ---- special tokens ----------------------------------------------------------
@@ -316,7 +337,9 @@ def test_special_token_is_a_hard_boundary_and_never_counted(stories):
     counts = ref.count_words([joined], "gpt2", [EOT])
     assert counts == ref.count_words(stories)  # the reference itself: a boundary
     assert core_counts([joined], "gpt2", [EOT]) == dict(counts)
-    with_special = bytepair.train_from_iterator([joined], 256 + 150 + 1, special_tokens=[EOT], progress=False)
+    with_special = bytepair.train_from_iterator(
+        [joined], 256 + 150 + 1, special_tokens=[EOT], progress=False
+    )
     as_documents = bytepair.train_from_iterator(stories, 256 + 150, progress=False)
     assert_same_trace(trace_of(with_special), trace_of(as_documents))
     want, _ = ref_trace(counts, 150)
@@ -330,7 +353,9 @@ def test_special_token_glued_to_words():
     """No merge spans a special token even with letters on both sides."""
     text = ("abc" + EOT + "def" + EOT) * 50
     with pytest.warns(UserWarning, match="no pair left"):
-        tok = bytepair.train_from_iterator([text], 256 + 10 + 1, special_tokens=[EOT], progress=False)
+        tok = bytepair.train_from_iterator(
+            [text], 256 + 10 + 1, special_tokens=[EOT], progress=False
+        )
     assert tok.training_stats.pre_tokens == 100
     # (a,b)=(b,c)=(d,e)=(e,f)=50: ('e','f') then ('d','ef'), ('b','c'), ('a','bc')
     assert tok.merges == [(b"e", b"f"), (b"d", b"ef"), (b"b", b"c"), (b"a", b"bc")]
@@ -356,7 +381,9 @@ def test_special_tokens_in_files_across_chunks(tmp_path, stories):
     for chunk in (100, 1000, 8 << 20):
         assert core_file_counts([path], "gpt2", [EOT], chunk_size=chunk) == want, chunk
     tok = bytepair.train(path, 256 + 50 + 1, special_tokens=[EOT], chunk_size=1000, progress=False)
-    assert tok == bytepair.train_from_iterator([joined], 256 + 50 + 1, special_tokens=[EOT], progress=False)
+    assert tok == bytepair.train_from_iterator(
+        [joined], 256 + 50 + 1, special_tokens=[EOT], progress=False
+    )
 
 
 def test_special_token_with_newline_in_a_file(tmp_path, stories):
@@ -367,7 +394,9 @@ def test_special_token_with_newline_in_a_file(tmp_path, stories):
     joined = special.join(stories[:200])
     path = tmp_path / "s.txt"
     path.write_bytes(joined.encode())
-    want = bytepair.train_from_iterator([joined], 256 + 50 + 1, special_tokens=[special], progress=False)
+    want = bytepair.train_from_iterator(
+        [joined], 256 + 50 + 1, special_tokens=[special], progress=False
+    )
     assert b"<sep>" not in b"".join(want.mergeable_ranks)
     code = (
         "import bytepair\n"
@@ -386,7 +415,9 @@ def test_huge_chunk_size_does_not_abort(tmp_path):
     path.write_text("hello world\n" * 10)
     code = f"import bytepair\nprint(bytepair.train({str(path)!r}, 258, chunk_size=1 << 40, progress=False).merges)"
     result = run_isolated(code)
-    assert result.returncode == 0 or "ValueError" in result.stderr, f"aborted: {first_lines(result.stderr)}"
+    assert result.returncode == 0 or "ValueError" in result.stderr, (
+        f"aborted: {first_lines(result.stderr)}"
+    )
 
 
 def test_overlapping_special_tokens_longest_wins():
@@ -396,7 +427,9 @@ def test_overlapping_special_tokens_longest_wins():
     assert want == Counter({b"x": 1, b"y": 1, b"z": 1, b"w": 1})
     assert core_counts([text], "gpt2", specials) == dict(want)
     # a special token of one tokenizer is plain text for another
-    assert core_counts([text], "gpt2", ["<|b|>"]) == dict(ref.count_words([text], "gpt2", ["<|b|>"]))
+    assert core_counts([text], "gpt2", ["<|b|>"]) == dict(
+        ref.count_words([text], "gpt2", ["<|b|>"])
+    )
 
 
 # ---- early stop, large counts ------------------------------------------------
@@ -460,7 +493,9 @@ def test_count_sums_beyond_u64_are_not_silently_wrapped(counts):
 )
 def test_bad_arguments(vocab_size, specials, message):
     for train in (
-        lambda: bytepair.train_from_iterator(["abc"], vocab_size, special_tokens=specials, progress=False),
+        lambda: bytepair.train_from_iterator(
+            ["abc"], vocab_size, special_tokens=specials, progress=False
+        ),
         lambda: bytepair.train_from_counts({"abc": 1}, vocab_size, special_tokens=specials),
     ):
         with pytest.raises(ValueError) as e:
@@ -488,7 +523,9 @@ def test_empty_corpus_is_an_error(tmp_path, source):
     path.write_text(EOT * 3 if source == "only special tokens" else "")
     run = {
         "empty file": lambda: bytepair.train(path, 300, progress=False),
-        "only special tokens": lambda: bytepair.train(path, 300, special_tokens=[EOT], progress=False),
+        "only special tokens": lambda: bytepair.train(
+            path, 300, special_tokens=[EOT], progress=False
+        ),
         "no texts": lambda: bytepair.train_from_iterator([], 300, progress=False),
         "empty texts": lambda: bytepair.train_from_iterator(["", ""], 300, progress=False),
     }[source]
@@ -531,7 +568,9 @@ def test_invalid_utf8_names_file_and_offset(tmp_path, chunk):
     assert str(path) in str(e.value)
     assert "byte offset 12002" in str(e.value)
     tok = quiet(bytepair.train, path, 300, chunk_size=chunk, errors="replace", progress=False)
-    want = quiet(bytepair.train_from_iterator, [data.decode("utf-8", "replace")], 300, progress=False)
+    want = quiet(
+        bytepair.train_from_iterator, [data.decode("utf-8", "replace")], 300, progress=False
+    )
     assert tok == want
     assert trace_of(tok) == trace_of(want)
 
@@ -546,7 +585,12 @@ def test_invalid_utf8_truncated_at_end(tmp_path):
 
 
 @hypothesis.settings(max_examples=60)
-@hypothesis.given(st.lists(st.one_of(st.binary(max_size=6), st.sampled_from([b"\n", b"a\nb", b"x y\n", "é".encode()])), max_size=40))
+@hypothesis.given(
+    st.lists(
+        st.one_of(st.binary(max_size=6), st.sampled_from([b"\n", b"a\nb", b"x y\n", "é".encode()])),
+        max_size=40,
+    )
+)
 def test_replacement_equals_python_decode(chunks):
     """errors="replace" gives the counts of Python's decode(errors="replace"),
     whatever the chunk size."""

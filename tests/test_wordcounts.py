@@ -18,17 +18,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import CORPORA, COUNTING_STRESS_TEXTS, EOT, MIB
 
 import bytepair
 from bytepair import _core
 from bytepair.counts.artifact import MANIFEST, WordCounts, _escape_word
-from conftest import CORPORA, COUNTING_STRESS_TEXTS, EOT, MIB
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 
-def single_process_counts(paths, pattern="gpt2", specials=(EOT,), errors="strict") -> dict[bytes, int]:
+def single_process_counts(
+    paths, pattern="gpt2", specials=(EOT,), errors="strict"
+) -> dict[bytes, int]:
     """The oracle: one WordCounter counting every file in this process."""
     counter = _core.WordCounter(pattern, list(specials))
     counter.count_files([str(p) for p in paths], 1, 1 << 16, errors == "replace")
@@ -42,7 +44,9 @@ def part_content(path) -> dict[bytes, int]:
     words: dict[bytes, int] = {}
     for data, offsets, counts in _part_batches(str(path)):
         o = np.frombuffer(offsets, "<i8").tolist()
-        words.update({data[o[i]:o[i + 1]]: c for i, c in enumerate(np.frombuffer(counts, "<i8").tolist())})
+        words.update(
+            {data[o[i] : o[i + 1]]: c for i, c in enumerate(np.frombuffer(counts, "<i8").tolist())}
+        )
     return words
 
 
@@ -71,8 +75,15 @@ def inputs(tmp_path_factory, request) -> list[Path]:
 
 @pytest.mark.parametrize("shards,parts", [(1, 1), (1, 5), (3, 2), (5, 5)])
 def test_local_engine_equals_single_process(inputs, tmp_path, shards, parts):
-    counts = bytepair.count(inputs, tmp_path / "counts", special_tokens=[EOT], parts=parts, shards=shards,
-                            num_workers=2, progress=False)
+    counts = bytepair.count(
+        inputs,
+        tmp_path / "counts",
+        special_tokens=[EOT],
+        parts=parts,
+        shards=shards,
+        num_workers=2,
+        progress=False,
+    )
     expected = single_process_counts(inputs)
     assert content(counts) == expected
     t = counts.totals
@@ -93,7 +104,9 @@ def test_bucket_hash_is_xxh3_with_the_fixed_seed(inputs, tmp_path):
 
 
 def test_train_from_counts_equals_train_on_files(inputs, tmp_path):
-    counts = bytepair.count(inputs, tmp_path / "c", special_tokens=[EOT], parts=3, num_workers=2, progress=False)
+    counts = bytepair.count(
+        inputs, tmp_path / "c", special_tokens=[EOT], parts=3, num_workers=2, progress=False
+    )
     from_counts = bytepair.train_from_counts(counts, 700, progress=False)
     from_files = bytepair.train([str(p) for p in inputs], 700, special_tokens=[EOT], progress=False)
     assert from_counts.merges == from_files.merges
@@ -102,8 +115,14 @@ def test_train_from_counts_equals_train_on_files(inputs, tmp_path):
 
 
 def test_artifact_pins_pattern_and_special_tokens(inputs, tmp_path):
-    counts = bytepair.count(inputs[:3], tmp_path / "c", pattern="cl100k", special_tokens=[EOT], num_workers=1,
-                            progress=False)
+    counts = bytepair.count(
+        inputs[:3],
+        tmp_path / "c",
+        pattern="cl100k",
+        special_tokens=[EOT],
+        num_workers=1,
+        progress=False,
+    )
     assert counts.pattern == bytepair.resolve_pattern("cl100k") and counts.pattern_name == "cl100k"
     assert content(counts) == single_process_counts(inputs[:3], "cl100k")
     tok = bytepair.train_from_counts(counts, 300, progress=False)
@@ -112,7 +131,10 @@ def test_artifact_pins_pattern_and_special_tokens(inputs, tmp_path):
         bytepair.train_from_counts(counts, 300, pattern="gpt2")
     with pytest.raises(ValueError, match="counted with special tokens"):
         bytepair.train_from_counts(counts, 300, special_tokens=[])
-    assert bytepair.train_from_counts(counts, 300, pattern="cl100k", special_tokens=[EOT]).merges == tok.merges
+    assert (
+        bytepair.train_from_counts(counts, 300, pattern="cl100k", special_tokens=[EOT]).merges
+        == tok.merges
+    )
 
 
 def test_a_failed_shard_is_retried_without_counting_twice(inputs, tmp_path):
@@ -121,8 +143,15 @@ def test_a_failed_shard_is_retried_without_counting_twice(inputs, tmp_path):
 
     marker = tmp_path / "failed-once"
     spec = CountSpec("gpt2", (EOT,))
-    counts = count_locally([str(p) for p in inputs], spec, str(tmp_path / "c"), parts=3, num_workers=2, shards=2,
-                           _fail_once=str(marker))
+    counts = count_locally(
+        [str(p) for p in inputs],
+        spec,
+        str(tmp_path / "c"),
+        parts=3,
+        num_workers=2,
+        shards=2,
+        _fail_once=str(marker),
+    )
     assert marker.exists(), "the injected failure did not happen"
     assert content(counts) == single_process_counts(inputs)
     assert not list(tmp_path.glob(".c.partial-*")), "staging folder left behind"
@@ -134,7 +163,9 @@ def test_input_errors_name_the_file(tmp_path):
     with pytest.raises(ValueError, match=r"bad\.txt: invalid UTF-8 at byte offset 100"):
         bytepair.count([bad], tmp_path / "c", num_workers=1, progress=False)
     assert not (tmp_path / "c").exists()
-    replaced = bytepair.count([bad], tmp_path / "c", errors="replace", num_workers=1, progress=False)
+    replaced = bytepair.count(
+        [bad], tmp_path / "c", errors="replace", num_workers=1, progress=False
+    )
     assert content(replaced) == single_process_counts([bad], specials=(), errors="replace")
     with pytest.raises(FileNotFoundError, match="nope.txt"):
         bytepair.count([tmp_path / "nope.txt"], tmp_path / "d", progress=False)
@@ -146,9 +177,15 @@ def test_input_errors_name_the_file(tmp_path):
 
 def jsonl_and_parquet(tmp_path, texts):
     jsonl = tmp_path / "docs.jsonl"
-    jsonl.write_text("".join(json.dumps({"id": i, "text": t, "meta": {"x": [1]}}) + "\n" for i, t in enumerate(texts)))
+    jsonl.write_text(
+        "".join(
+            json.dumps({"id": i, "text": t, "meta": {"x": [1]}}) + "\n" for i, t in enumerate(texts)
+        )
+    )
     parquet = tmp_path / "docs.parquet"
-    pq.write_table(pa.table({"text": texts, "n": list(range(len(texts)))}), parquet, row_group_size=7)
+    pq.write_table(
+        pa.table({"text": texts, "n": list(range(len(texts)))}), parquet, row_group_size=7
+    )
     return jsonl, parquet
 
 
@@ -158,8 +195,13 @@ def test_jsonl_and_parquet_records_are_documents(tmp_path):
     expected.count_texts(texts)
     jsonl, parquet = jsonl_and_parquet(tmp_path, texts)
     for path in (jsonl, parquet):
-        counts = bytepair.count([path], tmp_path / f"c-{path.suffix}", special_tokens=[EOT], num_workers=1,
-                                progress=False)
+        counts = bytepair.count(
+            [path],
+            tmp_path / f"c-{path.suffix}",
+            special_tokens=[EOT],
+            num_workers=1,
+            progress=False,
+        )
         assert counts.manifest["text"]["format"] == path.suffix[1:]
         assert content(counts) == dict(expected.items())
         assert counts.totals.documents == len(texts)
@@ -195,7 +237,10 @@ def test_open_refuses_incomplete_or_damaged_artifacts(inputs, tmp_path):
         ('{"format": "other"}', "not a bytepair word-counts manifest"),
         (original.replace('"format_version": 1', '"format_version": 99'), "format_version 99"),
         (original.replace('"rows"', '"rowz"'), "missing or malformed key"),
-        (original.replace("part-00001.parquet", "part-00009.parquet"), "part 'part-00009.parquet' is missing"),
+        (
+            original.replace("part-00001.parquet", "part-00009.parquet"),
+            "part 'part-00009.parquet' is missing",
+        ),
         (original.replace("part-00001.parquet", "../x.parquet"), "is missing"),
     ]:
         manifest.write_text(damaged)
@@ -219,21 +264,39 @@ def test_killed_run_leaves_no_artifact_and_the_old_one_intact(tmp_path):
     for out in ("fresh", "out"):
         # A regex that is not a preset runs on the regex engine, many times slower
         # than the preset scanners: the count is still running when it is killed.
-        proc = subprocess.Popen([sys.executable, "-m", "bytepair.cli", "count", str(big), "-o", str(tmp_path / out),
-                                 "-q", "--workers", "2", "--pattern", r" ?\w+(?!\S)| ?\S+|\s+"],
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bytepair.cli",
+                "count",
+                str(big),
+                "-o",
+                str(tmp_path / out),
+                "-q",
+                "--workers",
+                "2",
+                "--pattern",
+                r" ?\w+(?!\S)| ?\S+|\s+",
+            ],
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 60
         while not list(tmp_path.glob(f".{out}.partial-*")) and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(1.0)  # workers are counting now
         workers = children(proc.pid)
         proc.send_signal(signal.SIGKILL)
-        assert proc.wait() == -signal.SIGKILL, "the count finished before the kill: make the input bigger"
+        assert proc.wait() == -signal.SIGKILL, (
+            "the count finished before the kill: make the input bigger"
+        )
         assert workers, "no worker processes seen"
         deadline = time.monotonic() + 10
         while any(Path(f"/proc/{w}").exists() for w in workers) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not any(Path(f"/proc/{w}").exists() for w in workers), "workers outlived the killed driver"
+        assert not any(Path(f"/proc/{w}").exists() for w in workers), (
+            "workers outlived the killed driver"
+        )
     with pytest.raises(FileNotFoundError):
         WordCounts.open(tmp_path / "fresh")
     assert content(WordCounts.open(tmp_path / "out")) == before
@@ -277,7 +340,9 @@ def test_merge_sums_and_refuses_other_patterns(inputs, tmp_path):
         expected[w] = expected.get(w, 0) + c
     assert content(merged) == expected and len(merged.manifest["parts"]) == 4
     assert merged.totals.documents == a.totals.documents + b.totals.documents
-    other = bytepair.count(inputs[:1], tmp_path / "o", pattern="o200k", num_workers=1, progress=False)
+    other = bytepair.count(
+        inputs[:1], tmp_path / "o", pattern="o200k", num_workers=1, progress=False
+    )
     with pytest.raises(ValueError, match="different patterns"):
         a.merge(other, tmp_path / "x")
 
@@ -297,17 +362,28 @@ def test_counts_above_int64_are_refused(tmp_path):
     from bytepair.counts.artifact import _reduce_bucket, _write_part
 
     for i in range(2):
-        _write_part(str(tmp_path / f"p{i}.parquet"), b"a", np.array([0, 1], "<i8").tobytes(),
-                   np.array([(1 << 62) + 1], "<i8").tobytes())
+        _write_part(
+            str(tmp_path / f"p{i}.parquet"),
+            b"a",
+            np.array([0, 1], "<i8").tobytes(),
+            np.array([(1 << 62) + 1], "<i8").tobytes(),
+        )
     with pytest.raises(ValueError, match=r"counts must be in \[0, 2\*\*63\)"):
-        _reduce_bucket([str(tmp_path / "p0.parquet"), str(tmp_path / "p1.parquet")], str(tmp_path / "out.parquet"))
+        _reduce_bucket(
+            [str(tmp_path / "p0.parquet"), str(tmp_path / "p1.parquet")],
+            str(tmp_path / "out.parquet"),
+        )
     assert not (tmp_path / "out.parquet").exists()
 
 
 def test_cli_count_inspect_export_and_train_from_counts(inputs, tmp_path):
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "bytepair.cli", *map(str, args)], capture_output=True,
-                              text=True, cwd=tmp_path)
+        return subprocess.run(
+            [sys.executable, "-m", "bytepair.cli", *map(str, args)],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+        )
 
     r = run("count", *inputs[:3], "-o", "counts", "--special-token", EOT, "--parts", "2", "-q")
     assert r.returncode == 0, r.stderr
@@ -329,10 +405,11 @@ def test_shards_and_parts_of_any_number_sum_to_the_same_counts(tmp_path_factory)
     """_count_shard + _reduce_bucket in this process, on generated documents split
     into random shards and any number of parts, equal one counter over all."""
     pytest.importorskip("hypothesis")
-    from hypothesis import given, settings, strategies as st
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
 
-    from bytepair.counts.sources import CountSpec
     from bytepair.counts.artifact import _bucket_paths, _count_shard, _part_name, _reduce_bucket
+    from bytepair.counts.sources import CountSpec
 
     alphabet = st.sampled_from(list("ab \n\t\r.,'é😀1") + [EOT, "  ", "\r\n"])
     docs = st.lists(st.lists(alphabet, max_size=40).map("".join), min_size=1, max_size=8)
@@ -349,7 +426,9 @@ def test_shards_and_parts_of_any_number_sum_to_the_same_counts(tmp_path_factory)
         spec = CountSpec("gpt2", (EOT,))
         used = sorted(set(owner))
         for s in used:
-            _count_shard([p for p, o in zip(paths, owner) if o == s], spec, str(d), s, parts, num_threads=1)
+            _count_shard(
+                [p for p, o in zip(paths, owner) if o == s], spec, str(d), s, parts, num_threads=1
+            )
         total: dict[bytes, int] = {}
         for b in range(parts):
             _reduce_bucket(_bucket_paths(str(d), used, b), str(d / _part_name(b)))
@@ -364,8 +443,8 @@ def test_shards_and_parts_of_any_number_sum_to_the_same_counts(tmp_path_factory)
 def test_fsspec_urls_read_like_local_files(tmp_path):
     """Remote inputs go through fsspec (memory:// here; s3:// etc. the same way)."""
     fsspec = pytest.importorskip("fsspec")
-    from bytepair.counts.sources import CountSpec
     from bytepair.counts.artifact import _count_shard, _part_name, _shard_dir
+    from bytepair.counts.sources import CountSpec
 
     texts = ["remote text\r\n  with  runs", f"x{EOT}y", "ünï 😀"]
     local_text = tmp_path / "t.txt"
@@ -375,8 +454,12 @@ def test_fsspec_urls_read_like_local_files(tmp_path):
     for local, fmt in ((local_text, "text"), (jsonl, "jsonl"), (parquet, "parquet")):
         url = f"memory://bytepair-test/{local.name}"
         fs.pipe(url, local.read_bytes())
-        stats = _count_shard([url], CountSpec("gpt2", (EOT,), fmt), str(tmp_path / fmt), 0, 1, num_threads=1)
-        assert stats["bytes"] == (local.stat().st_size if fmt == "text" else sum(len(t.encode()) for t in texts))
+        stats = _count_shard(
+            [url], CountSpec("gpt2", (EOT,), fmt), str(tmp_path / fmt), 0, 1, num_threads=1
+        )
+        assert stats["bytes"] == (
+            local.stat().st_size if fmt == "text" else sum(len(t.encode()) for t in texts)
+        )
         words = part_content(Path(_shard_dir(str(tmp_path / fmt), 0)) / _part_name(0))
         expected = _core.WordCounter("gpt2", [EOT])
         expected.count_texts(["\n".join(texts)] if fmt == "text" else texts)
@@ -401,13 +484,23 @@ def test_compressed_and_globbed_inputs_count_as_the_plain_files(tmp_path, corpus
         (plain / f"{i}.txt").write_text(text)
     (packed / "0.txt.gz").write_bytes(gzip.compress(texts[0].encode()))
     (packed / "1.txt.xz").write_bytes(lzma.compress(texts[1].encode()))
-    (packed / "2.jsonl.bz2").write_bytes(bz2.compress("".join(json.dumps({"text": t}) + "\n" for t in texts).encode()))
+    (packed / "2.jsonl.bz2").write_bytes(
+        bz2.compress("".join(json.dumps({"text": t}) + "\n" for t in texts).encode())
+    )
     with pa.CompressedOutputStream(str(packed / "3.jsonl.zst"), "zstd") as f:
         f.write(json.dumps({"text": texts[0]}).encode() + b"\n")
-    expected = bytepair.count([plain / "0.txt", plain / "1.txt"] * 2 + [plain / "0.txt"], tmp_path / "a",
-                              num_workers=1, progress=False)
-    got_text = bytepair.count(str(packed / "*.txt.*"), tmp_path / "b", num_workers=1, progress=False)
-    got_jsonl = bytepair.count(str(packed / "*.jsonl.*"), tmp_path / "c", num_workers=1, progress=False)
+    expected = bytepair.count(
+        [plain / "0.txt", plain / "1.txt"] * 2 + [plain / "0.txt"],
+        tmp_path / "a",
+        num_workers=1,
+        progress=False,
+    )
+    got_text = bytepair.count(
+        str(packed / "*.txt.*"), tmp_path / "b", num_workers=1, progress=False
+    )
+    got_jsonl = bytepair.count(
+        str(packed / "*.jsonl.*"), tmp_path / "c", num_workers=1, progress=False
+    )
     assert got_text.totals.documents == 2 and got_jsonl.totals.documents == 3
     summed = {w: c1 + dict(got_jsonl.items()).get(w, 0) for w, c1 in got_text.items()}
     summed.update({w: c for w, c in got_jsonl.items() if w not in summed})

@@ -10,18 +10,30 @@ tiktoken's for the same ranks), and save it as a HuggingFace tokenizer.json.
 """
 
 from bytepair._core import resolve_pattern
+from bytepair.counts.artifact import WordCounts
 from bytepair.counts.count import count
 from bytepair.counts.sources import CountSpec
+from bytepair.dataset import TokenShards, encode_dataset
+from bytepair.encoding import cache_budget, set_cache_budget
+from bytepair.formats.by_name import get_encoding, list_encodings
 from bytepair.tokenizer import Tokenizer
 from bytepair.train import TrainingStats, train, train_from_counts, train_from_iterator
-from bytepair.counts.artifact import WordCounts
-from bytepair.dataset import TokenShards, encode_dataset
-from bytepair.formats.by_name import get_encoding, list_encodings
-from bytepair.encoding import cache_budget, set_cache_budget
 
 __all__ = [
-    "CountSpec", "TokenShards", "Tokenizer", "TrainingStats", "WordCounts", "cache_budget", "count", "encode_dataset",
-    "get_encoding", "list_encodings", "resolve_pattern", "set_cache_budget", "train", "train_from_counts",
+    "CountSpec",
+    "TokenShards",
+    "Tokenizer",
+    "TrainingStats",
+    "WordCounts",
+    "cache_budget",
+    "count",
+    "encode_dataset",
+    "get_encoding",
+    "list_encodings",
+    "resolve_pattern",
+    "set_cache_budget",
+    "train",
+    "train_from_counts",
     "train_from_iterator",
 ]
 __version__ = "0.1.0"

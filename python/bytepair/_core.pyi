@@ -6,7 +6,11 @@ import numpy
 
 # A tokenizer.json pipeline: (normalizers, pre-tokenizer steps, added-token rules),
 # as `bytepair.formats.hf_pipeline.HFPipeline.core_spec` builds it.
-PipelineSpec = tuple[list[tuple[str, list[str]]], list[tuple[str, list[str]]], list[tuple[str, bool, bool, bool, bool]]]
+PipelineSpec = tuple[
+    list[tuple[str, list[str]]],
+    list[tuple[str, list[str]]],
+    list[tuple[str, bool, bool, bool, bool]],
+]
 
 def resolve_pattern(name_or_pattern: str) -> str:
     """Preset name (gpt2, cl100k, o200k) -> its regex; other strings unchanged."""
@@ -56,7 +60,11 @@ class WordCounter:
     """Word counts (pre-token bytes -> count) accumulated from files or texts."""
 
     def __init__(
-        self, pattern: str, special_tokens: list[str], max_word_bytes: int = 65536, max_memory: int | None = None,
+        self,
+        pattern: str,
+        special_tokens: list[str],
+        max_word_bytes: int = 65536,
+        max_memory: int | None = None,
         pipeline: PipelineSpec | None = None,
     ) -> None:
         """Pre-tokens longer than max_word_bytes (>= 4) count as several words of at most that many bytes;
@@ -76,7 +84,10 @@ class WordCounter:
     ) -> None:
         """Count UTF-8 files (each a document); progress(bytes done) ~10x a second."""
     def count_texts(
-        self, texts: list[str], num_threads: int | None = None, progress: Callable[[int], object] | None = None
+        self,
+        texts: list[str],
+        num_threads: int | None = None,
+        progress: Callable[[int], object] | None = None,
     ) -> None: ...
     def count_documents(
         self,
@@ -152,12 +163,23 @@ class CoreBPE:
     ) -> "numpy.ndarray":
         """Ids as a 1-D uint32 array that owns its buffer (no copy)."""
     def encode_file(
-        self, path: str, out_fd: int, itemsize: int, allowed: list[str], disallowed: list[str],
-        replace_errors: bool = False, num_threads: int | None = None, callback: Callable[[int], None] | None = None,
+        self,
+        path: str,
+        out_fd: int,
+        itemsize: int,
+        allowed: list[str],
+        disallowed: list[str],
+        replace_errors: bool = False,
+        num_threads: int | None = None,
+        callback: Callable[[int], None] | None = None,
     ) -> tuple[int, int]:
         """Encode a UTF-8 file into an open file as little-endian ids of `itemsize` bytes; (ids, bytes read)."""
     def encode_batch(
-        self, texts: list[str], allowed: list[str], disallowed: list[str], num_threads: int | None = None
+        self,
+        texts: list[str],
+        allowed: list[str],
+        disallowed: list[str],
+        num_threads: int | None = None,
     ) -> list[list[int]]:
         """num_threads counts the calling thread, which also builds the lists;
         UnicodeEncodeError (before any work) if a text holds a lone surrogate."""

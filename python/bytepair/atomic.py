@@ -68,7 +68,9 @@ def _open_temporary(directory: str, name: str) -> tuple[int, str | None]:
             if not _tmpfile_unsupported(e):
                 raise
     tmp = _temporary_name(directory, name)
-    return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), _FILE_MODE), tmp
+    return os.open(
+        tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), _FILE_MODE
+    ), tmp
 
 
 def _tmpfile_unsupported(e: OSError) -> bool:
@@ -83,7 +85,9 @@ def _link_anonymous(fd: int, directory: str, name: str) -> str:
     tmp = _temporary_name(directory, name)
     dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        os.link(f"/proc/self/fd/{fd}", os.path.basename(tmp), dst_dir_fd=dir_fd, follow_symlinks=True)
+        os.link(
+            f"/proc/self/fd/{fd}", os.path.basename(tmp), dst_dir_fd=dir_fd, follow_symlinks=True
+        )
     finally:
         os.close(dir_fd)
     return tmp

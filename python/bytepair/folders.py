@@ -43,5 +43,7 @@ def read_manifest(path: str, format: str, version: int, kind: str, missing: str)
         raise ValueError(f"{manifest_path}: not a bytepair {kind} manifest (format != {format!r})")
     found = manifest.get("format_version")
     if not isinstance(found, int) or found > version:
-        raise ValueError(f"{manifest_path}: format_version {found!r}; this bytepair reads up to {version}")
+        raise ValueError(
+            f"{manifest_path}: format_version {found!r}; this bytepair reads up to {version}"
+        )
     return manifest

@@ -10,12 +10,23 @@ class ProgressBar:
     done so far (bytes or merges), from the thread that called it.
     """
 
-    def __init__(self, total: int | None, desc: str, *, unit: str, scale: bool = False, enabled: bool = True):
-        if enabled:  # imported here: tqdm.auto (asyncio, notebook checks) is a fifth of `import bytepair`
+    def __init__(
+        self, total: int | None, desc: str, *, unit: str, scale: bool = False, enabled: bool = True
+    ):
+        if (
+            enabled
+        ):  # imported here: tqdm.auto (asyncio, notebook checks) is a fifth of `import bytepair`
             from tqdm.auto import tqdm
         self._bar = (
-            tqdm(total=total, desc=desc, unit=unit, unit_scale=scale, unit_divisor=1024 if scale else 1000,
-                 dynamic_ncols=True, leave=True)
+            tqdm(
+                total=total,
+                desc=desc,
+                unit=unit,
+                unit_scale=scale,
+                unit_divisor=1024 if scale else 1000,
+                dynamic_ncols=True,
+                leave=True,
+            )
             if enabled
             else None
         )

@@ -108,10 +108,17 @@ def pretokenize(text: str, pattern: str = "gpt2", special_tokens: Iterable[str] 
     import regex
 
     compiled = regex.compile(resolve_pattern(pattern))
-    return [m[0] for piece in split_special(text, special_tokens) for m in compiled.finditer(piece) if m[0]]
+    return [
+        m[0]
+        for piece in split_special(text, special_tokens)
+        for m in compiled.finditer(piece)
+        if m[0]
+    ]
 
 
-def count_words(texts: Iterable[str], pattern: str = "gpt2", special_tokens: Iterable[str] = ()) -> Counter:
+def count_words(
+    texts: Iterable[str], pattern: str = "gpt2", special_tokens: Iterable[str] = ()
+) -> Counter:
     """Word counts: each pre-token, as UTF-8 bytes -> occurrences. Each text is
     one document (no pre-token spans two texts).
 
@@ -241,7 +248,9 @@ def _byte_words(word_counts: Mapping[bytes | str, int]) -> dict[tuple, int]:
     return words
 
 
-def _base_words(word_counts: Mapping[bytes | str, int], ranks: Mapping[bytes, int]) -> dict[tuple, int]:
+def _base_words(
+    word_counts: Mapping[bytes | str, int], ranks: Mapping[bytes, int]
+) -> dict[tuple, int]:
     """Words as tuples of the tokens a base splits them into (`bpe`; a word
     that is a token of the base is that token, as in `encode`)."""
     words: dict[tuple, int] = {}
@@ -275,10 +284,18 @@ def train_trace(
         words, taken = _byte_words(word_counts), frozenset()
     else:
         words, taken = _base_words(word_counts, base_ranks), frozenset(base_ranks)
-    return learn(words, num_merges, min_frequency=min_frequency, max_token_length=max_token_length, taken=taken)
+    return learn(
+        words,
+        num_merges,
+        min_frequency=min_frequency,
+        max_token_length=max_token_length,
+        taken=taken,
+    )
 
 
-def train_from_counts(word_counts: Mapping[bytes | str, int], num_merges: int, **limits) -> list[Pair]:
+def train_from_counts(
+    word_counts: Mapping[bytes | str, int], num_merges: int, **limits
+) -> list[Pair]:
     """The merge table learned from word counts, in rank order (`limits`: the
     keyword arguments of `train_trace`).
 
@@ -291,7 +308,9 @@ def train_from_counts(word_counts: Mapping[bytes | str, int], num_merges: int, *
     return [pair for pair, _, _ in train_trace(word_counts, num_merges, **limits)]
 
 
-def train(texts: Iterable[str], num_merges: int, pattern: str = "gpt2", special_tokens: Iterable[str] = ()) -> list[Pair]:
+def train(
+    texts: Iterable[str], num_merges: int, pattern: str = "gpt2", special_tokens: Iterable[str] = ()
+) -> list[Pair]:
     """`count_words` then `train_from_counts`: each text is one document.
 
     >>> train(["low lower lowest"], 2)
@@ -322,7 +341,9 @@ def train_chars(
     return [pair for pair, _, _ in learn(words, num_merges, ties)]
 
 
-def segment_chars(word: str, merges: Sequence[tuple[str, str]], end_of_word: str | None = "</w>") -> list[str]:
+def segment_chars(
+    word: str, merges: Sequence[tuple[str, str]], end_of_word: str | None = "</w>"
+) -> list[str]:
     """Split a word with character-level merges learned by `train_chars`, as
     the paper applies them: the word's characters (and the marker), then each
     merge in the order learned, everywhere in the word (`merge_word`). A word
@@ -364,7 +385,11 @@ def bpe(piece: bytes, ranks: Mapping[bytes, int]) -> list[bytes]:
     """
     parts = [bytes([b]) for b in piece]
     while True:
-        found = [(ranks[parts[i] + parts[i + 1]], i) for i in range(len(parts) - 1) if parts[i] + parts[i + 1] in ranks]
+        found = [
+            (ranks[parts[i] + parts[i + 1]], i)
+            for i in range(len(parts) - 1)
+            if parts[i] + parts[i + 1] in ranks
+        ]
         if not found:
             return parts
         _, i = min(found)
@@ -401,7 +426,9 @@ def encode(
         ranks.setdefault(a + b, r)
     out: list[int] = []
     specials = sorted(special_tokens, key=len, reverse=True)
-    pieces = regex.split("(" + "|".join(map(regex.escape, specials)) + ")", text) if specials else [text]
+    pieces = (
+        regex.split("(" + "|".join(map(regex.escape, specials)) + ")", text) if specials else [text]
+    )
     for k, piece in enumerate(pieces):
         if k % 2:  # the separators captured by split: special tokens
             out.append(special_tokens[piece])

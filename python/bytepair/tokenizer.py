@@ -18,11 +18,17 @@ from typing import TYPE_CHECKING, AbstractSet, Literal
 from bytepair import _core
 from bytepair.atomic import atomic_write
 from bytepair.encoding.helpers import TokenizerHelpers, document_seed, dropout_batch
-from bytepair.encoding.vocab import VocabHolder, copy_tables
 from bytepair.encoding.text import (
-    check_encodable, dropout_seed, fits_i64, has_surrogates, replace_surrogates, require_str,
-    safe_blocks, with_surrogates_replaced,
+    check_encodable,
+    dropout_seed,
+    fits_i64,
+    has_surrogates,
+    replace_surrogates,
+    require_str,
+    safe_blocks,
+    with_surrogates_replaced,
 )
+from bytepair.encoding.vocab import VocabHolder, copy_tables
 
 if TYPE_CHECKING:
     import numpy
@@ -108,14 +114,23 @@ class Tokenizer(VocabHolder, TokenizerHelpers):
 
     @classmethod
     def _trusted(
-        cls, vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], special_tokens: dict[str, int], pattern: str,
+        cls,
+        vocab: dict[int, bytes],
+        merges: list[tuple[bytes, bytes]],
+        special_tokens: dict[str, int],
+        pattern: str,
         pipeline: "HFPipeline | None" = None,
     ) -> "Tokenizer":
         """A Tokenizer from parts that are valid by construction (the trainer's
         output): no copies, no checks (on code.txt these took a sixth of `train`)."""
         tok = cls.__new__(cls)
         tok._rank_table = None
-        tok._vocab, tok._merges, tok.special_tokens, tok.pattern = vocab, merges, special_tokens, pattern
+        tok._vocab, tok._merges, tok.special_tokens, tok.pattern = (
+            vocab,
+            merges,
+            special_tokens,
+            pattern,
+        )
         tok.pipeline = pipeline
         tok._add_special_entries()
         tok._build_core()
@@ -154,20 +169,33 @@ class Tokenizer(VocabHolder, TokenizerHelpers):
 
     def __repr__(self) -> str:
         specials = list(self.special_tokens)  # tekken.json has 1,000: show the first 8
-        shown = repr(specials) if len(specials) <= 8 else f"[{', '.join(map(repr, specials[:8]))}, ... {len(specials)} in all]"
-        return (f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}, "
-                f"special_tokens={shown}, pattern={self.pattern!r})")
+        shown = (
+            repr(specials)
+            if len(specials) <= 8
+            else f"[{', '.join(map(repr, specials[:8]))}, ... {len(specials)} in all]"
+        )
+        return (
+            f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}, "
+            f"special_tokens={shown}, pattern={self.pattern!r})"
+        )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Tokenizer):
             return NotImplemented
-        return (self.vocab, self.merges, self.special_tokens, self.pattern_regex, self.pipeline) == (
-            other.vocab, other.merges, other.special_tokens, other.pattern_regex, other.pipeline
-        )
+        return (
+            self.vocab,
+            self.merges,
+            self.special_tokens,
+            self.pattern_regex,
+            self.pipeline,
+        ) == (other.vocab, other.merges, other.special_tokens, other.pattern_regex, other.pipeline)
 
     def __reduce__(self):
         # Checked when made; the merge rule runs on rayon, which hangs in a fork-started child.
-        return (Tokenizer._trusted, (self.vocab, self.merges, self.special_tokens, self.pattern, self.pipeline))
+        return (
+            Tokenizer._trusted,
+            (self.vocab, self.merges, self.special_tokens, self.pattern, self.pipeline),
+        )
 
     # ---- encoding --------------------------------------------------------
 
@@ -177,7 +205,9 @@ class Tokenizer(VocabHolder, TokenizerHelpers):
         """Resolve tiktoken-style arguments to (allowed, disallowed) token lists."""
         allowed = self.special_tokens_set if allowed_special == "all" else set(allowed_special)
         disallowed = (
-            self.special_tokens_set - allowed if disallowed_special == "all" else set(disallowed_special)
+            self.special_tokens_set - allowed
+            if disallowed_special == "all"
+            else set(disallowed_special)
         )
         unknown = (allowed | disallowed) - self.special_tokens_set
         if unknown:
@@ -231,13 +261,19 @@ class Tokenizer(VocabHolder, TokenizerHelpers):
         """
         require_str(text, "encode")
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
-        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+        if (
+            isinstance(dropout, bool)
+            or not isinstance(dropout, (int, float))
+            or not 0 <= dropout < 1
+        ):
             raise ValueError(f"dropout={dropout!r} must be a probability in [0, 1)")
         seed = dropout_seed(seed)
         if dropout == 0:
             ids = self._encode_checked(text, allowed, disallowed)
         else:
-            ids = with_surrogates_replaced(self._core.encode_with_dropout, text, allowed, disallowed, float(dropout), seed)
+            ids = with_surrogates_replaced(
+                self._core.encode_with_dropout, text, allowed, disallowed, float(dropout), seed
+            )
         return ids if max_tokens is None else self._first_tokens(ids, max_tokens)
 
     def encode_ordinary(self, text: str) -> list[int]:
@@ -273,8 +309,15 @@ class Tokenizer(VocabHolder, TokenizerHelpers):
             list of id lists, one per text, in order.
         """
         if dropout:
-            return dropout_batch(self, list(texts), num_threads, dropout, seed,
-                                 allowed_special=allowed_special, disallowed_special=disallowed_special)
+            return dropout_batch(
+                self,
+                list(texts),
+                num_threads,
+                dropout,
+                seed,
+                allowed_special=allowed_special,
+                disallowed_special=disallowed_special,
+            )
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
         texts = list(texts)
         try:
@@ -285,7 +328,9 @@ class Tokenizer(VocabHolder, TokenizerHelpers):
             texts = [replace_surrogates(t) if has_surrogates(t) else t for t in texts]
             return self._core.encode_batch(texts, allowed, disallowed, num_threads)
 
-    def encode_ordinary_batch(self, texts: Sequence[str], *, num_threads: int | None = None) -> list[list[int]]:
+    def encode_ordinary_batch(
+        self, texts: Sequence[str], *, num_threads: int | None = None
+    ) -> list[list[int]]:
         """Encode many texts in parallel, special-token strings as plain text
         (tiktoken's `encode_ordinary_batch`; no special-token scan at all).
 
@@ -336,7 +381,9 @@ class Tokenizer(VocabHolder, TokenizerHelpers):
         segments cut at safe cuts: the ids of one call on the whole."""
         require_str(text, "encode_to_numpy")
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
-        return with_surrogates_replaced(self._core.encode_to_numpy, text, allowed, disallowed, num_threads)
+        return with_surrogates_replaced(
+            self._core.encode_to_numpy, text, allowed, disallowed, num_threads
+        )
 
     def encode_blocks(
         self,
@@ -356,8 +403,13 @@ class Tokenizer(VocabHolder, TokenizerHelpers):
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
         for k, block in enumerate(safe_blocks(texts, self._chars_after_last_cut)):
             if dropout:
-                ids = self.encode(block, allowed_special=allowed_special, disallowed_special=disallowed_special,
-                                  dropout=dropout, seed=document_seed(seed, k))
+                ids = self.encode(
+                    block,
+                    allowed_special=allowed_special,
+                    disallowed_special=disallowed_special,
+                    dropout=dropout,
+                    seed=document_seed(seed, k),
+                )
                 yield np.array(ids, dtype=np.uint32)
                 continue
             yield with_surrogates_replaced(self._core.encode_to_numpy, block, allowed, disallowed)
@@ -397,8 +449,10 @@ class Tokenizer(VocabHolder, TokenizerHelpers):
         'hi\\ufffd'
         """
         if not isinstance(errors, str):
-            raise TypeError(f"errors must be a str naming a codec error handler ('replace', 'strict', ...), "
-                            f"got {errors!r}")
+            raise TypeError(
+                f"errors must be a str naming a codec error handler ('replace', 'strict', ...), "
+                f"got {errors!r}"
+            )
         return self._from_ids(lambda ids: self._core.decode_text(ids, errors), ids)
 
     @staticmethod
@@ -430,17 +484,31 @@ class Tokenizer(VocabHolder, TokenizerHelpers):
 
         atomic_write(path, to_hf_json(self).encode("utf-8"))
 
-    def save_pretrained(self, directory: str | os.PathLike, *, bos_token: str | None = None,
-                        eos_token: str | None = None, pad_token: str | None = None, unk_token: str | None = None,
-                        model_max_length: int | None = None) -> list[str]:
+    def save_pretrained(
+        self,
+        directory: str | os.PathLike,
+        *,
+        bos_token: str | None = None,
+        eos_token: str | None = None,
+        pad_token: str | None = None,
+        unk_token: str | None = None,
+        model_max_length: int | None = None,
+    ) -> list[str]:
         """Write a transformers tokenizer folder (tokenizer.json,
         tokenizer_config.json, special_tokens_map.json) that
         ``AutoTokenizer.from_pretrained`` reads with our ids and these roles
         (each a special token). See `bytepair.formats.hf.save_pretrained`."""
         from bytepair.formats.hf import save_pretrained
 
-        return save_pretrained(self, directory, bos_token=bos_token, eos_token=eos_token, pad_token=pad_token,
-                               unk_token=unk_token, model_max_length=model_max_length)
+        return save_pretrained(
+            self,
+            directory,
+            bos_token=bos_token,
+            eos_token=eos_token,
+            pad_token=pad_token,
+            unk_token=unk_token,
+            model_max_length=model_max_length,
+        )
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Tokenizer":

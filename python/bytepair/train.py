@@ -43,8 +43,16 @@ from typing import TYPE_CHECKING
 
 from bytepair import _core
 from bytepair.counts.sources import (
-    CountSpec, check_inputs, compression_of, count_file, expand_inputs, infer_format, input_size, is_plain_local,
-    is_remote, local_path,
+    CountSpec,
+    check_inputs,
+    compression_of,
+    count_file,
+    expand_inputs,
+    infer_format,
+    input_size,
+    is_plain_local,
+    is_remote,
+    local_path,
 )
 from bytepair.progress import ProgressBar
 from bytepair.tokenizer import Tokenizer
@@ -86,6 +94,7 @@ class TrainingStats:
     # Each source counted by `train`: (name, bytes read, weight).
     sources: list[tuple[str, int, float]] = field(default_factory=list)
 
+
 # A memory budget below this leaves too little room for the counts of one
 # block of text per thread, and would prune nearly every word.
 MIN_MAX_MEMORY = 64 << 20
@@ -94,8 +103,14 @@ MIN_MAX_MEMORY = 64 << 20
 def _check_max_memory(max_memory: int | None) -> int | None:
     if max_memory is None:
         return None
-    if isinstance(max_memory, bool) or not isinstance(max_memory, numbers.Integral) or max_memory < MIN_MAX_MEMORY:
-        raise ValueError(f"max_memory={max_memory!r} must be None or a number of bytes of at least {MIN_MAX_MEMORY:,} (64 MiB)")
+    if (
+        isinstance(max_memory, bool)
+        or not isinstance(max_memory, numbers.Integral)
+        or max_memory < MIN_MAX_MEMORY
+    ):
+        raise ValueError(
+            f"max_memory={max_memory!r} must be None or a number of bytes of at least {MIN_MAX_MEMORY:,} (64 MiB)"
+        )
     return int(max_memory)
 
 
@@ -119,7 +134,9 @@ def _show_progress(progress: bool | None) -> bool:
 def _require_text(counter: _core.WordCounter, source: str) -> None:
     """An empty corpus is a mistake (wrong file, wrong glob), not a tokenizer."""
     if counter.total() == 0:
-        raise ValueError(f"{source}: empty corpus, no text to train on (0 pre-tokens outside special tokens)")
+        raise ValueError(
+            f"{source}: empty corpus, no text to train on (0 pre-tokens outside special tokens)"
+        )
 
 
 def _describe_files(paths: Sequence[str]) -> str:
@@ -141,16 +158,24 @@ def _learn(
     stats.distinct_words = len(counter)
     stats.pre_tokens = counter.total()
     base = plan.base
-    extension = {} if base is None else {
-        "base": base._core,
-        "base_tokens": [(i, b) for b, i in base.mergeable_ranks.items()],
-        "first_new_id": plan.next_id,
-    }
+    extension = (
+        {}
+        if base is None
+        else {
+            "base": base._core,
+            "base_tokens": [(i, b) for b, i in base.mergeable_ranks.items()],
+            "first_new_id": plan.next_id,
+        }
+    )
     start = time.perf_counter()
     with ProgressBar(plan.num_merges, "merges", unit="merge", enabled=progress) as bar:
         learned, stop, stats.tokens = counter.train(
-            plan.num_merges, num_threads, bar.update_to,
-            min_frequency=plan.min_frequency, max_token_length=plan.max_token_length, **extension,
+            plan.num_merges,
+            num_threads,
+            bar.update_to,
+            min_frequency=plan.min_frequency,
+            max_token_length=plan.max_token_length,
+            **extension,
         )
     stats.merge_seconds = time.perf_counter() - start
     stats.merges = len(learned)
@@ -166,7 +191,11 @@ def _learn(
         merges.append((vocab[a], vocab[b]))
         vocab[plan.next_id + rank] = vocab[a] + vocab[b]
     specials |= special_ids(plan, plan.next_id + len(learned))
-    pipeline = None if plan.pipeline is None else plan.pipeline.with_tokens(sorted(specials, key=specials.__getitem__))
+    pipeline = (
+        None
+        if plan.pipeline is None
+        else plan.pipeline.with_tokens(sorted(specials, key=specials.__getitem__))
+    )
     tok = Tokenizer._trusted(vocab, merges, specials, plan.pattern, pipeline)
     tok.training_stats = stats
     if stop is not None:
@@ -174,7 +203,9 @@ def _learn(
     if plan.trace:
         from bytepair.inspection.report import trace_lines
 
-        for line in trace_lines(merges[len(merges) - len(learned):], stats.merge_counts, plan.trace):
+        for line in trace_lines(
+            merges[len(merges) - len(learned) :], stats.merge_counts, plan.trace
+        ):
             print(line)
         sys.stdout.flush()
     return tok
@@ -184,7 +215,9 @@ def _warn_stopped(stop: str, plan: TrainPlan, vocab_size: int) -> None:
     if stop == "min_frequency":
         why = f"the best pair left counts fewer than min_frequency={plan.min_frequency}"
     else:
-        why = "no pair left to merge" + (f" within max_token_length={plan.max_token_length}" if plan.max_token_length else "")
+        why = "no pair left to merge" + (
+            f" within max_token_length={plan.max_token_length}" if plan.max_token_length else ""
+        )
     warnings.warn(
         f"{why} after {vocab_size - (plan.vocab_size - plan.num_merges)} merges: the vocabulary has "
         f"{vocab_size} ids, fewer than the {plan.vocab_size} asked for",
@@ -298,13 +331,23 @@ def train(
     >>> bytepair.train(p, 258, progress=False).merges
     [(b'u', b'g'), (b'h', b'ug')]
     """
-    plan = plan_training(vocab_size, special_tokens, reserve_special_tokens=reserve_special_tokens, pattern=pattern,
-                 base=base, trace=trace, min_frequency=min_frequency, max_token_length=max_token_length)
+    plan = plan_training(
+        vocab_size,
+        special_tokens,
+        reserve_special_tokens=reserve_special_tokens,
+        pattern=pattern,
+        base=base,
+        trace=trace,
+        min_frequency=min_frequency,
+        max_token_length=max_token_length,
+    )
     if errors not in ("strict", "replace"):
         raise ValueError(f"errors={errors!r}: expected 'strict' or 'replace'")
     paths = expand_inputs(files)
     check_inputs(paths)
-    spec = CountSpec(plan.pattern, tuple(plan.split_at), format or infer_format(paths), text_field, errors)
+    spec = CountSpec(
+        plan.pattern, tuple(plan.split_at), format or infer_format(paths), text_field, errors
+    )
     groups = _weight_groups(paths, weights)
     max_memory = _check_max_memory(max_memory)
     show = _show_progress(progress)
@@ -327,20 +370,32 @@ def train(
 
 
 def _count_inputs(
-    counter: _core.WordCounter, paths: list[str], spec: CountSpec, num_threads: int | None, chunk_size: int,
-    bar: ProgressBar, sizes: dict[str, int],
+    counter: _core.WordCounter,
+    paths: list[str],
+    spec: CountSpec,
+    num_threads: int | None,
+    chunk_size: int,
+    bar: ProgressBar,
+    sizes: dict[str, int],
 ) -> int:
     """Count `paths` into `counter` (`counts.sources.count_file`); runs of local
     plain text files go to the Rust reader in one call, so many small files
     share its threads. Returns the bytes of text read (decompressed, for
     compressed files). The bar moves by file sizes (`sizes`), as stored."""
     done = 0
-    for streamed, run in itertools.groupby(paths, key=lambda p: spec.format == "text" and is_plain_local(p)):
+    for streamed, run in itertools.groupby(
+        paths, key=lambda p: spec.format == "text" and is_plain_local(p)
+    ):
         run = list(run)
         before = bar.n
         if streamed:
-            counter.count_files([local_path(p) for p in run], num_threads, chunk_size, spec.errors == "replace",
-                                lambda n: bar.update_to(before + n))
+            counter.count_files(
+                [local_path(p) for p in run],
+                num_threads,
+                chunk_size,
+                spec.errors == "replace",
+                lambda n: bar.update_to(before + n),
+            )
             # Pipes (/dev/stdin, <(...)) have no size: the bytes read are the input.
             done += max(sum(sizes[p] for p in run), bar.n - before)
             continue
@@ -348,18 +403,24 @@ def _count_inputs(
             at = bar.n
             # Decompressed bytes are not file bytes: a compressed file moves the bar once, when done.
             on_bytes = None if compression_of(path) else (lambda n: bar.update_to(at + n))
-            done += count_file(counter, path, spec, num_threads=num_threads, on_bytes=on_bytes).bytes
+            done += count_file(
+                counter, path, spec, num_threads=num_threads, on_bytes=on_bytes
+            ).bytes
             bar.update_to(at + sizes[path])
     return done
 
 
-def _weight_groups(paths: list[str], weights: Mapping[str, float] | None) -> list[tuple[float, list[str]]]:
+def _weight_groups(
+    paths: list[str], weights: Mapping[str, float] | None
+) -> list[tuple[float, list[str]]]:
     """`paths` grouped by weight, in input order within each group: (1, the
     inputs no key names) first, then one group per key of `weights`."""
     if not weights:
         return [(1, paths)]
     if not isinstance(weights, Mapping):
-        raise TypeError(f"weights must be a mapping {{path_or_glob: weight}}, not {type(weights).__name__}")
+        raise TypeError(
+            f"weights must be a mapping {{path_or_glob: weight}}, not {type(weights).__name__}"
+        )
     owner: dict[str, str] = {}
     for key, w in weights.items():
         if isinstance(w, bool) or not isinstance(w, numbers.Real) or not math.isfinite(w) or w < 0:
@@ -407,8 +468,16 @@ def train_from_iterator(
     >>> bytepair.train_from_iterator([["low lower"], ["newest", "widest"]], 257, progress=False).merges
     [(b'w', b'e')]
     """
-    plan = plan_training(vocab_size, special_tokens, reserve_special_tokens=reserve_special_tokens, pattern=pattern,
-                 base=base, trace=trace, min_frequency=min_frequency, max_token_length=max_token_length)
+    plan = plan_training(
+        vocab_size,
+        special_tokens,
+        reserve_special_tokens=reserve_special_tokens,
+        pattern=pattern,
+        base=base,
+        trace=trace,
+        min_frequency=min_frequency,
+        max_token_length=max_token_length,
+    )
     max_memory = _check_max_memory(max_memory)
     show = _show_progress(progress)
     stats = TrainingStats()
@@ -451,7 +520,9 @@ def _documents(texts: "Iterable[str] | Iterable[Sequence[str]]") -> Iterator[str
         else:
             for text in item:
                 if not isinstance(text, str):
-                    raise TypeError(f"texts must yield str or lists of str, got a batch holding {type(text).__name__}")
+                    raise TypeError(
+                        f"texts must yield str or lists of str, got a batch holding {type(text).__name__}"
+                    )
                 yield text
 
 
@@ -506,17 +577,33 @@ def train_from_counts(
     """
     from bytepair.counts.artifact import WordCounts
 
-    options = dict(reserve_special_tokens=reserve_special_tokens, base=base, trace=trace,
-                   min_frequency=min_frequency, max_token_length=max_token_length)
+    options = dict(
+        reserve_special_tokens=reserve_special_tokens,
+        base=base,
+        trace=trace,
+        min_frequency=min_frequency,
+        max_token_length=max_token_length,
+    )
     if isinstance(word_counts, WordCounts):
-        return _train_from_artifact(word_counts, vocab_size, special_tokens, pattern, options,
-                                    num_threads=num_threads, progress=progress)
-    plan = plan_training(vocab_size, () if special_tokens is None else special_tokens, pattern=pattern, **options)
+        return _train_from_artifact(
+            word_counts,
+            vocab_size,
+            special_tokens,
+            pattern,
+            options,
+            num_threads=num_threads,
+            progress=progress,
+        )
+    plan = plan_training(
+        vocab_size, () if special_tokens is None else special_tokens, pattern=pattern, **options
+    )
     items = []
     total_bytes = 0
     for word, count in word_counts.items():
         if not isinstance(count, int) or isinstance(count, bool) or count < 0 or count >= 1 << 64:
-            raise ValueError(f"count of word {word!r} must be an integer in [0, 2**64), got {count!r}")
+            raise ValueError(
+                f"count of word {word!r} must be an integer in [0, 2**64), got {count!r}"
+            )
         if not isinstance(word, (str, bytes, bytearray, memoryview)):
             # bytes(5) would be five NUL bytes.
             raise TypeError(f"word {word!r} must be a str or bytes, not {type(word).__name__}")
@@ -530,7 +617,9 @@ def train_from_counts(
         )
     counter = plan.new_counter()
     counter.add_counts(items)
-    return _learn(counter, plan, TrainingStats(), num_threads=num_threads, progress=_show_progress(progress))
+    return _learn(
+        counter, plan, TrainingStats(), num_threads=num_threads, progress=_show_progress(progress)
+    )
 
 
 def _train_from_artifact(
@@ -561,7 +650,9 @@ def _train_from_artifact(
     if special_tokens is None:
         held = set(base.special_tokens) if base is not None else set()
         special_tokens = tuple(t for t in counts.special_tokens if t not in held)
-    plan = plan_training(vocab_size, special_tokens, pattern=counts.pattern_name or counts.pattern, **options)
+    plan = plan_training(
+        vocab_size, special_tokens, pattern=counts.pattern_name or counts.pattern, **options
+    )
     given = tuple(t for t in plan.split_at if not _is_placeholder(t, special_tokens))
     if tuple(sorted(given)) != tuple(sorted(counts.special_tokens)):
         raise ValueError(

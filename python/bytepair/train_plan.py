@@ -32,12 +32,22 @@ if TYPE_CHECKING:
 def _check_limits(min_frequency: int, max_token_length: int | None) -> None:
     """ValueError for a `min_frequency` that is not a non-negative integer or a
     `max_token_length` that is neither None nor a positive integer."""
-    if isinstance(min_frequency, bool) or not isinstance(min_frequency, numbers.Integral) or min_frequency < 0:
-        raise ValueError(f"min_frequency={min_frequency!r} must be a non-negative integer (a pair count)")
-    if max_token_length is not None and (
-        isinstance(max_token_length, bool) or not isinstance(max_token_length, numbers.Integral) or max_token_length < 1
+    if (
+        isinstance(min_frequency, bool)
+        or not isinstance(min_frequency, numbers.Integral)
+        or min_frequency < 0
     ):
-        raise ValueError(f"max_token_length={max_token_length!r} must be None or a positive integer (bytes)")
+        raise ValueError(
+            f"min_frequency={min_frequency!r} must be a non-negative integer (a pair count)"
+        )
+    if max_token_length is not None and (
+        isinstance(max_token_length, bool)
+        or not isinstance(max_token_length, numbers.Integral)
+        or max_token_length < 1
+    ):
+        raise ValueError(
+            f"max_token_length={max_token_length!r} must be None or a positive integer (bytes)"
+        )
 
 
 RESERVED_SPECIAL_TOKEN = "<|reserved_special_token_{}|>"
@@ -76,7 +86,9 @@ class TrainPlan:
         pattern, or the base's pipeline (normalized and pre-tokenized, the base's
         added-token rules applied), split at `split_at`."""
         pipeline = None if self.pipeline is None else self.pipeline.core_spec()
-        return _core.WordCounter(self.pattern, self.split_at, max_memory=max_memory, pipeline=pipeline)
+        return _core.WordCounter(
+            self.pattern, self.split_at, max_memory=max_memory, pipeline=pipeline
+        )
 
     @property
     def split_at(self) -> list[str]:
@@ -100,29 +112,53 @@ def plan_training(
         raise ValueError(f"trace={trace!r} must be a non-negative integer (merges to print)")
     _check_limits(min_frequency, max_token_length)
     if base is not None and not isinstance(base, Tokenizer):
-        raise TypeError(f"base must be a bytepair.Tokenizer (Tokenizer.load, bytepair.get_encoding), not {type(base).__name__}")
-    if base is not None and pattern is not None and _core.resolve_pattern(pattern) != base.pattern_regex:
-        raise ValueError(f"pattern={pattern!r} differs from the base tokenizer's: an extension keeps the base's pattern")
+        raise TypeError(
+            f"base must be a bytepair.Tokenizer (Tokenizer.load, bytepair.get_encoding), not {type(base).__name__}"
+        )
+    if (
+        base is not None
+        and pattern is not None
+        and _core.resolve_pattern(pattern) != base.pattern_regex
+    ):
+        raise ValueError(
+            f"pattern={pattern!r} differs from the base tokenizer's: an extension keeps the base's pattern"
+        )
     names, fixed = _given_specials(special_tokens, base)
-    if isinstance(reserve_special_tokens, bool) or not isinstance(reserve_special_tokens, int) or reserve_special_tokens < 0:
-        raise ValueError(f"reserve_special_tokens={reserve_special_tokens!r} must be a non-negative integer")
+    if (
+        isinstance(reserve_special_tokens, bool)
+        or not isinstance(reserve_special_tokens, int)
+        or reserve_special_tokens < 0
+    ):
+        raise ValueError(
+            f"reserve_special_tokens={reserve_special_tokens!r} must be a non-negative integer"
+        )
     taken = set(names) | set(base.special_tokens if base is not None else ())
     placeholders = (RESERVED_SPECIAL_TOKEN.format(i) for i in itertools.count())
-    reserved = list(itertools.islice((t for t in placeholders if t not in taken), reserve_special_tokens))
+    reserved = list(
+        itertools.islice((t for t in placeholders if t not in taken), reserve_special_tokens)
+    )
     specials = names + tuple(reserved)
     if isinstance(vocab_size, numbers.Integral) and not isinstance(vocab_size, bool):
         vocab_size = int(vocab_size)  # numpy integers are accepted as the int they hold
     floor = (256 if base is None else base.vocab_size) + len(specials)
     if not isinstance(vocab_size, int) or vocab_size < floor:
-        held = "256 (the bytes)" if base is None else f"{base.vocab_size} (the base tokenizer's ids)"
+        held = (
+            "256 (the bytes)" if base is None else f"{base.vocab_size} (the base tokenizer's ids)"
+        )
         raise ValueError(
             f"vocab_size={vocab_size!r} is too small: it must be at least {held} "
             f"+ {len(specials)} (special tokens) = {floor}"
         )
     plan = TrainPlan(
-        vocab_size, vocab_size - floor, specials, fixed,
-        pattern=base.pattern if base is not None else pattern or "gpt2", base=base, trace=trace,
-        min_frequency=int(min_frequency), max_token_length=None if max_token_length is None else int(max_token_length),
+        vocab_size,
+        vocab_size - floor,
+        specials,
+        fixed,
+        pattern=base.pattern if base is not None else pattern or "gpt2",
+        base=base,
+        trace=trace,
+        min_frequency=int(min_frequency),
+        max_token_length=None if max_token_length is None else int(max_token_length),
     )
     _check_fixed_ids(plan)
     return plan
@@ -147,8 +183,13 @@ def _given_specials(
     if base is None:
         return names, fixed
     for t in names:
-        if t in base.special_tokens and fixed.get(t, base.special_tokens[t]) != base.special_tokens[t]:
-            raise ValueError(f"special token {t!r} has id {base.special_tokens[t]} in the base tokenizer, not {fixed[t]}")
+        if (
+            t in base.special_tokens
+            and fixed.get(t, base.special_tokens[t]) != base.special_tokens[t]
+        ):
+            raise ValueError(
+                f"special token {t!r} has id {base.special_tokens[t]} in the base tokenizer, not {fixed[t]}"
+            )
     new = tuple(t for t in names if t not in base.special_tokens)
     return new, {t: i for t, i in fixed.items() if t in new}
 

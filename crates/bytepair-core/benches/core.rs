@@ -30,12 +30,18 @@ fn corpora_dir() -> PathBuf {
 fn corpus_slice(name: &str) -> Option<String> {
     let path = corpora_dir().join(format!("{name}.txt"));
     let Ok(bytes) = std::fs::read(&path) else {
-        eprintln!("skipping {name}: {} is absent (set BYTEPAIR_CORPORA)", path.display());
+        eprintln!(
+            "skipping {name}: {} is absent (set BYTEPAIR_CORPORA)",
+            path.display()
+        );
         return None;
     };
     let mut end = bytes.len().min(SLICE_BYTES);
     if end < bytes.len() {
-        end = bytes[..end].iter().rposition(|&b| b == b'\n').map_or(end, |i| i + 1);
+        end = bytes[..end]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(end, |i| i + 1);
     }
     Some(String::from_utf8_lossy(&bytes[..end]).into_owned())
 }
@@ -49,7 +55,9 @@ fn word_counts(pre: &PreTokenizer, text: &str) -> WordCounts {
 fn pretokenize(c: &mut Criterion) {
     let mut group = c.benchmark_group("pretokenize");
     for name in CORPORA {
-        let Some(text) = corpus_slice(name) else { continue };
+        let Some(text) = corpus_slice(name) else {
+            continue;
+        };
         group.throughput(Throughput::Bytes(text.len() as u64));
         for preset in PRESETS {
             let pre = PreTokenizer::new(preset, &[]).unwrap();
@@ -68,10 +76,14 @@ fn pretokenize(c: &mut Criterion) {
 fn count(c: &mut Criterion) {
     let mut group = c.benchmark_group("count");
     for name in CORPORA {
-        let Some(text) = corpus_slice(name) else { continue };
+        let Some(text) = corpus_slice(name) else {
+            continue;
+        };
         group.throughput(Throughput::Bytes(text.len() as u64));
         let pre = PreTokenizer::new("gpt2", &[]).unwrap();
-        group.bench_function(format!("gpt2/{name}"), |b| b.iter(|| word_counts(&pre, &text).len()));
+        group.bench_function(format!("gpt2/{name}"), |b| {
+            b.iter(|| word_counts(&pre, &text).len())
+        });
     }
     group.finish();
 }
@@ -80,10 +92,16 @@ fn merge_loop(c: &mut Criterion) {
     let mut group = c.benchmark_group("train");
     group.sample_size(10);
     for name in CORPORA {
-        let Some(text) = corpus_slice(name) else { continue };
+        let Some(text) = corpus_slice(name) else {
+            continue;
+        };
         let counts = word_counts(&PreTokenizer::new("gpt2", &[]).unwrap(), &text);
         group.bench_function(format!("8000 merges/{name}"), |b| {
-            b.iter_batched(|| counts.clone(), |counts| train::train(counts, 8000, &Progress::default()), BatchSize::LargeInput)
+            b.iter_batched(
+                || counts.clone(),
+                |counts| train::train(counts, 8000, &Progress::default()),
+                BatchSize::LargeInput,
+            )
         });
     }
     group.finish();
@@ -91,12 +109,18 @@ fn merge_loop(c: &mut Criterion) {
 
 fn encode(c: &mut Criterion) {
     let mut group = c.benchmark_group("encode");
-    let Some(training) = corpus_slice("enwiki") else { return };
+    let Some(training) = corpus_slice("enwiki") else {
+        return;
+    };
     let counts = word_counts(&PreTokenizer::new("gpt2", &[]).unwrap(), &training);
-    let merged = train::train(counts, 32000 - 256, &Progress::default()).unwrap().merged_tokens();
+    let merged = train::train(counts, 32000 - 256, &Progress::default())
+        .unwrap()
+        .merged_tokens();
     let enc = Encoder::from_merged(merged, &[], "gpt2").unwrap();
     for name in CORPORA {
-        let Some(text) = corpus_slice(name) else { continue };
+        let Some(text) = corpus_slice(name) else {
+            continue;
+        };
         group.throughput(Throughput::Bytes(text.len() as u64));
         group.bench_function(format!("gpt2 32k/{name}"), |b| {
             b.iter(|| {

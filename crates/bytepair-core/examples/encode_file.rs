@@ -15,12 +15,20 @@ fn main() {
         std::process::exit(2);
     }
     let start = Instant::now();
-    let mut tokens = parse_rank_file(&std::fs::read(&args[1]).expect("rank file")).expect("a rank file");
+    let mut tokens =
+        parse_rank_file(&std::fs::read(&args[1]).expect("rank file")).expect("a rank file");
     tokens.sort_by_key(|&(_, rank)| rank);
-    let merged: Vec<Vec<u8>> = tokens.iter().filter(|(t, _)| t.len() > 1).map(|(t, _)| t.clone()).collect();
+    let merged: Vec<Vec<u8>> = tokens
+        .iter()
+        .filter(|(t, _)| t.len() > 1)
+        .map(|(t, _)| t.clone())
+        .collect();
     let parsed = start.elapsed();
     let enc = Encoder::new(tokens, merged, vec![], &args[2]).expect("encoder");
-    eprintln!("rank file parsed in {parsed:.2?}, encoder built in {:.2?}", start.elapsed() - parsed);
+    eprintln!(
+        "rank file parsed in {parsed:.2?}, encoder built in {:.2?}",
+        start.elapsed() - parsed
+    );
     let limit = args.get(4).map_or(10.0, |s| s.parse::<f64>().expect("MB")) * 1e6;
     let rounds: usize = args.get(5).map_or(5, |s| s.parse().expect("rounds"));
     let bytes = std::fs::read(&args[3]).expect("text file");
@@ -43,5 +51,10 @@ fn main() {
     warm.sort_by(f64::total_cmp);
     let median = warm.get(warm.len() / 2).copied().unwrap_or(cold);
     let mb = text.len() as f64 / 1e6;
-    println!("{:.1} MB, {count} tokens: cold {:.1} MB/s, warm {:.1} MB/s", mb, mb / cold, mb / median);
+    println!(
+        "{:.1} MB, {count} tokens: cold {:.1} MB/s, warm {:.1} MB/s",
+        mb,
+        mb / cold,
+        mb / median
+    );
 }

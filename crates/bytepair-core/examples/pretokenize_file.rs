@@ -38,7 +38,15 @@ fn main() {
         let mut walker = blocks::Walker::new(text, preset, true);
         let mut bounds = [0usize; 129];
         while walker.fill(&mut bounds) > 0 {}
-        println!("scalar machine: {} pre-tokens ({:.2}%)", walker.fallbacks(), 100.0 * walker.fallbacks() as f64 / count as f64);
+        println!(
+            "scalar machine: {} pre-tokens ({:.2}%)",
+            walker.fallbacks(),
+            100.0 * walker.fallbacks() as f64 / count as f64
+        );
     }
-    println!("{:.1} MB, {count} pre-tokens: {:.1} MB/s (best of {rounds})", text.len() as f64 / 1e6, text.len() as f64 / 1e6 / best);
+    println!(
+        "{:.1} MB, {count} pre-tokens: {:.1} MB/s (best of {rounds})",
+        text.len() as f64 / 1e6,
+        text.len() as f64 / 1e6 / best
+    );
 }

@@ -39,17 +39,31 @@ pub struct CutRule {
 impl CutRule {
     /// The rule for `pattern` (preset name or regex) with these special tokens.
     pub fn new(pattern: &str, special_tokens: &[String]) -> Self {
-        CutRule { letter_punct: crate::pretokenize::is_preset(pattern), ..CutRule::newlines(special_tokens) }
+        CutRule {
+            letter_punct: crate::pretokenize::is_preset(pattern),
+            ..CutRule::newlines(special_tokens)
+        }
     }
 
     /// The newline cut alone (a custom pattern's rule), never inside these tokens.
     pub fn newlines(special_tokens: &[String]) -> Self {
-        CutRule { newline: true, letter_punct: false, specials: special_tokens.iter().map(|t| t.as_bytes().to_vec()).collect() }
+        CutRule {
+            newline: true,
+            letter_punct: false,
+            specials: special_tokens
+                .iter()
+                .map(|t| t.as_bytes().to_vec())
+                .collect(),
+        }
     }
 
     /// No cut at all: a text is one block (a pipeline that acts at the ends of a text).
     pub fn never() -> Self {
-        CutRule { newline: false, letter_punct: false, specials: vec![] }
+        CutRule {
+            newline: false,
+            letter_punct: false,
+            specials: vec![],
+        }
     }
 
     /// Are the cuts proven for this pattern? True for the presets; for a custom
@@ -66,7 +80,9 @@ impl CutRule {
 
     /// The last safe cut in `buf` at `from` or later.
     fn last_cut_from(&self, buf: &[u8], from: usize) -> Option<usize> {
-        (from.max(1)..buf.len()).rev().find(|&i| self.is_cut(buf, i) && !self.inside_special(buf, i))
+        (from.max(1)..buf.len())
+            .rev()
+            .find(|&i| self.is_cut(buf, i) && !self.inside_special(buf, i))
     }
 
     /// How far back from a buffer's end a cut can be vetoed by what follows:
@@ -77,8 +93,16 @@ impl CutRule {
 
     fn is_cut(&self, buf: &[u8], i: usize) -> bool {
         let (before, after) = (buf[i - 1], buf[i]);
-        let newline = self.newline && before == b'\n' && i >= 2 && buf[i - 2].is_ascii_graphic() && after.is_ascii_alphanumeric();
-        newline || (self.letter_punct && before.is_ascii_alphabetic() && after.is_ascii_punctuation() && after != b'\'')
+        let newline = self.newline
+            && before == b'\n'
+            && i >= 2
+            && buf[i - 2].is_ascii_graphic()
+            && after.is_ascii_alphanumeric();
+        newline
+            || (self.letter_punct
+                && before.is_ascii_alphabetic()
+                && after.is_ascii_punctuation()
+                && after != b'\'')
     }
 
     /// Could an occurrence of a special token cover both `buf[i - 1]` and `buf[i]`?
@@ -94,14 +118,17 @@ impl CutRule {
     }
 }
 
-
 /// The segments of `text` of about `max_bytes` each, each ending at the last
 /// safe cut within its window (the window doubles while it holds none): their
 /// ids, joined, are the ids of `text` when `rule.is_exact()`. With a rule that
 /// is not exact the whole text is one segment; an empty text is one empty segment.
 ///
 /// Yields `(byte offset of the segment in text, segment)`.
-pub fn segments<'t>(rule: &'t CutRule, text: &'t str, max_bytes: usize) -> impl Iterator<Item = (usize, &'t str)> + 't {
+pub fn segments<'t>(
+    rule: &'t CutRule,
+    text: &'t str,
+    max_bytes: usize,
+) -> impl Iterator<Item = (usize, &'t str)> + 't {
     let mut next_start = Some(0);
     std::iter::from_fn(move || {
         let start = next_start?;
@@ -143,8 +170,16 @@ mod tests {
         assert_eq!(rule.last_cut(b"a\n b"), None);
         assert_eq!(rule.last_cut(b"a \nb"), None);
         assert_eq!(rule.last_cut(b"a\nb\nc"), Some(4));
-        assert_eq!(rule.last_cut(b"}\n/"), None, "o200k matches a brace, newline and slash as one pre-token");
-        assert_eq!(rule.last_cut(b"word."), None, "letter-punctuation cuts are for presets only");
+        assert_eq!(
+            rule.last_cut(b"}\n/"),
+            None,
+            "o200k matches a brace, newline and slash as one pre-token"
+        );
+        assert_eq!(
+            rule.last_cut(b"word."),
+            None,
+            "letter-punctuation cuts are for presets only"
+        );
     }
 
     #[test]
@@ -152,7 +187,11 @@ mod tests {
         let rule = CutRule::new("o200k", &[]);
         assert_eq!(rule.last_cut(b"ab.cd"), Some(2));
         assert_eq!(rule.last_cut(b"ab.cd,e"), Some(5));
-        assert_eq!(rule.last_cut(b"it's"), None, "o200k keeps a contraction with its word");
+        assert_eq!(
+            rule.last_cut(b"it's"),
+            None,
+            "o200k keeps a contraction with its word"
+        );
         assert_eq!(rule.last_cut(b"a .b1,"), None);
     }
 
@@ -160,7 +199,11 @@ mod tests {
     fn no_cut_inside_a_special_token() {
         let rule = CutRule::new("gpt2", &["<|endoftext|>".to_string(), "x\nY".to_string()]);
         assert_eq!(rule.last_cut(b"a.<|endoftext|>"), Some(1));
-        assert_eq!(rule.last_cut(b"a.<|endoft"), Some(1), "a special token may continue past the buffer");
+        assert_eq!(
+            rule.last_cut(b"a.<|endoft"),
+            Some(1),
+            "a special token may continue past the buffer"
+        );
         assert_eq!(rule.last_cut(b"ab\nx\nY"), Some(3));
         assert_eq!(CutRule::new("gpt2", &[]).last_cut(b"ab\nx\nY"), Some(5));
     }
@@ -177,6 +220,10 @@ mod tests {
         }
         assert_eq!(segments(&rule, "", 64).collect::<Vec<_>>(), [(0, "")]);
         let custom = CutRule::new("\\w+", &[]);
-        assert_eq!(segments(&custom, &text, 64).count(), 1, "custom patterns are not cut");
+        assert_eq!(
+            segments(&custom, &text, 64).count(),
+            1,
+            "custom patterns are not cut"
+        );
     }
 }

@@ -50,7 +50,6 @@
 
 pub mod count;
 pub mod cut;
-mod shortkey;
 pub mod encode;
 mod memory;
 pub mod pipeline;
@@ -58,6 +57,7 @@ pub mod pretokenize;
 pub mod progress;
 pub mod rank_file;
 pub mod recover;
+mod shortkey;
 pub mod train;
 pub mod wordcounts;
 

@@ -8,10 +8,12 @@
 /// If no thread can be started, the closure, value included, is dropped
 /// right here.
 pub(crate) fn drop_in_background<T: Send + 'static>(value: T) {
-    let _ = std::thread::Builder::new().name("bytepair-free".into()).spawn(move || {
-        drop(value);
-        release_freed_memory();
-    });
+    let _ = std::thread::Builder::new()
+        .name("bytepair-free".into())
+        .spawn(move || {
+            drop(value);
+            release_freed_memory();
+        });
 }
 
 /// Return the free memory of glibc's heaps and arenas to the OS. Counting and
@@ -80,7 +82,11 @@ impl<T: Copy> ZeroedSlice<T> {
     fn layout(len: usize) -> std::alloc::Layout {
         let size = (len * std::mem::size_of::<T>()).max(1);
         // At least a cache line: a slot that divides 64 bytes never straddles two.
-        let align = if size >= HUGE_PAGE { HUGE_PAGE } else { std::mem::align_of::<T>().max(64) };
+        let align = if size >= HUGE_PAGE {
+            HUGE_PAGE
+        } else {
+            std::mem::align_of::<T>().max(64)
+        };
         std::alloc::Layout::from_size_align(size, align).expect("a table of sane size")
     }
 
@@ -93,7 +99,9 @@ impl<T: Copy> ZeroedSlice<T> {
         // SAFETY: the layout has a non-zero size. (Not alloc_zeroed: with this
         // alignment it writes the zeros itself, before the advice below.)
         let raw = unsafe { std::alloc::alloc(layout) };
-        let Some(ptr) = std::ptr::NonNull::new(raw.cast::<T>()) else { std::alloc::handle_alloc_error(layout) };
+        let Some(ptr) = std::ptr::NonNull::new(raw.cast::<T>()) else {
+            std::alloc::handle_alloc_error(layout)
+        };
         #[cfg(target_os = "linux")]
         if layout.size() >= HUGE_PAGE {
             // SAFETY: the range is this allocation; the advice changes no contents.

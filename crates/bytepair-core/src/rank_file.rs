@@ -2,8 +2,8 @@
 //! merge table they imply. Loading o200k_base this way takes a fraction of the
 //! per-line work in Python (base64, dicts, a check per token).
 
-use base64::Engine;
 use crate::shortkey::BytesMap;
+use base64::Engine;
 
 use crate::encode::{EncoderError, VocabTables};
 use crate::recover::recover_splits;
@@ -28,13 +28,22 @@ fn is_space(b: u8) -> bool {
 fn parse_line(line: &[u8], n: usize) -> Result<Option<(Vec<u8>, u32)>, RankFileError> {
     let error = |reason| RankFileError { line: n, reason };
     let mut fields = line.split(|&b| is_space(b)).filter(|f| !f.is_empty());
-    let Some(token) = fields.next() else { return Ok(None) };
-    let (Some(rank), None) = (fields.next(), fields.next()) else { return Err(error("expected 'base64-token rank'")) };
+    let Some(token) = fields.next() else {
+        return Ok(None);
+    };
+    let (Some(rank), None) = (fields.next(), fields.next()) else {
+        return Err(error("expected 'base64-token rank'"));
+    };
     if rank.is_empty() || rank.len() > 10 || !rank.iter().all(u8::is_ascii_digit) {
         return Err(error("expected 'base64-token rank'"));
     }
-    let rank = std::str::from_utf8(rank).ok().and_then(|r| r.parse::<u32>().ok()).ok_or(error("rank beyond 2**32"))?;
-    let token = base64::engine::general_purpose::STANDARD.decode(token).map_err(|_| error("invalid base64"))?;
+    let rank = std::str::from_utf8(rank)
+        .ok()
+        .and_then(|r| r.parse::<u32>().ok())
+        .ok_or(error("rank beyond 2**32"))?;
+    let token = base64::engine::general_purpose::STANDARD
+        .decode(token)
+        .map_err(|_| error("invalid base64"))?;
     Ok(Some((token, rank)))
 }
 
@@ -48,7 +57,10 @@ pub fn parse_rank_file(data: &[u8]) -> Result<Vec<(Vec<u8>, u32)>, RankFileError
         tokens.extend(parse_line(line, i + 1)?);
     }
     if tokens.is_empty() {
-        return Err(RankFileError { line: 0, reason: "no ranks" });
+        return Err(RankFileError {
+            line: 0,
+            reason: "no ranks",
+        });
     }
     Ok(tokens)
 }
@@ -71,7 +83,10 @@ pub fn merges_of_rank_table(tokens: &[(Vec<u8>, u32)]) -> Option<Vec<(usize, usi
             return None;
         }
     }
-    let merged: Vec<usize> = order.into_iter().filter(|&i| tokens[i].0.len() > 1).collect();
+    let merged: Vec<usize> = order
+        .into_iter()
+        .filter(|&i| tokens[i].0.len() > 1)
+        .collect();
     let bytes: Vec<&[u8]> = merged.iter().map(|&i| tokens[i].0.as_slice()).collect();
     let splits = recover_splits(&bytes);
     bytes
@@ -103,12 +118,19 @@ impl RankTable {
     pub fn parse(data: &[u8]) -> Option<(Self, VocabTables)> {
         let mut tokens = parse_rank_file(data).ok()?;
         tokens.sort_by_key(|&(_, rank)| rank);
-        let (merges, vocab) = rayon::join(|| merges_of_rank_table(&tokens), || vocab_tables(&tokens));
+        let (merges, vocab) =
+            rayon::join(|| merges_of_rank_table(&tokens), || vocab_tables(&tokens));
         // The maps of both were freed on pool threads, into arenas the
         // caller's thread does not allocate from: returned to the OS, or
         // encoding a 10 MB text after loading o200k peaked 50 MiB higher.
         crate::memory::release_freed_memory();
-        Some((RankTable { tokens, merges: merges? }, vocab.ok()?))
+        Some((
+            RankTable {
+                tokens,
+                merges: merges?,
+            },
+            vocab.ok()?,
+        ))
     }
 
     /// The bytes of the token of rank `rank`, if there is one.
@@ -127,7 +149,11 @@ impl RankTable {
 /// The encoder's tables of `tokens` (sorted by rank, ids = ranks): every
 /// token of two or more bytes is a merge result, in rank order.
 fn vocab_tables(tokens: &[(Vec<u8>, u32)]) -> Result<VocabTables, EncoderError> {
-    let merged = tokens.iter().filter(|(token, _)| token.len() > 1).map(|(token, _)| token.clone()).collect();
+    let merged = tokens
+        .iter()
+        .filter(|(token, _)| token.len() > 1)
+        .map(|(token, _)| token.clone())
+        .collect();
     VocabTables::new(tokens, merged)
 }
 
@@ -138,7 +164,10 @@ mod tests {
     #[test]
     fn parses_lines_and_skips_blank_ones() {
         let tokens = parse_rank_file(b"YQ== 0\n\nYg== 1\r\nYWI= 2\n").unwrap();
-        assert_eq!(tokens, [(b"a".to_vec(), 0), (b"b".to_vec(), 1), (b"ab".to_vec(), 2)]);
+        assert_eq!(
+            tokens,
+            [(b"a".to_vec(), 0), (b"b".to_vec(), 1), (b"ab".to_vec(), 2)]
+        );
     }
 
     #[test]
@@ -162,12 +191,26 @@ mod tests {
 
     #[test]
     fn refuses_shared_ranks_and_parts_without_a_rank() {
-        assert_eq!(merges_of_rank_table(&[(b"a".to_vec(), 0), (b"b".to_vec(), 0)]), None);
+        assert_eq!(
+            merges_of_rank_table(&[(b"a".to_vec(), 0), (b"b".to_vec(), 0)]),
+            None
+        );
         // A token listed twice, of one byte or several.
-        assert_eq!(merges_of_rank_table(&[(b"a".to_vec(), 0), (b"a".to_vec(), 1)]), None);
-        let twice = [(b"a".to_vec(), 0), (b"b".to_vec(), 1), (b"ab".to_vec(), 2), (b"ab".to_vec(), 3)];
+        assert_eq!(
+            merges_of_rank_table(&[(b"a".to_vec(), 0), (b"a".to_vec(), 1)]),
+            None
+        );
+        let twice = [
+            (b"a".to_vec(), 0),
+            (b"b".to_vec(), 1),
+            (b"ab".to_vec(), 2),
+            (b"ab".to_vec(), 3),
+        ];
         assert_eq!(merges_of_rank_table(&twice), None);
         // "ab" is made from "b", which has no rank.
-        assert_eq!(merges_of_rank_table(&[(b"a".to_vec(), 0), (b"ab".to_vec(), 1)]), None);
+        assert_eq!(
+            merges_of_rank_table(&[(b"a".to_vec(), 0), (b"ab".to_vec(), 1)]),
+            None
+        );
     }
 }

@@ -1,8 +1,8 @@
 //! Recovering a merge table from a rank table (tiktoken's `mergeable_ranks`
 //! holds token bytes and ranks, not the merges that made them).
 
-use rayon::prelude::*;
 use crate::shortkey::BytesMap;
+use rayon::prelude::*;
 
 use crate::encode::merge_by_rank;
 
@@ -51,11 +51,17 @@ pub(crate) fn recover_splits(merged: &[&[u8]]) -> Vec<Option<usize>> {
 /// with `rank_rule`, no two merges make the same bytes and merge r is what
 /// BPE with the merges before it makes of its bytes (`recover_merges`).
 /// Splits are recovered on the current rayon pool.
-pub fn merge_table_passes(pairs: &[(&[u8], &[u8])], vocab: Option<&[&[u8]]>, rank_rule: bool) -> bool {
+pub fn merge_table_passes(
+    pairs: &[(&[u8], &[u8])],
+    vocab: Option<&[&[u8]]>,
+    rank_rule: bool,
+) -> bool {
     let merged: Vec<Vec<u8>> = pairs.iter().map(|(a, b)| [*a, *b].concat()).collect();
     if let Some(tokens) = vocab {
         let known: rustc_hash::FxHashSet<&[u8]> = tokens.iter().copied().collect();
-        let is_known = |((a, b), m): (&(&[u8], &[u8]), &Vec<u8>)| known.contains(a) && known.contains(b) && known.contains(&m[..]);
+        let is_known = |((a, b), m): (&(&[u8], &[u8]), &Vec<u8>)| {
+            known.contains(a) && known.contains(b) && known.contains(&m[..])
+        };
         if !pairs.iter().zip(&merged).all(is_known) {
             return false;
         }
@@ -68,7 +74,10 @@ pub fn merge_table_passes(pairs: &[(&[u8], &[u8])], vocab: Option<&[&[u8]]>, ran
         return false;
     }
     let splits = recover_merges(&merged);
-    splits.iter().zip(pairs).all(|(split, (a, _))| *split == Some(a.len()))
+    splits
+        .iter()
+        .zip(pairs)
+        .all(|(split, (a, _))| *split == Some(a.len()))
 }
 
 /// Tokens up to this many bytes (nearly all) take `split_short`.
@@ -87,13 +96,19 @@ fn split_short(token: &[u8], rank: impl Fn(&[u8]) -> Option<u32>) -> Option<usiz
     for (i, start) in starts.iter_mut().enumerate().take(n + 1) {
         *start = i as u8;
     }
-    let pair_rank = |starts: &[u8], i: usize| rank(&token[starts[i] as usize..starts[i + 2] as usize]).unwrap_or(u32::MAX);
+    let pair_rank = |starts: &[u8], i: usize| {
+        rank(&token[starts[i] as usize..starts[i + 2] as usize]).unwrap_or(u32::MAX)
+    };
     for (i, pair) in pairs.iter_mut().enumerate().take(n.saturating_sub(1)) {
         *pair = pair_rank(&starts, i);
     }
     let mut parts = n;
     while parts > 1 {
-        let (best, &lowest) = pairs[..parts - 1].iter().enumerate().min_by_key(|&(i, &r)| (r, i)).expect("two parts");
+        let (best, &lowest) = pairs[..parts - 1]
+            .iter()
+            .enumerate()
+            .min_by_key(|&(i, &r)| (r, i))
+            .expect("two parts");
         if lowest == u32::MAX {
             break;
         }
@@ -146,7 +161,12 @@ mod tests {
         // old linear scan per merge took minutes on these, this takes milliseconds.
         let tokens: Vec<Vec<u8>> = (1..=20).map(|k| vec![b'a'; 1 << k]).collect();
         let splits = recover_merges(&tokens);
-        assert_eq!(splits, (1..=20).map(|k| Some(1usize << (k - 1))).collect::<Vec<_>>());
+        assert_eq!(
+            splits,
+            (1..=20)
+                .map(|k| Some(1usize << (k - 1)))
+                .collect::<Vec<_>>()
+        );
     }
 
     #[test]
@@ -163,9 +183,15 @@ mod tests {
             let mut table: rustc_hash::FxHashMap<Vec<u8>, u32> = Default::default();
             while table.len() < 60 {
                 let token = if rng.random_bool(0.1) {
-                    (0..rng.random_range(2..=8)).map(|_| b'a' + rng.random_range(0..letters)).collect()
+                    (0..rng.random_range(2..=8))
+                        .map(|_| b'a' + rng.random_range(0..letters))
+                        .collect()
                 } else {
-                    [&known[rng.random_range(0..known.len())][..], &known[rng.random_range(0..known.len())][..]].concat()
+                    [
+                        &known[rng.random_range(0..known.len())][..],
+                        &known[rng.random_range(0..known.len())][..],
+                    ]
+                    .concat()
                 };
                 if token.len() <= SHORT_TOKEN && !table.contains_key(&token) {
                     table.insert(token.clone(), table.len() as u32);
@@ -175,12 +201,19 @@ mod tests {
             for (token, &r) in &table {
                 let below = |bytes: &[u8]| table.get(bytes).copied().filter(|&rank| rank < r);
                 let bounds = merge_by_rank(token, below, || false);
-                assert_eq!(split_short(token, below), (bounds.len() == 3).then(|| bounds[1]), "{token:?}");
+                assert_eq!(
+                    split_short(token, below),
+                    (bounds.len() == 3).then(|| bounds[1]),
+                    "{token:?}"
+                );
                 two_parts += usize::from(bounds.len() == 3);
                 checked += 1;
             }
         }
         // Both outcomes are well represented.
-        assert!(two_parts > checked / 4 && two_parts < checked * 3 / 4, "{two_parts} of {checked}");
+        assert!(
+            two_parts > checked / 4 && two_parts < checked * 3 / 4,
+            "{two_parts} of {checked}"
+        );
     }
 }

@@ -17,7 +17,10 @@ pub(crate) struct BytesMap<'a, V> {
 impl<'a, V: Copy> BytesMap<'a, V> {
     /// Room for `n` short strings.
     pub(crate) fn with_capacity(n: usize) -> Self {
-        BytesMap { short: FxHashMap::with_capacity_and_hasher(n, Default::default()), long: FxHashMap::default() }
+        BytesMap {
+            short: FxHashMap::with_capacity_and_hasher(n, Default::default()),
+            long: FxHashMap::default(),
+        }
     }
 
     /// Map `bytes` (not empty) to `value` unless it is mapped; true if it was not.
@@ -79,7 +82,10 @@ pub(crate) fn pack(bytes: &[u8]) -> u128 {
             let hi = u32::from_le_bytes(bytes[len - 4..].try_into().expect("4 bytes"));
             (lo as u64 | (hi as u64) << (8 * (len - 4))) as u128
         }
-        _ => bytes.iter().rev().fold(0u128, |key, &b| key << 8 | b as u128),
+        _ => bytes
+            .iter()
+            .rev()
+            .fold(0u128, |key, &b| key << 8 | b as u128),
     };
     body | (len as u128) << 120
 }
@@ -109,7 +115,10 @@ pub(crate) fn split(key: u128, n: usize) -> (u128, u128) {
     let len = (key >> 120) as usize;
     debug_assert!(0 < n && n < len);
     let body = key & LOW_BYTES[len];
-    ((body & LOW_BYTES[n]) | (n as u128) << 120, body >> (8 * n) | ((len - n) as u128) << 120)
+    (
+        (body & LOW_BYTES[n]) | (n as u128) << 120,
+        body >> (8 * n) | ((len - n) as u128) << 120,
+    )
 }
 
 /// The bytes of a key made by `pack` or `load`.
@@ -195,22 +204,35 @@ mod tests {
         let text = b"ab\0cdefghijklmn";
         for len in 2..=MAX_SHORT {
             for n in 1..len {
-                assert_eq!(split(pack(&text[..len]), n), (pack(&text[..n]), pack(&text[n..len])));
+                assert_eq!(
+                    split(pack(&text[..len]), n),
+                    (pack(&text[..n]), pack(&text[n..len]))
+                );
             }
         }
     }
 
     #[test]
     fn two_part_keys_hold_every_byte_and_the_length() {
-        let text: Vec<u8> = (0..80u8).map(|b| b.wrapping_mul(37)).chain([0, 0]).collect();
+        let text: Vec<u8> = (0..80u8)
+            .map(|b| b.wrapping_mul(37))
+            .chain([0, 0])
+            .collect();
         for start in 0..text.len() {
             for len in MAX_SHORT + 1..=MAX_MID.min(text.len() - start) {
                 let key = load_mid(&text, start, len);
-                let bytes: Vec<u8> = key[0].to_le_bytes().into_iter().chain(key[1].to_le_bytes()).collect();
+                let bytes: Vec<u8> = key[0]
+                    .to_le_bytes()
+                    .into_iter()
+                    .chain(key[1].to_le_bytes())
+                    .collect();
                 assert_eq!(&bytes[..len], &text[start..start + len]);
                 assert!(bytes[len..31].iter().all(|&b| b == 0) && bytes[31] as usize == len);
             }
         }
-        assert_ne!(load_mid(b"0123456789abcdefg\0", 0, 17), load_mid(b"0123456789abcdefg\0", 0, 18));
+        assert_ne!(
+            load_mid(b"0123456789abcdefg\0", 0, 17),
+            load_mid(b"0123456789abcdefg\0", 0, 18)
+        );
     }
 }

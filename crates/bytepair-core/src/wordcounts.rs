@@ -57,10 +57,13 @@ pub fn to_buckets(counts: &WordCounts, parts: usize) -> Result<Vec<Columns>, Col
     for (w, &n) in counts {
         buckets[bucket_of(w, parts.max(1))].push((w, n));
     }
-    buckets.into_iter().map(|mut b| {
-        b.sort_unstable_by(|x, y| x.0.cmp(y.0));
-        columns_of(&b)
-    }).collect()
+    buckets
+        .into_iter()
+        .map(|mut b| {
+            b.sort_unstable_by(|x, y| x.0.cmp(y.0));
+            columns_of(&b)
+        })
+        .collect()
 }
 
 /// Sorted (word, count) pairs to columns.
@@ -72,7 +75,10 @@ fn columns_of(sorted: &[(&[u8], u64)]) -> Result<Columns, ColumnsError> {
     };
     c.offsets.push(0);
     for &(w, n) in sorted {
-        let n = i64::try_from(n).map_err(|_| ColumnsError::BadCount { word: w.to_vec(), count: n as i128 })?;
+        let n = i64::try_from(n).map_err(|_| ColumnsError::BadCount {
+            word: w.to_vec(),
+            count: n as i128,
+        })?;
         c.data.extend_from_slice(w);
         c.offsets.push(c.data.len() as i64);
         c.counts.push(n);
@@ -107,7 +113,10 @@ pub fn for_each_row(
         }
         let word = &data[start as usize..end as usize];
         if n < 0 {
-            return Err(ColumnsError::BadCount { word: word.to_vec(), count: n as i128 });
+            return Err(ColumnsError::BadCount {
+                word: word.to_vec(),
+                count: n as i128,
+            });
         }
         if unique && previous == Some(word) {
             return Err(ColumnsError::Duplicate(word.to_vec()));
@@ -119,15 +128,22 @@ pub fn for_each_row(
 }
 
 /// Sum rows into `counts`; a sum past u64 is reported as a bad count.
-pub fn add_rows(counts: &mut WordCounts, data: &[u8], offsets: &[i64], n: &[i64], unique: bool) -> Result<(), ColumnsError> {
+pub fn add_rows(
+    counts: &mut WordCounts,
+    data: &[u8],
+    offsets: &[i64],
+    n: &[i64],
+    unique: bool,
+) -> Result<(), ColumnsError> {
     let mut overflow = None;
-    for_each_row(data, offsets, n, unique, |w, c| {
-        match counts.get(w) {
-            Some(old) if old.checked_add(c).is_none() => {
-                overflow.get_or_insert(ColumnsError::BadCount { word: w.to_vec(), count: *old as i128 + c as i128 });
-            }
-            _ => add_word(counts, w, c),
+    for_each_row(data, offsets, n, unique, |w, c| match counts.get(w) {
+        Some(old) if old.checked_add(c).is_none() => {
+            overflow.get_or_insert(ColumnsError::BadCount {
+                word: w.to_vec(),
+                count: *old as i128 + c as i128,
+            });
         }
+        _ => add_word(counts, w, c),
     })?;
     overflow.map_or(Ok(()), Err)
 }
@@ -137,7 +153,10 @@ mod tests {
     use super::*;
 
     fn counts(items: &[(&str, u64)]) -> WordCounts {
-        items.iter().map(|(w, n)| (w.as_bytes().to_vec(), *n)).collect()
+        items
+            .iter()
+            .map(|(w, n)| (w.as_bytes().to_vec(), *n))
+            .collect()
     }
 
     #[test]
@@ -146,9 +165,15 @@ mod tests {
         let parts = to_buckets(&c, 3).unwrap();
         let mut back = WordCounts::default();
         for p in &parts {
-            let words: Vec<&[u8]> =
-                p.offsets.windows(2).map(|o| &p.data[o[0] as usize..o[1] as usize]).collect();
-            assert!(words.windows(2).all(|w| w[0] < w[1]), "part not sorted: {words:?}");
+            let words: Vec<&[u8]> = p
+                .offsets
+                .windows(2)
+                .map(|o| &p.data[o[0] as usize..o[1] as usize])
+                .collect();
+            assert!(
+                words.windows(2).all(|w| w[0] < w[1]),
+                "part not sorted: {words:?}"
+            );
             for w in &words {
                 assert_eq!(bucket_of(w, 3), parts.iter().position(|q| q == p).unwrap());
             }
@@ -160,7 +185,10 @@ mod tests {
     #[test]
     fn bucket_hash_is_pinned() {
         // The artifact layout depends on these values: they must never change.
-        let pinned: Vec<usize> = [&b" the"[..], b"hello", b"\xff"].iter().map(|w| bucket_of(w, 16)).collect();
+        let pinned: Vec<usize> = [&b" the"[..], b"hello", b"\xff"]
+            .iter()
+            .map(|w| bucket_of(w, 16))
+            .collect();
         assert_eq!(pinned, PINNED_BUCKETS);
     }
     const PINNED_BUCKETS: [usize; 3] = [8, 4, 11];
@@ -168,12 +196,30 @@ mod tests {
     #[test]
     fn rejects_bad_rows() {
         let mut c = WordCounts::default();
-        assert!(matches!(add_rows(&mut c, b"ab", &[0, 1], &[1, 2], false), Err(ColumnsError::BadOffsets(_))));
-        assert!(matches!(add_rows(&mut c, b"ab", &[0, 3], &[1], false), Err(ColumnsError::BadOffsets(_))));
-        assert!(matches!(add_rows(&mut c, b"ab", &[0, 1], &[-1], false), Err(ColumnsError::BadCount { .. })));
-        assert_eq!(add_rows(&mut c, b"aa", &[0, 1, 2], &[1, 1], true), Err(ColumnsError::Duplicate(b"a".to_vec())));
+        assert!(matches!(
+            add_rows(&mut c, b"ab", &[0, 1], &[1, 2], false),
+            Err(ColumnsError::BadOffsets(_))
+        ));
+        assert!(matches!(
+            add_rows(&mut c, b"ab", &[0, 3], &[1], false),
+            Err(ColumnsError::BadOffsets(_))
+        ));
+        assert!(matches!(
+            add_rows(&mut c, b"ab", &[0, 1], &[-1], false),
+            Err(ColumnsError::BadCount { .. })
+        ));
+        assert_eq!(
+            add_rows(&mut c, b"aa", &[0, 1, 2], &[1, 1], true),
+            Err(ColumnsError::Duplicate(b"a".to_vec()))
+        );
         let mut big = counts(&[("a", u64::MAX)]);
-        assert!(matches!(add_rows(&mut big, b"a", &[0, 1], &[1], true), Err(ColumnsError::BadCount { .. })));
-        assert!(matches!(to_buckets(&counts(&[("a", 1 << 63)]), 1), Err(ColumnsError::BadCount { .. })));
+        assert!(matches!(
+            add_rows(&mut big, b"a", &[0, 1], &[1], true),
+            Err(ColumnsError::BadCount { .. })
+        ));
+        assert!(matches!(
+            to_buckets(&counts(&[("a", 1 << 63)]), 1),
+            Err(ColumnsError::BadCount { .. })
+        ));
     }
 }

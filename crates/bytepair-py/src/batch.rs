@@ -32,7 +32,11 @@ struct BatchQueue {
 
 impl BatchQueue {
     pub fn new(len: usize) -> Self {
-        BatchQueue { len, next: AtomicUsize::new(0), cancelled: AtomicBool::new(false) }
+        BatchQueue {
+            len,
+            next: AtomicUsize::new(0),
+            cancelled: AtomicBool::new(false),
+        }
     }
 
     /// Index of a text no thread has taken yet (None: all taken, or cancelled).
@@ -61,17 +65,27 @@ struct BatchLists<'py> {
 
 impl<'py> BatchLists<'py> {
     fn new(len: usize) -> Self {
-        BatchLists { lists: (0..len).map(|_| None).collect(), first_error: None, done: 0 }
+        BatchLists {
+            lists: (0..len).map(|_| None).collect(),
+            first_error: None,
+            done: 0,
+        }
     }
 
     fn is_complete(&self) -> bool {
         self.done == self.lists.len()
     }
 
-    fn store(&mut self, to_list: &impl Fn(&[u32]) -> PyResult<Bound<'py, PyList>>, (i, ids): Finished) -> PyResult<()> {
+    fn store(
+        &mut self,
+        to_list: &impl Fn(&[u32]) -> PyResult<Bound<'py, PyList>>,
+        (i, ids): Finished,
+    ) -> PyResult<()> {
         match ids {
             Ok(ids) => self.lists[i] = Some(to_list(&ids)?),
-            Err(e) if self.first_error.as_ref().is_none_or(|(j, _)| i < *j) => self.first_error = Some((i, e)),
+            Err(e) if self.first_error.as_ref().is_none_or(|(j, _)| i < *j) => {
+                self.first_error = Some((i, e))
+            }
             Err(_) => {}
         }
         self.done += 1;
@@ -82,7 +96,13 @@ impl<'py> BatchLists<'py> {
         if let Some((i, e)) = self.first_error {
             return Err(BatchError::Encode(e, i));
         }
-        PyList::new(py, self.lists.into_iter().map(|l| l.expect("every text was encoded"))).map_err(BatchError::Python)
+        PyList::new(
+            py,
+            self.lists
+                .into_iter()
+                .map(|l| l.expect("every text was encoded")),
+        )
+        .map_err(BatchError::Python)
     }
 }
 
@@ -124,7 +144,9 @@ fn build_lists<'py, 'scope>(
         // check for Ctrl-C at every list, not once per backlog.
         for finished in rx.try_iter() {
             py.check_signals().map_err(|e| queue.cancel(e))?;
-            lists.store(to_list, finished).map_err(|e| queue.cancel(e))?;
+            lists
+                .store(to_list, finished)
+                .map_err(|e| queue.cancel(e))?;
         }
         py.check_signals().map_err(|e| queue.cancel(e))?;
         // This thread's turn: texts it encodes itself, GIL released...
@@ -138,17 +160,23 @@ fn build_lists<'py, 'scope>(
         });
         let all_taken = mine.is_empty();
         for finished in mine.drain(..) {
-            lists.store(to_list, finished).map_err(|e| queue.cancel(e))?;
+            lists
+                .store(to_list, finished)
+                .map_err(|e| queue.cancel(e))?;
         }
         // ...or, every text taken, a wait for the workers' last ones.
         if all_taken && !lists.is_complete() {
             let rx = &mut rx; // a Receiver is Send but not Sync
             match py.detach(move || rx.recv_timeout(POLL_INTERVAL)) {
-                Ok(finished) => lists.store(to_list, finished).map_err(|e| queue.cancel(e))?,
+                Ok(finished) => lists
+                    .store(to_list, finished)
+                    .map_err(|e| queue.cancel(e))?,
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 // A worker panicked, so its text never comes; the scope re-raises the panic.
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(BatchError::Python(internal_error("an encoding thread stopped without a result")));
+                    return Err(BatchError::Python(internal_error(
+                        "an encoding thread stopped without a result",
+                    )));
                 }
             }
         }
@@ -170,5 +198,14 @@ pub fn encode_batch<'py>(
         return build_lists(py, texts, &queue, encode, to_list, None);
     }
     let workers = pool(Some(threads - 1)).map_err(BatchError::Python)?;
-    workers.in_place_scope(|scope| build_lists(py, texts, &queue, encode, to_list, Some((scope, threads - 1))))
+    workers.in_place_scope(|scope| {
+        build_lists(
+            py,
+            texts,
+            &queue,
+            encode,
+            to_list,
+            Some((scope, threads - 1)),
+        )
+    })
 }

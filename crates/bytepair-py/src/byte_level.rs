@@ -9,7 +9,9 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 /// GPT-2's `bytes_to_unicode` inverted: code point -> byte, for the 324 code
 /// points below U+0144 (-1: not a byte-level character).
 fn char_to_byte() -> [i16; 324] {
-    let printable = |b: u32| (0x21..=0x7E).contains(&b) || (0xA1..=0xAC).contains(&b) || (0xAE..=0xFF).contains(&b);
+    let printable = |b: u32| {
+        (0x21..=0x7E).contains(&b) || (0xA1..=0xAC).contains(&b) || (0xAE..=0xFF).contains(&b)
+    };
     let mut table = [-1i16; 324];
     let mut extra = 0;
     for b in 0..256u32 {
@@ -59,9 +61,13 @@ pub fn byte_level_tables<'py>(
         if id.is_instance_of::<pyo3::types::PyBool>() {
             return Ok(None);
         }
-        let (Ok(text), Ok(id)) = (text.cast::<PyString>(), id.extract::<u32>()) else { return Ok(None) };
+        let (Ok(text), Ok(id)) = (text.cast::<PyString>(), id.extract::<u32>()) else {
+            return Ok(None);
+        };
         // A lone surrogate (no UTF-8 form) is irregular too: the Python reader words it.
-        let Ok(text) = text.to_str() else { return Ok(None) };
+        let Ok(text) = text.to_str() else {
+            return Ok(None);
+        };
         if !seen.insert(id) || decode(text, &table, &mut buf).is_none() {
             return Ok(None);
         }
@@ -73,7 +79,9 @@ pub fn byte_level_tables<'py>(
     for merge in merges.iter() {
         let decoded = match merge.cast::<PyString>() {
             Ok(text) => match text.to_str().ok().and_then(|t| t.split_once(' ')) {
-                Some((a, b)) if !b.contains(' ') => decode(a, &table, &mut buf).and(decode(b, &table, &mut right)),
+                Some((a, b)) if !b.contains(' ') => {
+                    decode(a, &table, &mut buf).and(decode(b, &table, &mut right))
+                }
                 _ => None,
             },
             Err(_) => match merge.cast::<PyList>() {
@@ -81,7 +89,9 @@ pub fn byte_level_tables<'py>(
                     let (a, b) = (list.get_item(0)?, list.get_item(1)?);
                     match (a.cast::<PyString>(), b.cast::<PyString>()) {
                         (Ok(a), Ok(b)) => match (a.to_str(), b.to_str()) {
-                            (Ok(a), Ok(b)) => decode(a, &table, &mut buf).and(decode(b, &table, &mut right)),
+                            (Ok(a), Ok(b)) => {
+                                decode(a, &table, &mut buf).and(decode(b, &table, &mut right))
+                            }
                             _ => None,
                         },
                         _ => None,
@@ -93,7 +103,10 @@ pub fn byte_level_tables<'py>(
         if decoded.is_none() {
             return Ok(None);
         }
-        pairs.append(PyTuple::new(py, [PyBytes::new(py, &buf), PyBytes::new(py, &right)])?)?;
+        pairs.append(PyTuple::new(
+            py,
+            [PyBytes::new(py, &buf), PyBytes::new(py, &right)],
+        )?)?;
     }
     Ok(Some((ids, tokens, pairs)))
 }

@@ -1,7 +1,9 @@
 //! `WordCounter`: word counts accumulated from files, texts, documents in
 //! Arrow layout or word-counts parts, then trained on (`train`).
 
-use bytepair_core::count::{self, CountError, Limits, PipelineWords, Pruned, WordCounts, WordTally, Words};
+use bytepair_core::count::{
+    self, CountError, Limits, PipelineWords, Pruned, WordCounts, WordTally, Words,
+};
 use bytepair_core::pipeline::AddedRule;
 use bytepair_core::{train, wordcounts, CutRule, PreTokenizer};
 use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyValueError};
@@ -19,14 +21,24 @@ use crate::runtime::run_with_progress;
 type TrainResult = (Vec<(u32, u32, u64)>, Option<&'static str>, u64);
 
 /// One word-counts part as Arrow buffers: (data, offsets, counts) bytes.
-type PartBuffers<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+type PartBuffers<'py> = (
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+);
 
 /// Little-endian i64s from a bytes buffer (Arrow offsets or an INT64 column).
 pub(crate) fn le_i64s(raw: &[u8], what: &str) -> PyResult<Vec<i64>> {
     if !raw.len().is_multiple_of(8) {
-        return Err(PyValueError::new_err(format!("{what}: {} bytes is not a whole number of int64", raw.len())));
+        return Err(PyValueError::new_err(format!(
+            "{what}: {} bytes is not a whole number of int64",
+            raw.len()
+        )));
     }
-    Ok(raw.chunks_exact(8).map(|b| i64::from_le_bytes(b.try_into().unwrap())).collect())
+    Ok(raw
+        .chunks_exact(8)
+        .map(|b| i64::from_le_bytes(b.try_into().unwrap()))
+        .collect())
 }
 
 /// Word counts accumulated from texts or files, then trained on.
@@ -55,14 +67,16 @@ impl WordCounter {
         }
         if let Some(budget) = self.limits.max_memory {
             self.settle();
-            self.pruned.add(count::prune_to_budget(&mut self.counts, budget / 2));
+            self.pruned
+                .add(count::prune_to_budget(&mut self.counts, budget / 2));
         }
     }
 
     /// Move the pending counts into `counts`.
     fn settle(&mut self) {
         if let Some(pending) = self.pending.take() {
-            self.counts = count::merge_counts(std::mem::take(&mut self.counts), pending.into_counts());
+            self.counts =
+                count::merge_counts(std::mem::take(&mut self.counts), pending.into_counts());
         }
     }
 
@@ -91,27 +105,49 @@ impl WordCounter {
         pipeline: Option<PipelineSpec>,
     ) -> PyResult<Self> {
         if max_word_bytes < 4 {
-            return Err(PyValueError::new_err(format!("max_word_bytes must be at least 4, got {max_word_bytes}")));
+            return Err(PyValueError::new_err(format!(
+                "max_word_bytes must be at least 4, got {max_word_bytes}"
+            )));
         }
         let (pre, cut) = match pipeline {
-            None => (Words::Pattern(PreTokenizer::new(pattern, &special_tokens).map_err(pattern_error)?), CutRule::new(pattern, &special_tokens)),
+            None => (
+                Words::Pattern(PreTokenizer::new(pattern, &special_tokens).map_err(pattern_error)?),
+                CutRule::new(pattern, &special_tokens),
+            ),
             Some(spec) => {
                 let (pipeline, rules) = crate::pipeline::build(&spec)?;
-                let specials = special_tokens.iter().map(|t| (t.clone(), AddedRule::of(&rules, t))).collect();
+                let specials = special_tokens
+                    .iter()
+                    .map(|t| (t.clone(), AddedRule::of(&rules, t)))
+                    .collect();
                 let words = PipelineWords::new(pipeline, specials).map_err(pattern_error)?;
                 let cut = words.cut_rule().clone();
                 (Words::Pipeline(words), cut)
             }
         };
-        let limits = Limits { max_word_bytes, max_memory };
-        Ok(WordCounter { pre, cut, limits, counts: WordCounts::default(), pending: None, pruned: Pruned::default() })
+        let limits = Limits {
+            max_word_bytes,
+            max_memory,
+        };
+        Ok(WordCounter {
+            pre,
+            cut,
+            limits,
+            counts: WordCounts::default(),
+            pending: None,
+            pruned: Pruned::default(),
+        })
     }
 
     /// What the memory budget dropped so far: (distinct words, pre-tokens, the
     /// highest minimum count applied); all 0 when nothing was.
     #[getter]
     fn pruned(&self) -> (u64, u64, u64) {
-        (self.pruned.words, self.pruned.pre_tokens, self.pruned.min_count)
+        (
+            self.pruned.words,
+            self.pruned.pre_tokens,
+            self.pruned.min_count,
+        )
     }
 
     /// Count UTF-8 files, each one document; progress reports bytes read.
@@ -129,7 +165,7 @@ impl WordCounter {
         let counted = run_with_progress(py, num_threads, progress, |p| {
             count::count_files(pre, cut, &paths, chunk_size, replace_errors, limits, p)
         })?
-            .map_err(count_error)?;
+        .map_err(count_error)?;
         self.add_counted(counted);
         Ok(())
     }
@@ -144,8 +180,10 @@ impl WordCounter {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<()> {
         let (pre, limits) = (&self.pre, &self.limits);
-        let counted = run_with_progress(py, num_threads, progress, |p| count::count_texts(pre, &texts, limits, p))?
-            .map_err(count_error)?;
+        let counted = run_with_progress(py, num_threads, progress, |p| {
+            count::count_texts(pre, &texts, limits, p)
+        })?
+        .map_err(count_error)?;
         self.add_counted(counted);
         Ok(())
     }
@@ -173,16 +211,16 @@ impl WordCounter {
         let counted = run_with_progress(py, num_threads, progress, |p| {
             count::count_documents(pre, data, &offsets, replace_errors, limits, p)
         })?
-            .map_err(|e| match e {
-                CountError::InvalidUtf8InDocument { index, offset } => {
-                    let path = match first_record {
-                        Some(first) => format!("{source}: record {}", first + index as u64),
-                        None => source.to_string(),
-                    };
-                    count_error(CountError::InvalidUtf8 { path, offset })
-                }
-                other => count_error(other),
-            })?;
+        .map_err(|e| match e {
+            CountError::InvalidUtf8InDocument { index, offset } => {
+                let path = match first_record {
+                    Some(first) => format!("{source}: record {}", first + index as u64),
+                    None => source.to_string(),
+                };
+                count_error(CountError::InvalidUtf8 { path, offset })
+            }
+            other => count_error(other),
+        })?;
         self.add_counted(counted);
         Ok(())
     }
@@ -191,28 +229,46 @@ impl WordCounter {
     /// `offsets`; `counts` n little-endian i64). `unique` also rejects a word
     /// that repeats within the part (a part holds each word once).
     #[pyo3(signature = (data, offsets, counts, unique=true))]
-    fn add_columns(&mut self, py: Python<'_>, data: &[u8], offsets: &[u8], counts: &[u8], unique: bool) -> PyResult<()> {
+    fn add_columns(
+        &mut self,
+        py: Python<'_>,
+        data: &[u8],
+        offsets: &[u8],
+        counts: &[u8],
+        unique: bool,
+    ) -> PyResult<()> {
         let (offsets, n) = (le_i64s(offsets, "offsets")?, le_i64s(counts, "counts")?);
         let words = self.settled();
-        py.detach(|| wordcounts::add_rows(words, data, &offsets, &n, unique)).map_err(columns_error)
+        py.detach(|| wordcounts::add_rows(words, data, &offsets, &n, unique))
+            .map_err(columns_error)
     }
 
     /// The counts split into `parts` buckets by the stable word hash
     /// (`wordcounts::bucket_of`), each a sorted part as (data, offsets, counts) bytes.
     // `&mut`: pending counts are settled first; the name is the Python API's.
     #[allow(clippy::wrong_self_convention)]
-    fn to_buckets<'py>(&mut self, py: Python<'py>, parts: usize) -> PyResult<Vec<PartBuffers<'py>>> {
+    fn to_buckets<'py>(
+        &mut self,
+        py: Python<'py>,
+        parts: usize,
+    ) -> PyResult<Vec<PartBuffers<'py>>> {
         if parts == 0 {
             return Err(PyValueError::new_err("parts must be at least 1"));
         }
         let counts = &*self.settled();
-        let buckets = py.detach(|| wordcounts::to_buckets(counts, parts)).map_err(columns_error)?;
+        let buckets = py
+            .detach(|| wordcounts::to_buckets(counts, parts))
+            .map_err(columns_error)?;
         Ok(buckets
             .into_iter()
             .map(|c| {
                 let offsets: Vec<u8> = c.offsets.iter().flat_map(|x| x.to_le_bytes()).collect();
                 let counts: Vec<u8> = c.counts.iter().flat_map(|x| x.to_le_bytes()).collect();
-                (PyBytes::new(py, &c.data), PyBytes::new(py, &offsets), PyBytes::new(py, &counts))
+                (
+                    PyBytes::new(py, &c.data),
+                    PyBytes::new(py, &offsets),
+                    PyBytes::new(py, &counts),
+                )
             })
             .collect())
     }
@@ -231,18 +287,25 @@ impl WordCounter {
     /// left out. OverflowError when a weighted count reaches 2^64.
     fn add_scaled(&mut self, mut other: PyRefMut<'_, WordCounter>, weight: f64) -> PyResult<()> {
         if !weight.is_finite() || weight < 0.0 {
-            return Err(PyValueError::new_err(format!("weight {weight} must be a finite number >= 0")));
+            return Err(PyValueError::new_err(format!(
+                "weight {weight} must be a finite number >= 0"
+            )));
         }
-        let exact = (weight.fract() == 0.0 && weight < 18446744073709551616.0).then_some(weight as u64);
+        let exact =
+            (weight.fract() == 0.0 && weight < 18446744073709551616.0).then_some(weight as u64);
         let others = std::mem::take(other.settled());
         let counts = self.settled();
         for (word, count) in others {
             let scaled = match exact {
                 Some(w) => count.checked_mul(w),
-                None => Some((count as f64 * weight).round()).filter(|&x| x < 18446744073709551616.0).map(|x| x as u64),
+                None => Some((count as f64 * weight).round())
+                    .filter(|&x| x < 18446744073709551616.0)
+                    .map(|x| x as u64),
             };
             let Some(scaled) = scaled else {
-                return Err(PyOverflowError::new_err(format!("word {word:?}: count {count} x weight {weight} reaches 2**64")));
+                return Err(PyOverflowError::new_err(format!(
+                    "word {word:?}: count {count} x weight {weight} reaches 2**64"
+                )));
             };
             if scaled > 0 {
                 count::add_word(counts, &word, scaled);
@@ -270,7 +333,9 @@ impl WordCounter {
     fn items<'py>(&mut self, py: Python<'py>) -> Vec<(Bound<'py, PyBytes>, u64)> {
         let mut v: Vec<(&Vec<u8>, &u64)> = self.settled().iter().collect();
         v.sort_unstable_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-        v.into_iter().map(|(w, &n)| (PyBytes::new(py, w), n)).collect()
+        v.into_iter()
+            .map(|(w, &n)| (PyBytes::new(py, w), n))
+            .collect()
     }
 
     /// Learn up to `num_merges` merges from the counts (which are consumed),
@@ -295,15 +360,26 @@ impl WordCounter {
         first_new_id: u32,
     ) -> PyResult<TrainResult> {
         // Counts of files and texts only: trained on as they are.
-        let tally = if self.counts.is_empty() { self.pending.take() } else { None };
+        let tally = if self.counts.is_empty() {
+            self.pending.take()
+        } else {
+            None
+        };
         let words = std::mem::take(self.settled());
-        let options = train::TrainOptions { min_frequency, max_token_length };
+        let options = train::TrainOptions {
+            min_frequency,
+            max_token_length,
+        };
         let encoder = base.as_ref().map(|b| &b.enc);
         let trained = run_with_progress(py, num_threads, progress, |p| match (encoder, tally) {
             (None, Some(tally)) => train::train_with(tally, num_merges, &options, p),
             (None, None) => train::train_with(words, num_merges, &options, p),
             (Some(encoder), tally) => {
-                let base = train::Base { encoder, tokens: base_tokens, first_new_id };
+                let base = train::Base {
+                    encoder,
+                    tokens: base_tokens,
+                    first_new_id,
+                };
                 let words = tally.map_or(words, WordTally::into_counts);
                 train::train_on_base(words, base, num_merges, &options, p)
             }
@@ -318,7 +394,11 @@ impl WordCounter {
             train::Stop::NoPairLeft => Some("no_pair"),
             train::Stop::BelowMinFrequency => Some("min_frequency"),
         };
-        let merges = trained.merges.into_iter().map(|m| (m.left, m.right, m.count)).collect();
+        let merges = trained
+            .merges
+            .into_iter()
+            .map(|m| (m.left, m.right, m.count))
+            .collect();
         Ok((merges, stop, trained.tokens))
     }
 
@@ -326,6 +406,8 @@ impl WordCounter {
     /// of this pattern and these special tokens), or None when it has none:
     /// the blocks of a stream read in Python are cut there.
     fn chars_after_last_cut(&self, text: &str) -> Option<usize> {
-        self.cut.last_cut(text.as_bytes()).map(|at| text[at..].chars().count())
+        self.cut
+            .last_cut(text.as_bytes())
+            .map(|at| text[at..].chars().count())
     }
 }

@@ -9,11 +9,11 @@ use bytepair_core::count::{ChunkReader, CountError};
 use bytepair_core::cut::{segments, CutRule};
 use bytepair_core::encode::{cancellable, Spans};
 use bytepair_core::{EncodeError, Encoder, Progress, VocabTables};
+use numpy::PyArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use numpy::PyArray1;
-use rayon::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
+use rayon::prelude::*;
 
 use crate::batch::{encode_batch, BatchError};
 use crate::counter::le_i64s;
@@ -50,7 +50,12 @@ const KEEP_IDS: usize = 16 << 20;
 impl CoreBPE {
     /// The encoder of a vocabulary's tables with `specials` and `pattern`;
     /// `pipeline`: a tokenizer.json pipeline.
-    fn with_vocab(vocab: VocabTables, specials: Vec<(String, u32)>, pattern: &str, pipeline: Option<PipelineSpec>) -> PyResult<Self> {
+    fn with_vocab(
+        vocab: VocabTables,
+        specials: Vec<(String, u32)>,
+        pattern: &str,
+        pipeline: Option<PipelineSpec>,
+    ) -> PyResult<Self> {
         let names: Vec<String> = specials.iter().map(|(t, _)| t.clone()).collect();
         // A pipeline's text is never cut into segments (its preset cuts do not
         // hold after a normalizer); a rule for no preset cuts nowhere in encode.
@@ -60,7 +65,11 @@ impl CoreBPE {
             let (pipeline, rules) = crate::pipeline::build(&spec)?;
             enc = enc.with_pipeline(pipeline, &rules).map_err(encoder_error)?;
         }
-        Ok(CoreBPE { enc, cut, lists: IdLists::new() })
+        Ok(CoreBPE {
+            enc,
+            cut,
+            lists: IdLists::new(),
+        })
     }
 
     /// `Encoder::encode` of `text`, interruptibly, then `finish` on the ids.
@@ -72,7 +81,12 @@ impl CoreBPE {
         disallowed: &[String],
         finish: impl FnOnce(&[u32]) -> PyResult<R>,
     ) -> PyResult<R> {
-        self.encode_interruptibly(py, text, |segment, out| self.enc.encode_into(segment, allowed, disallowed, out), finish)
+        self.encode_interruptibly(
+            py,
+            text,
+            |segment, out| self.enc.encode_into(segment, allowed, disallowed, out),
+            finish,
+        )
     }
 
     /// Encode `text` without the GIL into this thread's id buffer and hand the
@@ -86,7 +100,9 @@ impl CoreBPE {
     ) -> PyResult<R> {
         let mut ids = IDS.with(|cell| std::mem::take(&mut *cell.borrow_mut()));
         ids.clear();
-        let result = self.encode_segments(py, text, &encode, &mut ids).and_then(|()| finish(&ids));
+        let result = self
+            .encode_segments(py, text, &encode, &mut ids)
+            .and_then(|()| finish(&ids));
         if ids.capacity() <= KEEP_IDS {
             IDS.with(|cell| *cell.borrow_mut() = ids);
         }
@@ -111,7 +127,9 @@ impl CoreBPE {
                 py.check_signals()?;
             }
             let encoded = if segment.len() > WATCHED_SEGMENT_BYTES {
-                run_with_progress(py, Some(1), None, |p| cancellable(p, || encode(segment, &mut *ids)))?
+                run_with_progress(py, Some(1), None, |p| {
+                    cancellable(p, || encode(segment, &mut *ids))
+                })?
             } else {
                 py.detach(|| encode(segment, &mut *ids))
             };
@@ -136,8 +154,13 @@ impl CoreBPE {
         encode: &(impl Fn(&str, &mut Vec<u32>) -> Result<(), EncodeError> + Sync),
         threads: usize,
     ) -> PyResult<Vec<u32>> {
-        let encoded = run_with_progress(py, Some(threads), None, |progress| self.encode_segments_on_pool(text, encode, progress))?;
-        let encoded: Vec<Vec<u32>> = encoded.into_iter().collect::<Result<_, _>>().map_err(|e| encode_error(e, text))?;
+        let encoded = run_with_progress(py, Some(threads), None, |progress| {
+            self.encode_segments_on_pool(text, encode, progress)
+        })?;
+        let encoded: Vec<Vec<u32>> = encoded
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .map_err(|e| encode_error(e, text))?;
         let mut ids = Vec::with_capacity(encoded.iter().map(Vec::len).sum());
         for part in &encoded {
             ids.extend_from_slice(part);
@@ -162,7 +185,8 @@ impl CoreBPE {
                     return Err(EncodeError::Cancelled);
                 }
                 let mut ids = Vec::with_capacity(segment.len() / 2 + 16);
-                cancellable(progress, || encode(segment, &mut ids)).map_err(|e| e.shifted(start))?;
+                cancellable(progress, || encode(segment, &mut ids))
+                    .map_err(|e| e.shifted(start))?;
                 Ok(ids)
             })
             .collect()
@@ -187,7 +211,8 @@ impl CoreBPE {
         pattern: &str,
         pipeline: Option<PipelineSpec>,
     ) -> PyResult<Self> {
-        let special_ids: std::collections::HashSet<u32> = specials.iter().map(|&(_, id)| id).collect();
+        let special_ids: std::collections::HashSet<u32> =
+            specials.iter().map(|&(_, id)| id).collect();
         let mut objects: Vec<(Bound<'_, PyBytes>, u32)> = Vec::with_capacity(vocab.len());
         for (id, bytes) in vocab.iter() {
             let id: u32 = id.extract()?;
@@ -202,15 +227,22 @@ impl CoreBPE {
         }
         // Borrowed, not copied: the bytes objects live until the tables are built.
         let tokens: Vec<(&[u8], u32)> = objects.iter().map(|(b, id)| (b.as_bytes(), *id)).collect();
-        let vocab = crate::runtime::run_parallel(py, || VocabTables::new(&tokens, merged))?.map_err(encoder_error)?;
+        let vocab = crate::runtime::run_parallel(py, || VocabTables::new(&tokens, merged))?
+            .map_err(encoder_error)?;
         Self::with_vocab(vocab, specials, pattern, pipeline)
     }
 
     /// The encoder of a `.tiktoken` table (`rank_table`; ids = ranks) with
     /// `specials` (string, id) and `pattern`, from the tables built with it.
     #[staticmethod]
-    fn from_rank_table(py: Python<'_>, table: &crate::RankTable, specials: Vec<(String, u32)>, pattern: &str) -> PyResult<Self> {
-        let vocab = crate::runtime::run_parallel(py, || table.take_vocab_tables())?.map_err(encoder_error)?;
+    fn from_rank_table(
+        py: Python<'_>,
+        table: &crate::RankTable,
+        specials: Vec<(String, u32)>,
+        pattern: &str,
+    ) -> PyResult<Self> {
+        let vocab = crate::runtime::run_parallel(py, || table.take_vocab_tables())?
+            .map_err(encoder_error)?;
         Self::with_vocab(vocab, specials, pattern, None)
     }
 
@@ -222,12 +254,20 @@ impl CoreBPE {
         if self.enc.has_pipeline() {
             return None;
         }
-        self.cut.last_cut(text.as_bytes()).map(|i| text[i..].chars().count())
+        self.cut
+            .last_cut(text.as_bytes())
+            .map(|i| text[i..].chars().count())
     }
 
     /// `encode` through the pipeline with each id's span of `text` in bytes
     /// (`Encoder::encode_with_spans`); None without a pipeline.
-    fn encode_with_spans(&self, py: Python<'_>, text: &str, allowed: Vec<String>, disallowed: Vec<String>) -> PyResult<Option<(Vec<u32>, Spans)>> {
+    fn encode_with_spans(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        allowed: Vec<String>,
+        disallowed: Vec<String>,
+    ) -> PyResult<Option<(Vec<u32>, Spans)>> {
         match py.detach(|| self.enc.encode_with_spans(text, &allowed, &disallowed)) {
             None => Ok(None),
             Some(result) => result.map(Some).map_err(|e| encode_error(e, text)),
@@ -235,12 +275,23 @@ impl CoreBPE {
     }
 
     fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
-        let encode = |segment: &str, out: &mut Vec<u32>| self.enc.encode_ordinary_into(segment, out);
-        self.encode_interruptibly(py, text, encode, |ids| self.lists.to_list(py, &self.enc, ids))
+        let encode =
+            |segment: &str, out: &mut Vec<u32>| self.enc.encode_ordinary_into(segment, out);
+        self.encode_interruptibly(py, text, encode, |ids| {
+            self.lists.to_list(py, &self.enc, ids)
+        })
     }
 
-    fn encode<'py>(&self, py: Python<'py>, text: &str, allowed: Vec<String>, disallowed: Vec<String>) -> PyResult<Bound<'py, PyList>> {
-        self.encode_ids(py, text, &allowed, &disallowed, |ids| self.lists.to_list(py, &self.enc, ids))
+    fn encode<'py>(
+        &self,
+        py: Python<'py>,
+        text: &str,
+        allowed: Vec<String>,
+        disallowed: Vec<String>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        self.encode_ids(py, text, &allowed, &disallowed, |ids| {
+            self.lists.to_list(py, &self.enc, ids)
+        })
     }
 
     /// `encode` with BPE-dropout: each candidate merge is skipped with probability
@@ -255,10 +306,15 @@ impl CoreBPE {
         seed: u64,
     ) -> PyResult<Bound<'py, PyList>> {
         if !(0.0..1.0).contains(&dropout) {
-            return Err(PyValueError::new_err(format!("dropout={dropout} must be in [0, 1)")));
+            return Err(PyValueError::new_err(format!(
+                "dropout={dropout} must be in [0, 1)"
+            )));
         }
         let ids = py
-            .detach(|| self.enc.encode_with_dropout(text, &allowed, &disallowed, dropout, seed))
+            .detach(|| {
+                self.enc
+                    .encode_with_dropout(text, &allowed, &disallowed, dropout, seed)
+            })
             .map_err(|e| encode_error(e, text))?;
         self.lists.to_list(py, &self.enc, &ids)
     }
@@ -277,7 +333,9 @@ impl CoreBPE {
         disallowed: Vec<String>,
         num_threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyArray1<u32>>> {
-        let encode = |segment: &str, out: &mut Vec<u32>| self.enc.encode_into(segment, &allowed, &disallowed, out);
+        let encode = |segment: &str, out: &mut Vec<u32>| {
+            self.enc.encode_into(segment, &allowed, &disallowed, out)
+        };
         let threads = thread_count(num_threads)?;
         let mut ids = if threads > 1 && text.len() > 2 * SEGMENT_BYTES {
             self.encode_segments_in_parallel(py, text, &encode, threads)?
@@ -321,12 +379,18 @@ impl CoreBPE {
         callback: Option<Py<PyAny>>,
     ) -> PyResult<(u64, u64)> {
         if itemsize != 2 && itemsize != 4 {
-            return Err(PyValueError::new_err(format!("itemsize={itemsize}: expected 2 or 4")));
+            return Err(PyValueError::new_err(format!(
+                "itemsize={itemsize}: expected 2 or 4"
+            )));
         }
         if self.enc.has_pipeline() {
-            return Err(PyValueError::new_err("a tokenizer.json pipeline has no safe cuts: encode the file's text"));
+            return Err(PyValueError::new_err(
+                "a tokenizer.json pipeline has no safe cuts: encode the file's text",
+            ));
         }
-        let reader = ChunkReader::open(path, FILE_CHUNK_BYTES, self.cut.clone()).map_err(count_error)?.without_forced_cut();
+        let reader = ChunkReader::open(path, FILE_CHUNK_BYTES, self.cut.clone())
+            .map_err(count_error)?
+            .without_forced_cut();
         use std::os::fd::FromRawFd;
         // SAFETY: the caller keeps `out_fd` open for the call; ManuallyDrop
         // leaves it open afterwards (the caller owns it).
@@ -334,28 +398,38 @@ impl CoreBPE {
         let out_path = "the output file";
         let mut out = std::io::BufWriter::with_capacity(1 << 20, &*file);
         let threads = thread_count(num_threads)?;
-        let encode = |segment: &str, ids: &mut Vec<u32>| self.enc.encode_into(segment, &allowed, &disallowed, ids);
-        let written = run_with_progress(py, Some(threads), callback, |progress| -> Result<(u64, u64), FileError> {
-            let mut tokens = 0u64;
-            let mut bytes = Vec::new();
-            for chunk in reader {
-                if progress.is_cancelled() {
-                    return Err(FileError::Count(CountError::Cancelled));
+        let encode = |segment: &str, ids: &mut Vec<u32>| {
+            self.enc.encode_into(segment, &allowed, &disallowed, ids)
+        };
+        let written = run_with_progress(
+            py,
+            Some(threads),
+            callback,
+            |progress| -> Result<(u64, u64), FileError> {
+                let mut tokens = 0u64;
+                let mut bytes = Vec::new();
+                for chunk in reader {
+                    if progress.is_cancelled() {
+                        return Err(FileError::Count(CountError::Cancelled));
+                    }
+                    let chunk = chunk.map_err(FileError::Count)?;
+                    let text = chunk.text(replace_errors).map_err(FileError::Count)?;
+                    for ids in self.encode_segments_on_pool(&text, &encode, progress) {
+                        let ids = ids.map_err(|e| FileError::Encode(e, chunk.offset))?;
+                        bytes.clear();
+                        push_ids(&mut bytes, ids.iter().copied(), itemsize)
+                            .map_err(FileError::Python)?;
+                        out.write_all(&bytes)
+                            .map_err(|e| FileError::Count(CountError::io(out_path, e)))?;
+                        tokens += ids.len() as u64;
+                    }
+                    progress.add(chunk.bytes.len() as u64);
                 }
-                let chunk = chunk.map_err(FileError::Count)?;
-                let text = chunk.text(replace_errors).map_err(FileError::Count)?;
-                for ids in self.encode_segments_on_pool(&text, &encode, progress) {
-                    let ids = ids.map_err(|e| FileError::Encode(e, chunk.offset))?;
-                    bytes.clear();
-                    push_ids(&mut bytes, ids.iter().copied(), itemsize).map_err(FileError::Python)?;
-                    out.write_all(&bytes).map_err(|e| FileError::Count(CountError::io(out_path, e)))?;
-                    tokens += ids.len() as u64;
-                }
-                progress.add(chunk.bytes.len() as u64);
-            }
-            out.flush().map_err(|e| FileError::Count(CountError::io(out_path, e)))?;
-            Ok((tokens, progress.done()))
-        })?;
+                out.flush()
+                    .map_err(|e| FileError::Count(CountError::io(out_path, e)))?;
+                Ok((tokens, progress.done()))
+            },
+        )?;
         written.map_err(|e| file_error(e, path))
     }
 
@@ -413,11 +487,19 @@ impl CoreBPE {
         num_threads: Option<usize>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
         if itemsize != 2 && itemsize != 4 {
-            return Err(PyValueError::new_err(format!("itemsize={itemsize}: expected 2 or 4")));
+            return Err(PyValueError::new_err(format!(
+                "itemsize={itemsize}: expected 2 or 4"
+            )));
         }
         let offsets = le_i64s(offsets, "offsets")?;
-        if offsets.is_empty() || offsets.windows(2).any(|w| w[0] < 0 || w[1] < w[0]) || offsets[offsets.len() - 1] as u64 > data.len() as u64 {
-            return Err(PyValueError::new_err(format!("offsets do not describe documents within {} bytes", data.len())));
+        if offsets.is_empty()
+            || offsets.windows(2).any(|w| w[0] < 0 || w[1] < w[0])
+            || offsets[offsets.len() - 1] as u64 > data.len() as u64
+        {
+            return Err(PyValueError::new_err(format!(
+                "offsets do not describe documents within {} bytes",
+                data.len()
+            )));
         }
         let document = |i: usize| &data[offsets[i] as usize..offsets[i + 1] as usize];
         let bad_utf8 = |i: usize, offset: usize| {
@@ -425,7 +507,10 @@ impl CoreBPE {
                 Some(first) => format!("{source}: record {}", first + i as u64),
                 None => source.to_string(),
             };
-            count_error(CountError::InvalidUtf8 { path, offset: offset as u64 })
+            count_error(CountError::InvalidUtf8 {
+                path,
+                offset: offset as u64,
+            })
         };
         let decode = |i: usize| match std::str::from_utf8(document(i)) {
             Ok(text) => Ok(Cow::Borrowed(text)),
@@ -433,19 +518,27 @@ impl CoreBPE {
             Err(e) => Err(bad_utf8(i, e.valid_up_to())),
         };
         let encoded: Vec<(usize, Vec<u32>)> = run_with_progress(py, num_threads, None, |_| {
-            let texts: Vec<Cow<str>> = (0..offsets.len() - 1).into_par_iter().map(decode).collect::<PyResult<_>>()?;
+            let texts: Vec<Cow<str>> = (0..offsets.len() - 1)
+                .into_par_iter()
+                .map(decode)
+                .collect::<PyResult<_>>()?;
             // A long document is encoded in segments cut where the ids of the
             // parts join to the ids of the whole (bytepair_core::cut), so one
             // big file uses every thread too.
             let pieces: Vec<(usize, &str)> = texts
                 .iter()
                 .enumerate()
-                .flat_map(|(i, text)| segments(&self.cut, text, SEGMENT_BYTES).map(move |(_, piece)| (i, piece)))
+                .flat_map(|(i, text)| {
+                    segments(&self.cut, text, SEGMENT_BYTES).map(move |(_, piece)| (i, piece))
+                })
                 .collect();
             pieces
                 .into_par_iter()
                 .map(|(i, piece)| {
-                    let mut ids = self.enc.encode(piece, &allowed, &disallowed).map_err(|e| encode_error(e, piece))?;
+                    let mut ids = self
+                        .enc
+                        .encode(piece, &allowed, &disallowed)
+                        .map_err(|e| encode_error(e, piece))?;
                     // encode reserves 2 ids per byte; a batch holds every piece's ids at once
                     ids.shrink_to_fit();
                     Ok((i, ids))
@@ -453,7 +546,9 @@ impl CoreBPE {
                 .collect::<PyResult<Vec<_>>>()
         })??;
         let documents = offsets.len() - 1;
-        let mut out = Vec::with_capacity((encoded.iter().map(|(_, ids)| ids.len()).sum::<usize>() + documents) * itemsize);
+        let mut out = Vec::with_capacity(
+            (encoded.iter().map(|(_, ids)| ids.len()).sum::<usize>() + documents) * itemsize,
+        );
         let mut lengths = Vec::with_capacity(documents * 8);
         let mut pieces = encoded.iter().peekable();
         for i in 0..documents {
@@ -468,20 +563,37 @@ impl CoreBPE {
     }
 
     /// Joined bytes of a list of ids.
-    fn decode_bytes<'py>(&self, py: Python<'py>, ids: Bound<'py, PyList>) -> PyResult<Bound<'py, PyBytes>> {
-        Ok(PyBytes::new(py, &self.lists.joined_bytes(py, &self.enc, &ids)?))
+    fn decode_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Bound<'py, PyList>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        Ok(PyBytes::new(
+            py,
+            &self.lists.joined_bytes(py, &self.enc, &ids)?,
+        ))
     }
 
     /// The text of a list of ids: their joined bytes decoded as UTF-8 with the
     /// error handler `errors` ("strict", "replace", ...), as `bytes.decode`
     /// does, but with no bytes object between (one 4-byte-per-id copy fewer).
-    fn decode_text<'py>(&self, py: Python<'py>, ids: Bound<'py, PyList>, errors: &str) -> PyResult<Bound<'py, PyAny>> {
+    fn decode_text<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Bound<'py, PyList>,
+        errors: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let out = self.lists.joined_bytes(py, &self.enc, &ids)?;
-        let errors = std::ffi::CString::new(errors).map_err(|_| PyValueError::new_err("errors holds a NUL character"))?;
+        let errors = std::ffi::CString::new(errors)
+            .map_err(|_| PyValueError::new_err("errors holds a NUL character"))?;
         // SAFETY: the buffer and the handler name outlive the call, which
         // returns a new reference or NULL with an exception set.
         unsafe {
-            let text = pyo3::ffi::PyUnicode_DecodeUTF8(out.as_ptr().cast(), out.len() as pyo3::ffi::Py_ssize_t, errors.as_ptr());
+            let text = pyo3::ffi::PyUnicode_DecodeUTF8(
+                out.as_ptr().cast(),
+                out.len() as pyo3::ffi::Py_ssize_t,
+                errors.as_ptr(),
+            );
             Bound::from_owned_ptr_or_err(py, text)
         }
     }
@@ -489,18 +601,29 @@ impl CoreBPE {
     /// The pre-tokens of `text` (special tokens not treated), for tests and
     /// inspection; through the pipeline (normalized) when there is one.
     fn pretokenize(&self, text: &str) -> PyResult<Vec<String>> {
-        let pieces = self.enc.pretokenize(text).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        Ok(pieces.into_iter().map(|p| String::from_utf8_lossy(&p).into_owned()).collect())
+        let pieces = self
+            .enc
+            .pretokenize(text)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(pieces
+            .into_iter()
+            .map(|p| String::from_utf8_lossy(&p).into_owned())
+            .collect())
     }
 }
 
 /// Append `ids` to `out` as little-endian unsigned ints of `itemsize` (2 or 4) bytes.
-fn push_ids(out: &mut Vec<u8>, ids: impl IntoIterator<Item = u32>, itemsize: usize) -> PyResult<()> {
+fn push_ids(
+    out: &mut Vec<u8>,
+    ids: impl IntoIterator<Item = u32>,
+    itemsize: usize,
+) -> PyResult<()> {
     for id in ids {
         if itemsize == 4 {
             out.extend_from_slice(&id.to_le_bytes());
         } else {
-            let narrow = u16::try_from(id).map_err(|_| PyValueError::new_err(format!("id {id} does not fit in 2 bytes")))?;
+            let narrow = u16::try_from(id)
+                .map_err(|_| PyValueError::new_err(format!("id {id} does not fit in 2 bytes")))?;
             out.extend_from_slice(&narrow.to_le_bytes());
         }
     }

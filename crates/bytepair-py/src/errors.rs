@@ -12,7 +12,9 @@ pub fn count_error(e: CountError) -> PyErr {
     match e {
         CountError::Cancelled => PyRuntimeError::new_err("cancelled"),
         CountError::InvalidUtf8 { .. } | CountError::InvalidUtf8InDocument { .. } => {
-            PyValueError::new_err(format!("{e} (pass errors=\"replace\" to replace bad bytes)"))
+            PyValueError::new_err(format!(
+                "{e} (pass errors=\"replace\" to replace bad bytes)"
+            ))
         }
         CountError::Io { .. } => PyOSError::new_err(e.to_string()),
         CountError::BadOffsets(_) | CountError::Search(_) => PyValueError::new_err(e.to_string()),

@@ -31,12 +31,23 @@ pub struct IdLists {
 
 impl IdLists {
     pub fn new() -> Self {
-        IdLists { ints: PyOnceLock::new(), tokens_by_address: PyOnceLock::new(), ids_decoded_without_table: AtomicUsize::new(0) }
+        IdLists {
+            ints: PyOnceLock::new(),
+            tokens_by_address: PyOnceLock::new(),
+            ids_decoded_without_table: AtomicUsize::new(0),
+        }
     }
 
     /// `ids` as a Python list of ints, sharing the ints of `enc`'s dense ids.
-    pub fn to_list<'py>(&self, py: Python<'py>, enc: &Encoder, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        let shared = self.ints.get_or_init(py, || SharedInts::new(py, enc.dense_id_bound() as u32));
+    pub fn to_list<'py>(
+        &self,
+        py: Python<'py>,
+        enc: &Encoder,
+        ids: &[u32],
+    ) -> PyResult<Bound<'py, PyList>> {
+        let shared = self
+            .ints
+            .get_or_init(py, || SharedInts::new(py, enc.dense_id_bound() as u32));
         shared.list(py, ids)
     }
 
@@ -49,22 +60,42 @@ impl IdLists {
     /// ms), so building it on the first decode of that text made the decode
     /// 2.5 times as slow. Buying only after renting has cost as much (the
     /// rent-or-buy rule) costs at most about twice the better choice.
-    fn tokens_by_address(&self, py: Python<'_>, enc: &Encoder, ints: &SharedInts, ids: usize) -> Option<&TokensByAddress> {
+    fn tokens_by_address(
+        &self,
+        py: Python<'_>,
+        enc: &Encoder,
+        ints: &SharedInts,
+        ids: usize,
+    ) -> Option<&TokensByAddress> {
         if let Some(table) = self.tokens_by_address.get(py) {
             return Some(table);
         }
-        let decoded = self.ids_decoded_without_table.fetch_add(ids, Ordering::Relaxed) + ids;
+        let decoded = self
+            .ids_decoded_without_table
+            .fetch_add(ids, Ordering::Relaxed)
+            + ids;
         if decoded < TABLE_AFTER_IDS_PER_INT * ints.len() {
             return None;
         }
-        Some(self.tokens_by_address.get_or_init(py, || ints.tokens_by_address(|id| enc.inline_token(id))))
+        Some(
+            self.tokens_by_address
+                .get_or_init(py, || ints.tokens_by_address(|id| enc.inline_token(id))),
+        )
     }
 
     /// The joined bytes of the ids in `ids`, read straight from the list: no
     /// Vec<i64> copy of it first (the copy was most of the time decoding took).
     /// A shared int of a short token is found by its address (`TokensByAddress`).
-    pub fn joined_bytes(&self, py: Python<'_>, enc: &Encoder, ids: &Bound<'_, PyList>) -> PyResult<Vec<u8>> {
-        let by_address = self.ints.get(py).and_then(|ints| self.tokens_by_address(py, enc, ints, ids.len()));
+    pub fn joined_bytes(
+        &self,
+        py: Python<'_>,
+        enc: &Encoder,
+        ids: &Bound<'_, PyList>,
+    ) -> PyResult<Vec<u8>> {
+        let by_address = self
+            .ints
+            .get(py)
+            .and_then(|ints| self.tokens_by_address(py, enc, ints, ids.len()));
         let mut out = Vec::with_capacity(ids.len() * 4);
         for i in 0..ids.len() {
             let item = borrowed_item(ids, i);
@@ -76,7 +107,9 @@ impl IdLists {
                 None => ids.get_item(i)?.extract::<i64>()?,
             };
             if !enc.push_token_bytes(id, &mut out) {
-                return Err(PyValueError::new_err(format!("token id {id} is not in the vocabulary")));
+                return Err(PyValueError::new_err(format!(
+                    "token id {id} is not in the vocabulary"
+                )));
             }
         }
         Ok(out)

@@ -47,7 +47,12 @@ fn recover_merges(py: Python<'_>, merged: Vec<Vec<u8>>) -> PyResult<Vec<Option<u
 /// its item-by-item check, which words the fault.
 #[pyfunction]
 #[pyo3(signature = (merges, vocab=None, rank_rule=true))]
-fn merge_table_passes(py: Python<'_>, merges: &Bound<'_, PyList>, vocab: Option<&Bound<'_, PyList>>, rank_rule: bool) -> PyResult<bool> {
+fn merge_table_passes(
+    py: Python<'_>,
+    merges: &Bound<'_, PyList>,
+    vocab: Option<&Bound<'_, PyList>>,
+    rank_rule: bool,
+) -> PyResult<bool> {
     let mut parts: Vec<(Bound<'_, PyBytes>, Bound<'_, PyBytes>)> = Vec::with_capacity(merges.len());
     for pair in merges.iter() {
         match pair.extract() {
@@ -56,15 +61,26 @@ fn merge_table_passes(py: Python<'_>, merges: &Bound<'_, PyList>, vocab: Option<
         }
     }
     let tokens: Option<Vec<Bound<'_, PyBytes>>> = match vocab {
-        Some(list) => match list.iter().map(|t| t.cast_into::<PyBytes>()).collect::<Result<Vec<_>, _>>() {
+        Some(list) => match list
+            .iter()
+            .map(|t| t.cast_into::<PyBytes>())
+            .collect::<Result<Vec<_>, _>>()
+        {
             Ok(tokens) => Some(tokens),
             Err(_) => return Ok(false),
         },
         None => None,
     };
-    let pairs: Vec<(&[u8], &[u8])> = parts.iter().map(|(a, b)| (a.as_bytes(), b.as_bytes())).collect();
-    let token_bytes: Option<Vec<&[u8]>> = tokens.as_ref().map(|t| t.iter().map(|b| b.as_bytes()).collect());
-    runtime::run_parallel(py, || bytepair_core::recover::merge_table_passes(&pairs, token_bytes.as_deref(), rank_rule))
+    let pairs: Vec<(&[u8], &[u8])> = parts
+        .iter()
+        .map(|(a, b)| (a.as_bytes(), b.as_bytes()))
+        .collect();
+    let token_bytes: Option<Vec<&[u8]>> = tokens
+        .as_ref()
+        .map(|t| t.iter().map(|b| b.as_bytes()).collect());
+    runtime::run_parallel(py, || {
+        bytepair_core::recover::merge_table_passes(&pairs, token_bytes.as_deref(), rank_rule)
+    })
 }
 
 /// A `.tiktoken` file's content, parsed and its merges recovered, with the
@@ -76,7 +92,10 @@ fn merge_table_passes(py: Python<'_>, merges: &Bound<'_, PyList>, vocab: Option<
 fn rank_table(py: Python<'_>, data: &[u8]) -> PyResult<Option<RankTable>> {
     runtime::run_parallel(py, || {
         let (table, vocab) = bytepair_core::rank_file::RankTable::parse(data)?;
-        Some(RankTable { table, vocab: std::sync::Mutex::new(Some(vocab)) })
+        Some(RankTable {
+            table,
+            vocab: std::sync::Mutex::new(Some(vocab)),
+        })
     })
 }
 
@@ -90,8 +109,14 @@ pub struct RankTable {
 
 impl RankTable {
     /// The encoder tables, built already or (on a second use) again.
-    pub fn take_vocab_tables(&self) -> Result<bytepair_core::VocabTables, bytepair_core::EncoderError> {
-        let built = self.vocab.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
+    pub fn take_vocab_tables(
+        &self,
+    ) -> Result<bytepair_core::VocabTables, bytepair_core::EncoderError> {
+        let built = self
+            .vocab
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
         built.map_or_else(|| self.table.vocab_tables(), Ok)
     }
 }
@@ -115,9 +140,15 @@ impl RankTable {
 
     /// (vocab: {rank: token bytes} in rank order, merges: [(left bytes,
     /// right bytes)] in rank order); a merge's parts are the vocab's bytes objects.
-    fn python_tables<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyList>)> {
+    fn python_tables<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyList>)> {
         let tokens = &self.table.tokens;
-        let objects: Vec<Bound<'py, PyBytes>> = tokens.iter().map(|(token, _)| PyBytes::new(py, token)).collect();
+        let objects: Vec<Bound<'py, PyBytes>> = tokens
+            .iter()
+            .map(|(token, _)| PyBytes::new(py, token))
+            .collect();
         let vocab = PyDict::new(py);
         for ((_, rank), object) in tokens.iter().zip(&objects) {
             vocab.set_item(rank, object)?;
@@ -135,13 +166,24 @@ impl RankTable {
 /// back to back, n + 1 little-endian int64 offsets, n, where the unfinished
 /// last piece starts; with `last` it is a document too).
 #[pyfunction]
-fn split_documents<'py>(py: Python<'py>, block: &[u8], separator: &[u8], last: bool) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, usize, usize)> {
+fn split_documents<'py>(
+    py: Python<'py>,
+    block: &[u8],
+    separator: &[u8],
+    last: bool,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, usize, usize)> {
     if separator.is_empty() {
         return Err(PyValueError::new_err("the separator is empty"));
     }
-    let (data, offsets, tail) = py.detach(|| bytepair_core::count::split_documents(block, separator, last));
+    let (data, offsets, tail) =
+        py.detach(|| bytepair_core::count::split_documents(block, separator, last));
     let offset_bytes: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
-    Ok((PyBytes::new(py, &data), PyBytes::new(py, &offset_bytes), offsets.len() - 1, tail))
+    Ok((
+        PyBytes::new(py, &data),
+        PyBytes::new(py, &offset_bytes),
+        offsets.len() - 1,
+        tail,
+    ))
 }
 
 /// Set the memory budget of each per-thread piece cache of the encoder, in
@@ -165,8 +207,12 @@ fn cache_budget() -> usize {
 fn _panic_for_tests(py: Python<'_>, place: &str) -> PyResult<()> {
     match place {
         "caller" => panic!("panic requested by a test"),
-        "worker" => runtime::run_with_progress(py, Some(2), None, |_| -> () { panic!("panic requested by a test") }),
-        other => Err(PyValueError::new_err(format!("place {other:?}: expected 'caller' or 'worker'"))),
+        "worker" => runtime::run_with_progress(py, Some(2), None, |_| -> () {
+            panic!("panic requested by a test")
+        }),
+        other => Err(PyValueError::new_err(format!(
+            "place {other:?}: expected 'caller' or 'worker'"
+        ))),
     }
 }
 

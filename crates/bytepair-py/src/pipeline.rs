@@ -14,7 +14,9 @@ pub type RuleSpec = (String, bool, bool, bool, bool);
 pub type PipelineSpec = (Vec<StepSpec>, Vec<StepSpec>, Vec<RuleSpec>);
 
 fn arg<'a>(args: &'a [String], i: usize, kind: &str) -> PyResult<&'a str> {
-    args.get(i).map(String::as_str).ok_or_else(|| PyValueError::new_err(format!("{kind}: missing argument {i}")))
+    args.get(i)
+        .map(String::as_str)
+        .ok_or_else(|| PyValueError::new_err(format!("{kind}: missing argument {i}")))
 }
 
 fn normalizer((kind, args): &StepSpec) -> PyResult<Normalizer> {
@@ -24,19 +26,33 @@ fn normalizer((kind, args): &StepSpec) -> PyResult<Normalizer> {
         "NFKC" => Normalizer::Unicode(Form::Nfkc),
         "NFKD" => Normalizer::Unicode(Form::Nfkd),
         "Lowercase" => Normalizer::Lowercase,
-        "Strip" => Normalizer::Strip { left: arg(args, 0, kind)? == "1", right: arg(args, 1, kind)? == "1" },
-        "Replace" => Normalizer::replace(arg(args, 0, kind)?, arg(args, 1, kind)?).map_err(|e| PyValueError::new_err(e.to_string()))?,
+        "Strip" => Normalizer::Strip {
+            left: arg(args, 0, kind)? == "1",
+            right: arg(args, 1, kind)? == "1",
+        },
+        "Replace" => Normalizer::replace(arg(args, 0, kind)?, arg(args, 1, kind)?)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?,
         "Prepend" => Normalizer::Prepend(arg(args, 0, kind)?.to_string()),
-        other => return Err(PyValueError::new_err(format!("normalizer {other} is not supported"))),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "normalizer {other} is not supported"
+            )))
+        }
     })
 }
 
 fn step((kind, args): &StepSpec) -> PyResult<Step> {
     match kind.as_str() {
-        "Split" => split_step(arg(args, 0, kind)?, arg(args, 1, kind)?, arg(args, 2, kind)? == "1")
-            .map_err(|e| PyValueError::new_err(e.to_string())),
+        "Split" => split_step(
+            arg(args, 0, kind)?,
+            arg(args, 1, kind)?,
+            arg(args, 2, kind)? == "1",
+        )
+        .map_err(|e| PyValueError::new_err(e.to_string())),
         "PrefixSpace" => Ok(Step::PrefixSpace),
-        other => Err(PyValueError::new_err(format!("pre-tokenizer step {other} is not supported"))),
+        other => Err(PyValueError::new_err(format!(
+            "pre-tokenizer step {other} is not supported"
+        ))),
     }
 }
 
@@ -48,7 +64,15 @@ pub fn build(spec: &PipelineSpec) -> PyResult<(Pipeline, Vec<(String, AddedRule)
         .2
         .iter()
         .map(|(t, single_word, lstrip, rstrip, normalized)| {
-            (t.clone(), AddedRule { single_word: *single_word, lstrip: *lstrip, rstrip: *rstrip, normalized: *normalized })
+            (
+                t.clone(),
+                AddedRule {
+                    single_word: *single_word,
+                    lstrip: *lstrip,
+                    rstrip: *rstrip,
+                    normalized: *normalized,
+                },
+            )
         })
         .collect();
     Ok((Pipeline::new(normalizers, steps), rules))

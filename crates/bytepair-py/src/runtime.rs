@@ -43,7 +43,9 @@ struct Pools {
 /// The shared pool of `thread_count(num_threads)` threads.
 pub fn pool(num_threads: Option<usize>) -> PyResult<Arc<rayon::ThreadPool>> {
     let n = thread_count(num_threads)?;
-    let mut pools = POOLS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut pools = POOLS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let pid = std::process::id();
     if pools.pid != pid {
         // Pools made before a fork: dropping one would signal threads this
@@ -100,7 +102,9 @@ pub fn run_with_progress<R: Send>(
             s.spawn(move || {
                 // A panic (a bug) becomes an error for the caller instead of
                 // re-panicking out of the scope.
-                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.install(|| work(progress))));
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    pool.install(|| work(progress))
+                }));
                 let _ = tx.send(outcome.map_err(|payload| panic_message(payload.as_ref())));
             });
             let mut error = None;
@@ -143,5 +147,7 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 
 /// A bug in bytepair, raised as an ordinary exception instead of aborting.
 pub fn internal_error(message: &str) -> PyErr {
-    PyRuntimeError::new_err(format!("internal error in bytepair (Rust panic: {message}); please report it"))
+    PyRuntimeError::new_err(format!(
+        "internal error in bytepair (Rust panic: {message}); please report it"
+    ))
 }

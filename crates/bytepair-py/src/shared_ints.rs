@@ -28,7 +28,9 @@ impl SharedInts {
 
     /// Ints for ids `0..n`.
     pub fn new(py: Python<'_>, n: u32) -> Self {
-        SharedInts { ints: (0..n).map(|id| new_int(py, id).unbind()).collect() }
+        SharedInts {
+            ints: (0..n).map(|id| new_int(py, id).unbind()).collect(),
+        }
     }
 
     /// `ids` as a new Python list of these ints (new ints for ids beyond them).
@@ -37,7 +39,8 @@ impl SharedInts {
     /// third of encoding prose), where a store and an increment are ~1 ns.
     pub fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
         use pyo3::ffi;
-        let len = ffi::Py_ssize_t::try_from(ids.len()).map_err(|_| pyo3::exceptions::PyOverflowError::new_err("too many ids for a list"))?;
+        let len = ffi::Py_ssize_t::try_from(ids.len())
+            .map_err(|_| pyo3::exceptions::PyOverflowError::new_err("too many ids for a list"))?;
         // SAFETY: PyList_New returns a new list of `len` NULL items (or NULL
         // with an error set); each item is set once, to an owned reference,
         // before the list is handed to Python code.
@@ -63,8 +66,12 @@ impl SharedInts {
     pub fn tokens_by_address(&self, inline_token: impl Fn(u32) -> [u8; 16]) -> TokensByAddress {
         let address = |id: usize| self.ints[id].as_ptr() as usize;
         let small = SmallRun::new((0..self.ints.len()).map(address), &inline_token);
-        let rest = (small.entries.len()..self.ints.len()).map(|id| (address(id), inline_token(id as u32)));
-        TokensByAddress { small, rest: AddressTable::new(rest) }
+        let rest =
+            (small.entries.len()..self.ints.len()).map(|id| (address(id), inline_token(id as u32)));
+        TokensByAddress {
+            small,
+            rest: AddressTable::new(rest),
+        }
     }
 }
 
@@ -115,8 +122,14 @@ impl SmallRun {
     fn new(addresses: impl Iterator<Item = usize>, inline_token: impl Fn(u32) -> [u8; 16]) -> Self {
         let mut addresses = addresses.peekable();
         let base = addresses.peek().copied().unwrap_or(0);
-        let len = addresses.enumerate().take_while(|&(id, address)| address == base + id * INT_STRIDE).count();
-        SmallRun { base, entries: (0..len as u32).map(inline_token).collect() }
+        let len = addresses
+            .enumerate()
+            .take_while(|&(id, address)| address == base + id * INT_STRIDE)
+            .count();
+        SmallRun {
+            base,
+            entries: (0..len as u32).map(inline_token).collect(),
+        }
     }
 
     #[inline]
@@ -125,7 +138,9 @@ impl SmallRun {
         if !offset.is_multiple_of(INT_STRIDE) {
             return None;
         }
-        self.entries.get(offset / INT_STRIDE).filter(|entry| entry[15] != 0)
+        self.entries
+            .get(offset / INT_STRIDE)
+            .filter(|entry| entry[15] != 0)
     }
 }
 
@@ -158,12 +173,28 @@ const UNIT: usize = 16;
 
 impl AddressTable {
     fn new(placed: impl Iterator<Item = (usize, [u8; 16])>) -> Self {
-        let placed: Vec<(usize, Slot)> = placed.filter_map(|(address, entry)| Some((address, Slot::of(&entry)?))).collect();
-        let base = placed.iter().map(|&(address, _)| address).min().unwrap_or(0);
-        let bits = (placed.len() * 5 / 4 + 1).next_power_of_two().trailing_zeros().max(4);
-        let mut table = AddressTable { slots: vec![Slot::default(); 1 << bits], base, mask: (1 << bits) - 1, shift: 64 - bits };
+        let placed: Vec<(usize, Slot)> = placed
+            .filter_map(|(address, entry)| Some((address, Slot::of(&entry)?)))
+            .collect();
+        let base = placed
+            .iter()
+            .map(|&(address, _)| address)
+            .min()
+            .unwrap_or(0);
+        let bits = (placed.len() * 5 / 4 + 1)
+            .next_power_of_two()
+            .trailing_zeros()
+            .max(4);
+        let mut table = AddressTable {
+            slots: vec![Slot::default(); 1 << bits],
+            base,
+            mask: (1 << bits) - 1,
+            shift: 64 - bits,
+        };
         for (address, mut slot) in placed {
-            let Some(key) = table.key(address) else { continue };
+            let Some(key) = table.key(address) else {
+                continue;
+            };
             slot.key = key;
             let mut i = table.home(key);
             while table.slots[i].key != 0 {

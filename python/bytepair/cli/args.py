@@ -48,10 +48,24 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
     """The flags of how inputs are read, shared by `count` and `train`."""
     from bytepair.counts.sources import FORMATS
 
-    p.add_argument("--format", choices=FORMATS, default=None, help="default: from the file extensions, else text")
-    p.add_argument("--text-field", "--field", "--column", dest="text_field", default="text", metavar="F",
-                   help="JSON key / Parquet column (default: text)")
-    p.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help="default: from the file extensions, else text",
+    )
+    p.add_argument(
+        "--text-field",
+        "--field",
+        "--column",
+        dest="text_field",
+        default="text",
+        metavar="F",
+        help="JSON key / Parquet column (default: text)",
+    )
+    p.add_argument(
+        "--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8"
+    )
 
 
 def input_path(text: str) -> str:
@@ -59,7 +73,9 @@ def input_path(text: str) -> str:
     if text != "-":
         return text
     if not os.path.exists(STDIN_PATH):
-        raise argparse.ArgumentTypeError(f"- (standard input) needs {STDIN_PATH}, which this system lacks")
+        raise argparse.ArgumentTypeError(
+            f"- (standard input) needs {STDIN_PATH}, which this system lacks"
+        )
     return STDIN_PATH
 
 

@@ -7,18 +7,33 @@ import argparse
 import sys
 import time
 
-from bytepair.cli.args import add_input_options, input_path, output_file, positive_int, progress_bars
+from bytepair.cli.args import (
+    add_input_options,
+    input_path,
+    output_file,
+    positive_int,
+    progress_bars,
+)
+from bytepair.counts.artifact import WordCounts
 from bytepair.counts.count import ENGINES, count
 from bytepair.inspection.report import format_token, printable
-from bytepair.counts.artifact import WordCounts
 
 
 def cmd_count(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     counts = count(
-        args.inputs, args.output, engine=args.engine, pattern=args.pattern, special_tokens=args.special_token,
-        parts=args.parts, format=args.format, text_field=args.text_field, errors=args.errors,
-        num_workers=args.workers, progress=progress_bars(args), **engine_options(args),
+        args.inputs,
+        args.output,
+        engine=args.engine,
+        pattern=args.pattern,
+        special_tokens=args.special_token,
+        parts=args.parts,
+        format=args.format,
+        text_field=args.text_field,
+        errors=args.errors,
+        num_workers=args.workers,
+        progress=progress_bars(args),
+        **engine_options(args),
     )
     t = counts.totals
     seconds = time.perf_counter() - start
@@ -92,23 +107,48 @@ def cmd_counts_export(args: argparse.Namespace) -> int:
     with output_file(args.tsv) as out:
         n = WordCounts.open(args.counts).export_tsv(out)
     if args.tsv != "-":
-        print(f"wrote {args.tsv} ({n:,} lines: word<TAB>count, most frequent first)", file=sys.stderr)
+        print(
+            f"wrote {args.tsv} ({n:,} lines: word<TAB>count, most frequent first)", file=sys.stderr
+        )
     return 0
 
 
 def register_count(sub: "argparse._SubParsersAction") -> None:
-    c = sub.add_parser("count", help="count pre-tokens of files into a word-counts folder (any engine)")
-    c.add_argument("inputs", nargs="+", type=input_path, metavar="INPUT",
-                   help="files (.gz/.bz2/.xz/.zst too), folders, globs or fsspec URLs; - for stdin")
+    c = sub.add_parser(
+        "count", help="count pre-tokens of files into a word-counts folder (any engine)"
+    )
+    c.add_argument(
+        "inputs",
+        nargs="+",
+        type=input_path,
+        metavar="INPUT",
+        help="files (.gz/.bz2/.xz/.zst too), folders, globs or fsspec URLs; - for stdin",
+    )
     c.add_argument("-o", "--output", required=True, help="word-counts folder to write")
-    c.add_argument("--engine", choices=ENGINES, default="local", help="local process pool (default), ray or spark")
+    c.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help="local process pool (default), ray or spark",
+    )
     c.add_argument("--pattern", default="gpt2", help="gpt2 (default), cl100k, o200k, or a regex")
     c.add_argument("--special-token", action="append", default=[], metavar="T", help="repeatable")
-    c.add_argument("--parts", type=positive_int, default=None, help="Parquet parts to write (default: one per worker)")
-    c.add_argument("--workers", type=positive_int, default=None, help="worker processes / tasks in flight")
+    c.add_argument(
+        "--parts",
+        type=positive_int,
+        default=None,
+        help="Parquet parts to write (default: one per worker)",
+    )
+    c.add_argument(
+        "--workers", type=positive_int, default=None, help="worker processes / tasks in flight"
+    )
     add_input_options(c)
-    c.add_argument("--ray-address", default=None, metavar="ADDR",
-                   help="Ray cluster to join (auto, ray://host:10001); default: the running one or a new local one")
+    c.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDR",
+        help="Ray cluster to join (auto, ray://host:10001); default: the running one or a new local one",
+    )
     c.add_argument("-q", "--quiet", action="store_true", help="no progress bars, no summary")
     c.set_defaults(run=cmd_count)
 

@@ -6,9 +6,10 @@ import argparse
 import sys
 
 from bytepair import _core
-from bytepair.inspection.report import printable
 from bytepair.cli.args import input_path, save_tokenizer_json
 from bytepair.formats.detect import _FORMAT_NAMES, FORMATS, convert, info, load
+from bytepair.inspection.report import printable
+
 
 def _special_arg(text: str) -> tuple[str, int]:
     token, sep, number = text.rpartition("=")
@@ -22,7 +23,11 @@ def cmd_info(args: argparse.Namespace) -> int:
     # Everything read from the file is escaped: a hostile file must not send terminal escapes.
     specials = ", ".join(f"{printable(t)}={i}" for t, i in d["special_tokens"].items()) or "(none)"
     n_special = len(d["special_tokens"])
-    pattern = f"{d['pattern']} (preset: {_core.resolve_pattern(d['pattern'])})" if d["preset"] else d["pattern"]
+    pattern = (
+        f"{d['pattern']} (preset: {_core.resolve_pattern(d['pattern'])})"
+        if d["preset"]
+        else d["pattern"]
+    )
     pattern = printable(pattern)
     print(
         f"format          {_FORMAT_NAMES[d['format']]} ({d['format']})\n"
@@ -41,7 +46,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
     specials = dict(args.special_token) if args.special_token else None
     if args.output == "-":
         return _convert_to_stdout(args, specials)
-    written = convert(args.input, args.output, args.to, pattern=args.pattern, special_tokens=specials)
+    written = convert(
+        args.input, args.output, args.to, pattern=args.pattern, special_tokens=specials
+    )
     print(f"wrote {', '.join(written)}", file=sys.stderr)
     return 0
 
@@ -57,16 +64,39 @@ def _convert_to_stdout(args: argparse.Namespace, specials: dict[str, int] | None
 
 def register_commands(sub: "argparse._SubParsersAction") -> None:
     """Add ``convert`` and ``info`` to the ``bytepair`` command line."""
-    c = sub.add_parser("convert", help="convert a tokenizer between tokenizer.json, tekken.json, .tiktoken and GPT-2 files")
-    c.add_argument("input", type=input_path, metavar="IN",
-                   help="tokenizer.json, tekken.json, vocab.json or merges.txt, .tiktoken[.gz], or a directory; - for stdin")
-    c.add_argument("output", metavar="OUT",
-                   help="X.json (hf), X_tekken.json (tekken), X.tiktoken (+ X.tiktoken.json), DIR/ (gpt2), or - (tokenizer.json to stdout)")
-    c.add_argument("--to", choices=FORMATS, default=None, help="output format (default: from OUT's name)")
-    c.add_argument("--pattern", default=None, help="pattern for a .tiktoken input without a sidecar")
-    c.add_argument("--special-token", action="append", type=_special_arg, default=[], metavar="TOKEN=ID",
-                   help="special token of a .tiktoken input without a sidecar (repeatable)")
+    c = sub.add_parser(
+        "convert",
+        help="convert a tokenizer between tokenizer.json, tekken.json, .tiktoken and GPT-2 files",
+    )
+    c.add_argument(
+        "input",
+        type=input_path,
+        metavar="IN",
+        help="tokenizer.json, tekken.json, vocab.json or merges.txt, .tiktoken[.gz], or a directory; - for stdin",
+    )
+    c.add_argument(
+        "output",
+        metavar="OUT",
+        help="X.json (hf), X_tekken.json (tekken), X.tiktoken (+ X.tiktoken.json), DIR/ (gpt2), or - (tokenizer.json to stdout)",
+    )
+    c.add_argument(
+        "--to", choices=FORMATS, default=None, help="output format (default: from OUT's name)"
+    )
+    c.add_argument(
+        "--pattern", default=None, help="pattern for a .tiktoken input without a sidecar"
+    )
+    c.add_argument(
+        "--special-token",
+        action="append",
+        type=_special_arg,
+        default=[],
+        metavar="TOKEN=ID",
+        help="special token of a .tiktoken input without a sidecar (repeatable)",
+    )
     c.set_defaults(run=cmd_convert)
-    i = sub.add_parser("info", help="describe a tokenizer file: format, vocab size, merges, special tokens, pattern")
+    i = sub.add_parser(
+        "info",
+        help="describe a tokenizer file: format, vocab size, merges, special tokens, pattern",
+    )
     i.add_argument("file", type=input_path, metavar="FILE", help="a tokenizer file, - for stdin")
     i.set_defaults(run=cmd_info)

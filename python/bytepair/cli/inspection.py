@@ -13,8 +13,15 @@ from pathlib import Path
 
 from bytepair.cli.args import input_path, positive_int, progress_bars
 from bytepair.inspection.curve import compression_curve, plot_curve, write_csv
-from bytepair.inspection.report import TextStats, file_stats, format_inspection, format_stats_table, inspect_tokenizer
+from bytepair.inspection.report import (
+    TextStats,
+    file_stats,
+    format_inspection,
+    format_stats_table,
+    inspect_tokenizer,
+)
 from bytepair.inspection.show import render_html, render_terminal, summary, token_views
+
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     """``bytepair inspect``: print `inspect_tokenizer` as text or JSON."""
@@ -48,7 +55,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
         rows.append(("total", total))
     if args.json:
         out = [
-            {"file": label} | {k: v for k, v in asdict(results[0]).items() if k != "tokens"}
+            {"file": label}
+            | {k: v for k, v in asdict(results[0]).items() if k != "tokens"}
             | {"tokenizers": [{"tokenizer": n} | r.as_dict() for n, r in zip(names, results)]}
             for label, results in rows
         ]
@@ -60,21 +68,35 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 def register_inspect(sub: "argparse._SubParsersAction") -> None:
     """Add ``bytepair inspect`` to the CLI's subcommands."""
-    p = sub.add_parser("inspect", help="summarise a tokenizer: sizes, pattern, token lengths, odd tokens")
-    p.add_argument("tokenizer", type=input_path, metavar="TOKENIZER",
-                   help="a file Tokenizer.load reads (tokenizer.json), - for stdin")
-    p.add_argument("--json", action="store_true", help="print JSON (all ids of tokens that are not UTF-8)")
-    p.add_argument("--top", type=int, default=10, metavar="N", help="longest tokens and first merges to list")
+    p = sub.add_parser(
+        "inspect", help="summarise a tokenizer: sizes, pattern, token lengths, odd tokens"
+    )
+    p.add_argument(
+        "tokenizer",
+        type=input_path,
+        metavar="TOKENIZER",
+        help="a file Tokenizer.load reads (tokenizer.json), - for stdin",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print JSON (all ids of tokens that are not UTF-8)"
+    )
+    p.add_argument(
+        "--top", type=int, default=10, metavar="N", help="longest tokens and first merges to list"
+    )
     p.set_defaults(run=cmd_inspect)
 
 
 def register_stats(sub: "argparse._SubParsersAction") -> None:
     """Add ``bytepair stats`` to the CLI's subcommands."""
     p = sub.add_parser("stats", help="bytes/token, chars/token and tokens/word of files")
-    p.add_argument("files", nargs="+", type=input_path, metavar="FILE", help="UTF-8 text files, - for stdin")
+    p.add_argument(
+        "files", nargs="+", type=input_path, metavar="FILE", help="UTF-8 text files, - for stdin"
+    )
     p.add_argument("-t", "--tokenizer", required=True, type=input_path)
     p.add_argument("--compare", metavar="OTHER", help="a second tokenizer, shown side by side")
-    p.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
+    p.add_argument(
+        "--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8"
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=cmd_stats)
 
@@ -115,15 +137,27 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def register_show(sub: "argparse._SubParsersAction") -> None:
     """Add ``bytepair show`` to the CLI's subcommands."""
-    p = sub.add_parser("show", help="show how a text splits into tokens (terminal colours or --html page)")
-    p.add_argument("text", nargs="?", metavar="TEXT", help="the text to show, - for stdin (or -f FILE)")
+    p = sub.add_parser(
+        "show", help="show how a text splits into tokens (terminal colours or --html page)"
+    )
+    p.add_argument(
+        "text", nargs="?", metavar="TEXT", help="the text to show, - for stdin (or -f FILE)"
+    )
     p.add_argument("-t", "--tokenizer", required=True, type=input_path)
-    p.add_argument("-f", "--file", type=input_path, help="read the text from a UTF-8 file (- for stdin)")
+    p.add_argument(
+        "-f", "--file", type=input_path, help="read the text from a UTF-8 file (- for stdin)"
+    )
     p.add_argument("--ids", action="store_true", help="also print the token ids")
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML page instead")
-    p.add_argument("--special", choices=("allow", "text"), default="allow",
-                   help="special-token strings in the text: show as special tokens (default) or as text")
-    p.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
+    p.add_argument(
+        "--special",
+        choices=("allow", "text"),
+        default="allow",
+        help="special-token strings in the text: show as special tokens (default) or as text",
+    )
+    p.add_argument(
+        "--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8"
+    )
     p.set_defaults(run=cmd_show)
 
 
@@ -155,7 +189,10 @@ def cmd_curve(args: argparse.Namespace) -> int:
     try:
         import matplotlib  # noqa: F401  (fail before training, not after)
     except ImportError:
-        print("bytepair curve: error: the plot needs matplotlib: pip install 'bytepair[plot]'", file=sys.stderr)
+        print(
+            "bytepair curve: error: the plot needs matplotlib: pip install 'bytepair[plot]'",
+            file=sys.stderr,
+        )
         return 1
     for f in args.eval:
         if not os.path.isfile(f):
@@ -163,11 +200,20 @@ def cmd_curve(args: argparse.Namespace) -> int:
     sizes = sorted(set(args.vocab_sizes))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # an early stop is reported below
-        tok = train(args.files, sizes[-1], pattern=args.pattern, num_threads=args.threads,
-                    progress=progress_bars(args), errors=args.errors)
+        tok = train(
+            args.files,
+            sizes[-1],
+            pattern=args.pattern,
+            num_threads=args.threads,
+            progress=progress_bars(args),
+            errors=args.errors,
+        )
     available = 256 + len(tok.merges)
     if sizes[-1] > available:
-        print(f"note: no pair left at vocab size {available}: it replaces the larger sizes", file=sys.stderr)
+        print(
+            f"note: no pair left at vocab size {available}: it replaces the larger sizes",
+            file=sys.stderr,
+        )
         sizes = [s for s in sizes if s < available] + [available]
     eval_texts = []
     for f in args.eval:
@@ -185,22 +231,48 @@ def cmd_curve(args: argparse.Namespace) -> int:
     print(f"{'vocab':>8} {'merges':>8} {'tokens':>12} {'bytes/token':>12} {'chars/token':>12}")
     for p in points:
         s = p.stats
-        print(f"{p.vocab_size:>8} {p.merges:>8} {s.tokens:>12,} {s.bytes_per_token:>12.3f} {s.chars_per_token:>12.3f}")
+        print(
+            f"{p.vocab_size:>8} {p.merges:>8} {s.tokens:>12,} {s.bytes_per_token:>12.3f} {s.chars_per_token:>12.3f}"
+        )
     print(f"wrote {args.output} and {csv_path}", file=sys.stderr)
     return 0
 
 
 def register_curve(sub: "argparse._SubParsersAction") -> None:
     """Add ``bytepair curve`` to the CLI's subcommands."""
-    p = sub.add_parser("curve", help="plot held-out bytes/token against vocabulary size (train once)")
-    p.add_argument("files", nargs="+", type=input_path, metavar="FILE", help="UTF-8 training text files, - for stdin")
-    p.add_argument("--vocab-sizes", type=parse_sizes, required=True, metavar="N,N,...",
-                   help="vocabulary sizes, e.g. 512,1024,2048 (k suffix = x1024)")
-    p.add_argument("--eval", action="append", required=True, metavar="HELDOUT",
-                   help="held-out UTF-8 text to measure on (repeatable)")
-    p.add_argument("-o", "--output", default="curve.png", help="PNG to write; the CSV goes next to it (.csv)")
+    p = sub.add_parser(
+        "curve", help="plot held-out bytes/token against vocabulary size (train once)"
+    )
+    p.add_argument(
+        "files",
+        nargs="+",
+        type=input_path,
+        metavar="FILE",
+        help="UTF-8 training text files, - for stdin",
+    )
+    p.add_argument(
+        "--vocab-sizes",
+        type=parse_sizes,
+        required=True,
+        metavar="N,N,...",
+        help="vocabulary sizes, e.g. 512,1024,2048 (k suffix = x1024)",
+    )
+    p.add_argument(
+        "--eval",
+        action="append",
+        required=True,
+        metavar="HELDOUT",
+        help="held-out UTF-8 text to measure on (repeatable)",
+    )
+    p.add_argument(
+        "-o", "--output", default="curve.png", help="PNG to write; the CSV goes next to it (.csv)"
+    )
     p.add_argument("--pattern", default="gpt2", help="gpt2 (default), cl100k, o200k, or a regex")
-    p.add_argument("--threads", type=positive_int, default=None, help="counting threads (default: all cores)")
-    p.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
+    p.add_argument(
+        "--threads", type=positive_int, default=None, help="counting threads (default: all cores)"
+    )
+    p.add_argument(
+        "--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8"
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     p.set_defaults(run=cmd_curve)

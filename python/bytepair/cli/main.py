@@ -34,7 +34,14 @@ import numpy as np
 
 from bytepair import __version__
 from bytepair.cli.args import (
-    add_input_options, byte_size, input_path, message, output_file, positive_int, progress_bars, save_tokenizer_json,
+    add_input_options,
+    byte_size,
+    input_path,
+    message,
+    output_file,
+    positive_int,
+    progress_bars,
+    save_tokenizer_json,
 )
 from bytepair.progress import ProgressBar
 from bytepair.textfile import read_text_blocks
@@ -71,14 +78,21 @@ def _train_from_counts(args: argparse.Namespace):
         raise ValueError("give either FILEs or --from-counts, not both")
     for flag, value in (("--max-memory", args.max_memory), ("--weight", args.weight)):
         if value:
-            raise ValueError(f"{flag} applies to counting; --from-counts trains on counts made already")
+            raise ValueError(
+                f"{flag} applies to counting; --from-counts trains on counts made already"
+            )
     from bytepair.counts.artifact import WordCounts
 
     counts = WordCounts.open(args.from_counts)
     specials = _special_tokens(args)
     return train_from_counts(
-        counts, args.vocab_size, special_tokens=specials or None, pattern=args.pattern,
-        num_threads=args.threads, progress=progress_bars(args), **_training_options(args),
+        counts,
+        args.vocab_size,
+        special_tokens=specials or None,
+        pattern=args.pattern,
+        num_threads=args.threads,
+        progress=progress_bars(args),
+        **_training_options(args),
     ), f"{counts.path} (word counts)"
 
 
@@ -93,8 +107,11 @@ def _special_tokens(args: argparse.Namespace) -> list[str] | dict[str, int | Non
 def _training_options(args: argparse.Namespace) -> dict:
     """The keyword arguments every train* function takes from the flags."""
     return dict(
-        trace=args.trace, min_frequency=args.min_frequency, max_token_length=args.max_token_length,
-        reserve_special_tokens=args.reserve_special_tokens, base=_load_base(args.base),
+        trace=args.trace,
+        min_frequency=args.min_frequency,
+        max_token_length=args.max_token_length,
+        reserve_special_tokens=args.reserve_special_tokens,
+        base=_load_base(args.base),
     )
 
 
@@ -109,13 +126,16 @@ def _load_base(name: str | None) -> Tokenizer | None:
     try:
         return get_encoding(name)
     except (KeyError, ValueError) as e:
-        raise ValueError(f"--base {name}: neither a tokenizer file nor a known encoding "
-                         f"({', '.join(list_encodings())}): {e}") from None
+        raise ValueError(
+            f"--base {name}: neither a tokenizer file nor a known encoding "
+            f"({', '.join(list_encodings())}): {e}"
+        ) from None
 
 
 def _name_value(kind):
     """argparse type of NAME=VALUE flags (--weight GLOB=W, --special-token-id T=ID):
     split at the last '=', VALUE converted by `kind`."""
+
     def parse(text: str):
         name, sep, value = text.rpartition("=")
         try:
@@ -123,7 +143,9 @@ def _name_value(kind):
                 raise ValueError
             return name, kind(value)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not NAME={kind.__name__.upper()}") from None
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not NAME={kind.__name__.upper()}"
+            ) from None
 
     return parse
 
@@ -157,7 +179,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         text_field=args.text_field,
         **_training_options(args),
     )
-    return _report_training(args, tok, f"{len(tok.training_stats.sources) or len(files)} source(s)", start)
+    return _report_training(
+        args, tok, f"{len(tok.training_stats.sources) or len(files)} source(s)", start
+    )
 
 
 def _report_training(args: argparse.Namespace, tok, source: str, start: float) -> int:
@@ -172,12 +196,18 @@ def _report_training(args: argparse.Namespace, tok, source: str, start: float) -
     pruned = (
         f"  pruned         {s.pruned_words:,} distinct words seen < {s.pruned_min_count} times "
         f"({s.pruned_pre_tokens:,} pre-tokens) to stay within --max-memory\n"
-        if s.pruned_words else ""
+        if s.pruned_words
+        else ""
     )
-    sources = "".join(
-        f"    {_fmt_bytes(n):>10}  x {w:g}  {name}\n" for name, n, w in s.sources
-    ) if args.weight else ""
-    stop = {"no_pair": " (stopped early: no pair left)", "min_frequency": " (stopped early: below --min-frequency)"}
+    sources = (
+        "".join(f"    {_fmt_bytes(n):>10}  x {w:g}  {name}\n" for name, n, w in s.sources)
+        if args.weight
+        else ""
+    )
+    stop = {
+        "no_pair": " (stopped early: no pair left)",
+        "min_frequency": " (stopped early: below --min-frequency)",
+    }
     held = f"{s.base_ids:,} ids of the base" if s.base_ids else "256 bytes"
     new_specials = tok.vocab_size - (s.base_ids or 256) - s.merges
     print(
@@ -217,7 +247,9 @@ def cmd_encode(args: argparse.Namespace) -> int:
     # count), then into the output atomically: a kill leaves neither behind.
     scratch_dir = os.path.dirname(os.path.abspath(args.output))
     with tempfile.TemporaryFile(dir=scratch_dir) as raw:
-        with ProgressBar(size, "encoding", unit="B", scale=True, enabled=not args.quiet and sys.stderr.isatty()) as bar:
+        with ProgressBar(
+            size, "encoding", unit="B", scale=True, enabled=not args.quiet and sys.stderr.isatty()
+        ) as bar:
 
             def on_read(done: int) -> None:
                 nonlocal read
@@ -225,16 +257,33 @@ def cmd_encode(args: argparse.Namespace) -> int:
                 bar.update_to(done)
 
             try:
-                if size is not None and not args.dropout and tok.pipeline is None and os.name == "posix":
+                if (
+                    size is not None
+                    and not args.dropout
+                    and tok.pipeline is None
+                    and os.name == "posix"
+                ):
                     # A regular file: read, encoded on every thread and written by the core.
-                    allowed, disallowed = tok._special_policy(policy.get("allowed_special", frozenset()),
-                                                              policy.get("disallowed_special", "all"))
-                    count, read = tok._core.encode_file(args.file, raw.fileno(), np.dtype(dtype).itemsize, allowed,
-                                                        disallowed, args.errors == "replace", args.threads, on_read)
+                    allowed, disallowed = tok._special_policy(
+                        policy.get("allowed_special", frozenset()),
+                        policy.get("disallowed_special", "all"),
+                    )
+                    count, read = tok._core.encode_file(
+                        args.file,
+                        raw.fileno(),
+                        np.dtype(dtype).itemsize,
+                        allowed,
+                        disallowed,
+                        args.errors == "replace",
+                        args.threads,
+                        on_read,
+                    )
                 else:  # a pipe, BPE-dropout or a tokenizer.json pipeline: Python reads, one block at a time
                     if args.dropout:
                         policy |= {"dropout": args.dropout, "seed": args.seed}
-                    for ids in tok.encode_blocks(read_text_blocks(args.file, args.errors, on_read), **policy):
+                    for ids in tok.encode_blocks(
+                        read_text_blocks(args.file, args.errors, on_read), **policy
+                    ):
                         raw.write(ids.astype(dtype, copy=False).data)
                         count += len(ids)
             except ValueError as e:
@@ -244,11 +293,18 @@ def cmd_encode(args: argparse.Namespace) -> int:
         with output_file(args.output) as out:
             # .npy = header + raw array bytes; copy in blocks (a memmap would map
             # the whole id file into this process).
-            header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": (count,)}
+            header = {
+                "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+                "fortran_order": False,
+                "shape": (count,),
+            }
             np.lib.format.write_array_header_1_0(out, header)
             shutil.copyfileobj(raw, out, _COPY_BLOCK_BYTES)
     where = "stdout" if args.output == "-" else args.output
-    message(args, f"wrote {where}: {count:,} tokens ({np.dtype(dtype).name}), {read / max(count, 1):.3f} bytes/token")
+    message(
+        args,
+        f"wrote {where}: {count:,} tokens ({np.dtype(dtype).name}), {read / max(count, 1):.3f} bytes/token",
+    )
     return 0
 
 
@@ -278,9 +334,14 @@ def _reword_disallowed_special(error: ValueError, path: str, read: int) -> None:
     """Raise a disallowed-special-token error again in CLI words (flags, not
     keyword arguments); any other error is left alone."""
     hint = "--special allow encodes it as the special token's id, --special text as plain text"
-    if str(error).startswith(f"{path}: the text holds the special-token string "):  # the core's file encoder
+    if str(error).startswith(
+        f"{path}: the text holds the special-token string "
+    ):  # the core's file encoder
         raise ValueError(f"{error}; {hint}") from None
-    match = re.match(r"Encountered text corresponding to disallowed special token (.+) at character offset", str(error))
+    match = re.match(
+        r"Encountered text corresponding to disallowed special token (.+) at character offset",
+        str(error),
+    )
     if match is None:
         return
     raise ValueError(
@@ -300,7 +361,9 @@ def _load_ids(path: str) -> np.ndarray:
     except ValueError as e:
         raise ValueError(f"{path}: not a .npy array of integer ids ({e})") from None
     if not isinstance(ids, np.ndarray):
-        raise ValueError(f"{path}: an .npz archive, not a .npy array of ids (save one array with numpy.save)")
+        raise ValueError(
+            f"{path}: an .npz archive, not a .npy array of ids (save one array with numpy.save)"
+        )
     return ids
 
 
@@ -308,11 +371,13 @@ def cmd_decode(args: argparse.Namespace) -> int:
     tok = Tokenizer.load(args.tokenizer)
     ids = _load_ids(args.ids)
     if ids.ndim != 1 or ids.dtype.kind not in "iu":
-        raise ValueError(f"{args.ids}: expected a 1-D integer array, got shape {ids.shape} dtype {ids.dtype}")
+        raise ValueError(
+            f"{args.ids}: expected a 1-D integer array, got shape {ids.shape} dtype {ids.dtype}"
+        )
 
     def write(out) -> None:
         for start in range(0, len(ids), _DECODE_BLOCK_IDS):
-            out.write(tok.decode_bytes(ids[start:start + _DECODE_BLOCK_IDS].tolist()))
+            out.write(tok.decode_bytes(ids[start : start + _DECODE_BLOCK_IDS].tolist()))
 
     with output_file(args.output) as out:
         write(out)
@@ -320,61 +385,156 @@ def cmd_decode(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="bytepair", description="Train and use byte-level BPE tokenizers.")
+    p = argparse.ArgumentParser(
+        prog="bytepair", description="Train and use byte-level BPE tokenizers."
+    )
     p.add_argument("--version", action="version", version=f"bytepair {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     t = sub.add_parser("train", help="train a tokenizer on text files")
-    t.add_argument("files", nargs="*", type=input_path, metavar="INPUT",
-                   help="files (text, .jsonl, .parquet; .gz/.bz2/.xz/.zst too), folders, globs or fsspec URLs; "
-                   "- for stdin (default: Python's stdlib sources)")
-    t.add_argument("--vocab-size", type=int, required=True,
-                   help="256 bytes (or the --base's ids) + merges + special tokens")
-    t.add_argument("--special-token", action="append", default=[], metavar="T", help="repeatable, e.g. '<|endoftext|>'")
-    t.add_argument("--special-token-id", action="append", default=[], metavar="T=ID", type=_name_value(int),
-                   help="a special token at a fixed id, in the block after the merges (repeatable)")
-    t.add_argument("--reserve-special-tokens", type=int, default=0, metavar="N",
-                   help="add N placeholder special tokens <|reserved_special_token_{i}|>")
+    t.add_argument(
+        "files",
+        nargs="*",
+        type=input_path,
+        metavar="INPUT",
+        help="files (text, .jsonl, .parquet; .gz/.bz2/.xz/.zst too), folders, globs or fsspec URLs; "
+        "- for stdin (default: Python's stdlib sources)",
+    )
+    t.add_argument(
+        "--vocab-size",
+        type=int,
+        required=True,
+        help="256 bytes (or the --base's ids) + merges + special tokens",
+    )
+    t.add_argument(
+        "--special-token",
+        action="append",
+        default=[],
+        metavar="T",
+        help="repeatable, e.g. '<|endoftext|>'",
+    )
+    t.add_argument(
+        "--special-token-id",
+        action="append",
+        default=[],
+        metavar="T=ID",
+        type=_name_value(int),
+        help="a special token at a fixed id, in the block after the merges (repeatable)",
+    )
+    t.add_argument(
+        "--reserve-special-tokens",
+        type=int,
+        default=0,
+        metavar="N",
+        help="add N placeholder special tokens <|reserved_special_token_{i}|>",
+    )
     t.add_argument("--pattern", default=None, help="gpt2 (default), cl100k, o200k, or a regex")
-    t.add_argument("--base", default=None, metavar="FILE|NAME",
-                   help="extend this tokenizer (a file bytepair loads, or gpt2, cl100k_base...): keep its ids, "
-                   "merges, special tokens and pattern; learn --vocab-size minus its ids new merges")
-    t.add_argument("--min-frequency", type=int, default=0, metavar="K", help="no merge of a pair counted fewer than K times")
-    t.add_argument("--max-token-length", type=positive_int, default=None, metavar="N",
-                   help="no token longer than N bytes")
-    t.add_argument("--weight", action="append", default=[], metavar="GLOB=W", type=_name_value(float),
-                   help="multiply the counts of the inputs GLOB names by W (repeatable; a data mixture)")
+    t.add_argument(
+        "--base",
+        default=None,
+        metavar="FILE|NAME",
+        help="extend this tokenizer (a file bytepair loads, or gpt2, cl100k_base...): keep its ids, "
+        "merges, special tokens and pattern; learn --vocab-size minus its ids new merges",
+    )
+    t.add_argument(
+        "--min-frequency",
+        type=int,
+        default=0,
+        metavar="K",
+        help="no merge of a pair counted fewer than K times",
+    )
+    t.add_argument(
+        "--max-token-length",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="no token longer than N bytes",
+    )
+    t.add_argument(
+        "--weight",
+        action="append",
+        default=[],
+        metavar="GLOB=W",
+        type=_name_value(float),
+        help="multiply the counts of the inputs GLOB names by W (repeatable; a data mixture)",
+    )
     add_input_options(t)
-    t.add_argument("--from-counts", metavar="COUNTS", default=None,
-                   help="train from a word-counts folder (bytepair count) instead of FILEs; "
-                   "pattern and special tokens default to the folder's")
-    t.add_argument("--threads", type=positive_int, default=None, help="counting threads (default: all cores)")
-    t.add_argument("--max-memory", type=byte_size, default=None, metavar="SIZE",
-                   help="memory budget of the word counts, e.g. 4G (at least 64M); past it the rarest words "
-                   "are dropped and the summary says how many (default: no bound, exact counts)")
-    t.add_argument("-o", "--output", default="tokenizer.json", help="tokenizer.json to write (- for stdout)")
+    t.add_argument(
+        "--from-counts",
+        metavar="COUNTS",
+        default=None,
+        help="train from a word-counts folder (bytepair count) instead of FILEs; "
+        "pattern and special tokens default to the folder's",
+    )
+    t.add_argument(
+        "--threads", type=positive_int, default=None, help="counting threads (default: all cores)"
+    )
+    t.add_argument(
+        "--max-memory",
+        type=byte_size,
+        default=None,
+        metavar="SIZE",
+        help="memory budget of the word counts, e.g. 4G (at least 64M); past it the rarest words "
+        "are dropped and the summary says how many (default: no bound, exact counts)",
+    )
+    t.add_argument(
+        "-o", "--output", default="tokenizer.json", help="tokenizer.json to write (- for stdout)"
+    )
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bars, no summary")
-    t.add_argument("--trace", type=int, default=0, metavar="N", help="print the first N merges with their counts")
+    t.add_argument(
+        "--trace",
+        type=int,
+        default=0,
+        metavar="N",
+        help="print the first N merges with their counts",
+    )
     t.set_defaults(run=cmd_train)
 
-    e = sub.add_parser("encode", help="encode a text file to a .npy array of ids, or a corpus to token shards",
-                       description="One FILE -> a .npy of ids (uint16 if the vocabulary fits, else uint32). "
-                       "Several INPUTs, a folder or glob, -o an existing folder or ending in /, or any dataset flag -> "
-                       "a dataset folder OUT_DIR of token shards (bytepair shards inspect OUT_DIR).")
-    e.add_argument("inputs", nargs="+", type=input_path, metavar="INPUT",
-                   help="UTF-8 text file, - for stdin; for a dataset also folders, globs, .gz/.bz2/.xz/.zst, "
-                   ".jsonl, .parquet, fsspec URLs")
+    e = sub.add_parser(
+        "encode",
+        help="encode a text file to a .npy array of ids, or a corpus to token shards",
+        description="One FILE -> a .npy of ids (uint16 if the vocabulary fits, else uint32). "
+        "Several INPUTs, a folder or glob, -o an existing folder or ending in /, or any dataset flag -> "
+        "a dataset folder OUT_DIR of token shards (bytepair shards inspect OUT_DIR).",
+    )
+    e.add_argument(
+        "inputs",
+        nargs="+",
+        type=input_path,
+        metavar="INPUT",
+        help="UTF-8 text file, - for stdin; for a dataset also folders, globs, .gz/.bz2/.xz/.zst, "
+        ".jsonl, .parquet, fsspec URLs",
+    )
     e.add_argument("-t", "--tokenizer", required=True, type=input_path)
-    e.add_argument("-o", "--output", required=True,
-                   help=".npy file or - for stdout (one FILE), else the dataset folder OUT_DIR")
-    e.add_argument("--special", choices=("raise", "allow", "text"), default=None,
-                   help="special-token strings in the text: fail (default for one FILE, as tiktoken's encode), "
-                   "emit their ids, or encode them as text (always, for a dataset)")
-    e.add_argument("--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8")
-    e.add_argument("--dropout", type=_probability, default=0.0, metavar="P",
-                   help="BPE-dropout: skip each merge with probability P (subword regularization; default 0)")
-    e.add_argument("--seed", type=_seed, default=0, metavar="S", help="seed of --dropout's draws (default 0)")
-    e.add_argument("--threads", type=positive_int, default=None, help="encoding threads (default: all cores)")
+    e.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help=".npy file or - for stdout (one FILE), else the dataset folder OUT_DIR",
+    )
+    e.add_argument(
+        "--special",
+        choices=("raise", "allow", "text"),
+        default=None,
+        help="special-token strings in the text: fail (default for one FILE, as tiktoken's encode), "
+        "emit their ids, or encode them as text (always, for a dataset)",
+    )
+    e.add_argument(
+        "--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8"
+    )
+    e.add_argument(
+        "--dropout",
+        type=_probability,
+        default=0.0,
+        metavar="P",
+        help="BPE-dropout: skip each merge with probability P (subword regularization; default 0)",
+    )
+    e.add_argument(
+        "--seed", type=_seed, default=0, metavar="S", help="seed of --dropout's draws (default 0)"
+    )
+    e.add_argument(
+        "--threads", type=positive_int, default=None, help="encoding threads (default: all cores)"
+    )
     e.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no messages")
     from bytepair.cli.dataset import add_dataset_flags, register_shards
 
@@ -382,7 +542,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(run=cmd_encode)
 
     d = sub.add_parser("decode", help="decode a .npy array of ids back to text")
-    d.add_argument("ids", type=input_path, metavar="IDS.npy", help="a .npy array of ids, - for stdin")
+    d.add_argument(
+        "ids", type=input_path, metavar="IDS.npy", help="a .npy array of ids, - for stdin"
+    )
     d.add_argument("-t", "--tokenizer", required=True, type=input_path)
     d.add_argument("-o", "--output", default="-", help="output file (default: - for stdout)")
     d.set_defaults(run=cmd_decode)

@@ -42,7 +42,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from bytepair import _core
 from bytepair.atomic import atomic_open, atomic_write
 from bytepair.counts.sources import MANIFEST, CountSpec, SourceStats, count_file
-from bytepair.folders import read_manifest, sha256_file as _sha256_file
+from bytepair.folders import read_manifest
+from bytepair.folders import sha256_file as _sha256_file
 
 if TYPE_CHECKING:
     import pyarrow
@@ -76,8 +77,11 @@ def _write_part(path: str, data: bytes, offsets: bytes, counts: bytes) -> dict[s
     atomically. Returns ``{"rows", "pre_tokens", "sha256"}`` of what was written."""
     pa, pq = _pyarrow()
     import numpy as np
+
     n = len(counts) // 8
-    words = pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    words = pa.Array.from_buffers(
+        pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
     count_col = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(counts)])
     table = pa.table({"word": words, "count": count_col})
     digest = hashlib.sha256()
@@ -115,11 +119,16 @@ def _open_part(path: str) -> "pyarrow.parquet.ParquetFile":
     pa, pq = _pyarrow()
     try:
         return pq.ParquetFile(path)
-    except (pa.ArrowException, ValueError) as e:  # ValueError: pyarrow's UnicodeDecodeError on a bad column name
+    except (
+        pa.ArrowException,
+        ValueError,
+    ) as e:  # ValueError: pyarrow's UnicodeDecodeError on a bad column name
         raise ValueError(f"{path}: not a word-counts part (Parquet): {e}") from None
 
 
-def _batches_of(pf: "pyarrow.parquet.ParquetFile", path: str, batch_rows: int) -> Iterator["pyarrow.RecordBatch"]:
+def _batches_of(
+    pf: "pyarrow.parquet.ParquetFile", path: str, batch_rows: int
+) -> Iterator["pyarrow.RecordBatch"]:
     """The record batches of a part; damaged data is a ValueError naming the file."""
     pa, _ = _pyarrow()
     batches = pf.iter_batches(batch_size=batch_rows, columns=["word", "count"])
@@ -143,11 +152,18 @@ def _part_batches(path: str, batch_rows: int = _READ_ROWS) -> Iterator[tuple[byt
     """
     pa, _ = _pyarrow()
     import numpy as np
+
     pf = _open_part(path)
     schema = pf.schema_arrow
-    if "word" not in schema.names or "count" not in schema.names or not (
-        pa.types.is_binary(schema.field("word").type) or pa.types.is_large_binary(schema.field("word").type)
-    ) or not pa.types.is_integer(schema.field("count").type):
+    if (
+        "word" not in schema.names
+        or "count" not in schema.names
+        or not (
+            pa.types.is_binary(schema.field("word").type)
+            or pa.types.is_large_binary(schema.field("word").type)
+        )
+        or not pa.types.is_integer(schema.field("count").type)
+    ):
         raise ValueError(f"{path}: expected columns word: binary and count: int64, got {schema}")
     for batch in _batches_of(pf, path, batch_rows):
         try:
@@ -158,10 +174,14 @@ def _part_batches(path: str, batch_rows: int = _READ_ROWS) -> Iterator[tuple[byt
         if words.null_count or counts.null_count:
             raise ValueError(f"{path}: null word or count")
         _, offsets_buf, data_buf = words.buffers()
-        offsets = np.frombuffer(offsets_buf, dtype="<i8", count=len(words) + 1, offset=words.offset * 8)
+        offsets = np.frombuffer(
+            offsets_buf, dtype="<i8", count=len(words) + 1, offset=words.offset * 8
+        )
         start, end = int(offsets[0]), int(offsets[-1])
         data = b"" if data_buf is None else data_buf.slice(start, end - start).to_pybytes()
-        count_bytes = np.frombuffer(counts.buffers()[1], dtype="<i8", count=len(counts), offset=counts.offset * 8)
+        count_bytes = np.frombuffer(
+            counts.buffers()[1], dtype="<i8", count=len(counts), offset=counts.offset * 8
+        )
         yield data, (offsets - start).tobytes(), count_bytes.tobytes()
 
 
@@ -219,8 +239,13 @@ def _count_shard(
     stats = SourceStats()
     for path in inputs:
         done = stats.bytes
-        stats += count_file(counter, path, spec, num_threads=num_threads,
-                            on_bytes=None if on_bytes is None else (lambda n: on_bytes(done + n)))
+        stats += count_file(
+            counter,
+            path,
+            spec,
+            num_threads=num_threads,
+            on_bytes=None if on_bytes is None else (lambda n: on_bytes(done + n)),
+        )
     final = _shard_dir(out_dir, shard_id)
     temporary = f"{final}.tmp-{uuid.uuid4().hex[:12]}"
     os.makedirs(temporary)
@@ -233,8 +258,14 @@ def _count_shard(
     if os.path.exists(final):  # an earlier attempt of this shard completed
         shutil.rmtree(final)
     os.rename(temporary, final)
-    return {"shard": shard_id, "files": len(inputs), "documents": stats.documents, "bytes": stats.bytes,
-            "pre_tokens": counter.total(), "distinct": len(counter)}
+    return {
+        "shard": shard_id,
+        "files": len(inputs),
+        "documents": stats.documents,
+        "bytes": stats.bytes,
+        "pre_tokens": counter.total(),
+        "distinct": len(counter),
+    }
 
 
 def _bucket_paths(out_dir: str, shard_ids: Sequence[int], bucket: int) -> list[str]:
@@ -253,7 +284,7 @@ def _reduce_bucket(paths: Sequence[str], out: str) -> dict[str, Any]:
     counter = _core.WordCounter("gpt2", [])  # a container only: nothing is pre-tokenized
     for p in paths:
         _add_part(counter, p)
-    (data, offsets, counts), = counter.to_buckets(1)
+    ((data, offsets, counts),) = counter.to_buckets(1)
     return _write_part(out, data, offsets, counts)
 
 
@@ -286,13 +317,25 @@ def _check_parts(parts: Any) -> None:
         raise TypeError("parts is not a list")
     seen = set()
     for part in parts:
-        if not isinstance(part, dict) or not isinstance(part["path"], str) or type(part["rows"]) is not int:
+        if (
+            not isinstance(part, dict)
+            or not isinstance(part["path"], str)
+            or type(part["rows"]) is not int
+        ):
             raise TypeError(f"part {part!r} needs a str path and an int rows")
         digest = part["sha256"]
-        if not isinstance(digest, str) or len(digest) != 64 or set(digest) - set("0123456789abcdef"):
-            raise ValueError(f"part {part['path']!r}: sha256 {digest!r} is not a SHA-256 hex digest")
+        if (
+            not isinstance(digest, str)
+            or len(digest) != 64
+            or set(digest) - set("0123456789abcdef")
+        ):
+            raise ValueError(
+                f"part {part['path']!r}: sha256 {digest!r} is not a SHA-256 hex digest"
+            )
         if part["path"] in seen:
-            raise ValueError(f"part {part['path']!r} is listed twice (its counts would be added twice)")
+            raise ValueError(
+                f"part {part['path']!r} is listed twice (its counts would be added twice)"
+            )
         seen.add(part["path"])
 
 
@@ -303,11 +346,18 @@ def _check_pattern(entry: Any) -> None:
         raise TypeError("pattern needs a str regex")
     name = entry["name"]
     if name is not None and (not isinstance(name, str) or _pattern_entry(name) != entry):
-        raise ValueError(f"pattern name {name!r} does not name the preset whose regex the manifest holds")
+        raise ValueError(
+            f"pattern name {name!r} does not name the preset whose regex the manifest holds"
+        )
 
 
 def _build_manifest(
-    spec: CountSpec, totals: dict[str, int], parts: Sequence[dict[str, Any]], *, engine: str, bucket_hash: str | None
+    spec: CountSpec,
+    totals: dict[str, int],
+    parts: Sequence[dict[str, Any]],
+    *,
+    engine: str,
+    bucket_hash: str | None,
 ) -> dict[str, Any]:
     from bytepair import __version__
 
@@ -319,7 +369,9 @@ def _build_manifest(
         "pattern": _pattern_entry(spec.pattern),
         "special_tokens": list(spec.special_tokens),
         "text": {"format": spec.format, "text_field": spec.text_field, "errors": spec.errors},
-        "totals": {k: int(totals.get(k, 0)) for k in ("documents", "bytes", "pre_tokens", "distinct")},
+        "totals": {
+            k: int(totals.get(k, 0)) for k in ("documents", "bytes", "pre_tokens", "distinct")
+        },
         "bucket_hash": bucket_hash,
         "parts": list(parts),
     }
@@ -342,7 +394,10 @@ def _staging_dir(out: str) -> str:
             shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
     path = os.path.join(parent, prefix + uuid.uuid4().hex[:12])
     os.makedirs(path)
-    atomic_write(os.path.join(path, OWNER), json.dumps({"host": socket.gethostname(), "pid": os.getpid()}).encode())
+    atomic_write(
+        os.path.join(path, OWNER),
+        json.dumps({"host": socket.gethostname(), "pid": os.getpid()}).encode(),
+    )
     return path
 
 
@@ -375,13 +430,17 @@ def _commit(staging: str, out: str, manifest: dict[str, Any]) -> "WordCounts":
     out = os.path.abspath(out)
     old = None
     if os.path.lexists(out):
-        if os.path.isdir(out) and not os.path.islink(out) and (
-            os.path.exists(os.path.join(out, MANIFEST)) or not os.listdir(out)
+        if (
+            os.path.isdir(out)
+            and not os.path.islink(out)
+            and (os.path.exists(os.path.join(out, MANIFEST)) or not os.listdir(out))
         ):
             old = f"{staging}.old"
             os.rename(out, old)
         else:
-            raise FileExistsError(f"{out}: exists and is not a word-counts folder; not replacing it")
+            raise FileExistsError(
+                f"{out}: exists and is not a word-counts folder; not replacing it"
+            )
     os.rename(staging, out)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
@@ -427,14 +486,21 @@ class WordCounts:
         """
         path = os.fspath(path)
         manifest_path = os.path.join(path, MANIFEST)
-        manifest = read_manifest(path, FORMAT, FORMAT_VERSION, "word-counts",
-                                 "not a word-counts artifact (an unfinished or interrupted count?)")
+        manifest = read_manifest(
+            path,
+            FORMAT,
+            FORMAT_VERSION,
+            "word-counts",
+            "not a word-counts artifact (an unfinished or interrupted count?)",
+        )
         try:
             parts = manifest["parts"]
             _check_parts(parts)
             _check_pattern(manifest["pattern"])
             if not isinstance(manifest["special_tokens"], list):
-                raise TypeError(f"special_tokens is {type(manifest['special_tokens']).__name__}, not a list")
+                raise TypeError(
+                    f"special_tokens is {type(manifest['special_tokens']).__name__}, not a list"
+                )
             CountSpec(manifest["pattern"]["regex"], tuple(manifest["special_tokens"]))
             _Totals(**manifest["totals"])
         except (KeyError, TypeError) as e:
@@ -442,14 +508,18 @@ class WordCounts:
         except ValueError as e:
             raise ValueError(f"{manifest_path}: {e}") from None
         for part in parts:
-            if os.path.basename(part["path"]) != part["path"] or not os.path.isfile(os.path.join(path, part["path"])):
+            if os.path.basename(part["path"]) != part["path"] or not os.path.isfile(
+                os.path.join(path, part["path"])
+            ):
                 raise ValueError(f"{manifest_path}: part {part['path']!r} is missing")
         return cls(path, manifest)
 
     def __repr__(self) -> str:
         t = self.totals
-        return (f"WordCounts({self.path!r}: {t.distinct} distinct words, {t.pre_tokens} pre-tokens, "
-                f"{len(self.manifest['parts'])} parts)")
+        return (
+            f"WordCounts({self.path!r}: {t.distinct} distinct words, {t.pre_tokens} pre-tokens, "
+            f"{len(self.manifest['parts'])} parts)"
+        )
 
     def __len__(self) -> int:
         """Number of distinct words."""
@@ -476,8 +546,13 @@ class WordCounts:
     @property
     def spec(self) -> CountSpec:
         text = self.manifest["text"]
-        return CountSpec(self.pattern_name or self.pattern, self.special_tokens, text["format"],
-                         text["text_field"], text["errors"])
+        return CountSpec(
+            self.pattern_name or self.pattern,
+            self.special_tokens,
+            text["format"],
+            text["text_field"],
+            text["errors"],
+        )
 
     def part_paths(self) -> list[str]:
         return [os.path.join(self.path, p["path"]) for p in self.manifest["parts"]]
@@ -487,7 +562,9 @@ class WordCounts:
         ValueError names the first part that differs."""
         for part, path in zip(self.manifest["parts"], self.part_paths()):
             if _sha256_file(path) != part["sha256"]:
-                raise ValueError(f"{path}: SHA-256 differs from the manifest (a damaged or replaced part)")
+                raise ValueError(
+                    f"{path}: SHA-256 differs from the manifest (a damaged or replaced part)"
+                )
 
     def load_into(self, counter: _core.WordCounter, *, verify: bool = True) -> None:
         """Stream every part into a Rust counter, as Arrow buffers (no Python dict).
@@ -508,7 +585,7 @@ class WordCounts:
             for data, offsets, counts in _part_batches(path):
                 o = np.frombuffer(offsets, dtype="<i8").tolist()
                 for i, c in enumerate(np.frombuffer(counts, dtype="<i8").tolist()):
-                    yield data[o[i]:o[i + 1]], c
+                    yield data[o[i] : o[i + 1]], c
 
     def most_common(self, n: int | None = None) -> list[tuple[bytes, int]]:
         """The `n` most frequent words (all if None), count descending, ties by bytes."""
@@ -516,7 +593,9 @@ class WordCounts:
             return sorted(self.items(), key=lambda wc: (-wc[1], wc[0]))
         return heapq.nsmallest(n, self.items(), key=lambda wc: (-wc[1], wc[0]))
 
-    def merge(self, other: "WordCounts", out: str | os.PathLike, *, parts: int | None = None) -> "WordCounts":
+    def merge(
+        self, other: "WordCounts", out: str | os.PathLike, *, parts: int | None = None
+    ) -> "WordCounts":
         """Sum this artifact and `other` (same pattern, special tokens and decoding
         policy) into a new artifact at `out`, with `parts` parts (default: the
         larger count of the two). Runs on this machine, bucket by bucket.
@@ -539,13 +618,25 @@ class WordCounts:
             for bucket, buffers in enumerate(counter.to_buckets(parts)):
                 _write_part(os.path.join(tmp, _part_name(bucket)), *buffers)
         shard_ids = range(len(inputs))
-        written = [{"path": _part_name(b), **_reduce_bucket(_bucket_paths(staging, shard_ids, b),
-                                                          os.path.join(staging, _part_name(b)))}
-                   for b in range(parts)]
+        written = [
+            {
+                "path": _part_name(b),
+                **_reduce_bucket(
+                    _bucket_paths(staging, shard_ids, b), os.path.join(staging, _part_name(b))
+                ),
+            }
+            for b in range(parts)
+        ]
         a, b = self.totals, other.totals
-        totals = {"documents": a.documents + b.documents, "bytes": a.bytes + b.bytes,
-                  "pre_tokens": sum(p["pre_tokens"] for p in written), "distinct": sum(p["rows"] for p in written)}
-        manifest = _build_manifest(self.spec, totals, written, engine="merge", bucket_hash=BUCKET_HASH)
+        totals = {
+            "documents": a.documents + b.documents,
+            "bytes": a.bytes + b.bytes,
+            "pre_tokens": sum(p["pre_tokens"] for p in written),
+            "distinct": sum(p["rows"] for p in written),
+        }
+        manifest = _build_manifest(
+            self.spec, totals, written, engine="merge", bucket_hash=BUCKET_HASH
+        )
         return _commit(staging, os.fspath(out), manifest)
 
     def export_tsv(self, path: str | os.PathLike | BinaryIO) -> int:
@@ -574,5 +665,6 @@ def _escape_word(word: bytes) -> str:
     """A word as one TSV field (see `WordCounts.export_tsv`)."""
     text = word.decode("utf-8", errors="surrogateescape")
     return "".join(
-        _ESCAPES.get(ch) or (f"\\x{ord(ch) - 0xDC00:02x}" if "\udc80" <= ch <= "\udcff" else ch) for ch in text
+        _ESCAPES.get(ch) or (f"\\x{ord(ch) - 0xDC00:02x}" if "\udc80" <= ch <= "\udcff" else ch)
+        for ch in text
     )

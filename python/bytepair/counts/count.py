@@ -19,13 +19,20 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-
-from bytepair.progress import ProgressBar
-from bytepair.counts.sources import CountSpec, check_inputs, expand_inputs, infer_format, input_size
 from bytepair.counts.artifact import (
-    BUCKET_HASH, WordCounts, _bucket_paths, _build_manifest, _commit, _count_shard, _part_name, _plan_shards,
-    _reduce_bucket, _staging_dir,
+    BUCKET_HASH,
+    WordCounts,
+    _bucket_paths,
+    _build_manifest,
+    _commit,
+    _count_shard,
+    _part_name,
+    _plan_shards,
+    _reduce_bucket,
+    _staging_dir,
 )
+from bytepair.counts.sources import CountSpec, check_inputs, expand_inputs, infer_format, input_size
+from bytepair.progress import ProgressBar
 
 ENGINES = ("local", "ray", "spark")
 
@@ -89,25 +96,46 @@ def count(
         raise ValueError(f"engine={engine!r}: expected one of {', '.join(ENGINES)}")
     paths = expand_inputs(inputs, os.fspath(out))
     check_inputs(paths)
-    spec = CountSpec(pattern, tuple(special_tokens), format or infer_format(paths), text_field, errors)
+    spec = CountSpec(
+        pattern, tuple(special_tokens), format or infer_format(paths), text_field, errors
+    )
     spec.counter()  # a bad pattern fails here, before any worker starts
     for name, value in (("parts", parts), ("num_workers", num_workers), ("shards", shards)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
             raise ValueError(f"{name}={value!r} must be a positive integer")
     show = sys.stderr.isatty() if progress is None else bool(progress)
     if engine == "ray":
         from bytepair.counts.engines.on_ray import count_on_ray
 
-        return count_on_ray(paths, spec, os.fspath(out), parts=parts, num_tasks=num_workers, shards=shards,
-                            progress=show, **engine_options)
+        return count_on_ray(
+            paths,
+            spec,
+            os.fspath(out),
+            parts=parts,
+            num_tasks=num_workers,
+            shards=shards,
+            progress=show,
+            **engine_options,
+        )
     if engine == "spark":
         from bytepair.counts.engines.on_spark import count_files_on_spark
 
-        return count_files_on_spark(paths, spec, os.fspath(out), parts=parts, progress=show, **engine_options)
+        return count_files_on_spark(
+            paths, spec, os.fspath(out), parts=parts, progress=show, **engine_options
+        )
     if engine_options:
         raise TypeError(f"unexpected options for the local engine: {', '.join(engine_options)}")
-    return count_locally(paths, spec, os.fspath(out), parts=parts, num_workers=num_workers, shards=shards,
-                         progress=show)
+    return count_locally(
+        paths,
+        spec,
+        os.fspath(out),
+        parts=parts,
+        num_workers=num_workers,
+        shards=shards,
+        progress=show,
+    )
 
 
 def count_locally(
@@ -142,13 +170,25 @@ def count_locally(
     try:
         import loky  # here, not at import time: `import bytepair` stays light
 
-        with loky.ProcessPoolExecutor(workers, initializer=_exit_with_parent, initargs=(os.getpid(),)) as pool, \
-                ProgressBar(sum(sizes), "counting", unit="B", scale=True, enabled=progress) as bar:
+        with (
+            loky.ProcessPoolExecutor(
+                workers, initializer=_exit_with_parent, initargs=(os.getpid(),)
+            ) as pool,
+            ProgressBar(sum(sizes), "counting", unit="B", scale=True, enabled=progress) as bar,
+        ):
 
             def submit(shard_id: int) -> Future:
                 files = [paths[i] for i in plan[shard_id]]
-                return pool.submit(_count_shard, files, spec, staging, shard_id, parts, num_threads=threads,
-                                   _fail_after_write=_fail_once)
+                return pool.submit(
+                    _count_shard,
+                    files,
+                    spec,
+                    staging,
+                    shard_id,
+                    parts,
+                    num_threads=threads,
+                    _fail_after_write=_fail_once,
+                )
 
             pending = {submit(s): (s, 0) for s in range(len(plan))}
             files_done = 0
@@ -158,7 +198,9 @@ def count_locally(
                     shard_id, attempt = pending.pop(fut)
                     error = fut.exception()
                     if error is not None:
-                        if attempt == 0 and not isinstance(error, (ValueError, OSError, BrokenProcessPool)):
+                        if attempt == 0 and not isinstance(
+                            error, (ValueError, OSError, BrokenProcessPool)
+                        ):
                             pending[submit(shard_id)] = (shard_id, 1)
                             continue
                         raise error
@@ -168,13 +210,17 @@ def count_locally(
                     files_done += stats["files"]
                     bar.update_to(bar.n + sum(sizes[i] for i in plan[shard_id]))
                     bar.set_postfix(files=f"{files_done}/{len(paths)}")
-            written = list(pool.map(
-                _reduce_bucket,
-                [_bucket_paths(staging, range(len(plan)), b) for b in range(parts)],
-                [os.path.join(staging, _part_name(b)) for b in range(parts)],
-            ))
+            written = list(
+                pool.map(
+                    _reduce_bucket,
+                    [_bucket_paths(staging, range(len(plan)), b) for b in range(parts)],
+                    [os.path.join(staging, _part_name(b)) for b in range(parts)],
+                )
+            )
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)  # a failed or interrupted run leaves nothing behind
+        shutil.rmtree(
+            staging, ignore_errors=True
+        )  # a failed or interrupted run leaves nothing behind
         raise
     return finish(staging, out, spec, written, totals, engine="local")
 
@@ -192,9 +238,21 @@ def _exit_with_parent(parent: int) -> None:
 
 
 def finish(
-    staging: str, out: str, spec: CountSpec, written: Sequence[dict[str, Any]], totals: dict[str, int], *, engine: str
+    staging: str,
+    out: str,
+    spec: CountSpec,
+    written: Sequence[dict[str, Any]],
+    totals: dict[str, int],
+    *,
+    engine: str,
 ) -> WordCounts:
     """Write the manifest for the reduced parts (part b = bucket b) and _commit."""
     parts = [{"path": _part_name(b), **w} for b, w in enumerate(written)]
-    totals = {**totals, "pre_tokens": sum(p["pre_tokens"] for p in parts), "distinct": sum(p["rows"] for p in parts)}
-    return _commit(staging, out, _build_manifest(spec, totals, parts, engine=engine, bucket_hash=BUCKET_HASH))
+    totals = {
+        **totals,
+        "pre_tokens": sum(p["pre_tokens"] for p in parts),
+        "distinct": sum(p["rows"] for p in parts),
+    }
+    return _commit(
+        staging, out, _build_manifest(spec, totals, parts, engine=engine, bucket_hash=BUCKET_HASH)
+    )

@@ -33,7 +33,13 @@ from bytepair import _core
 
 FORMATS = ("text", "jsonl", "parquet")
 MANIFEST = "_manifest.json"  # a folder holding one is an output (word counts, token shards), never an input
-_EXTENSIONS = {".txt": "text", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+_EXTENSIONS = {
+    ".txt": "text",
+    ".jsonl": "jsonl",
+    ".json": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+}
 COMPRESSED = (".gz", ".bz2", ".xz", ".zst")
 _BATCH_BYTES = 16 << 20  # JSON block / Parquet batch size handed to Rust at a time
 _PARQUET_ROWS = 8192
@@ -56,7 +62,9 @@ def check_special_tokens(special_tokens: Sequence[str]) -> tuple[str, ...]:
         try:
             t.encode("utf-8")
         except UnicodeEncodeError:
-            raise ValueError(f"special token {t!r} holds a lone surrogate: not text UTF-8 can hold") from None
+            raise ValueError(
+                f"special token {t!r} holds a lone surrogate: not text UTF-8 can hold"
+            ) from None
         seen.add(t)
     return tokens
 
@@ -123,7 +131,7 @@ def is_plain_local(path: str) -> bool:
 
 
 def local_path(path: str) -> str:
-    return path[len("file://"):] if path.startswith("file://") else path
+    return path[len("file://") :] if path.startswith("file://") else path
 
 
 def input_size(path: str) -> int:
@@ -136,7 +144,9 @@ def input_size(path: str) -> int:
     return os.path.getsize(local_path(path))
 
 
-def expand_inputs(inputs: str | os.PathLike | Sequence[str | os.PathLike], out: str | None = None) -> list[str]:
+def expand_inputs(
+    inputs: str | os.PathLike | Sequence[str | os.PathLike], out: str | None = None
+) -> list[str]:
     """Paths as strings, in the order given; a local folder stands for every
     non-hidden file below it, in sorted order, leaving out output folders
     (word counts, token shards: folders with a manifest) and `out`, so that
@@ -165,7 +175,9 @@ def expand_inputs(inputs: str | os.PathLike | Sequence[str | os.PathLike], out: 
                     dirs[:] = []
                     continue
                 dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
-                found += [os.path.join(root, f) for f in sorted(files) if not f.startswith((".", "_"))]
+                found += [
+                    os.path.join(root, f) for f in sorted(files) if not f.startswith((".", "_"))
+                ]
             return found
         if glob.has_magic(item) and not os.path.exists(local_path(item)):
             matches = sorted(glob.glob(local_path(item), recursive=True))
@@ -251,10 +263,17 @@ def count_file(
     if spec.format == "text" and compression_of(path):
         return _count_compressed_text(counter, path, spec, num_threads, on_bytes, content)
     stats = SourceStats()
-    for data, offsets, first in document_batches(path, spec.format, spec.text_field, content=content):
+    for data, offsets, first in document_batches(
+        path, spec.format, spec.text_field, content=content
+    ):
         done = stats.bytes
         counter.count_documents(
-            data, offsets, path, None if spec.format == "text" else first, num_threads, replace,
+            data,
+            offsets,
+            path,
+            None if spec.format == "text" else first,
+            num_threads,
+            replace,
             None if on_bytes is None else (lambda n: on_bytes(done + n)),
         )
         stats.documents += (len(offsets) // 8) - 1
@@ -288,7 +307,9 @@ def _count_compressed_text(
         done = n
 
     with _open(path, content) as f:
-        for block in safe_blocks(decode_text_blocks(f, path, spec.errors, read), counter.chars_after_last_cut):
+        for block in safe_blocks(
+            decode_text_blocks(f, path, spec.errors, read), counter.chars_after_last_cut
+        ):
             batch.append(block)
             if len(batch) >= 16:
                 flush()
@@ -299,7 +320,12 @@ def _count_compressed_text(
 
 
 def document_batches(
-    path: str, format: str, text_field: str = "text", *, separator: str | None = None, content: bytes | None = None
+    path: str,
+    format: str,
+    text_field: str = "text",
+    *,
+    separator: str | None = None,
+    content: bytes | None = None,
 ) -> Iterator[tuple[bytes, bytes, int]]:
     """The documents of one input file, in batches: ``(data, offsets, first)``
     with the documents' bytes back to back in `data`, n + 1 little-endian
@@ -328,15 +354,23 @@ def document_batches(
         yield data, struct.pack("<2q", 0, len(data)), 0
         return
     if compression_of(path) and format == "parquet":
-        raise ValueError(f"{path}: a compressed Parquet file cannot be read (Parquet compresses inside the file)")
-    batches = _json_batches(path, text_field, content) if format == "jsonl" else _parquet_batches(path, text_field, content)
+        raise ValueError(
+            f"{path}: a compressed Parquet file cannot be read (Parquet compresses inside the file)"
+        )
+    batches = (
+        _json_batches(path, text_field, content)
+        if format == "jsonl"
+        else _parquet_batches(path, text_field, content)
+    )
     first = 0
     for column in batches:
         yield _arrow_documents(column, path, first, text_field)
         first += len(column)
 
 
-def _separated_batches(path: str, separator: bytes, content: bytes | None) -> Iterator[tuple[bytes, bytes, int]]:
+def _separated_batches(
+    path: str, separator: bytes, content: bytes | None
+) -> Iterator[tuple[bytes, bytes, int]]:
     """`document_batches` of a text file cut at every `separator` (in the
     core: no Python object per document); empty pieces (a separator at the
     start or end, two in a row) are dropped."""
@@ -374,7 +408,9 @@ def _open(path: str, content: bytes | None = None):
         return bz2.BZ2File(raw)
     if kind == ".xz":
         return lzma.LZMAFile(raw)
-    if kind == ".zst":  # pyarrow (a dependency already) has zstd; the standard library has it from 3.14
+    if (
+        kind == ".zst"
+    ):  # pyarrow (a dependency already) has zstd; the standard library has it from 3.14
         import pyarrow as pa
 
         return pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), "zstd")
@@ -400,7 +436,9 @@ def _json_batches(path: str, text_field: str, content: bytes | None = None):
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
             if str(e).startswith("Empty JSON stream"):  # an empty file: no records
                 return
-            raise ValueError(f"{path}: not JSON Lines with a string field {text_field!r}: {e}") from None
+            raise ValueError(
+                f"{path}: not JSON Lines with a string field {text_field!r}: {e}"
+            ) from None
 
 
 def _parquet_batches(path: str, text_field: str, content: bytes | None = None):
@@ -416,8 +454,13 @@ def _parquet_batches(path: str, text_field: str, content: bytes | None = None):
         if text_field not in names:
             raise ValueError(f"{path}: no column {text_field!r} (columns: {', '.join(names)})")
         kind = pf.schema_arrow.field(text_field).type
-        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind)
-                or pa.types.is_large_binary(kind) or pa.types.is_string_view(kind)):
+        if not (
+            pa.types.is_string(kind)
+            or pa.types.is_large_string(kind)
+            or pa.types.is_binary(kind)
+            or pa.types.is_large_binary(kind)
+            or pa.types.is_string_view(kind)
+        ):
             raise ValueError(f"{path}: column {text_field!r} is {kind}, expected string or binary")
         for batch in pf.iter_batches(batch_size=_PARQUET_ROWS, columns=[text_field]):
             yield batch.column(0)
@@ -433,7 +476,9 @@ def _arrow_documents(column, path: str, first: int, field: str) -> tuple[bytes, 
         raise ValueError(f"{path}: record {bad} has no {field!r} text (null or missing)")
     column = column.cast(pa.large_binary())
     _, offsets_buf, data_buf = column.buffers()
-    offsets = np.frombuffer(offsets_buf, dtype="<i8", count=len(column) + 1, offset=column.offset * 8)
+    offsets = np.frombuffer(
+        offsets_buf, dtype="<i8", count=len(column) + 1, offset=column.offset * 8
+    )
     start, end = int(offsets[0]), int(offsets[-1])
     data = b"" if data_buf is None else data_buf.slice(start, end - start).to_pybytes()
     return data, (offsets - start).tobytes(), first

@@ -35,11 +35,18 @@ def megatron_index(lengths: "numpy.ndarray", dtype: str) -> bytes:
     n = len(lengths)
     pointers = np.zeros(n, dtype="<i8")
     np.cumsum(lengths[:-1] * itemsize, out=pointers[1:])
-    return b"".join([
-        MEGATRON_INDEX_HEADER, struct.pack("<Q", 1), struct.pack("<B", MEGATRON_DTYPE_CODES[dtype]),
-        struct.pack("<Q", n), struct.pack("<Q", n + 1),
-        np.asarray(lengths, dtype="<i4").tobytes(), pointers.tobytes(), np.arange(n + 1, dtype="<i8").tobytes(),
-    ])
+    return b"".join(
+        [
+            MEGATRON_INDEX_HEADER,
+            struct.pack("<Q", 1),
+            struct.pack("<B", MEGATRON_DTYPE_CODES[dtype]),
+            struct.pack("<Q", n),
+            struct.pack("<Q", n + 1),
+            np.asarray(lengths, dtype="<i4").tobytes(),
+            pointers.tobytes(),
+            np.arange(n + 1, dtype="<i8").tobytes(),
+        ]
+    )
 
 
 def read_megatron_index(path: str) -> tuple["numpy.ndarray", "numpy.ndarray", "numpy.ndarray", int]:

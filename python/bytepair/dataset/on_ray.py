@@ -50,8 +50,12 @@ def encode_tasks_on_ray(
     try:
         task_fn = ray.remote(_encode_task_or_error).options(**options)
         tok_ref = ray.put(run.tok)
-        pending = {task_fn.remote(t, paths, run.spec, tok_ref, run.out_dir, run.num_threads or 1, _fail_once): t
-                   for t, paths in run.todo}
+        pending = {
+            task_fn.remote(
+                t, paths, run.spec, tok_ref, run.out_dir, run.num_threads or 1, _fail_once
+            ): t
+            for t, paths in run.todo
+        }
         finished: dict[int, dict[str, Any]] = {}
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
@@ -71,8 +75,15 @@ def encode_tasks_on_ray(
             ray.shutdown()
 
 
-def _encode_task_or_error(task: int, paths: list[str], spec: ShardSpec, tok: "Tokenizer", out_dir: str,
-                          num_threads: int, fail_once: str | None = None) -> dict[str, Any] | BaseException:
+def _encode_task_or_error(
+    task: int,
+    paths: list[str],
+    spec: ShardSpec,
+    tok: "Tokenizer",
+    out_dir: str,
+    num_threads: int,
+    fail_once: str | None = None,
+) -> dict[str, Any] | BaseException:
     """One Ray task. Bad input (ValueError, OSError) is returned, not raised,
     so Ray does not retry what would fail again and the driver re-raises it.
     `fail_once` (tests): a marker file; the first task to create it fails

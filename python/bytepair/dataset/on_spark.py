@@ -23,7 +23,10 @@ if TYPE_CHECKING:
 
 
 def encode_tasks_on_spark(
-    run: TaskRun, on_record: Callable[[dict[str, Any]], None], *, spark: "SparkSession | None" = None
+    run: TaskRun,
+    on_record: Callable[[dict[str, Any]], None],
+    *,
+    spark: "SparkSession | None" = None,
 ) -> dict[int, dict[str, Any]]:
     """Run each task of `run` as a Spark task (with `run.num_threads` threads,
     default the task's ``spark.task.cpus``); returns {task: record}, calling
@@ -46,10 +49,16 @@ def encode_tasks_on_spark(
         def encode(job: tuple[int, list[str]]) -> dict[str, Any]:
             from bytepair.counts.engines.on_spark import _task_threads
 
-            return _encode_task(job[0], job[1], spec, shared.value, out_dir, num_threads or _task_threads())
+            return _encode_task(
+                job[0], job[1], spec, shared.value, out_dir, num_threads or _task_threads()
+            )
 
         jobs = run.todo
-        records = _run(lambda: context.parallelize(jobs, max(1, len(jobs))).map(encode).collect()) if jobs else []
+        records = (
+            _run(lambda: context.parallelize(jobs, max(1, len(jobs))).map(encode).collect())
+            if jobs
+            else []
+        )
         shared.unpersist()
     finally:
         if created:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from bytepair.folders import read_manifest, sha256_file as _sha256_file
 from bytepair.counts.sources import MANIFEST
 from bytepair.dataset.megatron import read_megatron_index
+from bytepair.folders import read_manifest
+from bytepair.folders import sha256_file as _sha256_file
 
 if TYPE_CHECKING:
     import numpy
@@ -49,12 +50,22 @@ class TokenShards:
                 that names a missing shard.
         """
         path = os.fspath(path)
-        manifest = read_manifest(path, FORMAT, FORMAT_VERSION, "token-shards",
-                                 "not a finished dataset (an interrupted encode? run it again to resume)")
+        manifest = read_manifest(
+            path,
+            FORMAT,
+            FORMAT_VERSION,
+            "token-shards",
+            "not a finished dataset (an interrupted encode? run it again to resume)",
+        )
         manifest_path = os.path.join(path, MANIFEST)
         try:
             names = [name for s in manifest["shards"] for name in (s["name"] + ".bin", s["index"])]
-            int(manifest["documents"]), int(manifest["tokens"]), manifest["dtype"], manifest["layout"]
+            (
+                int(manifest["documents"]),
+                int(manifest["tokens"]),
+                manifest["dtype"],
+                manifest["layout"],
+            )
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"{manifest_path}: missing or malformed key ({e!r})") from None
         for name in names:
@@ -83,8 +94,11 @@ class TokenShards:
             shards = []
             for s in self.manifest["shards"]:
                 bin_path = os.path.join(self.path, s["name"] + ".bin")
-                ids = (np.memmap(bin_path, dtype=self.dtype, mode="r") if s["tokens"]
-                       else np.zeros(0, dtype=self.dtype))
+                ids = (
+                    np.memmap(bin_path, dtype=self.dtype, mode="r")
+                    if s["tokens"]
+                    else np.zeros(0, dtype=self.dtype)
+                )
                 shards.append((ids, self._offsets(s)))
             self._shards = shards
             self._starts = np.cumsum([0] + [s["documents"] for s in self.manifest["shards"]])
@@ -112,7 +126,7 @@ class TokenShards:
         s = int(np.searchsorted(self._starts, i, side="right")) - 1
         ids, offsets = shards[s]
         j = i - int(self._starts[s])
-        return np.asarray(ids[int(offsets[j]):int(offsets[j + 1])])
+        return np.asarray(ids[int(offsets[j]) : int(offsets[j + 1])])
 
     @property
     def tokens(self) -> "numpy.ndarray":
@@ -122,7 +136,13 @@ class TokenShards:
         import numpy as np
 
         arrays = [ids for ids, _ in self.shard_arrays()]
-        return arrays[0] if len(arrays) == 1 else np.concatenate(arrays) if arrays else np.zeros(0, self.dtype)
+        return (
+            arrays[0]
+            if len(arrays) == 1
+            else np.concatenate(arrays)
+            if arrays
+            else np.zeros(0, self.dtype)
+        )
 
     def verify(self) -> None:
         """Check the SHA-256 of every shard file against the manifest.
@@ -132,7 +152,12 @@ class TokenShards:
                 truncated or corrupt).
         """
         for s in self.manifest["shards"]:
-            for name, digest in ((s["name"] + ".bin", s["sha256"]), (s["index"], s["index_sha256"])):
+            for name, digest in (
+                (s["name"] + ".bin", s["sha256"]),
+                (s["index"], s["index_sha256"]),
+            ):
                 if _sha256_file(os.path.join(self.path, name)) != digest:
-                    raise ValueError(f"{os.path.join(self.path, name)}: SHA-256 does not match the manifest "
-                                     "(changed or corrupt)")
+                    raise ValueError(
+                        f"{os.path.join(self.path, name)}: SHA-256 does not match the manifest "
+                        "(changed or corrupt)"
+                    )

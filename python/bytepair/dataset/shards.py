@@ -51,12 +51,19 @@ from typing import TYPE_CHECKING, Any
 
 from bytepair.atomic import atomic_open, atomic_write
 from bytepair.counts.artifact import _HashingWriter
-from bytepair.folders import sha256_file as _sha256_file
 from bytepair.counts.sources import (
-    FORMATS, MANIFEST, check_inputs, document_batches, expand_inputs, infer_format, input_size, is_remote,
+    FORMATS,
+    MANIFEST,
+    check_inputs,
+    document_batches,
+    expand_inputs,
+    infer_format,
+    input_size,
+    is_remote,
 )
 from bytepair.dataset.megatron import megatron_index
 from bytepair.dataset.reader import FORMAT, FORMAT_VERSION, TokenShards
+from bytepair.folders import sha256_file as _sha256_file
 from bytepair.progress import ProgressBar
 
 if TYPE_CHECKING:
@@ -108,8 +115,10 @@ def _eot_id(tok: "Tokenizer", eot: str | bool | None) -> int | None:
     if eot is True:
         return tok.special_tokens.get("<|endoftext|>")
     if eot not in tok.special_tokens:
-        raise ValueError(f"eot {eot!r} is not a special token of this tokenizer "
-                         f"(it has {', '.join(map(repr, tok.special_tokens)) or 'none'})")
+        raise ValueError(
+            f"eot {eot!r} is not a special token of this tokenizer "
+            f"(it has {', '.join(map(repr, tok.special_tokens)) or 'none'})"
+        )
     return tok.special_tokens[eot]
 
 
@@ -137,8 +146,12 @@ def _task_record_path(out_dir: str, task: int) -> str:
 # -- one task: a range of inputs into its shards ---------------------------------
 
 
-def _encoded_batches(paths: Sequence[str], spec: ShardSpec, tok: "Tokenizer", num_threads: int | None,
-                     ) -> Iterator[tuple[bytes, "numpy.ndarray", int]]:
+def _encoded_batches(
+    paths: Sequence[str],
+    spec: ShardSpec,
+    tok: "Tokenizer",
+    num_threads: int | None,
+) -> Iterator[tuple[bytes, "numpy.ndarray", int]]:
     """(ids bytes, per-document id counts, input bytes) per batch of documents,
     the next batch read while this one is encoded."""
     import numpy as np
@@ -149,13 +162,27 @@ def _encoded_batches(paths: Sequence[str], spec: ShardSpec, tok: "Tokenizer", nu
         for path in paths:
             kind = spec.format or infer_format([path])
             field = spec.field if kind == "jsonl" else spec.column
-            whole = kind == "text" and not spec.separator  # one document: errors name the file alone
-            for data, offsets, first in document_batches(path, kind, field, separator=spec.separator):
+            whole = (
+                kind == "text" and not spec.separator
+            )  # one document: errors name the file alone
+            for data, offsets, first in document_batches(
+                path, kind, field, separator=spec.separator
+            ):
                 yield path, data, offsets, None if whole else first
 
     for path, data, offsets, record in _read_ahead(batches()):
-        ids, lengths = tok._core.encode_documents(data, offsets, path, record, [], [], spec.eot, itemsize,
-                                                   spec.errors == "replace", num_threads)
+        ids, lengths = tok._core.encode_documents(
+            data,
+            offsets,
+            path,
+            record,
+            [],
+            [],
+            spec.eot,
+            itemsize,
+            spec.errors == "replace",
+            num_threads,
+        )
         yield ids, np.frombuffer(lengths, dtype="<i8"), len(data)
 
 
@@ -170,8 +197,15 @@ def _read_ahead(items: Iterator[Any]) -> Iterator[Any]:
             yield item
 
 
-def _encode_task(task: int, paths: Sequence[str], spec: ShardSpec, tok: "Tokenizer", out_dir: str,
-                 num_threads: int | None = None, on_batch=None) -> dict[str, Any]:
+def _encode_task(
+    task: int,
+    paths: Sequence[str],
+    spec: ShardSpec,
+    tok: "Tokenizer",
+    out_dir: str,
+    num_threads: int | None = None,
+    on_batch=None,
+) -> dict[str, Any]:
     """Encode the documents of `paths` (in order) into shards ``shard-task-k``
     of `out_dir`, then record them in ``_progress/task-<task>.json``. Engine
     neutral: the local engine and Ray run it. `on_batch(bytes, tokens)` is
@@ -211,17 +245,32 @@ def _encode_task(task: int, paths: Sequence[str], spec: ShardSpec, tok: "Tokeniz
                 if take == len(lengths):
                     pending.clear()
                 else:
-                    pending[:] = [ids[int(ends[take - 1]) * itemsize:], lengths[take:]]
+                    pending[:] = [ids[int(ends[take - 1]) * itemsize :], lengths[take:]]
         lengths = np.concatenate(lengths_parts)
-        shards.append({"name": name, "documents": len(lengths), "tokens": tokens, "sha256": digest.hexdigest(),
-                       **_write_index(out_dir, name, lengths, spec)})
-    record = {"task": task, "inputs": list(paths), "bytes": read, "documents": sum(s["documents"] for s in shards),
-              "tokens": sum(s["tokens"] for s in shards), "shards": shards}
+        shards.append(
+            {
+                "name": name,
+                "documents": len(lengths),
+                "tokens": tokens,
+                "sha256": digest.hexdigest(),
+                **_write_index(out_dir, name, lengths, spec),
+            }
+        )
+    record = {
+        "task": task,
+        "inputs": list(paths),
+        "bytes": read,
+        "documents": sum(s["documents"] for s in shards),
+        "tokens": sum(s["tokens"] for s in shards),
+        "shards": shards,
+    }
     atomic_write(_task_record_path(out_dir, task), json.dumps(record).encode())
     return record
 
 
-def _write_index(out_dir: str, name: str, lengths: "numpy.ndarray", spec: ShardSpec) -> dict[str, str]:
+def _write_index(
+    out_dir: str, name: str, lengths: "numpy.ndarray", spec: ShardSpec
+) -> dict[str, str]:
     """Write a shard's document index beside its ids; returns its manifest entry."""
     import numpy as np
 
@@ -243,8 +292,10 @@ def _write_index(out_dir: str, name: str, lengths: "numpy.ndarray", spec: ShardS
 def _shard_intact(out_dir: str, shard: dict[str, Any]) -> bool:
     """True if both files of a shard exist with the SHA-256 the record holds."""
     try:
-        return (_sha256_file(os.path.join(out_dir, shard["name"] + ".bin")) == shard["sha256"]
-                and _sha256_file(os.path.join(out_dir, shard["index"])) == shard["index_sha256"])
+        return (
+            _sha256_file(os.path.join(out_dir, shard["name"] + ".bin")) == shard["sha256"]
+            and _sha256_file(os.path.join(out_dir, shard["index"])) == shard["index_sha256"]
+        )
     except OSError:
         return False
 
@@ -257,7 +308,9 @@ def _finished_task(out_dir: str, task: int, paths: list[str]) -> dict[str, Any] 
             record = json.load(f)
     except (OSError, ValueError):
         return None
-    if record.get("inputs") != paths or not all(_shard_intact(out_dir, s) for s in record.get("shards", [])):
+    if record.get("inputs") != paths or not all(
+        _shard_intact(out_dir, s) for s in record.get("shards", [])
+    ):
         return None
     return record
 
@@ -353,10 +406,22 @@ def encode_dataset(
     if format is not None and format not in FORMATS:
         raise ValueError(f"format={format!r}: expected one of {', '.join(FORMATS)}")
     if separator is not None and format not in (None, "text"):
-        raise ValueError(f"separator is for text files; {format} inputs have one document per record")
+        raise ValueError(
+            f"separator is for text files; {format} inputs have one document per record"
+        )
     dtype = "uint16" if tok.n_vocab <= 1 << 16 else "int32" if layout == "megatron" else "uint32"
-    spec = ShardSpec(tokenizer_sha256(tok), format, field or "text", column or "text", separator, errors,
-                     _eot_id(tok, eot), dtype, shard_size, layout)
+    spec = ShardSpec(
+        tokenizer_sha256(tok),
+        format,
+        field or "text",
+        column or "text",
+        separator,
+        errors,
+        _eot_id(tok, eot),
+        dtype,
+        shard_size,
+        layout,
+    )
     sizes = [input_size(p) for p in paths]
     tasks = [[paths[i] for i in group] for group in _plan_tasks(sizes, task_bytes)]
     plan = {"spec": asdict(spec), "tasks": tasks, "sizes": sizes}
@@ -364,8 +429,12 @@ def encode_dataset(
         return TokenShards.open(out_dir)
     _start_or_resume(out_dir, plan)
     show = sys.stderr.isatty() if progress is None else bool(progress)
-    records: list[dict[str, Any] | None] = [_finished_task(out_dir, t, task) for t, task in enumerate(tasks)]
-    run = TaskRun([(t, tasks[t]) for t, r in enumerate(records) if r is None], spec, tok, out_dir, num_threads)
+    records: list[dict[str, Any] | None] = [
+        _finished_task(out_dir, t, task) for t, task in enumerate(tasks)
+    ]
+    run = TaskRun(
+        [(t, tasks[t]) for t, r in enumerate(records) if r is None], spec, tok, out_dir, num_threads
+    )
     with ProgressBar(sum(sizes), "encoding", unit="B", scale=True, enabled=show) as bar:
         counter = _Progress(bar, [r for r in records if r is not None])
         if engine == "ray":
@@ -378,9 +447,15 @@ def encode_dataset(
             finished = encode_tasks_on_spark(run, counter.task_done, **engine_options)
         else:
             if engine_options:
-                raise TypeError(f"unexpected options for the local engine: {', '.join(engine_options)}")
-            finished = {t: _encode_task(t, paths, spec, tok, out_dir, num_threads, on_batch=counter.batch_done)
-                        for t, paths in run.todo}
+                raise TypeError(
+                    f"unexpected options for the local engine: {', '.join(engine_options)}"
+                )
+            finished = {
+                t: _encode_task(
+                    t, paths, spec, tok, out_dir, num_threads, on_batch=counter.batch_done
+                )
+                for t, paths in run.todo
+            }
         records = [finished.get(t, r) for t, r in enumerate(records)]
     manifest = _build_manifest(spec, plan, records, np.dtype(dtype).name)
     atomic_write(os.path.join(out_dir, MANIFEST), (json.dumps(manifest, indent=1) + "\n").encode())
@@ -441,8 +516,10 @@ def _already_done(out_dir: str, plan: dict[str, Any]) -> bool:
         manifest = json.load(f)
     if manifest.get("format") == FORMAT and manifest.get("plan") == _plan_digest(plan):
         return True
-    raise FileExistsError(f"{out_dir}: holds another dataset or word counts ({MANIFEST}); "
-                          "choose another output folder or remove it")
+    raise FileExistsError(
+        f"{out_dir}: holds another dataset or word counts ({MANIFEST}); "
+        "choose another output folder or remove it"
+    )
 
 
 def _start_or_resume(out_dir: str, plan: dict[str, Any]) -> None:
@@ -454,10 +531,14 @@ def _start_or_resume(out_dir: str, plan: dict[str, Any]) -> None:
             earlier = json.load(f)
         if earlier == plan:
             return
-        raise FileExistsError(f"{out_dir}: holds an unfinished run with other inputs or settings; "
-                              "rerun that command to finish it, or remove the folder")
+        raise FileExistsError(
+            f"{out_dir}: holds an unfinished run with other inputs or settings; "
+            "rerun that command to finish it, or remove the folder"
+        )
     if os.path.isdir(out_dir) and os.listdir(out_dir):
-        raise FileExistsError(f"{out_dir}: not empty and not a dataset of bytepair; choose an empty or new folder")
+        raise FileExistsError(
+            f"{out_dir}: not empty and not a dataset of bytepair; choose an empty or new folder"
+        )
     os.makedirs(os.path.join(out_dir, PROGRESS), exist_ok=True)
     atomic_write(plan_path, json.dumps(plan).encode())
 
@@ -466,17 +547,33 @@ def _plan_digest(plan: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()
 
 
-def _build_manifest(spec: ShardSpec, plan: dict[str, Any], records: list[Any], dtype: str) -> dict[str, Any]:
+def _build_manifest(
+    spec: ShardSpec, plan: dict[str, Any], records: list[Any], dtype: str
+) -> dict[str, Any]:
     from bytepair import __version__
 
     shards = [s for r in records for s in r["shards"]]
     return {
-        "format": FORMAT, "format_version": FORMAT_VERSION, "bytepair_version": __version__,
-        "layout": spec.layout, "tokenizer_sha256": spec.tokenizer_sha256, "dtype": dtype, "byteorder": "little",
-        "eot": spec.eot, "documents": sum(r["documents"] for r in records), "tokens": sum(r["tokens"] for r in records),
-        "bytes": sum(r["bytes"] for r in records), "shard_size": spec.shard_size,
-        "input": {"format": spec.format or "by extension", "field": spec.field, "column": spec.column,
-                  "separator": spec.separator,
-                  "errors": spec.errors, "files": sum(len(t) for t in plan["tasks"])},
-        "plan": _plan_digest(plan), "shards": shards,
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "bytepair_version": __version__,
+        "layout": spec.layout,
+        "tokenizer_sha256": spec.tokenizer_sha256,
+        "dtype": dtype,
+        "byteorder": "little",
+        "eot": spec.eot,
+        "documents": sum(r["documents"] for r in records),
+        "tokens": sum(r["tokens"] for r in records),
+        "bytes": sum(r["bytes"] for r in records),
+        "shard_size": spec.shard_size,
+        "input": {
+            "format": spec.format or "by extension",
+            "field": spec.field,
+            "column": spec.column,
+            "separator": spec.separator,
+            "errors": spec.errors,
+            "files": sum(len(t) for t in plan["tasks"]),
+        },
+        "plan": _plan_digest(plan),
+        "shards": shards,
     }

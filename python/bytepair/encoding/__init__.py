@@ -40,4 +40,3 @@ def set_cache_budget(nbytes: int) -> int:
 def cache_budget() -> int:
     """The budget `set_cache_budget` set (bytes per piece cache)."""
     return _core.cache_budget()
-

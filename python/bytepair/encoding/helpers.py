@@ -50,15 +50,18 @@ def document_seed(seed: int, index: int) -> int:
     return z ^ (z >> 31)
 
 
-def dropout_batch(tok, texts: list[str], num_threads: int | None, dropout: float, seed: int | None,
-                  **special) -> list[list[int]]:
+def dropout_batch(
+    tok, texts: list[str], num_threads: int | None, dropout: float, seed: int | None, **special
+) -> list[list[int]]:
     """`encode` with BPE-dropout of each text on a thread pool (the core
     releases the GIL); document i uses `document_seed(seed, i)`."""
     from concurrent.futures import ThreadPoolExecutor
 
     seed = dropout_seed(seed)
     cores = os.cpu_count() or 1
-    if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1):
+    if num_threads is not None and (
+        isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1
+    ):
         raise ValueError(f"num_threads={num_threads!r} must be a positive integer or None")
     threads = min(num_threads or cores, cores)  # capped at the cores, as the core's pools are
 
@@ -84,7 +87,9 @@ class DecodeStream:
 
     def __init__(self, tokenizer, skip_special_tokens: bool = False):
         self._tokenizer = tokenizer
-        self._skip = frozenset(tokenizer.special_tokens.values()) if skip_special_tokens else frozenset()
+        self._skip = (
+            frozenset(tokenizer.special_tokens.values()) if skip_special_tokens else frozenset()
+        )
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
 
     def step(self, token_id: int) -> str | None:
@@ -209,16 +214,22 @@ class TokenizerHelpers:
             text = replace_surrogates(text)
         if getattr(self, "pipeline", None) is not None:
             return self._pipeline_offsets(text, allowed_special, disallowed_special)
-        ids = self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        ids = self.encode(
+            text, allowed_special=allowed_special, disallowed_special=disallowed_special
+        )
         if not ids:
             return ids, []
-        lengths = np.fromiter((len(b) for b in self.decode_tokens_bytes(ids)), dtype=np.int64, count=len(ids))
+        lengths = np.fromiter(
+            (len(b) for b in self.decode_tokens_bytes(ids)), dtype=np.int64, count=len(ids)
+        )
         ends = np.cumsum(lengths)
         char_of = char_index_of_bytes(text.encode("utf-8"))
         starts, lasts = char_of[ends - lengths], char_of[ends - 1] + 1
         return ids, list(zip(starts.tolist(), lasts.tolist()))
 
-    def _pipeline_offsets(self, text: str, allowed_special, disallowed_special) -> tuple[list[int], list[tuple[int, int]]]:
+    def _pipeline_offsets(
+        self, text: str, allowed_special, disallowed_special
+    ) -> tuple[list[int], list[tuple[int, int]]]:
         """`encode_with_offsets` through a tokenizer.json pipeline: the core maps
         every token back to the original bytes it came from (a normalizer may
         change the text), which become character offsets here."""
@@ -263,10 +274,16 @@ class TokenizerHelpers:
                 ids += [self._byte_id(ord(c) - 0xDC00) for c in run]
         return ids
 
-    def count_tokens(self, text: str, *, allowed_special=frozenset(), disallowed_special="all") -> int:
+    def count_tokens(
+        self, text: str, *, allowed_special=frozenset(), disallowed_special="all"
+    ) -> int:
         """The number of ids `encode` gives `text` (same arguments and errors),
         without building a list of them."""
-        return len(self.encode_to_numpy(text, allowed_special=allowed_special, disallowed_special=disallowed_special))
+        return len(
+            self.encode_to_numpy(
+                text, allowed_special=allowed_special, disallowed_special=disallowed_special
+            )
+        )
 
     def _first_tokens(self, ids: list[int], max_tokens: int) -> list[int]:
         """At most `max_tokens` of `ids`, cut where the next id does not start

@@ -14,8 +14,11 @@ STREAM_BLOCK_CHARS = 1 << 16
 def require_str(text: object, method: str) -> None:
     """TypeError unless `text` is a str; for bytes the message names `encode_bytes`."""
     if not isinstance(text, str):
-        hint = "; encode bytes (invalid UTF-8 included) with encode_bytes(data)" if isinstance(
-            text, (bytes, bytearray, memoryview)) else ""
+        hint = (
+            "; encode bytes (invalid UTF-8 included) with encode_bytes(data)"
+            if isinstance(text, (bytes, bytearray, memoryview))
+            else ""
+        )
         raise TypeError(f"{method} takes a str, not {type(text).__name__}{hint}")
 
 
@@ -79,7 +82,9 @@ def replace_surrogates(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def safe_blocks(texts: Iterable[str], chars_after_last_cut: Callable[[str], int | None]) -> Iterator[str]:
+def safe_blocks(
+    texts: Iterable[str], chars_after_last_cut: Callable[[str], int | None]
+) -> Iterator[str]:
     """Concatenate `texts` and re-cut them into blocks of at least
     `STREAM_BLOCK_CHARS` characters at safe cuts (the last block may be shorter).
     `chars_after_last_cut(buffer)` is the core's `CutRule` (src/count.rs)."""

@@ -29,14 +29,21 @@ def copy_tables(
     loading o200k's tokenizer.json)."""
     ids, values = list(vocab.keys()), list(vocab.values())
     plain_vocab = not ids or (
-        set(map(type, ids)) == {int} and 0 <= min(ids) and max(ids) < 1 << 32 and set(map(type, values)) == {bytes}
+        set(map(type, ids)) == {int}
+        and 0 <= min(ids)
+        and max(ids) < 1 << 32
+        and set(map(type, values)) == {bytes}
     )
     plain_merges = not merges or (
         set(map(type, merges)) == {tuple}
         and set(map(len, merges)) == {2}
         and set(map(type, itertools.chain.from_iterable(merges))) == {bytes}
     )
-    vocab = dict(zip(ids, values)) if plain_vocab else {check_id(i, "vocab"): bytes(b) for i, b in vocab.items()}
+    vocab = (
+        dict(zip(ids, values))
+        if plain_vocab
+        else {check_id(i, "vocab"): bytes(b) for i, b in vocab.items()}
+    )
     merges = list(merges) if plain_merges else [(bytes(a), bytes(b)) for a, b in merges]
     return vocab, merges
 
@@ -81,13 +88,17 @@ class VocabHolder:
         for t, i in self.special_tokens.items():
             self._vocab.setdefault(i, t.encode("utf-8"))
 
-    def _assign_special_ids(self, special_tokens: Sequence[str] | Mapping[str, int]) -> dict[str, int]:
+    def _assign_special_ids(
+        self, special_tokens: Sequence[str] | Mapping[str, int]
+    ) -> dict[str, int]:
         """special token -> id: a mapping as given (checked), a sequence given
         the id of a vocab entry with the same bytes, else the next free ids."""
         if isinstance(special_tokens, str):
             raise TypeError("special_tokens must be a sequence of strings, not a single string")
         if isinstance(special_tokens, Mapping):
-            pairs = [(str(t), check_id(i, f"special token {t!r}")) for t, i in special_tokens.items()]
+            pairs = [
+                (str(t), check_id(i, f"special token {t!r}")) for t, i in special_tokens.items()
+            ]
         else:
             by_bytes = {b: i for i, b in self.vocab.items()}
             next_id = max(self.vocab, default=-1) + 1
@@ -113,7 +124,9 @@ class VocabHolder:
             check_encodable(t, "special token")
             held = self._token_bytes(i)
             if held is not None and held != t.encode():
-                raise ValueError(f"special token {t!r} has id {i}, which the vocab gives to {held!r}")
+                raise ValueError(
+                    f"special token {t!r} has id {i}, which the vocab gives to {held!r}"
+                )
             out[t] = i
             owner[i] = t
         return out
@@ -132,4 +145,3 @@ class VocabHolder:
         if self._vocab is None:
             return max(self._rank_table.max_rank(), *self.special_tokens.values()) + 1
         return max(self.vocab, default=-1) + 1
-

@@ -13,15 +13,32 @@ the other tool gives the same ids as bytepair:
   rank table checks they share.
 """
 
-from bytepair.formats.bytelevel import bytes_to_unicode, str_to_token, token_to_str, unicode_to_bytes
+from bytepair.formats.bytelevel import (
+    bytes_to_unicode,
+    str_to_token,
+    token_to_str,
+    unicode_to_bytes,
+)
 from bytepair.formats.detect import convert, detect_format, info, load, save_as
 from bytepair.formats.gpt2 import from_gpt2_files, read_merges, save_gpt2
 from bytepair.formats.hf import (
-    PRESETS, from_hf_json, hf_added_token_ids, hf_pattern, keep_gaps, preset_name, to_hf_json, unwrap_gaps,
+    PRESETS,
+    from_hf_json,
+    hf_added_token_ids,
+    hf_pattern,
+    keep_gaps,
+    preset_name,
+    to_hf_json,
+    unwrap_gaps,
 )
-from bytepair.formats.tekken import from_tekken, save_tekken, to_tekken_json
 from bytepair.formats.tables import check_merges, merges_from_ranks, ranks_of
-from bytepair.formats.tiktoken_files import from_tiktoken, from_tiktoken_encoding, save_tiktoken, to_tiktoken
+from bytepair.formats.tekken import from_tekken, save_tekken, to_tekken_json
+from bytepair.formats.tiktoken_files import (
+    from_tiktoken,
+    from_tiktoken_encoding,
+    save_tiktoken,
+    to_tiktoken,
+)
 
 __all__ = [
     "PRESETS",

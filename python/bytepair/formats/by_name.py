@@ -59,7 +59,10 @@ def _candidates(name: str) -> list[Path]:
         spec = importlib.util.find_spec(package)
         if spec is not None and spec.submodule_search_locations:
             for root in spec.submodule_search_locations:
-                out += [Path(root) / sub / f"{name}.tiktoken", Path(root) / sub / f"{name}.tiktoken.gz"]
+                out += [
+                    Path(root) / sub / f"{name}.tiktoken",
+                    Path(root) / sub / f"{name}.tiktoken.gz",
+                ]
     return out
 
 

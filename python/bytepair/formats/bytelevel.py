@@ -22,7 +22,11 @@ def bytes_to_unicode() -> dict[int, str]:
     >>> bytes_to_unicode()[ord(" ")], bytes_to_unicode()[ord("a")]
     ('Ġ', 'a')
     """
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
     table = {b: chr(b) for b in printable}
     extra = 0
     for b in range(256):

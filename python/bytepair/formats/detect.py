@@ -26,16 +26,31 @@ from typing import TYPE_CHECKING, Any
 
 from bytepair.formats.gpt2 import MERGES_NAME, VOCAB_NAME, from_gpt2_files, save_gpt2
 from bytepair.formats.hf import from_hf_json, preset_name
-from bytepair.formats.reading import GZIP_MAGIC, MAX_INFLATED_BYTES, gunzip, maybe_gunzip, parse_json
+from bytepair.formats.reading import (
+    GZIP_MAGIC,
+    MAX_INFLATED_BYTES,
+    gunzip,
+    maybe_gunzip,
+    parse_json,
+)
 from bytepair.formats.tekken import from_tekken, looks_like_tekken, save_tekken
-from bytepair.formats.tiktoken_files import SIDECAR_SUFFIX, from_tiktoken, looks_like_rank_file, save_tiktoken
+from bytepair.formats.tiktoken_files import (
+    SIDECAR_SUFFIX,
+    from_tiktoken,
+    looks_like_rank_file,
+    save_tiktoken,
+)
 
 if TYPE_CHECKING:
     from bytepair.tokenizer import Tokenizer
 
 FORMATS = ("hf", "tiktoken", "gpt2", "tekken")
-_FORMAT_NAMES = {"hf": "HuggingFace tokenizer.json", "tiktoken": "tiktoken rank file", "gpt2": "GPT-2 vocab.json + merges.txt",
-                 "tekken": "Mistral tekken.json"}
+_FORMAT_NAMES = {
+    "hf": "HuggingFace tokenizer.json",
+    "tiktoken": "tiktoken rank file",
+    "gpt2": "GPT-2 vocab.json + merges.txt",
+    "tekken": "Mistral tekken.json",
+}
 
 
 def _beside(path: str, candidates: list[str]) -> str | None:
@@ -49,14 +64,22 @@ def _beside(path: str, candidates: list[str]) -> str | None:
 
 def _merges_for(vocab_path: str) -> str | None:
     base = os.path.basename(vocab_path)
-    swapped = base.replace("vocab", "merges").removesuffix(".json") + ".txt" if "vocab" in base else ""
-    return _beside(vocab_path, [MERGES_NAME, swapped, "vocab.bpe" if base == "encoder.json" else ""])
+    swapped = (
+        base.replace("vocab", "merges").removesuffix(".json") + ".txt" if "vocab" in base else ""
+    )
+    return _beside(
+        vocab_path, [MERGES_NAME, swapped, "vocab.bpe" if base == "encoder.json" else ""]
+    )
 
 
 def _vocab_for(merges_path: str) -> str | None:
     base = os.path.basename(merges_path)
-    swapped = base.replace("merges", "vocab").removesuffix(".txt") + ".json" if "merges" in base else ""
-    return _beside(merges_path, [VOCAB_NAME, swapped, "encoder.json" if base == "vocab.bpe" else ""])
+    swapped = (
+        base.replace("merges", "vocab").removesuffix(".txt") + ".json" if "merges" in base else ""
+    )
+    return _beside(
+        merges_path, [VOCAB_NAME, swapped, "encoder.json" if base == "vocab.bpe" else ""]
+    )
 
 
 def _read_head(path: str, size: int = 1 << 16) -> bytes:
@@ -87,7 +110,7 @@ def _detect_pipe(path: str) -> tuple[str, dict[str, Any]]:
             f"{path}: JSON read from a pipe but not a tokenizer.json (GPT-2's vocab.json needs its "
             "merges.txt beside it: give the file's path)"
         )
-    if looks_like_rank_file(data[:1 << 16]):
+    if looks_like_rank_file(data[: 1 << 16]):
         return "tiktoken", {"path": path, "data": data}
     raise ValueError(f"{path}: read from a pipe: neither a tokenizer.json nor a tiktoken rank file")
 
@@ -108,8 +131,13 @@ def detect_format(path: str | os.PathLike) -> tuple[str, dict[str, Any]]:
     if os.path.isdir(path):
         if os.path.isfile(os.path.join(path, "tokenizer.json")):
             return detect_format(os.path.join(path, "tokenizer.json"))
-        if os.path.isfile(os.path.join(path, VOCAB_NAME)) and os.path.isfile(os.path.join(path, MERGES_NAME)):
-            return "gpt2", {"vocab": os.path.join(path, VOCAB_NAME), "merges": os.path.join(path, MERGES_NAME)}
+        if os.path.isfile(os.path.join(path, VOCAB_NAME)) and os.path.isfile(
+            os.path.join(path, MERGES_NAME)
+        ):
+            return "gpt2", {
+                "vocab": os.path.join(path, VOCAB_NAME),
+                "merges": os.path.join(path, MERGES_NAME),
+            }
         ranks = [n for n in sorted(os.listdir(path)) if n.endswith((".tiktoken", ".tiktoken.gz"))]
         if len(ranks) == 1:
             return "tiktoken", {"path": os.path.join(path, ranks[0])}
@@ -146,7 +174,9 @@ def detect_format(path: str | os.PathLike) -> tuple[str, dict[str, Any]]:
     if first.startswith(b"#version") or len(first.split(b" ")) == 2:
         vocab = _vocab_for(path)
         if vocab is None:
-            raise ValueError(f"{path}: looks like a GPT-2 merges.txt, but there is no vocab.json beside it")
+            raise ValueError(
+                f"{path}: looks like a GPT-2 merges.txt, but there is no vocab.json beside it"
+            )
         return "gpt2", {"vocab": vocab, "merges": path}
     raise ValueError(
         f"{path}: cannot tell the format (expected a HuggingFace tokenizer.json, GPT-2 vocab.json + merges.txt, "
@@ -176,23 +206,35 @@ def load(
     """
     from bytepair.formats.by_name import get_encoding, list_encodings
 
-    if not os.path.exists(path) and os.fspath(path) in list_encodings() and pattern is special_tokens is None:
+    if (
+        not os.path.exists(path)
+        and os.fspath(path) in list_encodings()
+        and pattern is special_tokens is None
+    ):
         return get_encoding(os.fspath(path))
     return _load_detected(*detect_format(path), pattern=pattern, special_tokens=special_tokens)
 
 
-def _load_detected(kind: str, parts: dict[str, Any], *, pattern=None, special_tokens=None) -> "Tokenizer":
+def _load_detected(
+    kind: str, parts: dict[str, Any], *, pattern=None, special_tokens=None
+) -> "Tokenizer":
     if kind == "hf":
         if pattern is not None or special_tokens is not None:
-            raise ValueError(f"{parts['path']}: a tokenizer.json holds its pattern and special tokens; do not pass them")
+            raise ValueError(
+                f"{parts['path']}: a tokenizer.json holds its pattern and special tokens; do not pass them"
+            )
         return from_hf_json(parts["doc"], source=parts["path"])
     if kind == "tekken":
         if pattern is not None or special_tokens is not None:
-            raise ValueError(f"{parts['path']}: a tekken.json holds its pattern and special tokens; do not pass them")
+            raise ValueError(
+                f"{parts['path']}: a tekken.json holds its pattern and special tokens; do not pass them"
+            )
         return from_tekken(parts["doc"], source=parts["path"])
     if kind == "gpt2":
         return from_gpt2_files(parts["vocab"], parts["merges"], special_tokens, pattern or "gpt2")
-    return from_tiktoken(parts["path"], pattern=pattern, special_tokens=special_tokens, data=parts.get("data"))
+    return from_tiktoken(
+        parts["path"], pattern=pattern, special_tokens=special_tokens, data=parts.get("data")
+    )
 
 
 def infer_target(out: str) -> str:
@@ -204,7 +246,9 @@ def infer_target(out: str) -> str:
     """
     if out.endswith(".tiktoken"):
         return "tiktoken"
-    if out.endswith(".json") and "tekken" in os.path.basename(out):  # mistral-common's own rule (is_tekken)
+    if out.endswith(".json") and "tekken" in os.path.basename(
+        out
+    ):  # mistral-common's own rule (is_tekken)
         return "tekken"
     if out.endswith(".json"):
         return "hf"
@@ -271,11 +315,3 @@ def info(path: str | os.PathLike) -> dict[str, Any]:
 
 
 # ---- command line -------------------------------------------------------------------
-
-
-
-
-
-
-
-

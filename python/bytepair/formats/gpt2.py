@@ -64,7 +64,9 @@ def read_merges(text: str, *, source: str) -> list[tuple[bytes, bytes]]:
         parts = line.split(" ")
         where = f"{source}: line {n}"
         if len(parts) != 2 or not all(parts):
-            raise ValueError(f"{where}: expected 'left right' (two tokens and one space), got {line[:100]!r}")
+            raise ValueError(
+                f"{where}: expected 'left right' (two tokens and one space), got {line[:100]!r}"
+            )
         merges.append((str_to_token(parts[0], where=where), str_to_token(parts[1], where=where)))
     return merges
 
@@ -120,7 +122,9 @@ def from_gpt2_files(
             token = tokens[s]
         else:
             if type(i) is not int or not 0 <= i < 1 << 32:
-                raise ValueError(f"{vocab_src}: entry {s!r}: id {i!r} must be an integer in [0, 2**32)")
+                raise ValueError(
+                    f"{vocab_src}: entry {s!r}: id {i!r} must be an integer in [0, 2**32)"
+                )
             if i in vocab or i in unreachable.values():
                 raise ValueError(f"{vocab_src}: id {i} is given to two entries (one is {s!r})")
             token = str_to_token(s, where=vocab_src) if is_byte_level(s) else None
@@ -156,8 +160,9 @@ def _unreachable_limit(entries: int) -> int:
     return max(16, entries // 100)
 
 
-def _check_pair_belongs_together(unreachable: dict[str, int], declared, entries: int, vocab_src: str,
-                                 merges_src: str) -> None:
+def _check_pair_belongs_together(
+    unreachable: dict[str, int], declared, entries: int, vocab_src: str, merges_src: str
+) -> None:
     """ValueError when vocab.json holds more entries that no merge of
     merges.txt makes than a vocabulary's special tokens explain (the
     `special_tokens` passed are not counted): the files come from different
@@ -206,7 +211,9 @@ def save_gpt2(tok: "Tokenizer", directory: str | os.PathLike) -> tuple[str, str]
     made = {a + b for a, b in tok.merges}
     for t, i in tok.special_tokens.items():
         if t in entries:
-            raise ValueError(f"vocab.json: special token {t!r} (id {i}) is spelled like the token with id {entries[t]}")
+            raise ValueError(
+                f"vocab.json: special token {t!r} (id {i}) is spelled like the token with id {entries[t]}"
+            )
         if is_byte_level(t) and str_to_token(t) in made:
             raise ValueError(
                 f"vocab.json: special token {t!r} reads as {str_to_token(t)!r}, which a merge makes; "

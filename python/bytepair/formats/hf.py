@@ -117,14 +117,20 @@ def preset_name(pattern: str) -> str:
     """The preset name (``gpt2``, ``cl100k``, ``o200k``) whose pre-tokenization
     `pattern` spells, else `pattern` itself."""
     for name in PRESETS:
-        if pattern in (_core.resolve_pattern(name), _HF_SPELLING.get(name), *_OTHER_SPELLINGS.get(name, ())):
+        if pattern in (
+            _core.resolve_pattern(name),
+            _HF_SPELLING.get(name),
+            *_OTHER_SPELLINGS.get(name, ()),
+        ):
             return name
     return pattern
 
 
 def hf_pattern(pattern: str) -> str:
     """The regex to write into tokenizer.json for `pattern` (a preset name or regex)."""
-    return _HF_SPELLING.get(preset_name(_core.resolve_pattern(pattern)), _core.resolve_pattern(pattern))
+    return _HF_SPELLING.get(
+        preset_name(_core.resolve_pattern(pattern)), _core.resolve_pattern(pattern)
+    )
 
 
 def hf_added_token_ids(contents: Sequence[str], model_vocab: Mapping[str, int]) -> dict[str, int]:
@@ -163,7 +169,9 @@ def to_hf_json(tok: "Tokenizer") -> str:
     special_ids = set(tok.special_tokens.values())
     vocab = {token_to_str(b): i for i, b in sorted(tok.vocab.items()) if i not in special_ids}
     if len(vocab) != len(tok.vocab) - len(special_ids & tok.vocab.keys()):
-        raise ValueError("the vocabulary holds the same bytes under two ids; tokenizer.json cannot store that")
+        raise ValueError(
+            "the vocabulary holds the same bytes under two ids; tokenizer.json cannot store that"
+        )
     added = sorted(tok.special_tokens.items(), key=lambda kv: kv[1])
     model_vocab = dict(vocab)
     while True:
@@ -185,9 +193,16 @@ def to_hf_json(tok: "Tokenizer") -> str:
         "padding": None,
         "added_tokens": [_added_token_node(tok, t, i) for t, i in added],
         "normalizer": tok.pipeline.normalizer if tok.pipeline else None,
-        "pre_tokenizer": tok.pipeline.pre_tokenizer if tok.pipeline else _pre_tokenizer_node(tok.pattern),
+        "pre_tokenizer": tok.pipeline.pre_tokenizer
+        if tok.pipeline
+        else _pre_tokenizer_node(tok.pattern),
         "post_processor": None,
-        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "decoder": {
+            "type": "ByteLevel",
+            "add_prefix_space": True,
+            "trim_offsets": True,
+            "use_regex": True,
+        },
         "model": {
             "type": "BPE",
             "dropout": None,
@@ -206,9 +221,18 @@ def to_hf_json(tok: "Tokenizer") -> str:
 
 def _added_token_node(tok: "Tokenizer", content: str, i: int) -> dict[str, Any]:
     """A special token as tokenizer.json's ``added_tokens`` entry, with its pipeline's rules."""
-    single_word, lstrip, rstrip, normalized = tok.pipeline.rule_of(content)[1:] if tok.pipeline else (False,) * 4
-    return {"id": i, "content": content, "single_word": single_word, "lstrip": lstrip, "rstrip": rstrip,
-            "normalized": normalized, "special": True}
+    single_word, lstrip, rstrip, normalized = (
+        tok.pipeline.rule_of(content)[1:] if tok.pipeline else (False,) * 4
+    )
+    return {
+        "id": i,
+        "content": content,
+        "single_word": single_word,
+        "lstrip": lstrip,
+        "rstrip": rstrip,
+        "normalized": normalized,
+        "special": True,
+    }
 
 
 def _pre_tokenizer_node(pattern: str) -> dict[str, Any]:
@@ -218,8 +242,18 @@ def _pre_tokenizer_node(pattern: str) -> dict[str, Any]:
     fast encoders refuse a Split regex they do not recognise); any other
     pattern is a Split followed by a ByteLevel that only maps bytes."""
     if preset_name(_core.resolve_pattern(pattern)) == "gpt2":
-        return {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
-    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
+        return {
+            "type": "ByteLevel",
+            "add_prefix_space": False,
+            "trim_offsets": True,
+            "use_regex": True,
+        }
+    byte_level = {
+        "type": "ByteLevel",
+        "add_prefix_space": False,
+        "trim_offsets": True,
+        "use_regex": False,
+    }
     return {"type": "Sequence", "pretokenizers": [_split_node(pattern), byte_level]}
 
 
@@ -227,10 +261,20 @@ def _split_node(pattern: str) -> dict[str, Any]:
     """The Split node that makes HF split text as `pattern` does (see the module docstring)."""
     name = preset_name(_core.resolve_pattern(pattern))
     if name in PRESETS:
-        return {"type": "Split", "pattern": {"Regex": hf_pattern(name)}, "behavior": "Isolated", "invert": False}
+        return {
+            "type": "Split",
+            "pattern": {"Regex": hf_pattern(name)},
+            "behavior": "Isolated",
+            "invert": False,
+        }
     inner = unwrap_gaps(pattern)
     if inner is not None:
-        return {"type": "Split", "pattern": {"Regex": inner}, "behavior": "Isolated", "invert": False}
+        return {
+            "type": "Split",
+            "pattern": {"Regex": inner},
+            "behavior": "Isolated",
+            "invert": False,
+        }
     return {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Removed", "invert": True}
 
 
@@ -241,7 +285,9 @@ def _byte_level_step(step: Any, where: str, source: str, *, use_regex: bool) -> 
             f"{source}: {where}.add_prefix_space=true is not supported (it inserts a space before the text)"
         )
     if bool(step.get("use_regex", True)) != use_regex:
-        raise ValueError(f"{source}: {where}.use_regex={step.get('use_regex', True)} is not supported here")
+        raise ValueError(
+            f"{source}: {where}.use_regex={step.get('use_regex', True)} is not supported here"
+        )
 
 
 def _split_regex(step: Any, where: str, source: str) -> str:
@@ -250,7 +296,7 @@ def _split_regex(step: Any, where: str, source: str) -> str:
     pattern = step.get("pattern")
     if not isinstance(pattern, dict) or not isinstance(pattern.get("Regex"), str):
         raise ValueError(
-            f"{source}: {where}.pattern {json.dumps(pattern)[:100]} is not supported (only {{\"Regex\": ...}}; "
+            f'{source}: {where}.pattern {json.dumps(pattern)[:100]} is not supported (only {{"Regex": ...}}; '
             "a String pattern splits on a literal, which a pre-tokenization regex does not express)"
         )
     behavior, invert = step.get("behavior"), step.get("invert", False)
@@ -268,7 +314,9 @@ def _split_regex(step: Any, where: str, source: str) -> str:
 def check_oniguruma_regex(regex: str, where: str, source: str) -> str:
     """`regex` of a tokenizer.json Split or Replace, if HF's engine (Oniguruma) reads it as
     bytepair's does; else ValueError naming `where`."""
-    if _POSSESSIVE_INTERVAL.search(regex):  # even tiktoken's own cl100k string: HF reads it differently
+    if _POSSESSIVE_INTERVAL.search(
+        regex
+    ):  # even tiktoken's own cl100k string: HF reads it differently
         raise ValueError(
             f"{source}: {where}.pattern {regex!r} has a possessive interval such as {{1,3}}+, which HF's "
             "regex engine (Oniguruma) reads as a repeated interval, unlike tiktoken and bytepair; not supported"
@@ -308,22 +356,30 @@ def _pattern_of(pre: Any, source: str) -> str:
 
 def _check_model_options(model: dict, source: str) -> None:
     if model.get("type", "BPE") != "BPE":
-        raise ValueError(f"{source}: model.type {model.get('type')!r} is not supported (only byte-level BPE)")
+        raise ValueError(
+            f"{source}: model.type {model.get('type')!r} is not supported (only byte-level BPE)"
+        )
     if model.get("dropout") not in (None, 0, 0.0):
         raise ValueError(
             f"{source}: model.dropout={model['dropout']!r} is not supported (HF would skip merges at random "
             "on every encode; bytepair's encode is deterministic)"
         )
     if model.get("byte_fallback"):
-        raise ValueError(f"{source}: model.byte_fallback=true is not supported (a SentencePiece-style model, not byte-level)")
+        raise ValueError(
+            f"{source}: model.byte_fallback=true is not supported (a SentencePiece-style model, not byte-level)"
+        )
     for key in ("continuing_subword_prefix", "end_of_word_suffix"):
         if model.get(key) not in (None, ""):
-            raise ValueError(f"{source}: model.{key}={model[key]!r} is not supported (byte-level BPE has none)")
+            raise ValueError(
+                f"{source}: model.{key}={model[key]!r} is not supported (byte-level BPE has none)"
+            )
 
 
 def _is_empty_normalizer(node: Any) -> bool:
     return node in (None, {}) or (
-        isinstance(node, dict) and node.get("type") == "Sequence" and node.get("normalizers") in ([], None)
+        isinstance(node, dict)
+        and node.get("type") == "Sequence"
+        and node.get("normalizers") in ([], None)
     )
 
 
@@ -333,7 +389,9 @@ def _ids_of_vocab(raw_vocab: dict, source: str) -> dict[int, str]:
     by_id: dict[int, str] = {}
     for s, i in raw_vocab.items():
         if type(i) is not int or not 0 <= i < 1 << 32:
-            raise ValueError(f"{source}: model.vocab[{s!r}] must be an integer id in [0, 2**32), got {i!r}")
+            raise ValueError(
+                f"{source}: model.vocab[{s!r}] must be an integer id in [0, 2**32), got {i!r}"
+            )
         if i in by_id:
             raise ValueError(f"{source}: model.vocab: id {i} is given to two tokens")
         by_id[i] = s
@@ -346,7 +404,9 @@ def _merges_of(raw_merges: list, source: str) -> list[tuple[bytes, bytes]]:
     parts = [m.split(" ") if isinstance(m, str) else m for m in raw_merges]
     for n, (m, p) in enumerate(zip(raw_merges, parts)):
         if not isinstance(p, list) or len(p) != 2 or not all(isinstance(x, str) for x in p):
-            raise ValueError(f"{source}: model.merges[{n}]: expected 'left right' or [left, right], got {m!r}")
+            raise ValueError(
+                f"{source}: model.merges[{n}]: expected 'left right' or [left, right], got {m!r}"
+            )
     flat = list(itertools.chain.from_iterable(parts))
     where = lambda n: f"{source}: model.merges[{n // 2}]"  # noqa: E731
     tokens = strs_to_tokens(flat, where)
@@ -404,14 +464,28 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
     stored: list[tuple[int, str, int]] = []
     rules: list[tuple[str, bool, bool, bool, bool]] = []
     for n, t in enumerate(added):
-        if not isinstance(t, dict) or not isinstance(t.get("content"), str) or type(t.get("id")) is not int:
-            raise ValueError(f"{source}: added_tokens[{n}] must have a string 'content' and an integer 'id'")
+        if (
+            not isinstance(t, dict)
+            or not isinstance(t.get("content"), str)
+            or type(t.get("id")) is not int
+        ):
+            raise ValueError(
+                f"{source}: added_tokens[{n}] must have a string 'content' and an integer 'id'"
+            )
         if not 0 <= t["id"] < 1 << 32:
             raise ValueError(f"{source}: added_tokens[{n}].id {t['id']} must be in [0, 2**32)")
         if not t["content"]:
             raise ValueError(f"{source}: added_tokens[{n}] has an empty 'content'")
         stored.append((n, t["content"], t["id"]))
-        rules.append((t["content"], *(bool(t.get(flag, False)) for flag in ("single_word", "lstrip", "rstrip", "normalized"))))
+        rules.append(
+            (
+                t["content"],
+                *(
+                    bool(t.get(flag, False))
+                    for flag in ("single_word", "lstrip", "rstrip", "normalized")
+                ),
+            )
+        )
     # An added token listed in model.vocab too (GPT-2 style) is not an ordinary token.
     contents = {c for _, c, _ in stored}
     if fast:
@@ -469,7 +543,10 @@ def _pattern_or_pipeline(doc: dict, rules: list, source: str) -> tuple[str, HFPi
     fast path), else the pipeline (`hf_pipeline.read_pipeline`) and its main regex."""
     no_normalizer = _is_empty_normalizer(doc.get("normalizer"))
     # `normalized` only matters when there is a normalizer.
-    plain_rules = not any(single or left or right or (norm and not no_normalizer) for _, single, left, right, norm in rules)
+    plain_rules = not any(
+        single or left or right or (norm and not no_normalizer)
+        for _, single, left, right, norm in rules
+    )
     if no_normalizer and plain_rules:
         try:
             return preset_name(_pattern_of(doc.get("pre_tokenizer"), source)), None
@@ -486,8 +563,13 @@ _NO_MAX_LENGTH = int(1e30)
 ROLES = ("bos_token", "eos_token", "pad_token", "unk_token")
 
 
-def save_pretrained(tok: "Tokenizer", directory: str | os.PathLike, *, model_max_length: int | None = None,
-                    **roles: str | None) -> list[str]:
+def save_pretrained(
+    tok: "Tokenizer",
+    directory: str | os.PathLike,
+    *,
+    model_max_length: int | None = None,
+    **roles: str | None,
+) -> list[str]:
     """Write a transformers tokenizer folder: ``tokenizer.json``,
     ``tokenizer_config.json`` (``PreTrainedTokenizerFast``, the roles,
     ``model_max_length``, the special tokens as ``added_tokens_decoder``) and
@@ -518,14 +600,27 @@ def save_pretrained(tok: "Tokenizer", directory: str | os.PathLike, *, model_max
         if not isinstance(token, str):
             raise TypeError(f"{role} must be a str, got {type(token).__name__}")
         if token not in tok.special_tokens:
-            raise ValueError(f"{role} {token!r} is not a special token of this tokenizer "
-                             f"(it has {', '.join(map(repr, tok.special_tokens)) or 'none'})")
-    if model_max_length is not None and (isinstance(model_max_length, bool) or not isinstance(model_max_length, int)
-                                         or model_max_length < 1):
-        raise ValueError(f"model_max_length={model_max_length!r} must be a positive integer or None")
+            raise ValueError(
+                f"{role} {token!r} is not a special token of this tokenizer "
+                f"(it has {', '.join(map(repr, tok.special_tokens)) or 'none'})"
+            )
+    if model_max_length is not None and (
+        isinstance(model_max_length, bool)
+        or not isinstance(model_max_length, int)
+        or model_max_length < 1
+    ):
+        raise ValueError(
+            f"model_max_length={model_max_length!r} must be a positive integer or None"
+        )
     decoder = {
-        str(i): {"content": t, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False,
-                 "special": True}
+        str(i): {
+            "content": t,
+            "lstrip": False,
+            "normalized": False,
+            "rstrip": False,
+            "single_word": False,
+            "special": True,
+        }
         for t, i in sorted(tok.special_tokens.items(), key=lambda kv: kv[1])
     }
     config = {

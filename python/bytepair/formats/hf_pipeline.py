@@ -90,9 +90,17 @@ class HFPipeline:
 
     def describe(self) -> str:
         """One line for `bytepair info`: ``normalizer NFC; pre-tokenizer Split, ByteLevel(add_prefix_space)``."""
-        parts = [f"normalizer {', '.join(kind for kind, _ in self.normalizers)}"] if self.normalizers else []
+        parts = (
+            [f"normalizer {', '.join(kind for kind, _ in self.normalizers)}"]
+            if self.normalizers
+            else []
+        )
         parts.append(f"pre-tokenizer {', '.join(_node_names(self.pre_tokenizer))}")
-        flagged = [f"{r[0]} ({', '.join(f for f, on in zip(_RULE_FLAGS, r[1:]) if on)})" for r in self.rules if any(r[1:])]
+        flagged = [
+            f"{r[0]} ({', '.join(f for f, on in zip(_RULE_FLAGS, r[1:]) if on)})"
+            for r in self.rules
+            if any(r[1:])
+        ]
         return "; ".join(parts + ([f"added-token rules {', '.join(flagged)}"] if flagged else []))
 
     def main_regex(self) -> str:
@@ -124,7 +132,9 @@ def _pattern_regex(node: Any, where: str, source: str) -> str:
         return check_oniguruma_regex(node["Regex"], where, source)
     if isinstance(node, dict) and isinstance(node.get("String"), str):
         return escape_regex(node["String"])
-    raise ValueError(f"{source}: {where}.pattern {json.dumps(node)[:100]} must be {{\"String\": ...}} or {{\"Regex\": ...}}")
+    raise ValueError(
+        f'{source}: {where}.pattern {json.dumps(node)[:100]} must be {{"String": ...}} or {{"Regex": ...}}'
+    )
 
 
 def _kind(node: Any, where: str, source: str) -> str | None:
@@ -139,7 +149,11 @@ def _sequence_steps(node: dict, key: str, where: str, source: str, steps_of) -> 
     children = node.get(key)
     if not isinstance(children, list):
         raise ValueError(f"{source}: {where}.{key} must be a list")
-    return [s for n, child in enumerate(children) for s in steps_of(child, f"{where}.{key}[{n}]", source)]
+    return [
+        s
+        for n, child in enumerate(children)
+        for s in steps_of(child, f"{where}.{key}[{n}]", source)
+    ]
 
 
 def _normalizer_steps(node: Any, where: str, source: str) -> list[Step]:
@@ -151,7 +165,9 @@ def _normalizer_steps(node: Any, where: str, source: str) -> list[Step]:
     if kind in _UNICODE_FORMS or kind == "Lowercase":
         return [(kind, [])]
     if kind == "Strip":
-        return [("Strip", [_flag(node.get("strip_left", True)), _flag(node.get("strip_right", True))])]
+        return [
+            ("Strip", [_flag(node.get("strip_left", True)), _flag(node.get("strip_right", True))])
+        ]
     if kind == "Replace":
         content = node.get("content")
         if not isinstance(content, str):
@@ -171,7 +187,9 @@ def _normalizer_steps(node: Any, where: str, source: str) -> list[Step]:
 def _behavior(node: dict, where: str, source: str, default: str | None = None) -> str:
     behavior = node.get("behavior", default)
     if behavior not in _BEHAVIORS:
-        raise ValueError(f"{source}: {where}.behavior {behavior!r} is not one of {', '.join(_BEHAVIORS)}")
+        raise ValueError(
+            f"{source}: {where}.behavior {behavior!r} is not one of {', '.join(_BEHAVIORS)}"
+        )
     return behavior
 
 
@@ -191,9 +209,16 @@ def _pre_tokenizer_steps(node: Any, where: str, source: str) -> list[Step]:
 
         # A preset's regex (in any of its spellings) runs on its scanner; it matches every character.
         regex = preset_name(_pattern_regex(node.get("pattern"), where, source))
-        return [("Split", [regex, _behavior(node, where, source), _flag(node.get("invert", False))])]
+        return [
+            ("Split", [regex, _behavior(node, where, source), _flag(node.get("invert", False))])
+        ]
     if kind == "Digits":
-        return [("Split", [r"\p{N}", "Isolated" if node.get("individual_digits") else "Contiguous", "0"])]
+        return [
+            (
+                "Split",
+                [r"\p{N}", "Isolated" if node.get("individual_digits") else "Contiguous", "0"],
+            )
+        ]
     if kind == "Punctuation":
         return [("Split", [PUNCTUATION_REGEX, _behavior(node, where, source, "Isolated"), "0"])]
     if kind == "WhitespaceSplit":
@@ -222,19 +247,29 @@ def read_pipeline(doc: dict, rules: list[Rule], *, source: str) -> HFPipeline:
     normalizers = _normalizer_steps(doc.get("normalizer"), "normalizer", source)
     pre = doc.get("pre_tokenizer")
     if pre is None:
-        raise ValueError(f"{source}: no pre_tokenizer; a byte-level BPE needs a ByteLevel pre-tokenizer")
+        raise ValueError(
+            f"{source}: no pre_tokenizer; a byte-level BPE needs a ByteLevel pre-tokenizer"
+        )
     steps = _pre_tokenizer_steps(pre, "pre_tokenizer", source)
     if ("ByteLevel", []) not in steps:
-        raise ValueError(f"{source}: pre_tokenizer has no ByteLevel step; only byte-level BPE is supported")
+        raise ValueError(
+            f"{source}: pre_tokenizer has no ByteLevel step; only byte-level BPE is supported"
+        )
     if steps.index(("ByteLevel", [])) != len(steps) - 1:
-        raise ValueError(f"{source}: pre_tokenizer: a step after ByteLevel is not supported "
-                         "(it would split the byte-level characters)")
-    return HFPipeline(doc.get("normalizer"), pre, tuple(rules), tuple(normalizers), tuple(steps[:-1]))
+        raise ValueError(
+            f"{source}: pre_tokenizer: a step after ByteLevel is not supported "
+            "(it would split the byte-level characters)"
+        )
+    return HFPipeline(
+        doc.get("normalizer"), pre, tuple(rules), tuple(normalizers), tuple(steps[:-1])
+    )
 
 
 def refuse_pipeline(tok: "Tokenizer", fmt: str) -> None:
     """ValueError when `tok` has a pipeline, which format `fmt` cannot hold."""
     if getattr(tok, "pipeline", None) is not None:
-        raise ValueError(f"{fmt} holds only a pre-tokenization regex; this tokenizer's tokenizer.json pipeline "
-                         "(normalizer, pre-tokenizer sequence, added-token rules) cannot be written to it; "
-                         "save it as tokenizer.json")
+        raise ValueError(
+            f"{fmt} holds only a pre-tokenization regex; this tokenizer's tokenizer.json pipeline "
+            "(normalizer, pre-tokenizer sequence, added-token rules) cannot be written to it; "
+            "save it as tokenizer.json"
+        )

@@ -31,7 +31,10 @@ def parse_json(data: bytes | str, *, source: str) -> Any:
     (syntax, encoding, nesting too deep, an integer too long to convert)."""
     try:
         return json.loads(data)
-    except (ValueError, RecursionError) as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+    except (
+        ValueError,
+        RecursionError,
+    ) as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise ValueError(f"{source}: not valid JSON: {str(e)[:200]}") from None
 
 
@@ -52,8 +55,10 @@ def gunzip(data: bytes, *, source: str, limit: int = -1) -> bytes:
     except (OSError, EOFError, zlib.error) as e:
         raise ValueError(f"{source}: not a valid gzip file: {e}") from None
     if whole and len(out) > MAX_INFLATED_BYTES:
-        raise ValueError(f"{source}: inflates to more than {MAX_INFLATED_BYTES:,} bytes; "
-                         "not a tokenizer file (a gzip bomb?)")
+        raise ValueError(
+            f"{source}: inflates to more than {MAX_INFLATED_BYTES:,} bytes; "
+            "not a tokenizer file (a gzip bomb?)"
+        )
     return out
 
 
@@ -68,7 +73,9 @@ def decode_utf8(data: bytes, *, source: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
-        raise ValueError(f"{source}: line {line}: not UTF-8 (byte {data[e.start]:#04x} at offset {e.start})") from None
+        raise ValueError(
+            f"{source}: line {line}: not UTF-8 (byte {data[e.start]:#04x} at offset {e.start})"
+        ) from None
 
 
 def check_unicode(text: str, *, source: str, what: str) -> None:
@@ -106,11 +113,20 @@ def build_tokenizer(
         check_unicode(token, source=source, what="special token")
         # The Tokenizer accepts this, then decodes both tokens as the last one.
         if i in holder:
-            raise ValueError(f"{source}: special tokens {holder[i]!r} and {token!r} have the same id {i}")
+            raise ValueError(
+                f"{source}: special tokens {holder[i]!r} and {token!r} have the same id {i}"
+            )
         holder[i] = token
     try:
         # Every caller checked the merges (check_merges) or recovered them from ranks.
-        return Tokenizer(vocab, merges, special_tokens=dict(special_tokens), pattern=pattern, pipeline=pipeline,
-                         _merges_checked=True, _rank_table=rank_table)
+        return Tokenizer(
+            vocab,
+            merges,
+            special_tokens=dict(special_tokens),
+            pattern=pattern,
+            pipeline=pipeline,
+            _merges_checked=True,
+            _rank_table=rank_table,
+        )
     except ValueError as e:
         raise ValueError(f"{source}: {e}") from None

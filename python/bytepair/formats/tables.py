@@ -15,7 +15,6 @@ for o200k_base's 200k tokens, where pure Python takes several seconds.
 
 from __future__ import annotations
 
-
 from collections.abc import Callable, Mapping, Sequence
 
 from bytepair import _core
@@ -24,7 +23,7 @@ from bytepair import _core
 def bpe_parts(token: bytes, ranks: Mapping[bytes, int], limit: int) -> list[bytes]:
     """The parts BPE leaves of `token` when only tokens of rank below `limit` may
     form (pure Python; used to explain an error for one token)."""
-    parts = [token[i:i + 1] for i in range(len(token))]
+    parts = [token[i : i + 1] for i in range(len(token))]
     while True:
         best = None
         for i in range(len(parts) - 1):
@@ -34,7 +33,7 @@ def bpe_parts(token: bytes, ranks: Mapping[bytes, int], limit: int) -> list[byte
         if best is None:
             return parts
         i = best[1]
-        parts[i:i + 2] = [parts[i] + parts[i + 1]]
+        parts[i : i + 2] = [parts[i] + parts[i + 1]]
 
 
 def merges_from_ranks(
@@ -63,7 +62,9 @@ def merges_from_ranks(
     seen: dict[int, bytes] = {}
     for token, rank in ranks.items():
         if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < 1 << 32:
-            raise ValueError(f"{source}: token {token!r}{loc(token)}: rank {rank!r} must be an integer in [0, 2**32)")
+            raise ValueError(
+                f"{source}: token {token!r}{loc(token)}: rank {rank!r} must be an integer in [0, 2**32)"
+            )
         if not token:
             raise ValueError(f"{source}: an empty token{loc(token)} (rank {rank}) is not allowed")
         if rank in seen:
@@ -86,12 +87,16 @@ def merges_from_ranks(
         left, right = token[:k], token[k:]
         for part in (left, right):
             if part not in ranks:
-                raise ValueError(f"{source}: token {token!r}{loc(token)} is made from byte {part!r}, which has no rank")
+                raise ValueError(
+                    f"{source}: token {token!r}{loc(token)} is made from byte {part!r}, which has no rank"
+                )
         merges.append((left, right))
     return merges
 
 
-def check_merges(merges: Sequence[tuple[bytes, bytes]], *, source: str, what: str = "merges") -> None:
+def check_merges(
+    merges: Sequence[tuple[bytes, bytes]], *, source: str, what: str = "merges"
+) -> None:
     """Check that a merge table read from a pair-ranked format (GPT-2 files,
     tokenizer.json) encodes the same under rank-of-concatenation (tiktoken's
     rule, ours): merge r = (a, b) must be what BPE with merges 0..r-1 makes of
@@ -124,7 +129,9 @@ def check_merges(merges: Sequence[tuple[bytes, bytes]], *, source: str, what: st
             )
 
 
-def check_vocab_merges(vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, bytes]], *, rank_rule: bool) -> None:
+def check_vocab_merges(
+    vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, bytes]], *, rank_rule: bool
+) -> None:
     """The `Tokenizer` constructor's check: every merge's parts and result are
     in `vocab`; with `rank_rule`, also the loaders' rule (`check_merges`), so
     that what the constructor accepts `save` writes and `load` reads back.
@@ -132,7 +139,9 @@ def check_vocab_merges(vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes,
     Raises:
         ValueError: naming the merge and the bytes at fault.
     """
-    if isinstance(merges, list) and _core.merge_table_passes(merges, list(vocab.values()), rank_rule):
+    if isinstance(merges, list) and _core.merge_table_passes(
+        merges, list(vocab.values()), rank_rule
+    ):
         return
     known = set(vocab.values())
     for r, (a, b) in enumerate(merges):
@@ -164,7 +173,9 @@ def ranks_of(tok, *, purpose: str = "tiktoken") -> dict[bytes, int]:
         if i in special_ids:
             continue
         if b in ranks:
-            raise ValueError(f"{purpose}: bytes {b!r} have two ids ({ranks[b]} and {i}); a rank table holds one")
+            raise ValueError(
+                f"{purpose}: bytes {b!r} have two ids ({ranks[b]} and {i}); a rank table holds one"
+            )
         ranks[b] = i
     made = set()
     previous = None
@@ -174,7 +185,9 @@ def ranks_of(tok, *, purpose: str = "tiktoken") -> dict[bytes, int]:
             continue
         made.add(token)
         if token not in ranks:
-            raise ValueError(f"{purpose}: merge {r} makes {token!r}, which is a special token, not a rank")
+            raise ValueError(
+                f"{purpose}: merge {r} makes {token!r}, which is a special token, not a rank"
+            )
         i = ranks[token]
         if previous is not None and i <= previous[1]:
             raise ValueError(

@@ -41,9 +41,26 @@ if TYPE_CHECKING:
 # Mistral's control tokens of tekken files without a special_tokens list
 # (``Tekkenizer.DEPRECATED_SPECIAL_TOKENS``), ids 0..19.
 LEGACY_SPECIAL_TOKENS = (
-    "<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]",
-    "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[IMG]", "<pad>", "[IMG_BREAK]", "[IMG_END]", "[PREFIX]", "[MIDDLE]",
-    "[SUFFIX]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[TOOL_CONTENT]",
+    "<unk>",
+    "<s>",
+    "</s>",
+    "[INST]",
+    "[/INST]",
+    "[AVAILABLE_TOOLS]",
+    "[/AVAILABLE_TOOLS]",
+    "[TOOL_RESULTS]",
+    "[/TOOL_RESULTS]",
+    "[TOOL_CALLS]",
+    "[IMG]",
+    "<pad>",
+    "[IMG_BREAK]",
+    "[IMG_END]",
+    "[PREFIX]",
+    "[MIDDLE]",
+    "[SUFFIX]",
+    "[SYSTEM_PROMPT]",
+    "[/SYSTEM_PROMPT]",
+    "[TOOL_CONTENT]",
 )
 FILLER = "<SPECIAL_{id}>"
 _VERSIONS_WITHOUT_SPECIALS = ("v1", "v2", "v3", "v7")
@@ -51,7 +68,11 @@ _VERSIONS_WITHOUT_SPECIALS = ("v1", "v2", "v3", "v7")
 
 def looks_like_tekken(doc: Any) -> bool:
     """Whether a parsed JSON document is a tekken.json (``config`` object and ``vocab`` list)."""
-    return isinstance(doc, dict) and isinstance(doc.get("config"), dict) and isinstance(doc.get("vocab"), list)
+    return (
+        isinstance(doc, dict)
+        and isinstance(doc.get("config"), dict)
+        and isinstance(doc.get("vocab"), list)
+    )
 
 
 def _int_field(config: dict, key: str, source: str) -> int:
@@ -66,22 +87,34 @@ def _special_tokens(doc: dict, n_special: int, version: str, source: str) -> dic
     listed = doc.get("special_tokens")
     if listed is None:
         if version not in _VERSIONS_WITHOUT_SPECIALS:
-            raise ValueError(f"{source}: no special_tokens, which a tekken file of version {version} must list")
+            raise ValueError(
+                f"{source}: no special_tokens, which a tekken file of version {version} must list"
+            )
         listed = [{"rank": i, "token_str": t} for i, t in enumerate(LEGACY_SPECIAL_TOKENS)]
     if not isinstance(listed, list):
         raise ValueError(f"{source}: special_tokens must be a list")
     specials: dict[str, int] = {}
     for n, t in enumerate(listed):
-        if not isinstance(t, dict) or not isinstance(t.get("token_str"), str) or type(t.get("rank")) is not int:
-            raise ValueError(f"{source}: special_tokens[{n}] must have a string 'token_str' and an integer 'rank'")
+        if (
+            not isinstance(t, dict)
+            or not isinstance(t.get("token_str"), str)
+            or type(t.get("rank")) is not int
+        ):
+            raise ValueError(
+                f"{source}: special_tokens[{n}] must have a string 'token_str' and an integer 'rank'"
+            )
         if t["token_str"] in specials:
             raise ValueError(f"{source}: special_tokens[{n}] {t['token_str']!r} is listed twice")
         if not 0 <= t["rank"] < n_special:
-            raise ValueError(f"{source}: special_tokens[{n}] {t['token_str']!r} has rank {t['rank']}, "
-                             f"outside the {n_special} special ids (config.default_num_special_tokens)")
+            raise ValueError(
+                f"{source}: special_tokens[{n}] {t['token_str']!r} has rank {t['rank']}, "
+                f"outside the {n_special} special ids (config.default_num_special_tokens)"
+            )
         specials[t["token_str"]] = t["rank"]
     if len(listed) > n_special:
-        raise ValueError(f"{source}: {len(listed)} special tokens, more than config.default_num_special_tokens={n_special}")
+        raise ValueError(
+            f"{source}: {len(listed)} special tokens, more than config.default_num_special_tokens={n_special}"
+        )
     for i in range(len(listed), n_special):
         specials.setdefault(FILLER.format(id=i), i)
     return specials
@@ -90,18 +123,30 @@ def _special_tokens(doc: dict, n_special: int, version: str, source: str) -> dic
 def _ranks(vocab: list, count: int, n_special: int, source: str) -> dict[bytes, int]:
     """Token bytes -> id of the first `count` entries of ``vocab``."""
     if len(vocab) < count:
-        raise ValueError(f"{source}: vocab has {len(vocab)} tokens, fewer than the {count} the config asks for "
-                         "(default_vocab_size - default_num_special_tokens)")
+        raise ValueError(
+            f"{source}: vocab has {len(vocab)} tokens, fewer than the {count} the config asks for "
+            "(default_vocab_size - default_num_special_tokens)"
+        )
     ranks: dict[bytes, int] = {}
     for n, entry in enumerate(vocab[:count]):
-        if not isinstance(entry, dict) or entry.get("rank") != n or not isinstance(entry.get("token_bytes"), str):
-            raise ValueError(f"{source}: vocab[{n}] must be an object with rank {n} and base64 'token_bytes'")
+        if (
+            not isinstance(entry, dict)
+            or entry.get("rank") != n
+            or not isinstance(entry.get("token_bytes"), str)
+        ):
+            raise ValueError(
+                f"{source}: vocab[{n}] must be an object with rank {n} and base64 'token_bytes'"
+            )
         try:
             token = base64.b64decode(entry["token_bytes"], validate=True)
         except binascii.Error as e:
-            raise ValueError(f"{source}: vocab[{n}].token_bytes {entry['token_bytes'][:40]!r}: invalid base64 ({e})") from None
+            raise ValueError(
+                f"{source}: vocab[{n}].token_bytes {entry['token_bytes'][:40]!r}: invalid base64 ({e})"
+            ) from None
         if token in ranks:
-            raise ValueError(f"{source}: vocab[{n}] {token!r} is already vocab[{ranks[token] - n_special}]")
+            raise ValueError(
+                f"{source}: vocab[{n}] {token!r} is already vocab[{ranks[token] - n_special}]"
+            )
         ranks[token] = n + n_special
     return ranks
 
@@ -126,7 +171,9 @@ def from_tekken(data: bytes | str | dict, *, source: str = "<tekken.json>") -> "
     """
     doc = data if isinstance(data, dict) else parse_json(data, source=source)
     if not looks_like_tekken(doc):
-        raise ValueError(f"{source}: not a tekken.json (expected a 'config' object and a 'vocab' list)")
+        raise ValueError(
+            f"{source}: not a tekken.json (expected a 'config' object and a 'vocab' list)"
+        )
     config = doc["config"]
     pattern = config.get("pattern")
     if not isinstance(pattern, str):
@@ -134,14 +181,18 @@ def from_tekken(data: bytes | str | dict, *, source: str = "<tekken.json>") -> "
     n_special = _int_field(config, "default_num_special_tokens", source)
     size = _int_field(config, "default_vocab_size", source)
     if size < n_special + 256:
-        raise ValueError(f"{source}: config.default_vocab_size={size} leaves fewer than 256 ids after "
-                         f"{n_special} special tokens")
+        raise ValueError(
+            f"{source}: config.default_vocab_size={size} leaves fewer than 256 ids after "
+            f"{n_special} special tokens"
+        )
     specials = _special_tokens(doc, n_special, str(config.get("version")), source)
     ranks = _ranks(doc["vocab"], size - n_special, n_special, source)
     for b in range(256):
         if ranks.get(bytes([b])) != b + n_special:
             raise ValueError(f"{source}: vocab[{b}] must be the single byte {bytes([b])!r}")
-    merges = merges_from_ranks(ranks, source=source, where=lambda t: f" (vocab[{ranks[t] - n_special}])")
+    merges = merges_from_ranks(
+        ranks, source=source, where=lambda t: f" (vocab[{ranks[t] - n_special}])"
+    )
     vocab = {i: t for t, i in ranks.items()}
     return build_tokenizer(vocab, merges, specials, preset_name(pattern), source=source)
 
@@ -165,17 +216,25 @@ def to_tekken_json(tok: "Tokenizer", *, version: str = "v7") -> str:
     ranks = ranks_of(tok, purpose="tekken.json")
     n_special = len(tok.special_tokens)
     if sorted(tok.special_tokens.values()) != list(range(n_special)):
-        raise ValueError(f"tekken.json: special tokens must have ids 0..{n_special - 1} (they have "
-                         f"{sorted(tok.special_tokens.values())[:10]}...)")
+        raise ValueError(
+            f"tekken.json: special tokens must have ids 0..{n_special - 1} (they have "
+            f"{sorted(tok.special_tokens.values())[:10]}...)"
+        )
     ordered = sorted(ranks.items(), key=lambda kv: kv[1])
     for rank, (token, i) in enumerate(ordered):
         if i != n_special + rank or (rank < 256 and token != bytes([rank])):
-            raise ValueError(f"tekken.json: token {token!r} has id {i}; Tekken needs id {n_special + rank} there "
-                             f"(the special tokens, then the 256 bytes, then the merges, without gaps)")
-    vocab = [{"rank": r, "token_bytes": base64.b64encode(t).decode("ascii"), "token_str": _token_str(t)}
-             for r, (t, _) in enumerate(ordered)]
-    specials = [{"rank": i, "token_str": t, "is_control": True}
-                for t, i in sorted(tok.special_tokens.items(), key=lambda kv: kv[1])]
+            raise ValueError(
+                f"tekken.json: token {token!r} has id {i}; Tekken needs id {n_special + rank} there "
+                f"(the special tokens, then the 256 bytes, then the merges, without gaps)"
+            )
+    vocab = [
+        {"rank": r, "token_bytes": base64.b64encode(t).decode("ascii"), "token_str": _token_str(t)}
+        for r, (t, _) in enumerate(ordered)
+    ]
+    specials = [
+        {"rank": i, "token_str": t, "is_control": True}
+        for t, i in sorted(tok.special_tokens.items(), key=lambda kv: kv[1])
+    ]
     doc = {
         "config": {
             "pattern": tok.pattern_regex,

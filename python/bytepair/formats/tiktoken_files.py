@@ -95,9 +95,13 @@ def parse_ranks(data: bytes, *, source: str) -> tuple[dict[bytes, int], dict[byt
         try:
             token = base64.b64decode(fields[0], validate=True)
         except binascii.Error as e:
-            raise ValueError(f"{source}: line {n}: invalid base64 {fields[0][:80]!r} ({e})") from None
+            raise ValueError(
+                f"{source}: line {n}: invalid base64 {fields[0][:80]!r} ({e})"
+            ) from None
         if token in ranks:
-            raise ValueError(f"{source}: line {n}: token {token!r} is already on line {lines[token]}")
+            raise ValueError(
+                f"{source}: line {n}: token {token!r} is already on line {lines[token]}"
+            )
         ranks[token] = int(fields[1])
         lines[token] = n
     if not ranks:
@@ -125,7 +129,9 @@ def read_sidecar(path: str) -> tuple[str, dict[str, int]] | None:
     with open(side, "rb") as f:
         doc = parse_json(f.read(), source=side)
     if not isinstance(doc, dict) or not isinstance(doc.get("pat_str"), str):
-        raise ValueError(f"{side}: expected an object with a 'pat_str' string (the pre-tokenization pattern)")
+        raise ValueError(
+            f"{side}: expected an object with a 'pat_str' string (the pre-tokenization pattern)"
+        )
     specials = doc.get("special_tokens", {})
     if not isinstance(specials, dict) or not all(type(i) is int for i in specials.values()):
         raise ValueError(f"{side}: 'special_tokens' must be an object of string -> integer id")
@@ -171,7 +177,11 @@ def from_tiktoken(
     if pattern is None or special_tokens is None:
         side = read_sidecar(path)
         known = KNOWN_ENCODINGS.get(_encoding_name(path))
-        if side is None and known is not None and known[2] == len(ranks if tables is None else tables):
+        if (
+            side is None
+            and known is not None
+            and known[2] == len(ranks if tables is None else tables)
+        ):
             side = known[0], known[1]
         if side is None and pattern is None:
             raise ValueError(
@@ -183,15 +193,26 @@ def from_tiktoken(
             pattern = side[0] if pattern is None else pattern
             special_tokens = side[1] if special_tokens is None else special_tokens
     if tables is not None:
-        return build_tokenizer({}, [], special_tokens or {}, preset_name(pattern), source=path, rank_table=tables)
+        return build_tokenizer(
+            {}, [], special_tokens or {}, preset_name(pattern), source=path, rank_table=tables
+        )
     return _tokenizer_from_ranks(
         ranks, pattern, special_tokens or {}, source=path, where=lambda t: f" (line {lines[t]})"
     )
 
 
-def _tokenizer_from_ranks(ranks: Mapping[bytes, int], pattern: str, specials: Mapping[str, int], *, source: str, where=None):
+def _tokenizer_from_ranks(
+    ranks: Mapping[bytes, int],
+    pattern: str,
+    specials: Mapping[str, int],
+    *,
+    source: str,
+    where=None,
+):
     merges = merges_from_ranks(ranks, source=source, where=where)
-    return build_tokenizer({r: t for t, r in ranks.items()}, merges, specials, preset_name(pattern), source=source)
+    return build_tokenizer(
+        {r: t for t, r in ranks.items()}, merges, specials, preset_name(pattern), source=source
+    )
 
 
 def from_tiktoken_encoding(enc: "tiktoken.Encoding") -> "Tokenizer":
@@ -206,7 +227,9 @@ def from_tiktoken_encoding(enc: "tiktoken.Encoding") -> "Tokenizer":
         ranks, pat, specials = enc._mergeable_ranks, enc._pat_str, enc._special_tokens
     except AttributeError:
         raise TypeError(f"expected a tiktoken.Encoding, got {type(enc).__name__}") from None
-    return _tokenizer_from_ranks(ranks, pat, specials, source=f"<tiktoken.Encoding {getattr(enc, 'name', '?')}>")
+    return _tokenizer_from_ranks(
+        ranks, pat, specials, source=f"<tiktoken.Encoding {getattr(enc, 'name', '?')}>"
+    )
 
 
 def _import_tiktoken():
@@ -253,11 +276,16 @@ def save_tiktoken(tok: "Tokenizer", path: str | os.PathLike) -> tuple[str, str]:
     """
     path = os.fspath(path)
     ranks = ranks_of(tok, purpose=".tiktoken")
-    body = b"".join(base64.b64encode(t) + b" %d\n" % r for t, r in sorted(ranks.items(), key=lambda kv: kv[1]))
+    body = b"".join(
+        base64.b64encode(t) + b" %d\n" % r for t, r in sorted(ranks.items(), key=lambda kv: kv[1])
+    )
     sidecar: dict[str, Any] = {
         "pat_str": tok.pattern_regex,
         "special_tokens": dict(sorted(tok.special_tokens.items(), key=lambda kv: kv[1])),
     }
     atomic_write(path, body)
-    atomic_write(path + SIDECAR_SUFFIX, (json.dumps(sidecar, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
+    atomic_write(
+        path + SIDECAR_SUFFIX,
+        (json.dumps(sidecar, ensure_ascii=False, indent=1) + "\n").encode("utf-8"),
+    )
     return path, path + SIDECAR_SUFFIX

@@ -33,7 +33,15 @@ from bytepair.inspection.report import TextStats, text_stats
 if TYPE_CHECKING:
     from bytepair.tokenizer import Tokenizer
 
-CSV_FIELDS = ("vocab_size", "merges", "tokens", "bytes", "chars", "bytes_per_token", "chars_per_token")
+CSV_FIELDS = (
+    "vocab_size",
+    "merges",
+    "tokens",
+    "bytes",
+    "chars",
+    "bytes_per_token",
+    "chars_per_token",
+)
 
 
 @dataclass
@@ -49,8 +57,12 @@ class CurvePoint:
         """The CSV row (see `CSV_FIELDS`)."""
         s = self.stats
         return {
-            "vocab_size": self.vocab_size, "merges": self.merges, "tokens": s.tokens, "bytes": s.bytes,
-            "chars": s.chars, "bytes_per_token": round(s.bytes_per_token, 6),
+            "vocab_size": self.vocab_size,
+            "merges": self.merges,
+            "tokens": s.tokens,
+            "bytes": s.bytes,
+            "chars": s.chars,
+            "bytes_per_token": round(s.bytes_per_token, 6),
             "chars_per_token": round(s.chars_per_token, 6),
         }
 
@@ -84,12 +96,22 @@ def prefix_tokenizer(tok: "Tokenizer", num_merges: int) -> "Tokenizer":
     keep = [bytes([b]) for b in range(256)] + [a + b for a, b in merges]
     missing = next((b for b in keep if b not in ids), None)
     if missing is not None:
-        raise ValueError(f"token {missing!r} is not in the vocabulary: not a byte-level BPE tokenizer")
+        raise ValueError(
+            f"token {missing!r} is not in the vocabulary: not a byte-level BPE tokenizer"
+        )
     vocab = {ids[b]: b for b in keep}
-    return Tokenizer(vocab, merges, special_tokens=dict(tok.special_tokens), pattern=tok.pattern, pipeline=tok.pipeline)
+    return Tokenizer(
+        vocab,
+        merges,
+        special_tokens=dict(tok.special_tokens),
+        pattern=tok.pattern,
+        pipeline=tok.pipeline,
+    )
 
 
-def compression_curve(tok: "Tokenizer", eval_texts: Sequence[str], vocab_sizes: Sequence[int]) -> list[CurvePoint]:
+def compression_curve(
+    tok: "Tokenizer", eval_texts: Sequence[str], vocab_sizes: Sequence[int]
+) -> list[CurvePoint]:
     """Bytes and characters per token on `eval_texts` for each vocabulary size,
     using the prefixes of `tok`'s merge table.
 
@@ -115,7 +137,9 @@ def compression_curve(tok: "Tokenizer", eval_texts: Sequence[str], vocab_sizes: 
                 f"vocab size {size} is outside [{256 + n_special}, {256 + n_special + len(tok.merges)}] "
                 f"(256 bytes + {n_special} special tokens + up to {len(tok.merges)} merges)"
             )
-        points.append(CurvePoint(size, merges, text_stats(prefix_tokenizer(tok, merges), eval_texts)))
+        points.append(
+            CurvePoint(size, merges, text_stats(prefix_tokenizer(tok, merges), eval_texts))
+        )
     return points
 
 
@@ -156,9 +180,18 @@ def plot_curve(
     try:
         ax.plot(xs, bpt, marker="o", color="#1f77b4", label="bytes per token")
         if any(abs(b - c) > 1e-3 * b for b, c in zip(bpt, cpt)):
-            ax.plot(xs, cpt, marker="s", linestyle="--", color="#ff7f0e", label="characters per token")
+            ax.plot(
+                xs, cpt, marker="s", linestyle="--", color="#ff7f0e", label="characters per token"
+            )
         for x, y in zip(xs, bpt):
-            ax.annotate(f"{y:.2f}", (x, y), textcoords="offset points", xytext=(0, 8), ha="center", fontsize=8)
+            ax.annotate(
+                f"{y:.2f}",
+                (x, y),
+                textcoords="offset points",
+                xytext=(0, 8),
+                ha="center",
+                fontsize=8,
+            )
         if len(xs) > 1:
             ax.set_xscale("log", base=2)
         ax.set_xticks(xs)
@@ -175,9 +208,3 @@ def plot_curve(
             fig.savefig(f, format="png")
     finally:
         plt.close(fig)
-
-
-
-
-
-

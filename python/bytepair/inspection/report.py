@@ -177,7 +177,13 @@ def inspect_tokenizer(tok: "Tokenizer", top: int = 10) -> dict[str, Any]:
             not_utf8.append(i)
     longest = sorted(tokens, key=lambda t: (-len(t[1]), t[0]))[:top]
     first = [
-        {"rank": r, "left": format_token(a), "right": format_token(b), "token": format_token(a + b), "hex": (a + b).hex()}
+        {
+            "rank": r,
+            "left": format_token(a),
+            "right": format_token(b),
+            "token": format_token(a + b),
+            "hex": (a + b).hex(),
+        }
         for r, (a, b) in enumerate(tok.merges[:top])
     ]
     return {
@@ -213,7 +219,9 @@ def format_inspection(info: dict[str, Any], name: str = "tokenizer", examples: i
     specials = info["special_tokens"]
     special_text = ", ".join(f"{format_token(t)} = {i}" for t, i in specials.items()) or "none"
     pattern = info["pattern"]
-    pattern_text = pattern if pattern == info["pattern_regex"] else f"{pattern} = {info['pattern_regex']}"
+    pattern_text = (
+        pattern if pattern == info["pattern_regex"] else f"{pattern} = {info['pattern_regex']}"
+    )
     pattern_text = printable(pattern_text)
     lines += [
         f"  vocab size      {info['vocab_size']:,} (largest id + 1 = {info['n_vocab']:,})",
@@ -234,7 +242,10 @@ def format_inspection(info: dict[str, Any], name: str = "tokenizer", examples: i
         lines.append(f"  id {t['id']:>7}  {t['bytes']:>3} bytes  {t['token']}")
     if info["first_merges"]:
         lines += ["", "first merges"]
-        lines += [f"  rank {m['rank']:>4}: ({m['left']}, {m['right']}) -> {m['token']}" for m in info["first_merges"]]
+        lines += [
+            f"  rank {m['rank']:>4}: ({m['left']}, {m['right']}) -> {m['token']}"
+            for m in info["first_merges"]
+        ]
     bad = info["not_utf8"]
     lines += [
         "",
@@ -273,8 +284,12 @@ class TextStats:
         return self.tokens / self.words if self.words else float("nan")
 
     def __add__(self, other: "TextStats") -> "TextStats":
-        return TextStats(self.bytes + other.bytes, self.chars + other.chars,
-                         self.words + other.words, self.tokens + other.tokens)
+        return TextStats(
+            self.bytes + other.bytes,
+            self.chars + other.chars,
+            self.words + other.words,
+            self.tokens + other.tokens,
+        )
 
     def as_dict(self) -> dict[str, float | None]:
         """Counts and ratios, JSON-ready (a ratio is None when its denominator is 0)."""
@@ -338,8 +353,6 @@ def file_stats(tok: "Tokenizer", path: str | os.PathLike, errors: str = "strict"
 # ---- the commands ----------------------------------------------------------------
 
 
-
-
 def _ratio_rows(results: list[TextStats]) -> list[tuple[str, list[str]]]:
     return [
         ("tokens", [f"{r.tokens:,}" for r in results]),
@@ -349,7 +362,9 @@ def _ratio_rows(results: list[TextStats]) -> list[tuple[str, list[str]]]:
     ]
 
 
-def format_stats_table(names: Sequence[str], rows: Sequence[tuple[str, Sequence[TextStats]]]) -> str:
+def format_stats_table(
+    names: Sequence[str], rows: Sequence[tuple[str, Sequence[TextStats]]]
+) -> str:
     """The ``bytepair stats`` table: per text, one column per tokenizer.
 
     Args:
@@ -369,9 +384,3 @@ def format_stats_table(names: Sequence[str], rows: Sequence[tuple[str, Sequence[
             lines.append(f"  {names[1]} needs {ratio:.3f}x the tokens of {names[0]}")
         lines.append("")
     return "\n".join(lines).rstrip()
-
-
-
-
-
-

@@ -61,7 +61,11 @@ class TokenView:
     @property
     def tooltip(self) -> str:
         """The hover text: id, byte count, the bytes in hex and as a string."""
-        kind = "special token" if self.special else f"{len(self.data)} byte{'s' * (len(self.data) != 1)}"
+        kind = (
+            "special token"
+            if self.special
+            else f"{len(self.data)} byte{'s' * (len(self.data) != 1)}"
+        )
         return f"id {self.id} · {kind}\nbytes {self.data.hex(' ')}\n{format_token(self.data)}"
 
 
@@ -85,7 +89,9 @@ def label_of(data: bytes) -> tuple[str, bool]:
     return "".join(out), partial
 
 
-def token_views(tok: "Tokenizer", text: str, *, allowed_special: str | set[str] = "all") -> list[TokenView]:
+def token_views(
+    tok: "Tokenizer", text: str, *, allowed_special: str | set[str] = "all"
+) -> list[TokenView]:
     """Encode `text` and describe each token for drawing.
 
     Args:
@@ -115,10 +121,14 @@ def summary(views: list[TokenView]) -> str:
     n_bytes = sum(len(v.data) for v in views)
     n_chars = len(b"".join(v.data for v in views).decode("utf-8", "replace"))
     ratio = f"{n_bytes / len(views):.2f}" if views else "n/a"
-    return f"{len(views):,} tokens · {n_chars:,} characters · {n_bytes:,} bytes · {ratio} bytes/token"
+    return (
+        f"{len(views):,} tokens · {n_chars:,} characters · {n_bytes:,} bytes · {ratio} bytes/token"
+    )
 
 
-def render_terminal(views: list[TokenView], color_system: str | None = "truecolor") -> "rich.text.Text":
+def render_terminal(
+    views: list[TokenView], color_system: str | None = "truecolor"
+) -> "rich.text.Text":
     """The tokens as one `rich.text.Text`, each on a background that differs from
     its neighbours' in every colour depth (special tokens bold on their own
     colour, partial characters in italics).
@@ -146,17 +156,22 @@ def render_terminal(views: list[TokenView], color_system: str | None = "truecolo
             text.append(v.label, style="bold" if v.special else ("italic" if v.partial else ""))
         return text
     basic = color_system in ("standard", "windows")
-    palette, (special_bg, special_fg) = (BASIC_PALETTE, BASIC_SPECIAL) if basic else (PALETTE, SPECIAL_STYLE)
+    palette, (special_bg, special_fg) = (
+        (BASIC_PALETTE, BASIC_SPECIAL) if basic else (PALETTE, SPECIAL_STYLE)
+    )
     for k, v in enumerate(views):
         if v.special:
             style = f"bold {special_fg} on {special_bg}"
         else:
-            style = f"{'black' if basic else '#000000'} on {palette[k % len(palette)]}" + (" italic" if v.partial else "")
+            style = f"{'black' if basic else '#000000'} on {palette[k % len(palette)]}" + (
+                " italic" if v.partial else ""
+            )
         text.append(v.label, style=style)
     return text
 
 
-_CSS = """
+_CSS = (
+    """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem; color: #222; background: #fff; }
 h1 { font-size: 1.2rem; margin: 0 0 .3rem 0; }
 .summary { color: #555; margin: 0 0 1rem 0; }
@@ -168,8 +183,9 @@ h1 { font-size: 1.2rem; margin: 0 0 .3rem 0; }
 .partial { font-style: italic; color: #666; font-size: 12px; }
 .special { font-weight: bold; }
 .ids { font-family: ui-monospace, monospace; font-size: 13px; color: #444; word-break: break-all; margin-top: 1rem; }
-""" + "".join(f".c{k} {{ background: {c}; }}\n" for k, c in enumerate(PALETTE)) + (
-    f".special {{ background: {SPECIAL_STYLE[0]}; color: {SPECIAL_STYLE[1]}; }}\n"
+"""
+    + "".join(f".c{k} {{ background: {c}; }}\n" for k, c in enumerate(PALETTE))
+    + (f".special {{ background: {SPECIAL_STYLE[0]}; color: {SPECIAL_STYLE[1]}; }}\n")
 )
 
 
@@ -190,13 +206,19 @@ def render_html(views: list[TokenView], *, title: str = "bytepair", show_ids: bo
     """
     spans = []
     for k, v in enumerate(views):
-        cls = "tok special" if v.special else f"tok c{k % len(PALETTE)}" + (" partial" if v.partial else "")
+        cls = (
+            "tok special"
+            if v.special
+            else f"tok c{k % len(PALETTE)}" + (" partial" if v.partial else "")
+        )
         spans.append(
             f'<span class="{cls}" data-id="{v.id}" title="{html.escape(v.tooltip, quote=True)}">'
             f"{html.escape(v.label, quote=False)}</span>"
         )
     ids = (
-        f'<div class="ids" id="ids">ids: {", ".join(str(v.id) for v in views)}</div>\n' if show_ids else ""
+        f'<div class="ids" id="ids">ids: {", ".join(str(v.id) for v in views)}</div>\n'
+        if show_ids
+        else ""
     )
     return (
         "<!DOCTYPE html>\n"
@@ -208,7 +230,3 @@ def render_html(views: list[TokenView], *, title: str = "bytepair", show_ids: bo
         f'<div class="view" id="view">{"".join(spans)}</div>\n'
         f"{ids}</body>\n</html>\n"
     )
-
-
-
-

@@ -21,7 +21,12 @@ pub const FORCED_CUT: usize = 64 << 20;
 /// bytes before it continues past it. Judged from the lead byte, since the
 /// byte at `at` may not be read yet.
 fn forced_cut(carry: &[u8], at: usize) -> usize {
-    let Some(lead) = (at.saturating_sub(3)..at).rev().find(|&i| carry[i] & 0xC0 != 0x80) else { return at };
+    let Some(lead) = (at.saturating_sub(3)..at)
+        .rev()
+        .find(|&i| carry[i] & 0xC0 != 0x80)
+    else {
+        return at;
+    };
     let width = match carry[lead] {
         0xF0.. => 4,
         0xE0.. => 3,
@@ -82,7 +87,10 @@ impl Chunk {
         match std::str::from_utf8(&self.bytes) {
             Ok(text) => Ok(std::borrow::Cow::Borrowed(text)),
             Err(_) if replace_errors => Ok(String::from_utf8_lossy(&self.bytes)),
-            Err(e) => Err(CountError::InvalidUtf8 { path: self.path.to_string(), offset: self.offset + e.valid_up_to() as u64 }),
+            Err(e) => Err(CountError::InvalidUtf8 {
+                path: self.path.to_string(),
+                offset: self.offset + e.valid_up_to() as u64,
+            }),
         }
     }
 }
@@ -105,10 +113,22 @@ pub struct ChunkReader {
 impl ChunkReader {
     pub fn open(path: &str, chunk_size: usize, rule: CutRule) -> Result<Self, CountError> {
         if Path::new(path).is_dir() {
-            return Err(CountError::io(path, std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory")));
+            return Err(CountError::io(
+                path,
+                std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory"),
+            ));
         }
         let file = File::open(path).map_err(|e| CountError::io(path, e))?;
-        Ok(ChunkReader { file, path: Arc::from(path), chunk_size: chunk_size.clamp(1, FORCED_CUT), forced_cut: FORCED_CUT, rule, carry: vec![], offset: 0, eof: false })
+        Ok(ChunkReader {
+            file,
+            path: Arc::from(path),
+            chunk_size: chunk_size.clamp(1, FORCED_CUT),
+            forced_cut: FORCED_CUT,
+            rule,
+            carry: vec![],
+            offset: 0,
+            eof: false,
+        })
     }
 
     /// Never cut where the rule finds no safe cut (no `FORCED_CUT`): every
@@ -155,7 +175,9 @@ impl Iterator for ChunkReader {
             let cut = if self.eof {
                 Some(self.carry.len())
             } else if self.carry.len() >= self.forced_cut {
-                self.rule.last_cut(&self.carry).or_else(|| Some(forced_cut(&self.carry, self.forced_cut)))
+                self.rule
+                    .last_cut(&self.carry)
+                    .or_else(|| Some(forced_cut(&self.carry, self.forced_cut)))
             } else {
                 self.rule.last_cut(&self.carry)
             };
@@ -163,14 +185,21 @@ impl Iterator for ChunkReader {
                 Some(cut) => {
                     let rest = self.carry.split_off(cut);
                     let bytes = std::mem::replace(&mut self.carry, rest);
-                    let chunk = Chunk { path: self.path.clone(), offset: self.offset, bytes };
+                    let chunk = Chunk {
+                        path: self.path.clone(),
+                        offset: self.offset,
+                        bytes,
+                    };
                     self.offset += cut as u64;
                     return Some(Ok(chunk));
                 }
                 // No safe boundary yet: read more (the chunk grows past
                 // chunk_size, up to FORCED_CUT).
                 None => {
-                    let more = self.chunk_size.max(self.carry.len()).min(self.forced_cut - self.carry.len());
+                    let more = self
+                        .chunk_size
+                        .max(self.carry.len())
+                        .min(self.forced_cut - self.carry.len());
                     if let Err(e) = self.fill(more) {
                         self.eof = true;
                         return Some(Err(e));
@@ -198,21 +227,48 @@ mod tests {
 
     #[test]
     fn documents_are_the_non_empty_pieces_between_separators() {
-        for text in [&b"ab||cd||||e||"[..], b"||x", b"", b"||", b"a|||b", b"||||||", b"a||||b"] {
+        for text in [
+            &b"ab||cd||||e||"[..],
+            b"||x",
+            b"",
+            b"||",
+            b"a|||b",
+            b"||||||",
+            b"a||||b",
+        ] {
             let (data, offsets, tail) = split_documents(text, b"||", true);
-            let got: Vec<&[u8]> = offsets.windows(2).map(|w| &data[w[0] as usize..w[1] as usize]).collect();
-            assert_eq!((got, tail), (pieces_between_bars(text), text.len()), "{:?}", String::from_utf8_lossy(text));
+            let got: Vec<&[u8]> = offsets
+                .windows(2)
+                .map(|w| &data[w[0] as usize..w[1] as usize])
+                .collect();
+            assert_eq!(
+                (got, tail),
+                (pieces_between_bars(text), text.len()),
+                "{:?}",
+                String::from_utf8_lossy(text)
+            );
         }
         // Without `last`, the piece after the last separator waits for the next block.
         let (data, offsets, tail) = split_documents(b"ab||cd||ef", b"||", false);
-        assert_eq!((&data[..], &offsets[..], tail), (&b"abcd"[..], &[0, 2, 4][..], 8));
+        assert_eq!(
+            (&data[..], &offsets[..], tail),
+            (&b"abcd"[..], &[0, 2, 4][..], 8)
+        );
     }
 
     /// The chunks of `text` with a small forced cut, for every chunk size.
     fn chunks(text: &[u8], chunk_size: usize, forced: usize) -> Vec<Vec<u8>> {
-        let path = std::env::temp_dir().join(format!("bytepair-forced-{}-{chunk_size}.txt", std::process::id()));
+        let path = std::env::temp_dir().join(format!(
+            "bytepair-forced-{}-{chunk_size}.txt",
+            std::process::id()
+        ));
         std::fs::write(&path, text).unwrap();
-        let mut reader = ChunkReader::open(&path.to_string_lossy(), chunk_size, CutRule::new("gpt2", &[])).unwrap();
+        let mut reader = ChunkReader::open(
+            &path.to_string_lossy(),
+            chunk_size,
+            CutRule::new("gpt2", &[]),
+        )
+        .unwrap();
         reader.chunk_size = reader.chunk_size.min(forced);
         reader.forced_cut = forced;
         let out = reader.map(|c| c.unwrap().bytes).collect();
@@ -227,9 +283,15 @@ mod tests {
         text.extend("\u{e9}".repeat(100).as_bytes());
         text.extend(b" tail\nend\n");
         let want = chunks(&text, 100, 100);
-        assert!(want.iter().all(|c| c.len() <= 100), "every chunk within the forced cut");
+        assert!(
+            want.iter().all(|c| c.len() <= 100),
+            "every chunk within the forced cut"
+        );
         assert_eq!(want.concat(), text);
-        assert!(want.iter().all(|c| std::str::from_utf8(c).is_ok()), "cuts on character boundaries");
+        assert!(
+            want.iter().all(|c| std::str::from_utf8(c).is_ok()),
+            "cuts on character boundaries"
+        );
         // Chunks may end at different safe cuts; the forced cuts, and so the
         // counts, are the same for every chunk size.
         let rule = CutRule::new("gpt2", &[]);
@@ -238,13 +300,15 @@ mod tests {
                 *end += chunk.len();
                 Some(*end)
             });
-            ends.filter(|&end| end < text.len() && rule.last_cut(&text[..end + 1]) != Some(end)).collect()
+            ends.filter(|&end| end < text.len() && rule.last_cut(&text[..end + 1]) != Some(end))
+                .collect()
         };
         let pre = crate::PreTokenizer::new("gpt2", &[]).unwrap();
         let counts = |c: &[Vec<u8>]| {
             let mut counts = crate::count::WordCounts::default();
             for chunk in c {
-                crate::count::count_text(&pre, std::str::from_utf8(chunk).unwrap(), &mut counts).unwrap();
+                crate::count::count_text(&pre, std::str::from_utf8(chunk).unwrap(), &mut counts)
+                    .unwrap();
             }
             counts
         };

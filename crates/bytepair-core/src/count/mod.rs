@@ -43,7 +43,10 @@ pub enum CountError {
     InvalidUtf8InDocument { index: usize, offset: u64 },
     /// A file could not be opened or read.
     #[error("{path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
     /// Documents whose offsets are not n + 1 non-decreasing positions in the data.
     #[error("{0}")]
     BadOffsets(String),
@@ -55,7 +58,10 @@ pub enum CountError {
 impl CountError {
     /// An I/O error on `path`.
     pub fn io(path: &str, source: std::io::Error) -> Self {
-        CountError::Io { path: path.to_string(), source }
+        CountError::Io {
+            path: path.to_string(),
+            source,
+        }
     }
 }
 
@@ -85,7 +91,10 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_word_bytes: DEFAULT_MAX_WORD_BYTES, max_memory: None }
+        Limits {
+            max_word_bytes: DEFAULT_MAX_WORD_BYTES,
+            max_memory: None,
+        }
     }
 }
 
@@ -209,7 +218,11 @@ pub fn split_long_word(piece: &[u8], max: usize) -> impl Iterator<Item = &[u8]> 
 
 /// Add the pre-tokens of `text` (a whole document) to `counts`, as
 /// [`WordTally::add_text`] with the default word-length bound.
-pub fn count_text(pre: &impl SplitWords, text: &str, counts: &mut WordCounts) -> Result<(), SearchError> {
+pub fn count_text(
+    pre: &impl SplitWords,
+    text: &str,
+    counts: &mut WordCounts,
+) -> Result<(), SearchError> {
     let mut tally = WordTally::default();
     tally.add_text(pre, text)?;
     for (word, n) in tally.into_counts() {
@@ -258,7 +271,9 @@ fn count_parallel<J: Send>(
     let jobs = Mutex::new(jobs);
     let failed = AtomicBool::new(false);
     // Half the budget for the threads' tallies, half for their sum.
-    let thread_budget = limits.max_memory.map(|m| m / (2 * rayon::current_num_threads()));
+    let thread_budget = limits
+        .max_memory
+        .map(|m| m / (2 * rayon::current_num_threads()));
     let tallies: Vec<Result<WordTally, CountError>> = rayon::broadcast(|_| {
         let mut tally = WordTally::with_budget(limits.max_word_bytes, thread_budget);
         tally.expect_text_bytes(text_bytes / rayon::current_num_threads() as u64);
@@ -283,7 +298,10 @@ fn count_parallel<J: Send>(
     let mut tallies = tallies.into_iter().collect::<Result<Vec<_>, _>>()?;
     tallies.sort_by_key(|t| std::cmp::Reverse(t.len()));
     let mut tallies = tallies.into_iter();
-    let mut total = tallies.next().unwrap_or_else(|| WordTally::new(limits.max_word_bytes)).unbounded();
+    let mut total = tallies
+        .next()
+        .unwrap_or_else(|| WordTally::new(limits.max_word_bytes))
+        .unbounded();
     for tally in tallies {
         total.merge(tally);
     }
@@ -301,11 +319,17 @@ pub fn count_texts(
     progress: &Progress,
 ) -> Result<WordTally, CountError> {
     let text_bytes = texts.iter().map(|t| t.len() as u64).sum();
-    count_parallel(texts.iter().map(Ok), text_bytes, limits, progress, |text, counts| {
-        counts.add_text(pre, text)?;
-        progress.add(text.len() as u64);
-        Ok(())
-    })
+    count_parallel(
+        texts.iter().map(Ok),
+        text_bytes,
+        limits,
+        progress,
+        |text, counts| {
+            counts.add_text(pre, text)?;
+            progress.add(text.len() as u64);
+            Ok(())
+        },
+    )
 }
 
 /// Documents per counting job in `count_documents`, so tiny documents do not
@@ -330,7 +354,12 @@ pub fn count_documents(
     }
     for (i, w) in offsets.windows(2).enumerate() {
         if w[0] < 0 || w[1] < w[0] || w[1] as u64 > data.len() as u64 {
-            return Err(bad(format!("document {i}: offsets {}..{} outside the {} data bytes", w[0], w[1], data.len())));
+            return Err(bad(format!(
+                "document {i}: offsets {}..{} outside the {} data bytes",
+                w[0],
+                w[1],
+                data.len()
+            )));
         }
     }
     // Jobs are runs of consecutive documents of about DOCUMENT_BATCH_BYTES.
@@ -342,21 +371,30 @@ pub fn count_documents(
     }
     starts.push(offsets.len() - 1);
     let jobs = starts.windows(2).map(|w| Ok((w[0], w[1])));
-    count_parallel(jobs, data.len() as u64, limits, progress, |(first, end), counts| {
-        for i in first..end {
-            let doc = &data[offsets[i] as usize..offsets[i + 1] as usize];
-            let text = match std::str::from_utf8(doc) {
-                Ok(t) => std::borrow::Cow::Borrowed(t),
-                Err(_) if replace_errors => String::from_utf8_lossy(doc),
-                Err(e) => {
-                    return Err(CountError::InvalidUtf8InDocument { index: i, offset: e.valid_up_to() as u64 })
-                }
-            };
-            counts.add_text(pre, &text)?;
-            progress.add(doc.len() as u64);
-        }
-        Ok(())
-    })
+    count_parallel(
+        jobs,
+        data.len() as u64,
+        limits,
+        progress,
+        |(first, end), counts| {
+            for i in first..end {
+                let doc = &data[offsets[i] as usize..offsets[i + 1] as usize];
+                let text = match std::str::from_utf8(doc) {
+                    Ok(t) => std::borrow::Cow::Borrowed(t),
+                    Err(_) if replace_errors => String::from_utf8_lossy(doc),
+                    Err(e) => {
+                        return Err(CountError::InvalidUtf8InDocument {
+                            index: i,
+                            offset: e.valid_up_to() as u64,
+                        })
+                    }
+                };
+                counts.add_text(pre, &text)?;
+                progress.add(doc.len() as u64);
+            }
+            Ok(())
+        },
+    )
 }
 
 /// Count every file (each one a document) in parallel, streaming `chunk_size` blocks.
@@ -372,14 +410,20 @@ pub fn count_files(
     limits: &Limits,
     progress: &Progress,
 ) -> Result<WordTally, CountError> {
-    let chunks = paths.iter().flat_map(|path| -> Box<dyn Iterator<Item = Result<Chunk, CountError>> + Send> {
-        match ChunkReader::open(path, chunk_size, rule.clone()) {
-            Ok(reader) => Box::new(reader),
-            Err(e) => Box::new(std::iter::once(Err(e))),
-        }
-    });
+    let chunks = paths.iter().flat_map(
+        |path| -> Box<dyn Iterator<Item = Result<Chunk, CountError>> + Send> {
+            match ChunkReader::open(path, chunk_size, rule.clone()) {
+                Ok(reader) => Box::new(reader),
+                Err(e) => Box::new(std::iter::once(Err(e))),
+            }
+        },
+    );
     // Pipes and unreadable files count as 0 bytes here (their errors come from the reader).
-    let text_bytes = paths.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
+    let text_bytes = paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
     count_parallel(chunks, text_bytes, limits, progress, |chunk, counts| {
         counts.add_text(pre, &chunk.text(replace_errors)?)?;
         progress.add(chunk.bytes.len() as u64);
@@ -401,18 +445,32 @@ mod tests {
 
     #[test]
     fn chunk_size_does_not_change_counts() {
-        let text = "Hello world.\nIt's  here\n\n  and\tthere \nx\ny\n\u{a0}\nz end  \n}\n/* c */\n}\nx\n";
+        let text =
+            "Hello world.\nIt's  here\n\n  and\tthere \nx\ny\n\u{a0}\nz end  \n}\n/* c */\n}\nx\n";
         let dir = std::env::temp_dir().join(format!("bytepair-count-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("t.txt");
-        std::fs::File::create(&path).unwrap().write_all(text.as_bytes()).unwrap();
+        std::fs::File::create(&path)
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
         for pattern in ["gpt2", "cl100k", "o200k"] {
             let pre = PreTokenizer::new(pattern, &[]).unwrap();
             let want = counts_of(&pre, text);
             for chunk_size in [1, 2, 3, 5, 8, 13, 1000] {
                 let path = path.to_string_lossy().to_string();
                 let rule = CutRule::new(pattern, &[]);
-                let got = count_files(&pre, &rule, &[path], chunk_size, false, &Limits::default(), &Progress::default()).unwrap().into_counts();
+                let got = count_files(
+                    &pre,
+                    &rule,
+                    &[path],
+                    chunk_size,
+                    false,
+                    &Limits::default(),
+                    &Progress::default(),
+                )
+                .unwrap()
+                .into_counts();
                 assert_eq!(got, want, "pattern {pattern} chunk size {chunk_size}");
             }
         }
@@ -424,14 +482,22 @@ mod tests {
         for max in [4, 5, 6, 7, 10, 64] {
             let words: Vec<&[u8]> = split_long_word(text.as_bytes(), max).collect();
             assert_eq!(words.concat(), text.as_bytes());
-            assert!(words.iter().all(|w| !w.is_empty() && w.len() <= max && std::str::from_utf8(w).is_ok()), "max {max}");
+            assert!(
+                words
+                    .iter()
+                    .all(|w| !w.is_empty() && w.len() <= max && std::str::from_utf8(w).is_ok()),
+                "max {max}"
+            );
         }
         let pre = PreTokenizer::new("gpt2", &[]).unwrap();
         let mut tally = WordTally::new(64);
         tally.add_text(&pre, &"\0".repeat(1000)).unwrap();
         let counts = tally.into_counts();
         assert_eq!(counts.len(), 2);
-        assert_eq!((counts[&vec![0u8; 64]], counts[&vec![0u8; 1000 % 64]]), (1000 / 64, 1));
+        assert_eq!(
+            (counts[&vec![0u8; 64]], counts[&vec![0u8; 1000 % 64]]),
+            (1000 / 64, 1)
+        );
     }
 
     #[test]
@@ -440,10 +506,18 @@ mod tests {
         let path = std::env::temp_dir().join(format!("bytepair-line-{}.txt", std::process::id()));
         std::fs::write(&path, &text).unwrap();
         let rule = CutRule::new("gpt2", &[]);
-        let chunks: Vec<Chunk> = ChunkReader::open(&path.to_string_lossy(), 100, rule).unwrap().map(Result::unwrap).collect();
+        let chunks: Vec<Chunk> = ChunkReader::open(&path.to_string_lossy(), 100, rule)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
         std::fs::remove_file(&path).unwrap();
-        assert!(chunks.iter().all(|c| c.bytes.len() <= 100), "every chunk within chunk_size");
-        assert_eq!(chunks.iter().map(|c| c.bytes.len()).sum::<usize>(), text.len());
+        assert!(
+            chunks.iter().all(|c| c.bytes.len() <= 100),
+            "every chunk within chunk_size"
+        );
+        assert_eq!(
+            chunks.iter().map(|c| c.bytes.len()).sum::<usize>(),
+            text.len()
+        );
     }
 }
-

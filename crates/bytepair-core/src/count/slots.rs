@@ -169,7 +169,11 @@ impl<S: Slot> Table<S> {
     pub(super) fn new(slots: usize) -> Self {
         debug_assert!(slots.is_power_of_two());
         // SAFETY: an all-zero slot is a valid, empty slot (both kinds are plain integers).
-        Table { slots: unsafe { ZeroedSlice::new(slots) }, shift: 64 - slots.trailing_zeros(), taken: 0 }
+        Table {
+            slots: unsafe { ZeroedSlice::new(slots) },
+            shift: 64 - slots.trailing_zeros(),
+            taken: 0,
+        }
     }
 
     /// An empty table with room for `words` words.
@@ -226,7 +230,10 @@ impl<S: Slot> Table<S> {
 impl Table<Narrow> {
     /// Every word as its narrow key, and its count, markers skipped.
     pub(super) fn narrow_entries(&self) -> impl Iterator<Item = (u128, u64)> + '_ {
-        self.slots.iter().map(|s| (s.key(), (s.0 >> COUNT_SHIFT) as u64)).filter(|&(_, count)| count != 0)
+        self.slots
+            .iter()
+            .map(|s| (s.key(), (s.0 >> COUNT_SHIFT) as u64))
+            .filter(|&(_, count)| count != 0)
     }
 
     /// `bump(key, hash, 1)` with the common case first: the word is there
@@ -326,10 +333,18 @@ mod tests {
             let narrow = narrow_key(key);
             assert_eq!(wide_key(narrow), key);
             assert_ne!(narrow, 0);
-            assert_eq!(narrow >> 120, 0, "a narrow key has no length in the top byte");
+            assert_eq!(
+                narrow >> 120,
+                0,
+                "a narrow key has no length in the top byte"
+            );
             let text = [word, &[b'x'; 20][..]].concat();
             assert_eq!(load_narrow(&text, 0, word.len()), narrow);
-            assert_eq!(load_narrow(word, 0, word.len()), narrow, "at the end of the text");
+            assert_eq!(
+                load_narrow(word, 0, word.len()),
+                narrow,
+                "at the end of the text"
+            );
         }
     }
 
@@ -340,25 +355,48 @@ mod tests {
         let hash = shortkey::hash(key);
         assert_eq!(narrow.bump(key, hash, MAX_NARROW_COUNT - 1), None);
         assert_eq!(narrow.bump(key, hash, 1), None);
-        assert_eq!(narrow.entries().collect::<Vec<_>>(), [(shortkey::pack(b" the"), MAX_NARROW_COUNT)]);
+        assert_eq!(
+            narrow.entries().collect::<Vec<_>>(),
+            [(shortkey::pack(b" the"), MAX_NARROW_COUNT)]
+        );
         assert_eq!(narrow.bump(key, hash, 5), Some(MAX_NARROW_COUNT + 5));
-        assert_eq!(narrow.bump(key, hash, 1), Some(1), "a marker sends every later count on");
+        assert_eq!(
+            narrow.bump(key, hash, 1),
+            Some(1),
+            "a marker sends every later count on"
+        );
         assert_eq!(narrow.entries().count(), 0);
         assert_eq!(narrow.taken(), 1);
         let other = narrow_key(shortkey::pack(b"x"));
-        assert_eq!(narrow.bump(other, shortkey::hash(other), 0), Some(0), "a zero count is not a narrow count");
-        assert_eq!(narrow.bump(other, shortkey::hash(other), 1 << 40), Some(1 << 40));
+        assert_eq!(
+            narrow.bump(other, shortkey::hash(other), 0),
+            Some(0),
+            "a zero count is not a narrow count"
+        );
+        assert_eq!(
+            narrow.bump(other, shortkey::hash(other), 1 << 40),
+            Some(1 << 40)
+        );
     }
 
     #[test]
     fn growth_keeps_every_slot_findable() {
         let mut narrow = Table::<Narrow>::new(8);
-        let keys: Vec<u128> = (0..1000u32).map(|i| narrow_key(shortkey::pack(&i.to_le_bytes()))).collect();
+        let keys: Vec<u128> = (0..1000u32)
+            .map(|i| narrow_key(shortkey::pack(&i.to_le_bytes())))
+            .collect();
         for (i, &key) in keys.iter().enumerate() {
             if narrow.needs_room(1) {
                 narrow.grow();
             }
-            assert_eq!(narrow.bump(key, shortkey::hash(key), if i % 7 == 0 { 1 << 33 } else { i as u64 + 1 }), (i % 7 == 0).then_some(1 << 33));
+            assert_eq!(
+                narrow.bump(
+                    key,
+                    shortkey::hash(key),
+                    if i % 7 == 0 { 1 << 33 } else { i as u64 + 1 }
+                ),
+                (i % 7 == 0).then_some(1 << 33)
+            );
         }
         for (i, &key) in keys.iter().enumerate() {
             let want = if i % 7 == 0 { Some(2) } else { None };

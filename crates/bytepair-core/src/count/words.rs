@@ -38,14 +38,32 @@ pub struct PipelineWords {
 
 impl PipelineWords {
     /// Count through `pipeline`, cutting at `specials` (token, rules).
-    pub fn new(pipeline: Pipeline, specials: Vec<(String, AddedRule)>) -> Result<Self, PatternError> {
+    pub fn new(
+        pipeline: Pipeline,
+        specials: Vec<(String, AddedRule)>,
+    ) -> Result<Self, PatternError> {
         // Cuts never fall inside a token, as written or as normalized.
         let mut names: Vec<String> = specials.iter().map(|(t, _)| t.clone()).collect();
-        names.extend(specials.iter().map(|(t, _)| pipeline.normalize(t, None).into_owned()));
-        let cut = if pipeline.cuts_at_newlines() { CutRule::newlines(&names) } else { CutRule::never() };
-        let tokens = specials.into_iter().enumerate().map(|(i, (t, rule))| (t, i as u32, rule));
+        names.extend(
+            specials
+                .iter()
+                .map(|(t, _)| pipeline.normalize(t, None).into_owned()),
+        );
+        let cut = if pipeline.cuts_at_newlines() {
+            CutRule::newlines(&names)
+        } else {
+            CutRule::never()
+        };
+        let tokens = specials
+            .into_iter()
+            .enumerate()
+            .map(|(i, (t, rule))| (t, i as u32, rule));
         let specials = Specials::new(&pipeline, tokens)?;
-        Ok(PipelineWords { pipeline, specials, cut })
+        Ok(PipelineWords {
+            pipeline,
+            specials,
+            cut,
+        })
     }
 
     /// Where files may be cut into blocks counted apart.
@@ -55,21 +73,26 @@ impl PipelineWords {
 }
 
 impl SplitWords for PipelineWords {
-    fn split_words(&self, text: &str, mut f: impl FnMut(&[u8], &[usize])) -> Result<(), SearchError> {
+    fn split_words(
+        &self,
+        text: &str,
+        mut f: impl FnMut(&[u8], &[usize]),
+    ) -> Result<(), SearchError> {
         let mut bytes = Vec::new();
         let mut bounds = vec![0];
-        self.pipeline.walk(&self.specials, text, false, &mut |chunk| {
-            if let Chunk::Piece(piece, _) = chunk {
-                bytes.extend_from_slice(piece);
-                bounds.push(bytes.len());
-                if bounds.len() > WORDS_PER_CALL {
-                    f(&bytes, &bounds);
-                    bytes.clear();
-                    bounds.truncate(1);
+        self.pipeline
+            .walk(&self.specials, text, false, &mut |chunk| {
+                if let Chunk::Piece(piece, _) = chunk {
+                    bytes.extend_from_slice(piece);
+                    bounds.push(bytes.len());
+                    if bounds.len() > WORDS_PER_CALL {
+                        f(&bytes, &bounds);
+                        bytes.clear();
+                        bounds.truncate(1);
+                    }
                 }
-            }
-            Ok::<(), SearchError>(())
-        })?;
+                Ok::<(), SearchError>(())
+            })?;
         if bounds.len() > 1 {
             f(&bytes, &bounds);
         }
@@ -100,18 +123,31 @@ mod tests {
 
     #[test]
     fn pipeline_words_are_the_pieces_encoding_merges() {
-        let steps = vec![split_step(r"\p{N}", "Isolated", false).unwrap(), Step::PrefixSpace, split_step("gpt2", "Isolated", false).unwrap()];
+        let steps = vec![
+            split_step(r"\p{N}", "Isolated", false).unwrap(),
+            Step::PrefixSpace,
+            split_step("gpt2", "Isolated", false).unwrap(),
+        ];
         let pipeline = Pipeline::new(vec![Normalizer::Unicode(Form::Nfkc)], steps);
-        let lstrip = AddedRule { lstrip: true, ..AddedRule::default() };
+        let lstrip = AddedRule {
+            lstrip: true,
+            ..AddedRule::default()
+        };
         let words = PipelineWords::new(pipeline, vec![("<m>".into(), lstrip)]).unwrap();
         let mut counts = WordCounts::default();
         count_text(&words, "\u{FB01}x 12 <m>\u{FF21}b", &mut counts).unwrap();
         // NFKC: "fix 12 <m>Ab"; digits split one by one, then each piece gets
         // a prefix space and gpt2's regex; lstrip takes the space before <m>.
-        let mut got: Vec<(String, u64)> = counts.into_iter().map(|(w, n)| (String::from_utf8(w).unwrap(), n)).collect();
+        let mut got: Vec<(String, u64)> = counts
+            .into_iter()
+            .map(|(w, n)| (String::from_utf8(w).unwrap(), n))
+            .collect();
         got.sort();
         let want = [(" ", 1), (" 1", 1), (" 2", 1), (" Ab", 1), (" fix", 1)];
         assert_eq!(got, want.map(|(w, n)| (w.to_string(), n)));
-        assert!(words.cut_rule().last_cut(b"a\nb").is_none(), "a prefix space: no cuts");
+        assert!(
+            words.cut_rule().last_cut(b"a\nb").is_none(),
+            "a prefix space: no cuts"
+        );
     }
 }

@@ -16,9 +16,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use rustc_hash::FxHashMap;
 
 use super::decode::push_fixed;
-use crate::memory::ZeroedSlice;
 use super::merge::Part;
-use super::tables::{packed_key, packed_slot, PairRanks, PairTable, CODE_BITS, FREE, NO_RANK, PACKED_KEY_MASK};
+use super::tables::{
+    packed_key, packed_slot, PairRanks, PairTable, CODE_BITS, FREE, NO_RANK, PACKED_KEY_MASK,
+};
+use crate::memory::ZeroedSlice;
 
 /// Bytes of a new piece cache: 512 KiB.
 const INITIAL_BYTES: usize = 512 << 10;
@@ -90,7 +92,11 @@ struct Slot<K, const N: usize> {
 }
 
 impl<K: SlotKey, const N: usize> Slot<K, N> {
-    const EMPTY: Self = Slot { key: K::EMPTY, ids: [0; N], count: 0 };
+    const EMPTY: Self = Slot {
+        key: K::EMPTY,
+        ids: [0; N],
+        count: 0,
+    };
 }
 
 /// Pieces -> ids: open addressing with linear probing, at most half full below
@@ -120,7 +126,13 @@ impl<K: SlotKey, const N: usize> PieceCache<K, N> {
         let initial = (INITIAL_BYTES / std::mem::size_of::<Slot<K, N>>()).next_power_of_two();
         let max_slots = (cache_budget() / std::mem::size_of::<Slot<K, N>>()).max(initial);
         let shift = 64 - initial.trailing_zeros();
-        PieceCache { slots: Self::empty_slots(initial), shift, len: 0, max_slots, spill: Vec::new() }
+        PieceCache {
+            slots: Self::empty_slots(initial),
+            shift,
+            len: 0,
+            max_slots,
+            spill: Vec::new(),
+        }
     }
 
     /// `len` empty slots (zeroed: an empty key), on huge pages when large.
@@ -174,7 +186,9 @@ impl<K: SlotKey, const N: usize> PieceCache<K, N> {
     /// Append the cached ids of `key` (hash `hash`) to `out`; false on a miss.
     #[inline]
     pub(super) fn push_hit(&self, key: K, hash: u64, out: &mut Vec<u32>) -> bool {
-        let Some(slot) = self.find(key, hash) else { return false };
+        let Some(slot) = self.find(key, hash) else {
+            return false;
+        };
         if slot.count as usize <= N {
             push_fixed(&slot.ids, slot.count as usize, out);
         } else {
@@ -193,7 +207,11 @@ impl<K: SlotKey, const N: usize> PieceCache<K, N> {
                 self.clear();
             }
         }
-        let mut slot = Slot { key, ids: [0; N], count: ids.len() as u32 };
+        let mut slot = Slot {
+            key,
+            ids: [0; N],
+            count: ids.len() as u32,
+        };
         if ids.len() <= N {
             slot.ids[..ids.len()].copy_from_slice(ids);
         } else {
@@ -224,7 +242,9 @@ impl<K: SlotKey, const N: usize> PieceCache<K, N> {
     /// no more than the doublings would have.
     pub(super) fn expect_text_bytes(&mut self, bytes: usize) {
         let pieces = 115_000.0 * (bytes as f64 / 10e6).powf(0.7);
-        let slots = ((2.0 * pieces) as usize).next_power_of_two().min(self.max_slots);
+        let slots = ((2.0 * pieces) as usize)
+            .next_power_of_two()
+            .min(self.max_slots);
         if slots > self.slots.len() {
             self.resize(slots);
         }
@@ -275,7 +295,8 @@ impl HomeSlots {
         // and the table lives while the view does (see the type's comment).
         let slot = unsafe { &*self.base.add((hash >> self.shift) as usize) };
         let lanes = [slot.ids[0], slot.ids[1], slot.ids[2], slot.count];
-        (slot.key == key && slot.count as usize <= INLINE_IDS).then_some((lanes, slot.count as usize))
+        (slot.key == key && slot.count as usize <= INLINE_IDS)
+            .then_some((lanes, slot.count as usize))
     }
 }
 
@@ -283,7 +304,10 @@ impl ShortCache {
     /// This cache's `HomeSlots`.
     #[inline(always)]
     pub(super) fn home_slots(&self) -> HomeSlots {
-        HomeSlots { base: self.slots.as_ptr(), shift: self.shift }
+        HomeSlots {
+            base: self.slots.as_ptr(),
+            shift: self.shift,
+        }
     }
 }
 
@@ -297,7 +321,11 @@ pub(super) struct LongCache {
 
 impl LongCache {
     fn new() -> Self {
-        LongCache { pieces: FxHashMap::default(), ids: Vec::new(), max_ids: cache_budget() / 8 }
+        LongCache {
+            pieces: FxHashMap::default(),
+            ids: Vec::new(),
+            max_ids: cache_budget() / 8,
+        }
     }
 
     /// Append the cached ids of `piece` to `out`; false on a miss.
@@ -322,7 +350,8 @@ impl LongCache {
             self.pieces.clear();
             self.ids.clear();
         }
-        self.pieces.insert(piece.into(), (self.ids.len() as u32, ids.len() as u32));
+        self.pieces
+            .insert(piece.into(), (self.ids.len() as u32, ids.len() as u32));
         self.ids.extend_from_slice(ids);
     }
 }
@@ -346,7 +375,9 @@ pub(super) struct HotPairs {
 
 impl HotPairs {
     pub(super) fn empty() -> Self {
-        HotPairs { slots: vec![FREE; HOT_PAIRS] }
+        HotPairs {
+            slots: vec![FREE; HOT_PAIRS],
+        }
     }
 
     /// `table.rank(left, right)`, looked up here first and remembered.
@@ -363,10 +394,18 @@ impl HotPairs {
         let slot = self.slots[i];
         if slot & PACKED_KEY_MASK == key {
             let rank = slot >> (2 * CODE_BITS);
-            return if rank == HOT_NO_RANK { NO_RANK } else { rank as u32 };
+            return if rank == HOT_NO_RANK {
+                NO_RANK
+            } else {
+                rank as u32
+            };
         }
         let rank = table.rank(left, right);
-        let stored = if rank == NO_RANK { HOT_NO_RANK } else { rank as u64 };
+        let stored = if rank == NO_RANK {
+            HOT_NO_RANK
+        } else {
+            rank as u64
+        };
         self.slots[i] = key | stored << (2 * CODE_BITS);
         rank
     }
@@ -458,9 +497,15 @@ mod tests {
             assert_eq!(out, ids);
         }
         assert_eq!(cache.slots.len(), 2 * initial, "grew once, to its budget");
-        assert!(cache.len <= 3 * cache.slots.len() / 4, "emptied instead of overfilling");
+        assert!(
+            cache.len <= 3 * cache.slots.len() / 4,
+            "emptied instead of overfilling"
+        );
         let mut out = vec![];
-        assert!(!cache.push_hit(keys[0], keys[0].hash(), &mut out), "the first keys were dropped");
+        assert!(
+            !cache.push_hit(keys[0], keys[0].hash(), &mut out),
+            "the first keys were dropped"
+        );
     }
 
     #[test]
@@ -483,7 +528,11 @@ mod tests {
             cache.insert(key, key.hash(), &[n as u32; 5][..1 + n % 5]);
         }
         cache.expect_text_bytes(1000);
-        assert_eq!(cache.slots.len(), initial, "a small text needs no more room");
+        assert_eq!(
+            cache.slots.len(),
+            initial,
+            "a small text needs no more room"
+        );
         cache.expect_text_bytes(10_000_000);
         assert_eq!(cache.slots.len(), 1 << 18, "~115k pieces at most half full");
         cache.expect_text_bytes(1 << 40);

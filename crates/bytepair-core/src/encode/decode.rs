@@ -32,7 +32,12 @@ impl Decoder {
     /// dense slots.
     pub(super) fn with_capacity(n: usize) -> Self {
         let limit = 2 * n + 1024;
-        Decoder { dense: Vec::with_capacity(n.min(limit)), short: Vec::with_capacity(n.min(limit)), sparse: FxHashMap::default(), limit }
+        Decoder {
+            dense: Vec::with_capacity(n.min(limit)),
+            short: Vec::with_capacity(n.min(limit)),
+            sparse: FxHashMap::default(),
+            limit,
+        }
     }
 
     /// Make `bytes` the bytes of `id`; false if `id` had bytes already

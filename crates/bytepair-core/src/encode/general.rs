@@ -21,22 +21,42 @@ pub(super) struct General {
 
 impl General {
     /// The walk's matchers over the special tokens of `specials` named in `names`.
-    fn specials(&self, specials: &[(String, u32)], names: &[String]) -> Result<Specials, PatternError> {
-        let chosen = specials.iter().zip(&self.rules).filter(|((t, _), _)| names.contains(t));
-        Specials::new(&self.pipeline, chosen.map(|((t, id), rule)| (t.clone(), *id, *rule)))
+    fn specials(
+        &self,
+        specials: &[(String, u32)],
+        names: &[String],
+    ) -> Result<Specials, PatternError> {
+        let chosen = specials
+            .iter()
+            .zip(&self.rules)
+            .filter(|((t, _), _)| names.contains(t));
+        Specials::new(
+            &self.pipeline,
+            chosen.map(|((t, id), rule)| (t.clone(), *id, *rule)),
+        )
     }
 }
 
-
 impl Encoder {
-
     /// This encoder with a tokenizer.json pipeline: text is normalized and
     /// pre-tokenized by `pipeline` (not by the pattern), and special tokens are
     /// matched with HF's added-token `rules` (by token string; a special token
     /// without rules has none of them).
-    pub fn with_pipeline(mut self, pipeline: Pipeline, rules: &[(String, AddedRule)]) -> Result<Self, EncoderError> {
-        let rules: Vec<AddedRule> = self.specials.iter().map(|(t, _)| AddedRule::of(rules, t)).collect();
-        let mut general = General { pipeline, rules, all: Specials::default() };
+    pub fn with_pipeline(
+        mut self,
+        pipeline: Pipeline,
+        rules: &[(String, AddedRule)],
+    ) -> Result<Self, EncoderError> {
+        let rules: Vec<AddedRule> = self
+            .specials
+            .iter()
+            .map(|(t, _)| AddedRule::of(rules, t))
+            .collect();
+        let mut general = General {
+            pipeline,
+            rules,
+            all: Specials::default(),
+        };
         let names: Vec<String> = self.specials.iter().map(|(t, _)| t.clone()).collect();
         general.all = general.specials(&self.specials, &names)?;
         self.general = Some(general);
@@ -60,7 +80,9 @@ impl Encoder {
                     out.push(piece_bytes(&norm, piece, &mut buf).to_vec());
                 }
             }
-            None => self.pre.for_each_piece(text, |w| out.push(w.as_bytes().to_vec()))?,
+            None => self
+                .pre
+                .for_each_piece(text, |w| out.push(w.as_bytes().to_vec()))?,
         }
         Ok(out)
     }
@@ -87,8 +109,17 @@ impl Encoder {
         F: FnMut(Chunk<'_>, &mut Vec<u32>) -> Result<(), EncodeError>,
     {
         self.check_disallowed(text, disallowed)?;
-        let normalized = |t: &String| self.specials.iter().zip(&g.rules).any(|((s, _), r)| s == t && r.normalized);
-        let hidden: Vec<String> = disallowed.iter().filter(|t| normalized(t)).cloned().collect();
+        let normalized = |t: &String| {
+            self.specials
+                .iter()
+                .zip(&g.rules)
+                .any(|((s, _), r)| s == t && r.normalized)
+        };
+        let hidden: Vec<String> = disallowed
+            .iter()
+            .filter(|t| normalized(t))
+            .cloned()
+            .collect();
         let owned;
         let specials = if allowed.len() == self.specials.len() {
             &g.all
@@ -98,19 +129,30 @@ impl Encoder {
         };
         let hidden_ids: Vec<u32> = hidden.iter().filter_map(|t| self.special_id(t)).collect();
         let found = |id: u32, (offset, _): (usize, usize)| {
-            let token = self.specials.iter().find(|(_, i)| *i == id).map_or_else(String::new, |(t, _)| t.clone());
+            let token = self
+                .specials
+                .iter()
+                .find(|(_, i)| *i == id)
+                .map_or_else(String::new, |(t, _)| t.clone());
             EncodeError::Disallowed(DisallowedSpecial { token, offset })
         };
-        let result = g.pipeline.walk(specials, text, spans, &mut |chunk| match chunk {
-            Chunk::Special(id, span) if hidden_ids.contains(&id) => Err(found(id, span)),
-            chunk => take(chunk, out),
-        });
+        let result = g
+            .pipeline
+            .walk(specials, text, spans, &mut |chunk| match chunk {
+                Chunk::Special(id, span) if hidden_ids.contains(&id) => Err(found(id, span)),
+                chunk => take(chunk, out),
+            });
         match result {
             // Found without spans: walk again with them, to the token's offset.
-            Err(EncodeError::Disallowed(_)) if !spans => g.pipeline.walk(specials, text, true, &mut |chunk| match chunk {
-                Chunk::Special(id, span) if hidden_ids.contains(&id) => Err(found(id, span)),
-                _ => Ok(()),
-            }),
+            Err(EncodeError::Disallowed(_)) if !spans => {
+                g.pipeline
+                    .walk(specials, text, true, &mut |chunk| match chunk {
+                        Chunk::Special(id, span) if hidden_ids.contains(&id) => {
+                            Err(found(id, span))
+                        }
+                        _ => Ok(()),
+                    })
+            }
             result => result,
         }
     }
@@ -138,30 +180,42 @@ impl Encoder {
     /// covers (HF's `Encoding.offsets` in bytes: a token from normalized text
     /// spans the original characters it came from; tokens that share a
     /// character share its span). Without a pipeline, None.
-    pub fn encode_with_spans(&self, text: &str, allowed: &[String], disallowed: &[String]) -> Option<Result<(Vec<u32>, Spans), EncodeError>> {
+    pub fn encode_with_spans(
+        &self,
+        text: &str,
+        allowed: &[String],
+        disallowed: &[String],
+    ) -> Option<Result<(Vec<u32>, Spans), EncodeError>> {
         let g = self.general.as_ref()?;
         let mut out = Vec::new();
         let mut spans = Vec::new();
         let result = with_scratch(self.tag, |scratch| {
-            self.encode_general(g, text, (allowed, disallowed), &mut out, true, &mut |chunk, out| {
-                let (piece, span_of) = match chunk {
-                    Chunk::Special(id, span) => {
-                        out.push(id);
-                        spans.push(span);
-                        return Ok(());
+            self.encode_general(
+                g,
+                text,
+                (allowed, disallowed),
+                &mut out,
+                true,
+                &mut |chunk, out| {
+                    let (piece, span_of) = match chunk {
+                        Chunk::Special(id, span) => {
+                            out.push(id);
+                            spans.push(span);
+                            return Ok(());
+                        }
+                        Chunk::Piece(piece, span_of) => (piece, span_of),
+                    };
+                    let before = out.len();
+                    self.encode_piece(piece, scratch, out)?;
+                    let mut at = 0;
+                    for &id in &out[before..] {
+                        let len = self.vocab.decoder.len(id);
+                        spans.push(span_of(at, at + len));
+                        at += len;
                     }
-                    Chunk::Piece(piece, span_of) => (piece, span_of),
-                };
-                let before = out.len();
-                self.encode_piece(piece, scratch, out)?;
-                let mut at = 0;
-                for &id in &out[before..] {
-                    let len = self.vocab.decoder.len(id);
-                    spans.push(span_of(at, at + len));
-                    at += len;
-                }
-                Ok(())
-            })
+                    Ok(())
+                },
+            )
         });
         Some(result.map(|()| (out, spans)))
     }

@@ -64,12 +64,24 @@ fn remove_part(parts: &mut Vec<Part>, i: usize) {
 /// Merge a short piece by repeated scans for the lowest-ranked pair (the
 /// leftmost on ties), appending its ids to `out`. Every byte has an id.
 /// `parts` is a buffer reused across pieces; `hot` caches pair lookups.
-pub(super) fn merge_short(table: &PairRanks, piece: &[u8], parts: &mut Vec<Part>, hot: &mut HotPairs, out: &mut Vec<u32>) {
+pub(super) fn merge_short(
+    table: &PairRanks,
+    piece: &[u8],
+    parts: &mut Vec<Part>,
+    hot: &mut HotPairs,
+    out: &mut Vec<u32>,
+) {
     parts.clear();
     parts.reserve(piece.len() + REMOVE_CHUNK);
-    parts.extend(piece.windows(2).map(|w| Part { code: w[0] as u32, rank: table.byte_pair_rank(w[0], w[1]) }));
+    parts.extend(piece.windows(2).map(|w| Part {
+        code: w[0] as u32,
+        rank: table.byte_pair_rank(w[0], w[1]),
+    }));
     if let Some(&last) = piece.last() {
-        parts.push(Part { code: last as u32, rank: NO_RANK });
+        parts.push(Part {
+            code: last as u32,
+            rank: NO_RANK,
+        });
     }
     loop {
         let mut best = 0;
@@ -100,9 +112,16 @@ pub(super) fn merge_short(table: &PairRanks, piece: &[u8], parts: &mut Vec<Part>
 /// `out`; see `LongMerge`. Every byte has an id. Returns false, appending
 /// nothing, when `cancel` is set before the merge is done (checked once per
 /// rank: a merge of 100 MB takes seconds).
-pub(super) fn merge_long(table: &PairRanks, piece: &[u8], out: &mut Vec<u32>, cancel: Option<&AtomicBool>) -> bool {
+pub(super) fn merge_long(
+    table: &PairRanks,
+    piece: &[u8],
+    out: &mut Vec<u32>,
+    cancel: Option<&AtomicBool>,
+) -> bool {
     let is_cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
-    let Some(mut merge) = LongMerge::new(table, piece, &is_cancelled) else { return false };
+    let Some(mut merge) = LongMerge::new(table, piece, &is_cancelled) else {
+        return false;
+    };
     if !merge.run(&is_cancelled) {
         return false;
     }
@@ -124,7 +143,11 @@ pub(super) fn merge_long(table: &PairRanks, piece: &[u8], out: &mut Vec<u32>, ca
 ///
 /// O(L log L) for L bytes: parts in a linked list, candidate pairs in a
 /// min-heap keyed (rank, start), stale entries skipped when popped.
-pub(crate) fn merge_by_rank(piece: &[u8], rank: impl Fn(&[u8]) -> Option<u32>, mut skip: impl FnMut() -> bool) -> Vec<usize> {
+pub(crate) fn merge_by_rank(
+    piece: &[u8],
+    rank: impl Fn(&[u8]) -> Option<u32>,
+    mut skip: impl FnMut() -> bool,
+) -> Vec<usize> {
     let n = piece.len();
     if n < 2 {
         return (0..=n).collect();
@@ -232,11 +255,17 @@ impl<'a> LongMerge<'a> {
                 return None;
             }
             let end = (block_start + BLOCK).min(n);
-            merge.codes.extend(piece[block_start..end].iter().map(|&b| b as u32));
+            merge
+                .codes
+                .extend(piece[block_start..end].iter().map(|&b| b as u32));
             merge.next.extend(block_start as u32 + 1..=end as u32);
-            merge.prev.extend((block_start as u32..end as u32).map(|i| i.wrapping_sub(1)));
+            merge
+                .prev
+                .extend((block_start as u32..end as u32).map(|i| i.wrapping_sub(1)));
             for pos in block_start..end {
-                let rank = piece.get(pos + 1).map_or(NO_RANK, |&right| table.byte_pair_rank(piece[pos], right));
+                let rank = piece
+                    .get(pos + 1)
+                    .map_or(NO_RANK, |&right| table.byte_pair_rank(piece[pos], right));
                 merge.ranks.push(rank);
                 if rank != NO_RANK {
                     merge.add_to_bucket(rank, pos as u32);

@@ -24,9 +24,9 @@ mod decode;
 mod general;
 mod merge;
 mod tables;
-mod vocab;
 #[cfg(test)]
 mod tests;
+mod vocab;
 
 use std::borrow::Cow;
 
@@ -34,18 +34,20 @@ use aho_corasick::AhoCorasick;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::pretokenize::{special_matcher, PatternError, Pieces, PreTokenizer, Preset, SearchError};
+use crate::pretokenize::{
+    special_matcher, PatternError, Pieces, PreTokenizer, Preset, SearchError,
+};
+use crate::shortkey::{hash_mid, load_mid, MAX_MID as MID_PIECE};
 use cache::{hash_key, new_encoder_tag, with_scratch, Scratch};
 use general::General;
 use merge::{merge_long, merge_short, LONG_PIECE};
-use crate::shortkey::{hash_mid, load_mid, MAX_MID as MID_PIECE};
 use tables::{load_key, piece_key, CACHED_PIECE, NO_ID};
 
 pub use cache::{cache_budget, set_cache_budget, DEFAULT_CACHE_BYTES};
 pub use decode::push_inline;
-pub use vocab::VocabTables;
 pub use general::Spans;
 pub(crate) use merge::merge_by_rank;
+pub use vocab::VocabTables;
 
 /// Pieces the pre-tokenizer hands over at a time (see `encode_preset_pieces`):
 /// with the L2 prefetch a batch ahead, 256 gave 1-3% more than 128.
@@ -95,7 +97,10 @@ impl EncodeError {
     /// The same error for a text that starts `offset` bytes later in a longer one.
     pub fn shifted(self, offset: usize) -> Self {
         match self {
-            EncodeError::Disallowed(d) => EncodeError::Disallowed(DisallowedSpecial { offset: d.offset + offset, ..d }),
+            EncodeError::Disallowed(d) => EncodeError::Disallowed(DisallowedSpecial {
+                offset: d.offset + offset,
+                ..d
+            }),
             other => other,
         }
     }
@@ -167,7 +172,11 @@ impl Encoder {
 
     /// `new` with the vocabulary's tables built already (`VocabTables::new`,
     /// which can run before the pattern and special tokens are known).
-    pub fn with_tables(mut vocab: VocabTables, specials: Vec<(String, u32)>, pattern: &str) -> Result<Self, EncoderError> {
+    pub fn with_tables(
+        mut vocab: VocabTables,
+        specials: Vec<(String, u32)>,
+        pattern: &str,
+    ) -> Result<Self, EncoderError> {
         for (s, id) in &specials {
             vocab.decoder.insert(*id, s.as_bytes());
         }
@@ -175,18 +184,40 @@ impl Encoder {
         // Specials are split by encode itself, so the pre-tokenizer gets none.
         let pre = PreTokenizer::new(pattern, &[])?;
         let all_specials = special_matcher(&names)?;
-        Ok(Encoder { vocab, all_specials, specials, pre, general: None, tag: new_encoder_tag() })
+        Ok(Encoder {
+            vocab,
+            all_specials,
+            specials,
+            pre,
+            general: None,
+            tag: new_encoder_tag(),
+        })
     }
 
     /// The encoder of a tokenizer in bytepair's own id layout (the one
     /// `train::train` learns): ids 0..=255 are the single bytes, id 256 + r is
     /// the token of merge r, whose bytes are `merged[r]`, and the special tokens
     /// follow in the order given.
-    pub fn from_merged(merged: Vec<Vec<u8>>, special_tokens: &[String], pattern: &str) -> Result<Self, EncoderError> {
+    pub fn from_merged(
+        merged: Vec<Vec<u8>>,
+        special_tokens: &[String],
+        pattern: &str,
+    ) -> Result<Self, EncoderError> {
         let bytes = (0..=255u8).map(|b| (vec![b], u32::from(b)));
-        let tokens = bytes.chain(merged.iter().enumerate().map(|(r, t)| (t.clone(), 256 + r as u32))).collect();
+        let tokens = bytes
+            .chain(
+                merged
+                    .iter()
+                    .enumerate()
+                    .map(|(r, t)| (t.clone(), 256 + r as u32)),
+            )
+            .collect();
         let first_special = 256 + merged.len() as u32;
-        let specials = special_tokens.iter().enumerate().map(|(k, t)| (t.clone(), first_special + k as u32)).collect();
+        let specials = special_tokens
+            .iter()
+            .enumerate()
+            .map(|(k, t)| (t.clone(), first_special + k as u32))
+            .collect();
         Encoder::new(tokens, merged, specials, pattern)
     }
 
@@ -208,7 +239,10 @@ impl Encoder {
 
     /// The id of special token `token`, if it is one.
     pub fn special_id(&self, token: &str) -> Option<u32> {
-        self.specials.iter().find(|(s, _)| s == token).map(|(_, id)| *id)
+        self.specials
+            .iter()
+            .find(|(s, _)| s == token)
+            .map(|(_, id)| *id)
     }
 
     /// Encode one pre-token as it is (no special tokens, no pre-tokenization),
@@ -237,7 +271,12 @@ impl Encoder {
     /// assert_eq!(enc.encode("abc<|end|>", &all, &[]).unwrap(), [257, 258]);
     /// assert!(enc.encode("abc<|end|>", &[], &all).is_err());
     /// ```
-    pub fn encode(&self, text: &str, allowed: &[String], disallowed: &[String]) -> Result<Vec<u32>, EncodeError> {
+    pub fn encode(
+        &self,
+        text: &str,
+        allowed: &[String],
+        disallowed: &[String],
+    ) -> Result<Vec<u32>, EncodeError> {
         // Room for ~2 bytes per token (code and most prose need no regrowth).
         let mut out = Vec::with_capacity(text.len() / 2 + 16);
         self.encode_into(text, allowed, disallowed, &mut out)?;
@@ -259,10 +298,24 @@ impl Encoder {
     /// `encode`, appending the ids to `out` (a buffer reused across calls
     /// saves allocating and faulting in fresh memory for every text). On an
     /// error `out` may hold the ids of part of the text.
-    pub fn encode_into(&self, text: &str, allowed: &[String], disallowed: &[String], out: &mut Vec<u32>) -> Result<(), EncodeError> {
+    pub fn encode_into(
+        &self,
+        text: &str,
+        allowed: &[String],
+        disallowed: &[String],
+        out: &mut Vec<u32>,
+    ) -> Result<(), EncodeError> {
         with_scratch(self.tag, |scratch| match &self.general {
-            Some(g) => self.encode_general_pieces(g, text, (allowed, disallowed), out, &mut |piece, out| self.encode_piece(piece, scratch, out)),
-            None => self.encode_with(text, allowed, disallowed, out, &mut |text, out| self.encode_pieces(text, scratch, out)),
+            Some(g) => self.encode_general_pieces(
+                g,
+                text,
+                (allowed, disallowed),
+                out,
+                &mut |piece, out| self.encode_piece(piece, scratch, out),
+            ),
+            None => self.encode_with(text, allowed, disallowed, out, &mut |text, out| {
+                self.encode_pieces(text, scratch, out)
+            }),
         })
     }
 
@@ -290,19 +343,32 @@ impl Encoder {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
         let mut out = Vec::with_capacity(text.len() / 2 + 16);
         let mut dropped = |piece: &[u8], out: &mut Vec<u32>| {
-            let bounds = merge_by_rank(piece, |bytes| self.vocab.ranks.get(bytes), || rng.random_bool(p));
+            let bounds = merge_by_rank(
+                piece,
+                |bytes| self.vocab.ranks.get(bytes),
+                || rng.random_bool(p),
+            );
             self.push_parts(piece, &bounds, out)
         };
         match &self.general {
-            Some(g) => self.encode_general_pieces(g, text, (allowed, disallowed), &mut out, &mut dropped)?,
-            None => self.encode_with(text, allowed, disallowed, &mut out, &mut |text, out| self.pieces_into(text, out, &mut dropped))?,
+            Some(g) => {
+                self.encode_general_pieces(g, text, (allowed, disallowed), &mut out, &mut dropped)?
+            }
+            None => self.encode_with(text, allowed, disallowed, &mut out, &mut |text, out| {
+                self.pieces_into(text, out, &mut dropped)
+            })?,
         }
         Ok(out)
     }
 
     /// Pre-tokenize `text` and encode each piece with `encode_piece`, appending
     /// to `out`; the first piece that fails is the error, after all are done.
-    fn pieces_into<F>(&self, text: &str, out: &mut Vec<u32>, encode_piece: &mut F) -> Result<(), EncodeError>
+    fn pieces_into<F>(
+        &self,
+        text: &str,
+        out: &mut Vec<u32>,
+        encode_piece: &mut F,
+    ) -> Result<(), EncodeError>
     where
         F: FnMut(&[u8], &mut Vec<u32>) -> Result<(), EncodeError>,
     {
@@ -331,7 +397,10 @@ impl Encoder {
         if let Some(m) = self.matcher_for(disallowed)? {
             if let Some(found) = m.find(text) {
                 let token = text[found.start()..found.end()].to_string();
-                return Err(EncodeError::Disallowed(DisallowedSpecial { token, offset: found.start() }));
+                return Err(EncodeError::Disallowed(DisallowedSpecial {
+                    token,
+                    offset: found.start(),
+                }));
             }
         }
         Ok(())
@@ -364,20 +433,37 @@ impl Encoder {
     }
 
     /// Append the ids of the parts of `piece` that start at `bounds` (then its end).
-    fn push_parts(&self, piece: &[u8], bounds: &[usize], out: &mut Vec<u32>) -> Result<(), EncodeError> {
+    fn push_parts(
+        &self,
+        piece: &[u8],
+        bounds: &[usize],
+        out: &mut Vec<u32>,
+    ) -> Result<(), EncodeError> {
         for w in bounds.windows(2) {
             let part = &piece[w[0]..w[1]];
-            out.push(self.vocab.ids.get(part).ok_or_else(|| EncodeError::NotInVocabulary(part.to_vec()))?);
+            out.push(
+                self.vocab
+                    .ids
+                    .get(part)
+                    .ok_or_else(|| EncodeError::NotInVocabulary(part.to_vec()))?,
+            );
         }
         Ok(())
     }
 
     /// Encode `text` (holding no special tokens), appending its ids to `out`.
     /// Every piece is encoded; the first that fails is the error.
-    fn encode_pieces(&self, text: &str, scratch: &mut Scratch, out: &mut Vec<u32>) -> Result<(), EncodeError> {
+    fn encode_pieces(
+        &self,
+        text: &str,
+        scratch: &mut Scratch,
+        out: &mut Vec<u32>,
+    ) -> Result<(), EncodeError> {
         match self.pre.preset() {
             Some(preset) => self.encode_preset_pieces(preset, text, scratch, out),
-            None => self.pieces_into(text, out, &mut |piece, out| self.encode_piece(piece, scratch, out)),
+            None => self.pieces_into(text, out, &mut |piece, out| {
+                self.encode_piece(piece, scratch, out)
+            }),
         }
     }
 
@@ -386,7 +472,13 @@ impl Encoder {
     /// and hash are computed and its cache slot fetched ahead (a cache of
     /// 10^5 pieces does not fit the CPU's caches), then the pieces are looked up
     /// in turn, so the loads of one batch overlap instead of waiting one by one.
-    fn encode_preset_pieces(&self, preset: Preset, text: &str, scratch: &mut Scratch, out: &mut Vec<u32>) -> Result<(), EncodeError> {
+    fn encode_preset_pieces(
+        &self,
+        preset: Preset,
+        text: &str,
+        scratch: &mut Scratch,
+        out: &mut Vec<u32>,
+    ) -> Result<(), EncodeError> {
         let b = text.as_bytes();
         let mut bounds = [0usize; BATCH + 1];
         let mut keys = [0u128; BATCH];
@@ -460,13 +552,28 @@ impl Encoder {
     /// Piece `i` of a batch (bounds `bounds`, key `key` and hash `hash` as
     /// `encode_preset_pieces` made them) when it is not a hit at home.
     #[allow(clippy::too_many_arguments)]
-    fn encode_batch_piece(&self, b: &[u8], bounds: &[usize], i: usize, key: u128, hash: u64, scratch: &mut Scratch, out: &mut Vec<u32>) -> Result<(), EncodeError> {
+    fn encode_batch_piece(
+        &self,
+        b: &[u8],
+        bounds: &[usize],
+        i: usize,
+        key: u128,
+        hash: u64,
+        scratch: &mut Scratch,
+        out: &mut Vec<u32>,
+    ) -> Result<(), EncodeError> {
         if key != 0 && scratch.pieces.push_hit(key, hash, out) {
             return Ok(());
         }
         let piece = &b[bounds[i]..bounds[i + 1]];
         match key {
-            0 if piece.len() <= MID_PIECE => self.encode_mid(piece, load_mid(b, bounds[i], piece.len()), hash, scratch, out),
+            0 if piece.len() <= MID_PIECE => self.encode_mid(
+                piece,
+                load_mid(b, bounds[i], piece.len()),
+                hash,
+                scratch,
+                out,
+            ),
             0 => self.encode_piece(piece, scratch, out),
             key => self.encode_short_miss(piece, key, hash, scratch, out),
         }
@@ -475,7 +582,12 @@ impl Encoder {
     /// Encode one pre-token, appending its ids to `out`: one or two bytes from
     /// the vocabulary's tables, others through the caches (by length: up to
     /// 15 bytes, 16 to 31, longer).
-    fn encode_piece(&self, piece: &[u8], scratch: &mut Scratch, out: &mut Vec<u32>) -> Result<(), EncodeError> {
+    fn encode_piece(
+        &self,
+        piece: &[u8],
+        scratch: &mut Scratch,
+        out: &mut Vec<u32>,
+    ) -> Result<(), EncodeError> {
         match piece.len() {
             0 => Ok(()),
             // Single bytes and byte pairs are array lookups: cheaper than the
@@ -513,7 +625,14 @@ impl Encoder {
 
     /// A piece of 3 to 15 bytes the cache does not hold: its id if it is a
     /// token, else the ids of merging it; then cached.
-    fn encode_short_miss(&self, piece: &[u8], key: u128, hash: u64, scratch: &mut Scratch, out: &mut Vec<u32>) -> Result<(), EncodeError> {
+    fn encode_short_miss(
+        &self,
+        piece: &[u8],
+        key: u128,
+        hash: u64,
+        scratch: &mut Scratch,
+        out: &mut Vec<u32>,
+    ) -> Result<(), EncodeError> {
         let start = out.len();
         self.whole_or_merged(self.vocab.ids.get_short(key), piece, scratch, out)?;
         scratch.pieces.insert(key, hash, &out[start..]);
@@ -522,7 +641,14 @@ impl Encoder {
 
     /// A piece of 16 to 31 bytes (two-part key `key`, hash `hash`): through
     /// the cache of such pieces.
-    fn encode_mid(&self, piece: &[u8], key: [u128; 2], hash: u64, scratch: &mut Scratch, out: &mut Vec<u32>) -> Result<(), EncodeError> {
+    fn encode_mid(
+        &self,
+        piece: &[u8],
+        key: [u128; 2],
+        hash: u64,
+        scratch: &mut Scratch,
+        out: &mut Vec<u32>,
+    ) -> Result<(), EncodeError> {
         if scratch.mid.push_hit(key, hash, out) {
             return Ok(());
         }
@@ -535,7 +661,13 @@ impl Encoder {
     /// Append `whole`, the id of `piece` as one token if it is one, or else
     /// the ids of merging it.
     #[inline]
-    fn whole_or_merged(&self, whole: Option<u32>, piece: &[u8], scratch: &mut Scratch, out: &mut Vec<u32>) -> Result<(), EncodeError> {
+    fn whole_or_merged(
+        &self,
+        whole: Option<u32>,
+        piece: &[u8],
+        scratch: &mut Scratch,
+        out: &mut Vec<u32>,
+    ) -> Result<(), EncodeError> {
         match whole {
             Some(id) => {
                 out.push(id);
@@ -546,14 +678,30 @@ impl Encoder {
     }
 
     /// Merge a piece that is not a token, appending its ids.
-    fn merge_piece(&self, piece: &[u8], scratch: &mut Scratch, out: &mut Vec<u32>) -> Result<(), EncodeError> {
-        if let Some(&b) = piece.iter().find(|&&b| self.vocab.pair_ranks.byte_ids[b as usize] == NO_ID) {
+    fn merge_piece(
+        &self,
+        piece: &[u8],
+        scratch: &mut Scratch,
+        out: &mut Vec<u32>,
+    ) -> Result<(), EncodeError> {
+        if let Some(&b) = piece
+            .iter()
+            .find(|&&b| self.vocab.pair_ranks.byte_ids[b as usize] == NO_ID)
+        {
             return Err(EncodeError::NotInVocabulary(vec![b]));
         }
         if piece.len() < LONG_PIECE {
-            merge_short(&self.vocab.pair_ranks, piece, &mut scratch.parts, &mut scratch.hot, out);
+            merge_short(
+                &self.vocab.pair_ranks,
+                piece,
+                &mut scratch.parts,
+                &mut scratch.hot,
+                out,
+            );
         } else if piece.len() < u32::MAX as usize {
-            let cancelled = CANCEL.with_borrow(|cancel| !merge_long(&self.vocab.pair_ranks, piece, out, cancel.as_deref()));
+            let cancelled = CANCEL.with_borrow(|cancel| {
+                !merge_long(&self.vocab.pair_ranks, piece, out, cancel.as_deref())
+            });
             if cancelled {
                 return Err(EncodeError::Cancelled);
             }

@@ -69,7 +69,11 @@ impl PairRanks {
             }
         }
         let push_splits = |mut found: Vec<(u32, u32, u32)>, &(token, merged): &(&[u8], u32)| {
-            for n in part_lengths.iter().copied().take_while(|&n| n < token.len()) {
+            for n in part_lengths
+                .iter()
+                .copied()
+                .take_while(|&n| n < token.len())
+            {
                 if is_part_length.contains(&(token.len() - n)) {
                     if let Some((left, right)) = codes.split(token, n) {
                         found.push((left, right, merged - 256));
@@ -93,7 +97,13 @@ impl PairRanks {
             let bit = pair_filter_bit(left, right);
             pair_filter[bit / 64] |= 1 << (bit % 64);
         }
-        PairRanks { byte_ids, byte_pairs, pairs: PairTable::new(&pairs, merged.len() + 256), pair_filter, merged_ids: codes.merged_ids }
+        PairRanks {
+            byte_ids,
+            byte_pairs,
+            pairs: PairTable::new(&pairs, merged.len() + 256),
+            pair_filter,
+            merged_ids: codes.merged_ids,
+        }
     }
 
     /// False when the parts `left` and `right` certainly do not merge (one
@@ -135,7 +145,8 @@ const PAIR_FILTER_BITS: u32 = 21;
 /// The filter bit of the pair (`left`, `right`).
 #[inline]
 fn pair_filter_bit(left: u32, right: u32) -> usize {
-    (((left as u64) << 32 | right as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - PAIR_FILTER_BITS)) as usize
+    (((left as u64) << 32 | right as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        >> (64 - PAIR_FILTER_BITS)) as usize
 }
 
 /// The code of every part (see `PairRanks`): the merged tokens, keyed by
@@ -199,7 +210,10 @@ impl<'a> PartCodes<'a> {
             1 => self.byte_code(first),
             _ => self.codes.get_short(key),
         };
-        Some((code_of(left, n, token[0])?, code_of(right, token.len() - n, token[n])?))
+        Some((
+            code_of(left, n, token[0])?,
+            code_of(right, token.len() - n, token[n])?,
+        ))
     }
 }
 
@@ -224,7 +238,12 @@ pub(super) enum PairTable {
 impl PairTable {
     pub(super) fn new(pairs: &[(u32, u32, u32)], n_codes: usize) -> Self {
         if n_codes as u64 >= CODE_MASK {
-            return PairTable::Wide(pairs.iter().map(|&(l, r, rank)| ((l as u64) << 32 | r as u64, rank)).collect());
+            return PairTable::Wide(
+                pairs
+                    .iter()
+                    .map(|&(l, r, rank)| ((l as u64) << 32 | r as u64, rank))
+                    .collect(),
+            );
         }
         let capacity = (2 * pairs.len()).next_power_of_two().max(16);
         let shift = 64 - capacity.trailing_zeros();
@@ -261,7 +280,10 @@ impl PairTable {
                     i = (i + 1) & (slots.len() - 1);
                 }
             }
-            PairTable::Wide(map) => map.get(&((left as u64) << 32 | right as u64)).copied().unwrap_or(NO_RANK),
+            PairTable::Wide(map) => map
+                .get(&((left as u64) << 32 | right as u64))
+                .copied()
+                .unwrap_or(NO_RANK),
         }
     }
 }
@@ -349,7 +371,8 @@ impl TokenIds {
     pub(super) fn get(&self, bytes: &[u8]) -> Option<u32> {
         match *bytes {
             [byte] => Some(self.one_byte[byte as usize]).filter(|&id| id != NO_ID),
-            [first, second] => Some(self.two_byte[(first as usize) << 8 | second as usize]).filter(|&id| id != NO_ID),
+            [first, second] => Some(self.two_byte[(first as usize) << 8 | second as usize])
+                .filter(|&id| id != NO_ID),
             _ if bytes.len() <= CACHED_PIECE => self.get_short(piece_key(bytes)),
             _ => self.long.get(bytes).copied(),
         }

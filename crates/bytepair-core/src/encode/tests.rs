@@ -14,7 +14,13 @@ fn toy() -> Encoder {
     let mut tokens: Vec<(Vec<u8>, u32)> = (0..=255u8).map(|b| (vec![b], b as u32)).collect();
     tokens.push((b"ab".to_vec(), 256));
     tokens.push((b"abc".to_vec(), 257));
-    Encoder::new(tokens, vec![b"ab".to_vec(), b"abc".to_vec()], vec![("<|e|>".into(), 258)], "gpt2").unwrap()
+    Encoder::new(
+        tokens,
+        vec![b"ab".to_vec(), b"abc".to_vec()],
+        vec![("<|e|>".into(), 258)],
+        "gpt2",
+    )
+    .unwrap()
 }
 
 fn scratch_for(e: &Encoder) -> Scratch {
@@ -29,16 +35,24 @@ fn byte_merge_bounds(e: &Encoder, piece: &[u8]) -> Vec<usize> {
 /// Ids by the byte-slice heap merge: the reference for the id-pair merges.
 fn ids_by_byte_merge(e: &Encoder, piece: &[u8]) -> Vec<u32> {
     let mut ids = vec![];
-    e.push_parts(piece, &byte_merge_bounds(e, piece), &mut ids).unwrap();
+    e.push_parts(piece, &byte_merge_bounds(e, piece), &mut ids)
+        .unwrap();
     ids
 }
 
 /// Both id-pair merges (forced, whatever the length) and `encode_piece`.
 fn ids_by_pair_merges(e: &Encoder, piece: &[u8]) -> [Vec<u32>; 3] {
     let (mut short, mut long, mut whole) = (vec![], vec![], vec![]);
-    merge_short(&e.vocab.pair_ranks, piece, &mut vec![], &mut HotPairs::empty(), &mut short);
+    merge_short(
+        &e.vocab.pair_ranks,
+        piece,
+        &mut vec![],
+        &mut HotPairs::empty(),
+        &mut short,
+    );
     assert!(merge_long(&e.vocab.pair_ranks, piece, &mut long, None));
-    e.encode_piece(piece, &mut scratch_for(e), &mut whole).unwrap();
+    e.encode_piece(piece, &mut scratch_for(e), &mut whole)
+        .unwrap();
     [short, long, whole]
 }
 
@@ -47,7 +61,9 @@ fn ids_by_pair_merges(e: &Encoder, piece: &[u8]) -> [Vec<u32>; 3] {
 /// `shuffle` the ranks are then permuted, giving tables no trainer makes
 /// (a merge can create a pair of lower rank than its own).
 fn random_table(rng: &mut Xoshiro256PlusPlus, n_merges: usize, shuffle: bool) -> Encoder {
-    let mut tokens: Vec<(Vec<u8>, u32)> = (0..=255u8).map(|b| (vec![b], (b as u32 * 7 + 3) % 256)).collect();
+    let mut tokens: Vec<(Vec<u8>, u32)> = (0..=255u8)
+        .map(|b| (vec![b], (b as u32 * 7 + 3) % 256))
+        .collect();
     let mut merged: Vec<Vec<u8>> = vec![];
     let mut pool: Vec<Vec<u8>> = (b'a'..=b'd').map(|b| vec![b]).collect();
     while merged.len() < n_merges {
@@ -64,7 +80,12 @@ fn random_table(rng: &mut Xoshiro256PlusPlus, n_merges: usize, shuffle: bool) ->
             merged.swap(i, rng.random_range(0..=i));
         }
     }
-    tokens.extend(merged.iter().enumerate().map(|(r, t)| (t.clone(), 256 + r as u32)));
+    tokens.extend(
+        merged
+            .iter()
+            .enumerate()
+            .map(|(r, t)| (t.clone(), 256 + r as u32)),
+    );
     Encoder::new(tokens, merged, vec![], "gpt2").unwrap()
 }
 
@@ -78,7 +99,12 @@ fn id_pair_merges_equal_byte_merge_on_random_tables() {
             let piece: Vec<u8> = (0..len).map(|_| b"abcd"[rng.random_range(0..4)]).collect();
             let want = ids_by_byte_merge(&e, &piece);
             for got in ids_by_pair_merges(&e, &piece) {
-                assert_eq!(got, want, "table {table} piece {:?}", String::from_utf8_lossy(&piece));
+                assert_eq!(
+                    got,
+                    want,
+                    "table {table} piece {:?}",
+                    String::from_utf8_lossy(&piece)
+                );
             }
         }
     }
@@ -88,34 +114,80 @@ fn id_pair_merges_equal_byte_merge_on_random_tables() {
 fn long_merge_takes_a_lower_rank_pair_first() {
     // bc merges first (rank 1), then a+bc is abc (rank 0, below 1).
     let mut tokens: Vec<(Vec<u8>, u32)> = (0..=255u8).map(|b| (vec![b], b as u32)).collect();
-    tokens.extend([(b"abc".to_vec(), 256), (b"bc".to_vec(), 257), (b"abcabc".to_vec(), 258)]);
-    let e = Encoder::new(tokens, vec![b"abc".to_vec(), b"bc".to_vec(), b"abcabc".to_vec()], vec![], "gpt2").unwrap();
+    tokens.extend([
+        (b"abc".to_vec(), 256),
+        (b"bc".to_vec(), 257),
+        (b"abcabc".to_vec(), 258),
+    ]);
+    let e = Encoder::new(
+        tokens,
+        vec![b"abc".to_vec(), b"bc".to_vec(), b"abcabc".to_vec()],
+        vec![],
+        "gpt2",
+    )
+    .unwrap();
     let piece = b"abcabcabc";
     assert_eq!(ids_by_byte_merge(&e, piece), [258, 256]);
-    assert_eq!(ids_by_pair_merges(&e, piece), [[258, 256], [258, 256], [258, 256]]);
+    assert_eq!(
+        ids_by_pair_merges(&e, piece),
+        [[258, 256], [258, 256], [258, 256]]
+    );
 }
 
 #[test]
 fn one_repeated_byte_merges_left_to_right() {
     let e = toy();
     let mut tokens: Vec<(Vec<u8>, u32)> = (0..=255u8).map(|b| (vec![b], b as u32)).collect();
-    tokens.extend([(b"aa".to_vec(), 256), (b"aaaa".to_vec(), 257), (b"aaa".to_vec(), 258)]);
-    let runs = Encoder::new(tokens, vec![b"aa".to_vec(), b"aaaa".to_vec(), b"aaa".to_vec()], vec![], "gpt2").unwrap();
+    tokens.extend([
+        (b"aa".to_vec(), 256),
+        (b"aaaa".to_vec(), 257),
+        (b"aaa".to_vec(), 258),
+    ]);
+    let runs = Encoder::new(
+        tokens,
+        vec![b"aa".to_vec(), b"aaaa".to_vec(), b"aaa".to_vec()],
+        vec![],
+        "gpt2",
+    )
+    .unwrap();
     for n in [1, 2, 3, 5, 127, 128, 1001] {
         let piece = vec![b'a'; n];
-        assert_eq!(ids_by_pair_merges(&runs, &piece)[1], ids_by_byte_merge(&runs, &piece), "n={n}");
+        assert_eq!(
+            ids_by_pair_merges(&runs, &piece)[1],
+            ids_by_byte_merge(&runs, &piece),
+            "n={n}"
+        );
     }
-    let piece: Vec<u8> = b"abcabxababcab".iter().cycle().take(1000).copied().collect();
-    assert_eq!(ids_by_pair_merges(&e, &piece)[1], ids_by_byte_merge(&e, &piece));
+    let piece: Vec<u8> = b"abcabxababcab"
+        .iter()
+        .cycle()
+        .take(1000)
+        .copied()
+        .collect();
+    assert_eq!(
+        ids_by_pair_merges(&e, &piece)[1],
+        ids_by_byte_merge(&e, &piece)
+    );
 }
 
 #[test]
 fn cached_pieces_give_the_same_ids_across_calls_and_encoders() {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(9);
-    let tables = [random_table(&mut rng, 60, false), random_table(&mut rng, 60, true)];
-    let words: Vec<String> =
-        (0..200).map(|_| (0..rng.random_range(1..20)).map(|_| "abcd".as_bytes()[rng.random_range(0..4)] as char).collect()).collect();
-    let text = (0..3000).map(|_| words[rng.random_range(0..words.len())].as_str()).collect::<Vec<_>>().join(" ");
+    let tables = [
+        random_table(&mut rng, 60, false),
+        random_table(&mut rng, 60, true),
+    ];
+    let words: Vec<String> = (0..200)
+        .map(|_| {
+            (0..rng.random_range(1..20))
+                .map(|_| "abcd".as_bytes()[rng.random_range(0..4)] as char)
+                .collect()
+        })
+        .collect();
+    let text = (0..3000)
+        .map(|_| words[rng.random_range(0..words.len())].as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
     for round in 0..3 {
         // The two encoders take turns on this thread's cache.
         for e in &tables {
@@ -136,7 +208,9 @@ fn cached_pieces_give_the_same_ids_across_calls_and_encoders() {
 #[test]
 fn packed_and_wide_pair_tables_agree() {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
-    let mut pairs: Vec<(u32, u32, u32)> = (0..5000).map(|r| (rng.random_range(0..3000), rng.random_range(0..3000), r)).collect();
+    let mut pairs: Vec<(u32, u32, u32)> = (0..5000)
+        .map(|r| (rng.random_range(0..3000), rng.random_range(0..3000), r))
+        .collect();
     pairs.sort_by_key(|&(l, r, _)| (l, r));
     pairs.dedup_by_key(|p| (p.0, p.1));
     let packed = PairTable::new(&pairs, 3000);
@@ -158,7 +232,10 @@ fn decode_joins_short_long_and_special_tokens() {
     tokens.push((b"sixteen bytes!!!".to_vec(), 257));
     let e = Encoder::new(tokens, vec![], vec![("<|e|>".into(), 1 << 31)], "gpt2").unwrap();
     let ids = [104, 256, 257, 1 << 31, 0, 105];
-    assert_eq!(e.decode_bytes(&ids).unwrap(), b"hfifteen bytes!!sixteen bytes!!!<|e|>\x00i");
+    assert_eq!(
+        e.decode_bytes(&ids).unwrap(),
+        b"hfifteen bytes!!sixteen bytes!!!<|e|>\x00i"
+    );
     assert_eq!(e.decode_bytes(&[104, 258]), Err(UnknownId(258)));
     assert_eq!(e.decode_bytes(&[-1]), Err(UnknownId(-1)));
 }
@@ -167,7 +244,10 @@ fn decode_joins_short_long_and_special_tokens() {
 fn byte_without_a_token_is_an_error() {
     let tokens: Vec<(Vec<u8>, u32)> = (0..=254u8).map(|b| (vec![b], b as u32)).collect();
     let e = Encoder::new(tokens, vec![], vec![], "gpt2").unwrap();
-    let err = e.encode_piece(b"ab\xff", &mut scratch_for(&e), &mut vec![]).unwrap_err().to_string();
+    let err = e
+        .encode_piece(b"ab\xff", &mut scratch_for(&e), &mut vec![])
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("[255]"), "{err}");
 }
 
@@ -177,12 +257,18 @@ fn dropout_zero_is_encode_and_any_p_round_trips() {
     let text = "abcab abc<|e|>xabcabcab";
     let all = vec!["<|e|>".to_string()];
     let plain = e.encode(text, &all, &[]).unwrap();
-    assert_eq!(e.encode_with_dropout(text, &all, &[], 0.0, 7).unwrap(), plain);
+    assert_eq!(
+        e.encode_with_dropout(text, &all, &[], 0.0, 7).unwrap(),
+        plain
+    );
     for (p, seed) in [(0.1, 1), (0.5, 2), (0.99, 3)] {
         let ids = e.encode_with_dropout(text, &all, &[], p, seed).unwrap();
         let ids64: Vec<i64> = ids.iter().map(|&i| i as i64).collect();
         assert_eq!(e.decode_bytes(&ids64).unwrap(), text.as_bytes());
-        assert_eq!(e.encode_with_dropout(text, &all, &[], p, seed).unwrap(), ids);
+        assert_eq!(
+            e.encode_with_dropout(text, &all, &[], p, seed).unwrap(),
+            ids
+        );
         assert!(ids.len() >= plain.len());
     }
 }
@@ -206,7 +292,10 @@ fn special_tokens_follow_policy() {
     let e = toy();
     let all = vec!["<|e|>".to_string()];
     let err = e.encode("x<|e|>", &[], &all);
-    assert!(matches!(err, Err(EncodeError::Disallowed(DisallowedSpecial { offset: 1, .. }))));
+    assert!(matches!(
+        err,
+        Err(EncodeError::Disallowed(DisallowedSpecial { offset: 1, .. }))
+    ));
     assert!(e.encode("<|e|>", &[], &[]).unwrap().len() > 1);
     assert_eq!(e.encode("abc<|e|>", &all, &[]).unwrap(), [257, 258]);
 }

@@ -30,7 +30,10 @@ impl VocabTables {
     /// of the merged tokens are enumerated on the current rayon pool.
     ///
     /// Errors: two tokens with one id.
-    pub fn new(tokens: &[(impl AsRef<[u8]>, u32)], merged: Vec<Vec<u8>>) -> Result<Self, EncoderError> {
+    pub fn new(
+        tokens: &[(impl AsRef<[u8]>, u32)],
+        merged: Vec<Vec<u8>>,
+    ) -> Result<Self, EncoderError> {
         let mut decoder = Decoder::with_capacity(tokens.len());
         let mut ids = TokenIds::with_capacity(tokens.len());
         for (bytes, id) in tokens {
@@ -43,7 +46,15 @@ impl VocabTables {
         // PairRanks' maps were freed on pool threads: give the memory back
         // rather than leave it in arenas the encoding thread never reuses.
         crate::memory::release_freed_memory();
-        Ok(VocabTables { ids, ranks: ByteRanks { merged, map: OnceLock::new() }, pair_ranks, decoder })
+        Ok(VocabTables {
+            ids,
+            ranks: ByteRanks {
+                merged,
+                map: OnceLock::new(),
+            },
+            pair_ranks,
+            decoder,
+        })
     }
 }
 
@@ -58,7 +69,8 @@ pub(super) struct ByteRanks {
 impl ByteRanks {
     pub(super) fn get(&self, bytes: &[u8]) -> Option<u32> {
         let map = self.map.get_or_init(|| {
-            let mut map = FxHashMap::with_capacity_and_hasher(self.merged.len(), Default::default());
+            let mut map =
+                FxHashMap::with_capacity_and_hasher(self.merged.len(), Default::default());
             for (rank, token) in self.merged.iter().enumerate() {
                 map.entry(token.as_slice().into()).or_insert(rank as u32);
             }

@@ -25,7 +25,10 @@ pub struct AddedRule {
 impl AddedRule {
     /// The rule `rules` gives `token`, none of the flags when it gives none.
     pub fn of(rules: &[(String, AddedRule)], token: &str) -> AddedRule {
-        rules.iter().find(|(name, _)| name == token).map_or_else(AddedRule::default, |(_, r)| *r)
+        rules
+            .iter()
+            .find(|(name, _)| name == token)
+            .map_or_else(AddedRule::default, |(_, r)| *r)
     }
 }
 
@@ -57,7 +60,10 @@ impl AddedMatcher {
             .match_kind(MatchKind::LeftmostLongest)
             .build(tokens.iter().map(|(t, _, _)| t.as_bytes()))
             .map_err(|e| PatternError::SpecialMatcher(e.to_string()))?;
-        Ok(Some(AddedMatcher { ac, tokens: tokens.into_iter().map(|(_, id, rule)| (id, rule)).collect() }))
+        Ok(Some(AddedMatcher {
+            ac,
+            tokens: tokens.into_iter().map(|(_, id, rule)| (id, rule)).collect(),
+        }))
     }
 
     /// Cut `text` into added tokens and the text between them, covering it in order
@@ -76,7 +82,10 @@ impl AddedMatcher {
                 }
             }
             if rule.lstrip {
-                start = text[..start].trim_end_matches(char::is_whitespace).len().max(done);
+                start = text[..start]
+                    .trim_end_matches(char::is_whitespace)
+                    .len()
+                    .max(done);
             }
             if rule.rstrip {
                 end = text.len() - text[end..].trim_start_matches(char::is_whitespace).len();
@@ -101,13 +110,38 @@ mod tests {
     #[test]
     fn rules_as_hf_tests_them() {
         // HF's `test_lstrip_unicode_space` and `test_single_word_is_correct`.
-        let rule = AddedRule { single_word: true, lstrip: true, rstrip: true, normalized: false };
-        let m = AddedMatcher::new(vec![("<mask>".into(), 0, rule)]).unwrap().unwrap();
+        let rule = AddedRule {
+            single_word: true,
+            lstrip: true,
+            rstrip: true,
+            normalized: false,
+        };
+        let m = AddedMatcher::new(vec![("<mask>".into(), 0, rule)])
+            .unwrap()
+            .unwrap();
         let text = "Hi <mask> there\t<mask>\t<mask>\u{2000}";
-        let got: Vec<(Option<u32>, &str)> = m.split(text).into_iter().map(|(id, s, e)| (id, &text[s..e])).collect();
-        assert_eq!(got, [(None, "Hi"), (Some(0), " <mask> "), (None, "there"), (Some(0), "\t<mask>\t"), (Some(0), "<mask>\u{2000}")]);
-        let single = AddedRule { single_word: true, ..AddedRule::default() };
-        let m = AddedMatcher::new(vec![("<mask>".into(), 0, single)]).unwrap().unwrap();
+        let got: Vec<(Option<u32>, &str)> = m
+            .split(text)
+            .into_iter()
+            .map(|(id, s, e)| (id, &text[s..e]))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (None, "Hi"),
+                (Some(0), " <mask> "),
+                (None, "there"),
+                (Some(0), "\t<mask>\t"),
+                (Some(0), "<mask>\u{2000}")
+            ]
+        );
+        let single = AddedRule {
+            single_word: true,
+            ..AddedRule::default()
+        };
+        let m = AddedMatcher::new(vec![("<mask>".into(), 0, single)])
+            .unwrap()
+            .unwrap();
         let text = "<mask> my name <mask> a<mask> <mask>ony <mask>";
         let ids: Vec<Option<u32>> = m.split(text).into_iter().map(|(id, _, _)| id).collect();
         assert_eq!(ids, [Some(0), None, Some(0), None, Some(0)]);

@@ -71,12 +71,24 @@ impl Pipeline {
         if self.normalizers.is_empty() {
             return Cow::Borrowed(text);
         }
-        Cow::Owned(self.normalizers.iter().fold(text.to_string(), |t, n| n.apply(t, align.as_deref_mut())))
+        Cow::Owned(
+            self.normalizers
+                .iter()
+                .fold(text.to_string(), |t, n| n.apply(t, align.as_deref_mut())),
+        )
     }
 
     /// The pre-tokens of `text` (already normalized, holding no added token).
     pub fn pieces(&self, text: &str) -> Result<Vec<Piece>, SearchError> {
-        let mut pieces = if text.is_empty() { vec![] } else { vec![Piece { start: 0, end: text.len(), space: false }] };
+        let mut pieces = if text.is_empty() {
+            vec![]
+        } else {
+            vec![Piece {
+                start: 0,
+                end: text.len(),
+                space: false,
+            }]
+        };
         let mut ranges = Vec::new();
         let mut spaced = String::new();
         for step in &self.steps {
@@ -93,7 +105,11 @@ impl Pipeline {
                         let body = &text[p.start..p.end];
                         if !p.space {
                             split.split(body, &mut ranges)?;
-                            next.extend(ranges.iter().map(|&(a, b)| Piece { start: p.start + a, end: p.start + b, space: false }));
+                            next.extend(ranges.iter().map(|&(a, b)| Piece {
+                                start: p.start + a,
+                                end: p.start + b,
+                                space: false,
+                            }));
                             continue;
                         }
                         spaced.clear();

@@ -13,7 +13,9 @@ use fancy_regex::Regex as FancyRegex;
 // output character how it relates to the input (kept, added, or replacing
 // several): the alignments HF computes offsets with, and its Unicode tables,
 // so normalized text equals HF's byte for byte.
-use unicode_normalization_alignments::{is_nfc_quick, is_nfd_quick, is_nfkc_quick, is_nfkd_quick, IsNormalized, UnicodeNormalization};
+use unicode_normalization_alignments::{
+    is_nfc_quick, is_nfd_quick, is_nfkc_quick, is_nfkd_quick, IsNormalized, UnicodeNormalization,
+};
 
 use crate::pretokenize::PatternError;
 
@@ -47,9 +49,15 @@ pub enum Normalizer {
     /// Per character (`char::to_lowercase`), as HF: no final-sigma rule.
     Lowercase,
     /// Remove whitespace (`char::is_whitespace`) at the start and/or end.
-    Strip { left: bool, right: bool },
+    Strip {
+        left: bool,
+        right: bool,
+    },
     /// Replace every match of the regex with `content`.
-    Replace { regex: FancyRegex, content: String },
+    Replace {
+        regex: FancyRegex,
+        content: String,
+    },
     /// Put `prefix` before a text that is not empty.
     Prepend(String),
 }
@@ -57,9 +65,14 @@ pub enum Normalizer {
 impl Normalizer {
     /// A Replace normalizer; `pattern` is a regex (HF escapes a String pattern first).
     pub fn replace(pattern: &str, content: &str) -> Result<Self, PatternError> {
-        let regex = FancyRegex::new(pattern)
-            .map_err(|e| PatternError::Invalid { pattern: pattern.to_string(), message: e.to_string() })?;
-        Ok(Normalizer::Replace { regex, content: content.to_string() })
+        let regex = FancyRegex::new(pattern).map_err(|e| PatternError::Invalid {
+            pattern: pattern.to_string(),
+            message: e.to_string(),
+        })?;
+        Ok(Normalizer::Replace {
+            regex,
+            content: content.to_string(),
+        })
     }
 
     /// Apply to `text`, updating `align` (one entry per byte of `text`) if given.
@@ -78,8 +91,16 @@ impl Normalizer {
                 w.finish()
             }
             Normalizer::Strip { left, right } => {
-                let start = if *left { text.len() - text.trim_start_matches(char::is_whitespace).len() } else { 0 };
-                let end = if *right { text.trim_end_matches(char::is_whitespace).len() } else { text.len() };
+                let start = if *left {
+                    text.len() - text.trim_start_matches(char::is_whitespace).len()
+                } else {
+                    0
+                };
+                let end = if *right {
+                    text.trim_end_matches(char::is_whitespace).len()
+                } else {
+                    text.len()
+                };
                 let end = end.max(start);
                 if let Some(a) = align {
                     a.truncate(end);
@@ -154,7 +175,11 @@ impl<'a> Rewriter<'a> {
             let capacity = a.len();
             (a, Vec::with_capacity(capacity))
         });
-        Rewriter { input, out: String::with_capacity(input.len()), align }
+        Rewriter {
+            input,
+            out: String::with_capacity(input.len()),
+            align,
+        }
     }
 
     /// Copy input bytes `start..end` unchanged.
@@ -178,7 +203,11 @@ impl<'a> Rewriter<'a> {
     fn insert(&mut self, s: &str, at: usize) {
         self.out.push_str(s);
         if let Some((old, new)) = &mut self.align {
-            let span = if at > 0 { old[at - 1] } else { old.first().map_or((0, 0), |a| (a.0, a.0)) };
+            let span = if at > 0 {
+                old[at - 1]
+            } else {
+                old.first().map_or((0, 0), |a| (a.0, a.0))
+            };
             new.extend(std::iter::repeat_n(span, s.len()));
         }
     }
@@ -235,7 +264,13 @@ mod tests {
     #[test]
     fn lowercase_strip_prepend_replace() {
         assert_eq!(run(&Normalizer::Lowercase, "ΑΣ").0, "ασ");
-        let (out, align) = run(&Normalizer::Strip { left: true, right: true }, "  ab ");
+        let (out, align) = run(
+            &Normalizer::Strip {
+                left: true,
+                right: true,
+            },
+            "  ab ",
+        );
         assert_eq!((out.as_str(), align), ("ab", vec![(2, 3), (3, 4)]));
         let (out, align) = run(&Normalizer::Prepend("\u{2581}".into()), "ab");
         assert_eq!(out, "\u{2581}ab");

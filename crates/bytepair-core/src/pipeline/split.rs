@@ -49,19 +49,29 @@ type Span = (usize, usize, bool);
 impl Split {
     /// Compile `pattern` (a regex or preset name).
     pub fn new(pattern: &str, behavior: Behavior, invert: bool) -> Result<Self, PatternError> {
-        Ok(Split { pre: PreTokenizer::new(pattern, &[])?, behavior, invert })
+        Ok(Split {
+            pre: PreTokenizer::new(pattern, &[])?,
+            behavior,
+            invert,
+        })
     }
 
     /// Is this an Isolated split by a preset, without invert (every match a piece)?
     pub fn preset_isolated(&self) -> Option<Preset> {
-        self.pre.preset().filter(|_| self.behavior == Behavior::Isolated && !self.invert)
+        self.pre
+            .preset()
+            .filter(|_| self.behavior == Behavior::Isolated && !self.invert)
     }
 
     /// The pieces of `text` (non-empty), as byte ranges, appended to `out`.
     pub fn split(&self, text: &str, out: &mut Vec<(usize, usize)>) -> Result<(), SearchError> {
         let spans = self.find_matches(text)?;
         let kept = apply_behavior(spans, self.behavior);
-        out.extend(kept.into_iter().filter(|&(s, e, removed)| !removed && s < e).map(|(s, e, _)| (s, e)));
+        out.extend(
+            kept.into_iter()
+                .filter(|&(s, e, removed)| !removed && s < e)
+                .map(|(s, e, _)| (s, e)),
+        );
         Ok(())
     }
 
@@ -76,7 +86,8 @@ impl Split {
             spans.push((start, end, !self.invert));
             prev = end;
         };
-        self.pre.for_each_match(text, |start, end| add(start, end, &mut spans))?;
+        self.pre
+            .for_each_match(text, |start, end| add(start, end, &mut spans))?;
         if prev != text.len() {
             spans.push((prev, text.len(), self.invert));
         }
@@ -90,11 +101,14 @@ fn apply_behavior(spans: Vec<Span>, behavior: Behavior) -> Vec<Span> {
         Behavior::Isolated => spans.into_iter().map(|(s, e, _)| (s, e, false)).collect(),
         Behavior::Removed => spans,
         Behavior::Contiguous => join_spans(spans, |is_match, previous| is_match == previous),
-        Behavior::MergedWithPrevious => join_spans(spans, |is_match, previous| is_match && !previous),
+        Behavior::MergedWithPrevious => {
+            join_spans(spans, |is_match, previous| is_match && !previous)
+        }
         Behavior::MergedWithNext => {
             // The same join read from the end: a match joins the span after it.
             let reversed = spans.into_iter().rev().map(|(s, e, m)| (e, s, m)).collect();
-            let mut joined: Vec<Span> = join_spans(reversed, |is_match, previous| is_match && !previous);
+            let mut joined: Vec<Span> =
+                join_spans(reversed, |is_match, previous| is_match && !previous);
             joined.reverse();
             joined.into_iter().map(|(e, s, m)| (s, e, m)).collect()
         }
@@ -122,19 +136,39 @@ mod tests {
 
     fn pieces(pattern: &str, behavior: Behavior, invert: bool, text: &str) -> Vec<String> {
         let mut out = vec![];
-        Split::new(pattern, behavior, invert).unwrap().split(text, &mut out).unwrap();
-        out.into_iter().map(|(s, e)| text[s..e].to_string()).collect()
+        Split::new(pattern, behavior, invert)
+            .unwrap()
+            .split(text, &mut out)
+            .unwrap();
+        out.into_iter()
+            .map(|(s, e)| text[s..e].to_string())
+            .collect()
     }
 
     #[test]
     fn behaviors_as_hf_documents_them() {
         // The examples of HF's `SplitDelimiterBehavior` docs, splitting on '-'.
         let text = "the-final--countdown";
-        assert_eq!(pieces("-", Behavior::Removed, false, text), ["the", "final", "countdown"]);
-        assert_eq!(pieces("-", Behavior::Isolated, false, text), ["the", "-", "final", "-", "-", "countdown"]);
-        assert_eq!(pieces("-", Behavior::MergedWithPrevious, false, text), ["the-", "final-", "-", "countdown"]);
-        assert_eq!(pieces("-", Behavior::MergedWithNext, false, text), ["the", "-final", "-", "-countdown"]);
-        assert_eq!(pieces("-", Behavior::Contiguous, false, text), ["the", "-", "final", "--", "countdown"]);
+        assert_eq!(
+            pieces("-", Behavior::Removed, false, text),
+            ["the", "final", "countdown"]
+        );
+        assert_eq!(
+            pieces("-", Behavior::Isolated, false, text),
+            ["the", "-", "final", "-", "-", "countdown"]
+        );
+        assert_eq!(
+            pieces("-", Behavior::MergedWithPrevious, false, text),
+            ["the-", "final-", "-", "countdown"]
+        );
+        assert_eq!(
+            pieces("-", Behavior::MergedWithNext, false, text),
+            ["the", "-final", "-", "-countdown"]
+        );
+        assert_eq!(
+            pieces("-", Behavior::Contiguous, false, text),
+            ["the", "-", "final", "--", "countdown"]
+        );
         assert_eq!(pieces("-", Behavior::Removed, true, text), ["-", "-", "-"]);
     }
 }

@@ -19,7 +19,10 @@ pub struct Specials {
 impl Specials {
     /// The matchers over `(token, id, rules)`; a token with `normalized` is
     /// looked for as `pipeline` normalizes it, as HF does.
-    pub fn new(pipeline: &Pipeline, tokens: impl IntoIterator<Item = (String, u32, AddedRule)>) -> Result<Self, PatternError> {
+    pub fn new(
+        pipeline: &Pipeline,
+        tokens: impl IntoIterator<Item = (String, u32, AddedRule)>,
+    ) -> Result<Self, PatternError> {
         let (mut raw, mut normalized) = (vec![], vec![]);
         for (token, id, rule) in tokens {
             if rule.normalized {
@@ -28,7 +31,10 @@ impl Specials {
                 raw.push((token, id, rule));
             }
         }
-        Ok(Specials { raw: AddedMatcher::new(raw)?, normalized: AddedMatcher::new(normalized)? })
+        Ok(Specials {
+            raw: AddedMatcher::new(raw)?,
+            normalized: AddedMatcher::new(normalized)?,
+        })
     }
 }
 
@@ -42,7 +48,11 @@ pub enum Chunk<'a> {
 
 /// `text` as one part, or none when it is empty.
 fn whole(text: &str) -> Vec<Part> {
-    if text.is_empty() { vec![] } else { vec![(None, 0, text.len())] }
+    if text.is_empty() {
+        vec![]
+    } else {
+        vec![(None, 0, text.len())]
+    }
 }
 
 impl Pipeline {
@@ -50,14 +60,23 @@ impl Pipeline {
     /// `take`, in order. An error of `take` on a special token stops the walk;
     /// on a piece it is kept and returned after all pieces are done (the first
     /// one). Original byte spans come with the chunks when `spans`.
-    pub fn walk<E, F>(&self, specials: &Specials, text: &str, spans: bool, take: &mut F) -> Result<(), E>
+    pub fn walk<E, F>(
+        &self,
+        specials: &Specials,
+        text: &str,
+        spans: bool,
+        take: &mut F,
+    ) -> Result<(), E>
     where
         E: From<SearchError>,
         F: FnMut(Chunk<'_>) -> Result<(), E>,
     {
         let mut buf = Vec::new();
         let mut failed = None;
-        let raw = specials.raw.as_ref().map_or_else(|| whole(text), |m| m.split(text));
+        let raw = specials
+            .raw
+            .as_ref()
+            .map_or_else(|| whole(text), |m| m.split(text));
         for (id, start, end) in raw {
             if let Some(id) = id {
                 take(Chunk::Special(id, (start, end)))?;
@@ -67,8 +86,17 @@ impl Pipeline {
             let mut align = spans.then(|| char_alignments(&text[start..end], start));
             let norm = self.normalize(&text[start..end], align.as_mut());
             let align = align.as_deref().unwrap_or(&[]);
-            let span = |lo: usize, hi: usize| align.get(lo).zip(align.get(hi)).map_or((0, 0), |(l, h)| (l.0 as usize, h.1 as usize));
-            for (id, a, b) in specials.normalized.as_ref().map_or_else(|| whole(&norm), |m| m.split(&norm)) {
+            let span = |lo: usize, hi: usize| {
+                align
+                    .get(lo)
+                    .zip(align.get(hi))
+                    .map_or((0, 0), |(l, h)| (l.0 as usize, h.1 as usize))
+            };
+            for (id, a, b) in specials
+                .normalized
+                .as_ref()
+                .map_or_else(|| whole(&norm), |m| m.split(&norm))
+            {
                 if let Some(id) = id {
                     take(Chunk::Special(id, span(a, b - 1)))?;
                     continue;
@@ -78,7 +106,12 @@ impl Pipeline {
                     // Piece byte k is normalized byte first + k - skip; the
                     // added space (k < skip) stands with the piece's first byte.
                     let (first, skip) = (a + piece.start, usize::from(piece.space));
-                    let span_of = |x: usize, y: usize| span(first + x.saturating_sub(skip), first + (y.max(x + 1) - 1).saturating_sub(skip));
+                    let span_of = |x: usize, y: usize| {
+                        span(
+                            first + x.saturating_sub(skip),
+                            first + (y.max(x + 1) - 1).saturating_sub(skip),
+                        )
+                    };
                     if let Err(e) = take(Chunk::Piece(bytes, &span_of)) {
                         failed.get_or_insert(e);
                     }
@@ -99,8 +132,13 @@ impl Pipeline {
     /// pattern does when counting (docs/design.md).
     pub fn cuts_at_newlines(&self) -> bool {
         use super::normalize::Normalizer;
-        self.normalizers.iter().all(|n| matches!(n, Normalizer::Unicode(_) | Normalizer::Lowercase))
-            && self.steps.iter().all(|s| matches!(s, super::Step::Split(_)))
+        self.normalizers
+            .iter()
+            .all(|n| matches!(n, Normalizer::Unicode(_) | Normalizer::Lowercase))
+            && self
+                .steps
+                .iter()
+                .all(|s| matches!(s, super::Step::Split(_)))
     }
 }
 
@@ -111,22 +149,48 @@ mod tests {
 
     #[test]
     fn walk_cuts_added_tokens_before_and_after_normalization() {
-        let pipeline = Pipeline::new(vec![Normalizer::Unicode(Form::Nfkc)], vec![split_step(r"\s+", "Removed", false).unwrap()]);
-        let rule = |normalized| AddedRule { normalized, ..AddedRule::default() };
-        let specials = Specials::new(&pipeline, [("<a>".to_string(), 7, rule(false)), ("<\u{FF42}>".to_string(), 8, rule(true))]).unwrap();
+        let pipeline = Pipeline::new(
+            vec![Normalizer::Unicode(Form::Nfkc)],
+            vec![split_step(r"\s+", "Removed", false).unwrap()],
+        );
+        let rule = |normalized| AddedRule {
+            normalized,
+            ..AddedRule::default()
+        };
+        let specials = Specials::new(
+            &pipeline,
+            [
+                ("<a>".to_string(), 7, rule(false)),
+                ("<\u{FF42}>".to_string(), 8, rule(true)),
+            ],
+        )
+        .unwrap();
         let text = "x<a>\u{FB01} <\u{FF42}>y";
         let mut got = vec![];
         pipeline
             .walk::<SearchError, _>(&specials, text, true, &mut |chunk| {
                 got.push(match chunk {
                     Chunk::Special(id, span) => format!("{id}@{span:?}"),
-                    Chunk::Piece(bytes, span_of) => format!("{}@{:?}", String::from_utf8_lossy(bytes), span_of(0, bytes.len())),
+                    Chunk::Piece(bytes, span_of) => format!(
+                        "{}@{:?}",
+                        String::from_utf8_lossy(bytes),
+                        span_of(0, bytes.len())
+                    ),
                 });
                 Ok(())
             })
             .unwrap();
         // NFKC makes the ligature "fi" and <ｂ> "<b>", the normalized token's string.
-        assert_eq!(got, ["x@(0, 1)", "7@(1, 4)", "fi@(4, 7)", "8@(8, 13)", "y@(13, 14)"]);
+        assert_eq!(
+            got,
+            [
+                "x@(0, 1)",
+                "7@(1, 4)",
+                "fi@(4, 7)",
+                "8@(8, 13)",
+                "y@(13, 14)"
+            ]
+        );
         assert!(pipeline.cuts_at_newlines());
         assert!(!Pipeline::new(vec![], vec![Step::PrefixSpace]).cuts_at_newlines());
         assert!(!Pipeline::new(vec![Normalizer::Prepend("_".into())], vec![]).cuts_at_newlines());

@@ -23,7 +23,9 @@ pub mod unicode;
 use aho_corasick::AhoCorasick;
 use fancy_regex::Regex as FancyRegex;
 
-pub use presets::{is_preset, resolve_pattern, Preset, CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN};
+pub use presets::{
+    is_preset, resolve_pattern, Preset, CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN,
+};
 pub use special::special_matcher;
 
 /// Why a pattern or a set of special tokens cannot be compiled.
@@ -53,7 +55,12 @@ impl<'t> Pieces<'t> {
     /// The pre-tokens of `text` (valid UTF-8).
     pub fn new(text: &'t [u8], preset: Preset) -> Self {
         let walker = blocks::available().then(|| blocks::Walker::new(text, preset, true));
-        Pieces { text, preset, pos: 0, walker }
+        Pieces {
+            text,
+            preset,
+            pos: 0,
+            walker,
+        }
     }
 
     /// Write the boundaries of up to `bounds.len() - 1` pre-tokens:
@@ -117,7 +124,10 @@ impl PreTokenizer {
                 message: e.to_string(),
             })?),
         };
-        Ok(PreTokenizer { engine, specials: special_matcher(special_tokens)? })
+        Ok(PreTokenizer {
+            engine,
+            specials: special_matcher(special_tokens)?,
+        })
     }
 
     /// The preset this pre-tokenizer runs, None for a custom pattern.
@@ -130,7 +140,11 @@ impl PreTokenizer {
 
     /// Call `f` on every pre-token of `text`, which holds no special tokens.
     /// Errors only when the backtracking engine gives up (catastrophic pattern).
-    pub fn for_each_piece<'t>(&self, text: &'t str, mut f: impl FnMut(&'t str)) -> Result<(), SearchError> {
+    pub fn for_each_piece<'t>(
+        &self,
+        text: &'t str,
+        mut f: impl FnMut(&'t str),
+    ) -> Result<(), SearchError> {
         self.for_each_piece_batch(text, |segment, bounds| {
             for w in bounds.windows(2) {
                 // SAFETY: pre-tokens of valid UTF-8 end on character boundaries.
@@ -142,7 +156,11 @@ impl PreTokenizer {
     /// The pre-tokens of `text` (no special tokens) in batches: `f(segment,
     /// bounds)` where pre-token i is `segment[bounds[i]..bounds[i + 1]]`;
     /// `segment` is a part of `text`, `bounds` holds at most 129 positions.
-    fn for_each_piece_batch<'t>(&self, text: &'t str, mut f: impl FnMut(&'t [u8], &[usize])) -> Result<(), SearchError> {
+    fn for_each_piece_batch<'t>(
+        &self,
+        text: &'t str,
+        mut f: impl FnMut(&'t [u8], &[usize]),
+    ) -> Result<(), SearchError> {
         match &self.engine {
             Engine::Preset(preset) => {
                 preset_batches(*preset, text, f);
@@ -159,7 +177,11 @@ impl PreTokenizer {
     /// Call `f(start, end)` on the byte range of every match of the pattern in
     /// `text`, in order, empty matches included (HF's Split sees them; a
     /// preset has none).
-    pub(crate) fn for_each_match(&self, text: &str, mut f: impl FnMut(usize, usize)) -> Result<(), SearchError> {
+    pub(crate) fn for_each_match(
+        &self,
+        text: &str,
+        mut f: impl FnMut(usize, usize),
+    ) -> Result<(), SearchError> {
         match &self.engine {
             Engine::Preset(preset) => {
                 preset_batches(*preset, text, |_, bounds| {
@@ -181,7 +203,11 @@ impl PreTokenizer {
 
     /// `for_each_piece_batch` over `text` cut at special tokens, which are
     /// dropped (they are hard boundaries and never counted as text).
-    pub fn for_each_batch<'t>(&self, text: &'t str, mut f: impl FnMut(&'t [u8], &[usize])) -> Result<(), SearchError> {
+    pub fn for_each_batch<'t>(
+        &self,
+        text: &'t str,
+        mut f: impl FnMut(&'t [u8], &[usize]),
+    ) -> Result<(), SearchError> {
         self.for_each_special_free(text, |part| self.for_each_piece_batch(part, &mut f))
     }
 
@@ -191,7 +217,9 @@ impl PreTokenizer {
         text: &'t str,
         mut f: impl FnMut(&'t str) -> Result<(), SearchError>,
     ) -> Result<(), SearchError> {
-        let Some(ac) = &self.specials else { return f(text) };
+        let Some(ac) = &self.specials else {
+            return f(text);
+        };
         let mut start = 0;
         for m in ac.find_iter(text) {
             f(&text[start..m.start()])?;
@@ -202,7 +230,11 @@ impl PreTokenizer {
 
     /// Call `f` on every pre-token of `text`, cutting first at special tokens,
     /// which are dropped (they are hard boundaries and never counted as text).
-    pub fn for_each_word<'t>(&self, text: &'t str, mut f: impl FnMut(&'t str)) -> Result<(), SearchError> {
+    pub fn for_each_word<'t>(
+        &self,
+        text: &'t str,
+        mut f: impl FnMut(&'t str),
+    ) -> Result<(), SearchError> {
         self.for_each_special_free(text, |part| self.for_each_piece(part, &mut f))
     }
 }
@@ -221,15 +253,30 @@ mod tests {
     #[test]
     fn gpt2_emulation_equals_backtracking() {
         let texts = [
-            "Hello world", "a  b", "a \n\n b", "  lead", "trail  ", "x\n", "it's 12 o'clock!!",
-            " \t\n x", "\n\n\n", "", "a\n  ", "a.\n \n", "x\n\ny  ", "héllo wörld 123 ...", "a\u{a0}\u{a0}b",
+            "Hello world",
+            "a  b",
+            "a \n\n b",
+            "  lead",
+            "trail  ",
+            "x\n",
+            "it's 12 o'clock!!",
+            " \t\n x",
+            "\n\n\n",
+            "",
+            "a\n  ",
+            "a.\n \n",
+            "x\n\ny  ",
+            "héllo wörld 123 ...",
+            "a\u{a0}\u{a0}b",
         ];
         for pat in ["gpt2", "cl100k", "o200k"] {
             let full = resolve_pattern(pat);
             for t in texts {
                 let fancy = {
                     let re = FancyRegex::new(full).unwrap();
-                    re.find_iter(t).map(|m| m.unwrap().as_str().to_string()).collect::<Vec<_>>()
+                    re.find_iter(t)
+                        .map(|m| m.unwrap().as_str().to_string())
+                        .collect::<Vec<_>>()
                 };
                 assert_eq!(split(pat, t), fancy, "pattern {pat} text {t:?}");
             }
@@ -255,7 +302,10 @@ mod tests {
         for pattern in [GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN] {
             let re = FancyRegex::new(pattern).unwrap();
             for t in texts {
-                let want: Vec<String> = re.find_iter(t).map(|m| m.unwrap().as_str().to_string()).collect();
+                let want: Vec<String> = re
+                    .find_iter(t)
+                    .map(|m| m.unwrap().as_str().to_string())
+                    .collect();
                 assert_eq!(split(pattern, t), want, "pattern {pattern} text {t:?}");
             }
         }
@@ -265,7 +315,8 @@ mod tests {
     fn specials_are_dropped_longest_first() {
         let p = PreTokenizer::new("gpt2", &["<|a|>".into(), "<|a|><|b|>".into()]).unwrap();
         let mut out = vec![];
-        p.for_each_word("x<|a|><|b|>y<|a|>z", |w| out.push(w)).unwrap();
+        p.for_each_word("x<|a|><|b|>y<|a|>z", |w| out.push(w))
+            .unwrap();
         assert_eq!(out, ["x", "y", "z"]);
     }
 }

@@ -8,7 +8,9 @@
 //! classes come from `super::unicode` (any code point); the text is valid
 //! UTF-8 and `pos` a character boundary before its end.
 
-use super::unicode::{flags_at, has_at, CASELESS, LETTER, LOWER, LOWER_SET, MARK, NUMBER, SPACE, UPPER_SET};
+use super::unicode::{
+    flags_at, has_at, CASELESS, LETTER, LOWER, LOWER_SET, MARK, NUMBER, SPACE, UPPER_SET,
+};
 
 /// Classes of the GPT-2 and cl100k runs: a character is a letter, a number,
 /// a space or, being none of these, "other" (punctuation, symbols, marks).
@@ -239,8 +241,15 @@ pub fn o200k(b: &[u8], pos: usize) -> usize {
 /// `prefix`: the character at `pos`, `len` bytes, may be one) and then
 /// without it, as the backtracking engine does; None if neither matches.
 fn o200k_word(b: &[u8], pos: usize, len: usize, prefix: bool) -> Option<usize> {
-    let starts = if prefix { [Some(pos + len), Some(pos)] } else { [Some(pos), None] };
-    for branch in [o200k_lower_branch as fn(&[u8], usize) -> Option<usize>, o200k_upper_branch] {
+    let starts = if prefix {
+        [Some(pos + len), Some(pos)]
+    } else {
+        [Some(pos), None]
+    };
+    for branch in [
+        o200k_lower_branch as fn(&[u8], usize) -> Option<usize>,
+        o200k_upper_branch,
+    ] {
         for start in starts.into_iter().flatten() {
             if let Some(end) = branch(b, start) {
                 return Some(end);
@@ -297,21 +306,36 @@ mod tests {
 
     #[test]
     fn gpt2_examples() {
-        assert_eq!(split(gpt2, "it's  a test!!\n\n x"), ["it", "'s", " ", " a", " test", "!!", "\n\n", " x"]);
+        assert_eq!(
+            split(gpt2, "it's  a test!!\n\n x"),
+            ["it", "'s", " ", " a", " test", "!!", "\n\n", " x"]
+        );
         assert_eq!(split(gpt2, "a  "), ["a", "  "]);
-        assert_eq!(split(gpt2, " 's 'x\t b"), [" '", "s", " '", "x", "\t", " b"]);
+        assert_eq!(
+            split(gpt2, " 's 'x\t b"),
+            [" '", "s", " '", "x", "\t", " b"]
+        );
     }
 
     #[test]
     fn cl100k_examples() {
-        assert_eq!(split(cl100k, "It'S (hello) 12345\n\n  x"), ["It", "'S", " (", "hello", ")", " ", "123", "45", "\n\n", " ", " x"]);
+        assert_eq!(
+            split(cl100k, "It'S (hello) 12345\n\n  x"),
+            ["It", "'S", " (", "hello", ")", " ", "123", "45", "\n\n", " ", " x"]
+        );
         assert_eq!(split(cl100k, "a\n  "), ["a", "\n  "]);
-        assert_eq!(split(cl100k, "..x\u{17f}'\u{17f}"), ["..", "x\u{17f}", "'\u{17f}"]);
+        assert_eq!(
+            split(cl100k, "..x\u{17f}'\u{17f}"),
+            ["..", "x\u{17f}", "'\u{17f}"]
+        );
     }
 
     #[test]
     fn o200k_examples() {
-        assert_eq!(split(o200k, "HTTPServer fooBar ABC1 it's"), ["HTTPServer", " foo", "Bar", " ABC", "1", " it's"]);
+        assert_eq!(
+            split(o200k, "HTTPServer fooBar ABC1 it's"),
+            ["HTTPServer", " foo", "Bar", " ABC", "1", " it's"]
+        );
         assert_eq!(split(o200k, "a\n  "), ["a", "\n", "  "]);
         // A mark alone: the prefix-less branch takes it as the word.
         assert_eq!(split(o200k, "\u{301}!x"), ["\u{301}", "!x"]);

@@ -86,9 +86,15 @@ pub static ASCII: [u8; 128] = {
 /// The code point ranges of a regex class such as `\p{Lu}`, from regex-syntax.
 fn ranges(class: &str) -> Vec<(u32, u32)> {
     use regex_syntax::hir::{Class, HirKind};
-    let hir = regex_syntax::Parser::new().parse(class).expect("a Unicode class parses");
+    let hir = regex_syntax::Parser::new()
+        .parse(class)
+        .expect("a Unicode class parses");
     match hir.kind() {
-        HirKind::Class(Class::Unicode(set)) => set.ranges().iter().map(|r| (r.start() as u32, r.end() as u32)).collect(),
+        HirKind::Class(Class::Unicode(set)) => set
+            .ranges()
+            .iter()
+            .map(|r| (r.start() as u32, r.end() as u32))
+            .collect(),
         other => panic!("{class} is not a Unicode class: {other:?}"),
     }
 }
@@ -141,7 +147,10 @@ pub fn char_at(bytes: &[u8], i: usize) -> (char, usize) {
         cp = cp << 6 | (bytes[i + k] & 0x3F) as u32;
     }
     // Valid UTF-8 (the caller's contract) decodes to a char.
-    (char::from_u32(cp).unwrap_or(char::REPLACEMENT_CHARACTER), len)
+    (
+        char::from_u32(cp).unwrap_or(char::REPLACEMENT_CHARACTER),
+        len,
+    )
 }
 
 /// The flags and byte length of the character at byte `i` of valid UTF-8 `bytes`.
@@ -169,12 +178,23 @@ mod tests {
     #[test]
     fn table_agrees_with_the_regex_engine_on_every_code_point() {
         let is = |class: &str| regex_automata::meta::Regex::new(&format!(r"\A{class}\z")).unwrap();
-        let classes = [(is(r"\p{L}"), LETTER), (is(r"\p{N}"), NUMBER), (is(r"\s"), SPACE), (is(r"\p{M}"), MARK)];
+        let classes = [
+            (is(r"\p{L}"), LETTER),
+            (is(r"\p{N}"), NUMBER),
+            (is(r"\s"), SPACE),
+            (is(r"\p{M}"), MARK),
+        ];
         for cp in (0..0x110000u32).step_by(7) {
-            let Some(c) = char::from_u32(cp) else { continue };
+            let Some(c) = char::from_u32(cp) else {
+                continue;
+            };
             let s = c.to_string();
             for (re, flag) in &classes {
-                assert_eq!(re.is_match(&s), flags(c) & flag != 0, "U+{cp:04X} flag {flag}");
+                assert_eq!(
+                    re.is_match(&s),
+                    flags(c) & flag != 0,
+                    "U+{cp:04X} flag {flag}"
+                );
             }
         }
         assert_eq!(flags('\u{85}') & SPACE, SPACE);
@@ -186,7 +206,10 @@ mod tests {
     fn ascii_table_equals_the_unicode_table() {
         for b in 0..128u8 {
             let t = table();
-            assert_eq!(ASCII[b as usize], t.pages[t.index[0] as usize][b as usize], "byte {b}");
+            assert_eq!(
+                ASCII[b as usize], t.pages[t.index[0] as usize][b as usize],
+                "byte {b}"
+            );
         }
     }
 

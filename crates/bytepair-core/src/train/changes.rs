@@ -14,7 +14,10 @@ pub(super) struct SeamChanges {
 impl SeamChanges {
     /// Empty tables for neighbours with ids below `vocabulary`.
     pub(super) fn for_vocabulary(vocabulary: usize) -> Self {
-        let mut changes = SeamChanges { left: NeighbourCounts::default(), right: NeighbourCounts::default() };
+        let mut changes = SeamChanges {
+            left: NeighbourCounts::default(),
+            right: NeighbourCounts::default(),
+        };
         changes.grow(vocabulary);
         changes
     }

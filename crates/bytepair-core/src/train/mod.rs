@@ -43,7 +43,6 @@
 //! of thousands of merges through this loop; new merges then follow as usual,
 //! on a dense internal numbering of the base's tokens.
 
-
 mod base;
 mod changes;
 mod words;
@@ -136,7 +135,10 @@ impl TokenPrefix {
         let mut head = [0u8; 8];
         let n = bytes.len().min(8);
         head[..n].copy_from_slice(&bytes[..n]);
-        TokenPrefix { prefix: u64::from_be_bytes(head), len: bytes.len().min(9) as u8 }
+        TokenPrefix {
+            prefix: u64::from_be_bytes(head),
+            len: bytes.len().min(9) as u8,
+        }
     }
 }
 
@@ -162,8 +164,19 @@ struct Candidate {
 
 impl Candidate {
     fn same_key(&self, other: &Candidate) -> bool {
-        (self.count, self.left_prefix, self.left_len, self.right_prefix, self.right_len)
-            == (other.count, other.left_prefix, other.left_len, other.right_prefix, other.right_len)
+        (
+            self.count,
+            self.left_prefix,
+            self.left_len,
+            self.right_prefix,
+            self.right_len,
+        ) == (
+            other.count,
+            other.left_prefix,
+            other.left_len,
+            other.right_prefix,
+            other.right_len,
+        )
     }
 }
 
@@ -208,7 +221,13 @@ struct PairStats {
 
 impl Trainer {
     /// A trainer over `words` (token ids indexing `token_bytes`).
-    fn new(words: Words, freqs: Vec<u64>, token_bytes: Vec<Vec<u8>>, taken: FxHashSet<Vec<u8>>, options: &TrainOptions) -> Self {
+    fn new(
+        words: Words,
+        freqs: Vec<u64>,
+        token_bytes: Vec<Vec<u8>>,
+        taken: FxHashSet<Vec<u8>>,
+        options: &TrainOptions,
+    ) -> Self {
         let token_prefix = token_bytes.iter().map(|b| TokenPrefix::of(b)).collect();
         let pairs = initial_pair_index(&words, &freqs);
         let vocabulary = token_bytes.len();
@@ -231,7 +250,8 @@ impl Trainer {
 
     /// Whether merging `pair` would make a token longer than allowed.
     fn too_long(&self, pair: Pair) -> bool {
-        self.token_bytes[pair.0 as usize].len() + self.token_bytes[pair.1 as usize].len() > self.max_token_length
+        self.token_bytes[pair.0 as usize].len() + self.token_bytes[pair.1 as usize].len()
+            > self.max_token_length
     }
 
     /// Whether `pair` may be merged: not too long, and not a token of the base.
@@ -240,12 +260,22 @@ impl Trainer {
             return false;
         }
         self.taken.is_empty()
-            || !self.taken.contains(&[&self.token_bytes[pair.0 as usize][..], &self.token_bytes[pair.1 as usize][..]].concat())
+            || !self.taken.contains(
+                &[
+                    &self.token_bytes[pair.0 as usize][..],
+                    &self.token_bytes[pair.1 as usize][..],
+                ]
+                .concat(),
+            )
     }
 
     fn candidate(&self, pair: Pair, count: u64) -> Candidate {
         let left = self.token_prefix[pair.0 as usize];
-        let right = if left.len <= 8 { self.token_prefix[pair.1 as usize] } else { TokenPrefix { prefix: 0, len: 0 } };
+        let right = if left.len <= 8 {
+            self.token_prefix[pair.1 as usize]
+        } else {
+            TokenPrefix { prefix: 0, len: 0 }
+        };
         Candidate {
             count,
             left_prefix: left.prefix,
@@ -258,7 +288,11 @@ impl Trainer {
 
     /// Add the token `left + right` (the next id).
     fn push_token(&mut self, pair: Pair) {
-        let bytes = [&self.token_bytes[pair.0 as usize][..], &self.token_bytes[pair.1 as usize][..]].concat();
+        let bytes = [
+            &self.token_bytes[pair.0 as usize][..],
+            &self.token_bytes[pair.1 as usize][..],
+        ]
+        .concat();
         self.token_prefix.push(TokenPrefix::of(&bytes));
         self.token_bytes.push(bytes);
     }
@@ -271,7 +305,12 @@ impl Trainer {
 
     /// Tokens in the counted text as the words stand now.
     fn token_total(&self) -> u64 {
-        self.words.len.iter().zip(&self.freqs).map(|(&n, f)| u64::from(n) * f).sum()
+        self.words
+            .len
+            .iter()
+            .zip(&self.freqs)
+            .map(|(&n, f)| u64::from(n) * f)
+            .sum()
     }
 
     /// Compaction: queue every pair afresh with its live count, dropping stale
@@ -279,7 +318,11 @@ impl Trainer {
     fn rebuild_queue(&mut self) {
         self.heap.clear();
         self.waiting.iter_mut().for_each(Vec::clear);
-        let live: Vec<(Pair, u64)> = self.pairs.iter().map(|(&p, stats)| (p, stats.count)).collect();
+        let live: Vec<(Pair, u64)> = self
+            .pairs
+            .iter()
+            .map(|(&p, stats)| (p, stats.count))
+            .collect();
         for (p, count) in live {
             self.enqueue(p, count);
         }
@@ -344,7 +387,13 @@ impl Trainer {
                     n => self.enqueue(c.pair, n),
                 }
             }
-            let Some(best) = live.iter().map(|c| c.pair).max_by(|&p, &q| self.byte_order(p, q)) else { continue };
+            let Some(best) = live
+                .iter()
+                .map(|c| c.pair)
+                .max_by(|&p, &q| self.byte_order(p, q))
+            else {
+                continue;
+            };
             let count = live[0].count;
             for c in live {
                 if c.pair != best {
@@ -358,14 +407,30 @@ impl Trainer {
     /// Apply merge `pair -> new_id` to every word that has it, updating pair
     /// counts and the reverse index, then queue the new pairs.
     fn apply_merge(&mut self, pair: Pair, new_id: u32) {
-        let mut word_ids = self.pairs.remove(&pair).map(|stats| stats.words).unwrap_or_default();
+        let mut word_ids = self
+            .pairs
+            .remove(&pair)
+            .map(|stats| stats.words)
+            .unwrap_or_default();
         word_ids.sort_unstable();
         word_ids.dedup();
-        let Trainer { words, freqs, changes, .. } = self;
+        let Trainer {
+            words,
+            freqs,
+            changes,
+            ..
+        } = self;
         changes.grow(new_id as usize + 1);
         let parts = 2 * rayon::current_num_threads();
         let (view, start) = words.view();
-        merge_words(view, (start, freqs), &word_ids, parts, (pair, new_id), changes);
+        merge_words(
+            view,
+            (start, freqs),
+            &word_ids,
+            parts,
+            (pair, new_id),
+            changes,
+        );
         for (p, count) in self.apply_changes(pair, new_id) {
             self.enqueue(p, count);
         }
@@ -408,8 +473,17 @@ impl Trainer {
             count_down((b, y), n);
         }
         let mut new_pairs = Vec::with_capacity(changes.left.seen.len() + changes.right.seen.len());
-        let lefts = changes.left.drain().map(|(x, n, words)| ((x, new_id), n, words));
-        let rights = changes.right.drain().map(|(y, n, words)| ((new_id, y), if y == a { n - back_from_new } else { n }, words));
+        let lefts = changes
+            .left
+            .drain()
+            .map(|(x, n, words)| ((x, new_id), n, words));
+        let rights = changes.right.drain().map(|(y, n, words)| {
+            (
+                (new_id, y),
+                if y == a { n - back_from_new } else { n },
+                words,
+            )
+        });
         for (p, n, words) in lefts.chain(rights) {
             if n > 0 {
                 pairs.insert(p, PairStats { count: n, words });
@@ -496,7 +570,11 @@ fn check_total_bytes(word_counts: &impl WordSource) -> Result<(), TrainError> {
 ///
 /// # Errors
 /// As `train_with`.
-pub fn train(word_counts: impl WordSource + Send + 'static, num_merges: usize, progress: &Progress) -> Result<Trained, TrainError> {
+pub fn train(
+    word_counts: impl WordSource + Send + 'static,
+    num_merges: usize,
+    progress: &Progress,
+) -> Result<Trained, TrainError> {
     train_with(word_counts, num_merges, &TrainOptions::default(), progress)
 }
 
@@ -523,7 +601,11 @@ pub fn train_with(
     let bytes = (0..=255u8).map(|b| vec![b]).collect();
     let trainer = Trainer::new(words, freqs, bytes, FxHashSet::default(), options);
     let (merges, stop, tokens) = learn(trainer, single_byte_tokens, num_merges, options, progress)?;
-    Ok(Trained { merges, stop, tokens })
+    Ok(Trained {
+        merges,
+        stop,
+        tokens,
+    })
 }
 
 /// The merge loop: new ids follow the trainer's tokens; `single_tokens` is
@@ -555,7 +637,11 @@ fn learn(
         let new_id = first_new_id + merges.len() as u32;
         t.push_token(pair);
         t.apply_merge(pair, new_id);
-        merges.push(Merge { left: pair.0, right: pair.1, count });
+        merges.push(Merge {
+            left: pair.0,
+            right: pair.1,
+            count,
+        });
         progress.add(1);
         // Compaction keeps the heap within a small factor of the live pairs.
         if t.heap.len() > 4 * t.pairs.len() + 1024 {

@@ -4,18 +4,34 @@ use super::*;
 use crate::count::WordCounts;
 
 fn learn(words: &[(&str, u64)], n: usize) -> Vec<String> {
-    let wc: WordCounts = words.iter().map(|(w, c)| (w.as_bytes().to_vec(), *c)).collect();
+    let wc: WordCounts = words
+        .iter()
+        .map(|(w, c)| (w.as_bytes().to_vec(), *c))
+        .collect();
     let t = train(wc, n, &Progress::default()).unwrap();
-    t.merged_tokens().into_iter().map(|b| String::from_utf8(b).unwrap()).collect()
+    t.merged_tokens()
+        .into_iter()
+        .map(|b| String::from_utf8(b).unwrap())
+        .collect()
 }
 
 #[test]
 fn counts_standing_for_2_64_bytes_are_refused_before_training() {
-    let wc: WordCounts = [(b"ab".to_vec(), 1u64 << 62), (b"cd".to_vec(), 1u64 << 62)].into_iter().collect();
+    let wc: WordCounts = [(b"ab".to_vec(), 1u64 << 62), (b"cd".to_vec(), 1u64 << 62)]
+        .into_iter()
+        .collect();
     let err = train(wc, 10, &Progress::default()).unwrap_err();
-    assert_eq!(err, TrainError::CountsTooLarge { total_bytes: 1u128 << 64 });
+    assert_eq!(
+        err,
+        TrainError::CountsTooLarge {
+            total_bytes: 1u128 << 64
+        }
+    );
     let wc: WordCounts = [(b"ab".to_vec(), (1u64 << 63) - 1)].into_iter().collect();
-    assert_eq!(train(wc, 10, &Progress::default()).unwrap().merges[0].count, (1u64 << 63) - 1);
+    assert_eq!(
+        train(wc, 10, &Progress::default()).unwrap().merges[0].count,
+        (1u64 << 63) - 1
+    );
 }
 
 /// The merges by recounting every pair of every word at each step (the
@@ -25,10 +41,16 @@ fn learn_by_recounting(words: &[(Vec<u8>, u64)], n: usize) -> Vec<Vec<u8>> {
 }
 
 /// `learn_by_recounting` within `options`: pairs too long left out, stop below min_frequency.
-fn learn_by_recounting_with(words: &[(Vec<u8>, u64)], n: usize, options: &TrainOptions) -> Vec<Vec<u8>> {
+fn learn_by_recounting_with(
+    words: &[(Vec<u8>, u64)],
+    n: usize,
+    options: &TrainOptions,
+) -> Vec<Vec<u8>> {
     let max_len = options.max_token_length.unwrap_or(usize::MAX);
-    let mut words: Vec<(Vec<Vec<u8>>, u64)> =
-        words.iter().map(|(w, c)| (w.iter().map(|&b| vec![b]).collect(), *c)).collect();
+    let mut words: Vec<(Vec<Vec<u8>>, u64)> = words
+        .iter()
+        .map(|(w, c)| (w.iter().map(|&b| vec![b]).collect(), *c))
+        .collect();
     let mut out = vec![];
     while out.len() < n {
         let mut counts: std::collections::BTreeMap<(Vec<u8>, Vec<u8>), u64> = Default::default();
@@ -39,7 +61,12 @@ fn learn_by_recounting_with(words: &[(Vec<u8>, u64)], n: usize, options: &TrainO
                 }
             }
         }
-        let Some((best, top)) = counts.into_iter().max_by(|x, y| x.1.cmp(&y.1).then(x.0.cmp(&y.0))) else { break };
+        let Some((best, top)) = counts
+            .into_iter()
+            .max_by(|x, y| x.1.cmp(&y.1).then(x.0.cmp(&y.0)))
+        else {
+            break;
+        };
         if top < options.min_frequency {
             break;
         }
@@ -70,11 +97,18 @@ fn xorshift(mut state: u64) -> impl FnMut(u64) -> u64 {
 }
 
 /// 60 words of up to `max_len` letters of `letters`, each counted one of `counts`.
-fn generated_words(next: &mut impl FnMut(u64) -> u64, letters: &[u8], max_len: u64, counts: [u64; 4]) -> WordCounts {
+fn generated_words(
+    next: &mut impl FnMut(u64) -> u64,
+    letters: &[u8],
+    max_len: u64,
+    counts: [u64; 4],
+) -> WordCounts {
     let mut words = WordCounts::default();
     for _ in 0..60 {
         let len = 1 + next(max_len) as usize;
-        let word: Vec<u8> = (0..len).map(|_| letters[next(letters.len() as u64) as usize]).collect();
+        let word: Vec<u8> = (0..len)
+            .map(|_| letters[next(letters.len() as u64) as usize])
+            .collect();
         *words.entry(word).or_default() += counts[next(4) as usize];
     }
     words
@@ -99,19 +133,31 @@ fn limits_equal_a_full_recount_on_generated_words() {
     let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
     for round in 0..30 {
         let counts = generated_words(&mut next, b"abc", 9, [1, 2, 5, 90]);
-        let options = TrainOptions { min_frequency: [0, 3, 40][round % 3], max_token_length: [None, Some(2), Some(3), Some(5)][round % 4] };
+        let options = TrainOptions {
+            min_frequency: [0, 3, 40][round % 3],
+            max_token_length: [None, Some(2), Some(3), Some(5)][round % 4],
+        };
         let words: Vec<(Vec<u8>, u64)> = counts.iter().map(|(w, c)| (w.clone(), *c)).collect();
         let expected = learn_by_recounting_with(&words, 40, &options);
         let trained = train_with(counts, 40, &options, &Progress::default()).unwrap();
-        assert_eq!(trained.merged_tokens(), expected, "words {words:?}, {options:?}");
+        assert_eq!(
+            trained.merged_tokens(),
+            expected,
+            "words {words:?}, {options:?}"
+        );
         assert_eq!(trained.stopped_early(), expected.len() < 40);
     }
 }
 
 #[test]
 fn min_frequency_stops_with_its_reason() {
-    let wc: WordCounts = [(b"ab".to_vec(), 5), (b"cd".to_vec(), 2)].into_iter().collect();
-    let options = TrainOptions { min_frequency: 3, max_token_length: None };
+    let wc: WordCounts = [(b"ab".to_vec(), 5), (b"cd".to_vec(), 2)]
+        .into_iter()
+        .collect();
+    let options = TrainOptions {
+        min_frequency: 3,
+        max_token_length: None,
+    };
     let t = train_with(wc, 10, &options, &Progress::default()).unwrap();
     assert_eq!(t.merged_tokens(), [b"ab".to_vec()]);
     assert_eq!(t.stop, Stop::BelowMinFrequency);
@@ -119,7 +165,16 @@ fn min_frequency_stops_with_its_reason() {
 
 #[test]
 fn hugging_face_course_example() {
-    let got = learn(&[("hug", 10), ("pug", 5), ("pun", 12), ("bun", 4), ("hugs", 5)], 4);
+    let got = learn(
+        &[
+            ("hug", 10),
+            ("pug", 5),
+            ("pun", 12),
+            ("bun", 4),
+            ("hugs", 5),
+        ],
+        4,
+    );
     assert_eq!(got, ["ug", "un", "hug", "pun"]);
 }
 
@@ -136,7 +191,12 @@ fn back_to_back_occurrences_leave_no_phantom_pair() {
 
 #[test]
 fn stops_early_when_no_pair_is_left() {
-    let t = train([(b"ab".to_vec(), 3)].into_iter().collect::<WordCounts>(), 10, &Progress::default()).unwrap();
+    let t = train(
+        [(b"ab".to_vec(), 3)].into_iter().collect::<WordCounts>(),
+        10,
+        &Progress::default(),
+    )
+    .unwrap();
     assert_eq!(t.merges.len(), 1);
     assert_eq!(t.stop, Stop::NoPairLeft);
 }
@@ -144,7 +204,9 @@ fn stops_early_when_no_pair_is_left() {
 #[test]
 fn training_on_a_tally_equals_training_on_its_map() {
     let pre = crate::PreTokenizer::new("gpt2", &[]).unwrap();
-    let text: String = (0..4000).map(|i| format!(" the w{} of {} ab{}", i % 97, "xy".repeat(i % 11), i % 7)).collect();
+    let text: String = (0..4000)
+        .map(|i| format!(" the w{} of {} ab{}", i % 97, "xy".repeat(i % 11), i % 7))
+        .collect();
     let mut tally = crate::count::WordTally::default();
     tally.add_text(&pre, &text).unwrap();
     tally.add(b"a-word-longer-than-fifteen-bytes", 40);
@@ -154,6 +216,14 @@ fn training_on_a_tally_equals_training_on_its_map() {
     let from_tally = train(tally, 100, &Progress::default()).unwrap();
     let from_map = train(map, 100, &Progress::default()).unwrap();
     assert_eq!(from_tally.merges.len(), 100);
-    let key = |t: &Trained| t.merges.iter().map(|m| (m.left, m.right, m.count)).collect::<Vec<_>>();
-    assert_eq!((key(&from_tally), from_tally.tokens), (key(&from_map), from_map.tokens));
+    let key = |t: &Trained| {
+        t.merges
+            .iter()
+            .map(|m| (m.left, m.right, m.count))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        (key(&from_tally), from_tally.tokens),
+        (key(&from_map), from_map.tokens)
+    );
 }

@@ -41,7 +41,10 @@ impl Words {
     /// with the prefix of its bytes and its count; those of fewer than two
     /// tokens are left out. Order as in `from_counts`.
     pub(super) fn from_token_words(words: Vec<(u64, Vec<u32>, u64)>) -> (Self, Vec<u64>) {
-        let kept = words.into_iter().filter(|(_, ids, c)| ids.len() >= 2 && *c > 0).collect();
+        let kept = words
+            .into_iter()
+            .filter(|(_, ids, c)| ids.len() >= 2 && *c > 0)
+            .collect();
         Self::from_kept(kept)
     }
 
@@ -49,7 +52,11 @@ impl Words {
     fn from_kept<T: Symbols + Send>(mut kept: Vec<(u64, T, u64)>) -> (Self, Vec<u64>) {
         kept.par_sort_unstable_by_key(|(prefix, _, _)| *prefix);
         let total: usize = kept.iter().map(|(_, w, _)| w.count()).sum();
-        let mut words = Words { symbols: Vec::with_capacity(total), start: Vec::with_capacity(kept.len()), len: Vec::with_capacity(kept.len()) };
+        let mut words = Words {
+            symbols: Vec::with_capacity(total),
+            start: Vec::with_capacity(kept.len()),
+            len: Vec::with_capacity(kept.len()),
+        };
         for (_, word, _) in &kept {
             words.start.push(words.symbols.len());
             words.len.push(word.count() as u32);
@@ -68,7 +75,15 @@ impl Words {
 
     /// All the words, for `merge_words`, and where each starts.
     pub(super) fn view(&mut self) -> (WordsView<'_>, &[usize]) {
-        (WordsView { first: 0, base: 0, symbols: &mut self.symbols, len: &mut self.len }, &self.start)
+        (
+            WordsView {
+                first: 0,
+                base: 0,
+                symbols: &mut self.symbols,
+                len: &mut self.len,
+            },
+            &self.start,
+        )
     }
 }
 
@@ -120,8 +135,18 @@ impl<'a> WordsView<'a> {
         let (symbols, rest_symbols) = self.symbols.split_at_mut(start[word] - self.base);
         let (len, rest_len) = self.len.split_at_mut(word - self.first);
         (
-            WordsView { first: self.first, base: self.base, symbols, len },
-            WordsView { first: word, base: start[word], symbols: rest_symbols, len: rest_len },
+            WordsView {
+                first: self.first,
+                base: self.base,
+                symbols,
+                len,
+            },
+            WordsView {
+                first: word,
+                base: start[word],
+                symbols: rest_symbols,
+                len: rest_len,
+            },
         )
     }
 
@@ -166,8 +191,26 @@ pub(super) fn merge_words(
         let (left, right) = view.split_at(word_ids[mid] as usize, start);
         let mut right_changes = SeamChanges::for_vocabulary(new_id as usize + 1);
         rayon::join(
-            || merge_words(left, (start, freqs), &word_ids[..mid], parts / 2, (pair, new_id), changes),
-            || merge_words(right, (start, freqs), &word_ids[mid..], parts - parts / 2, (pair, new_id), &mut right_changes),
+            || {
+                merge_words(
+                    left,
+                    (start, freqs),
+                    &word_ids[..mid],
+                    parts / 2,
+                    (pair, new_id),
+                    changes,
+                )
+            },
+            || {
+                merge_words(
+                    right,
+                    (start, freqs),
+                    &word_ids[mid..],
+                    parts - parts / 2,
+                    (pair, new_id),
+                    &mut right_changes,
+                )
+            },
         );
         changes.absorb(right_changes);
         return;
@@ -184,10 +227,16 @@ pub(super) fn merge_words(
             view.prefetch(w as usize, start[w as usize]);
         }
         let freq = freqs[wi as usize];
-        view.merge(wi as usize, start[wi as usize], pair, new_id, |seam| match seam {
-            Seam::Left(x) => changes.left.add(x, freq, wi),
-            Seam::Right(y) => changes.right.add(y, freq, wi),
-        });
+        view.merge(
+            wi as usize,
+            start[wi as usize],
+            pair,
+            new_id,
+            |seam| match seam {
+                Seam::Left(x) => changes.left.add(x, freq, wi),
+                Seam::Right(y) => changes.right.add(y, freq, wi),
+            },
+        );
     }
 }
 
@@ -204,12 +253,19 @@ pub enum Seam {
 /// Merge every occurrence of `pair` in `word`, left to right (`A A A` -> `AA A`),
 /// reporting the neighbours of each occurrence to `seam`.
 /// The merged word is left in `word[..n]`; returns `n`.
-pub fn merge_in_word(word: &mut [u32], pair: Pair, new_id: u32, mut seam: impl FnMut(Seam)) -> usize {
+pub fn merge_in_word(
+    word: &mut [u32],
+    pair: Pair,
+    new_id: u32,
+    mut seam: impl FnMut(Seam),
+) -> usize {
     let (a, b) = pair;
     let n = word.len();
     // The reverse index may list words that lost the pair since: leave those
     // (and the untouched prefix of the others) without writing anything.
-    let Some(first) = word.windows(2).position(|w| w[0] == a && w[1] == b) else { return n };
+    let Some(first) = word.windows(2).position(|w| w[0] == a && w[1] == b) else {
+        return n;
+    };
     let (mut read, mut write) = (first, first);
     while read < n {
         if read + 1 < n && word[read] == a && word[read + 1] == b {
@@ -249,6 +305,9 @@ mod tests {
         let mut seams = vec![];
         let n = merge_in_word(&mut w, (1, 2), 9, |s| seams.push(s));
         assert_eq!(w[..n], [5, 9, 9, 7]);
-        assert_eq!(seams, [Seam::Left(5), Seam::Right(1), Seam::Left(9), Seam::Right(7)]);
+        assert_eq!(
+            seams,
+            [Seam::Left(5), Seam::Right(1), Seam::Left(9), Seam::Right(7)]
+        );
     }
 }

@@ -29,9 +29,17 @@ import shutil
 from collections.abc import Sequence
 from typing import Any
 
-from bytepair.progress import ProgressBar
+from bytepair.counts.artifact import (
+    WordCounts,
+    _bucket_paths,
+    _count_shard,
+    _part_name,
+    _plan_shards,
+    _reduce_bucket,
+    _staging_dir,
+)
 from bytepair.counts.sources import CountSpec, input_size
-from bytepair.counts.artifact import WordCounts, _bucket_paths, _count_shard, _part_name, _plan_shards, _reduce_bucket, _staging_dir
+from bytepair.progress import ProgressBar
 
 
 def count_on_ray(
@@ -115,10 +123,14 @@ def count_on_ray(
                 bar.update_to(bar.n + sum(sizes[i] for i in plan[shard_id]))
                 bar.set_postfix(files=f"{files_done}/{len(paths)}")
         shard_ids = range(len(plan))
-        written = ray.get([
-            reduce_task.remote(_bucket_paths(staging, shard_ids, b), os.path.join(staging, _part_name(b)))
-            for b in range(parts)
-        ])
+        written = ray.get(
+            [
+                reduce_task.remote(
+                    _bucket_paths(staging, shard_ids, b), os.path.join(staging, _part_name(b))
+                )
+                for b in range(parts)
+            ]
+        )
     except BaseException:
         if staging is not None:
             # The other shards' tasks may still be writing into the staging
@@ -139,18 +151,27 @@ def count_on_ray(
 
 
 def _count_shard_task(
-    files: list[str], spec: CountSpec, staging: str, shard_id: int, parts: int, fail_once: str | None
+    files: list[str],
+    spec: CountSpec,
+    staging: str,
+    shard_id: int,
+    parts: int,
+    fail_once: str | None,
 ) -> dict[str, Any] | BaseException:
     """One Ray task: `_count_shard` on one CPU. Bad input (ValueError, OSError)
     is returned, not raised, so Ray does not retry what would fail again and
     the driver re-raises the original exception, message intact."""
     try:
-        return _count_shard(files, spec, staging, shard_id, parts, num_threads=1, _fail_after_write=fail_once)
+        return _count_shard(
+            files, spec, staging, shard_id, parts, num_threads=1, _fail_after_write=fail_once
+        )
     except (ValueError, OSError) as e:
         return e
 
 
-def start_ray(address: str | None, runtime_env: dict[str, Any] | None) -> tuple[Any, bool, dict[str, Any] | None]:
+def start_ray(
+    address: str | None, runtime_env: dict[str, Any] | None
+) -> tuple[Any, bool, dict[str, Any] | None]:
     """(ray, whether this call started it and must shut it down, the
     runtime_env each task still needs). Joins `address`, ``RAY_ADDRESS`` or
     the running Ray, else starts a local one; when joining a cluster, ships
@@ -159,8 +180,17 @@ def start_ray(address: str | None, runtime_env: dict[str, Any] | None) -> tuple[
     if ray.is_initialized():
         return ray, False, runtime_env
     joining = address is not None or bool(os.environ.get("RAY_ADDRESS"))
-    ray.init(address=address, include_dashboard=False, logging_level="WARNING", log_to_driver=False,
-             runtime_env=runtime_env if runtime_env is not None else default_runtime_env() if joining else None)
+    ray.init(
+        address=address,
+        include_dashboard=False,
+        logging_level="WARNING",
+        log_to_driver=False,
+        runtime_env=runtime_env
+        if runtime_env is not None
+        else default_runtime_env()
+        if joining
+        else None,
+    )
     return ray, True, None  # the job's own runtime_env: every task has it
 
 

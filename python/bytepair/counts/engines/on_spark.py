@@ -44,9 +44,25 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bytepair.counts.artifact import (
+    SHARDS,
+    WordCounts,
+    _build_manifest,
+    _commit,
+    _part_name,
+    _staging_dir,
+    _write_part,
+)
+from bytepair.counts.sources import (
+    CountSpec,
+    SourceStats,
+    _arrow_documents,
+    count_file,
+    input_size,
+    is_remote,
+    local_path,
+)
 from bytepair.progress import ProgressBar
-from bytepair.counts.sources import CountSpec, SourceStats, _arrow_documents, count_file, input_size, is_remote, local_path
-from bytepair.counts.artifact import SHARDS, WordCounts, _build_manifest, _commit, _part_name, _staging_dir, _write_part
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -63,7 +79,10 @@ _SPARK_PART = re.compile(r"^part-(\d+)-.*\.parquet$")
 
 
 def _count_partition_of_files(
-    batches: Iterator["pa.RecordBatch"], spec: CountSpec, names: dict[str, str], fail_once: str | None,
+    batches: Iterator["pa.RecordBatch"],
+    spec: CountSpec,
+    names: dict[str, str],
+    fail_once: str | None,
     done: tuple[Any, Any] | None = None,
 ) -> Iterator["pa.RecordBatch"]:
     """mapInArrow function over ``binaryFile`` rows (path, content): count every
@@ -110,19 +129,33 @@ def _counted_batches(counter, stats: SourceStats) -> Iterator["pa.RecordBatch"]:
     (null word, documents, bytes). Built from the Rust buffers, no per-word objects."""
     import pyarrow as pa
 
-    (data, offsets, counts), = counter.to_buckets(1)
+    ((data, offsets, counts),) = counter.to_buckets(1)
     n = len(counts) // 8
-    words = pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    words = pa.Array.from_buffers(
+        pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
     count_col = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(counts)])
     no_bytes = pa.nulls(min(n, _BATCH_ROWS), pa.int64())
-    for start in range(0, n, _BATCH_ROWS):  # int32 offsets (Spark's binary) hold any slice of this size
+    for start in range(
+        0, n, _BATCH_ROWS
+    ):  # int32 offsets (Spark's binary) hold any slice of this size
         size = min(_BATCH_ROWS, n - start)
         yield pa.RecordBatch.from_arrays(
-            [words.slice(start, size).cast(pa.binary()), count_col.slice(start, size), no_bytes.slice(0, size)],
-            ["word", "count", "bytes"])
+            [
+                words.slice(start, size).cast(pa.binary()),
+                count_col.slice(start, size),
+                no_bytes.slice(0, size),
+            ],
+            ["word", "count", "bytes"],
+        )
     yield pa.RecordBatch.from_arrays(
-        [pa.nulls(1, pa.binary()), pa.array([stats.documents], pa.int64()), pa.array([stats.bytes], pa.int64())],
-        ["word", "count", "bytes"])
+        [
+            pa.nulls(1, pa.binary()),
+            pa.array([stats.documents], pa.int64()),
+            pa.array([stats.bytes], pa.int64()),
+        ],
+        ["word", "count", "bytes"],
+    )
 
 
 def _task_threads() -> int:
@@ -142,7 +175,7 @@ def _maybe_fail(marker: str | None) -> None:
 
 def _spark_name(path: str) -> str:
     """A local file as Spark's ``binaryFile`` names it: ``file:/a/b``."""
-    return "file:" + path[len("file://"):] if path.startswith("file:///") else path
+    return "file:" + path[len("file://") :] if path.startswith("file:///") else path
 
 
 # -- the driver: shuffle, write, re-write as parts, commit ----------------------------------
@@ -196,11 +229,15 @@ def count_words(
     spec = CountSpec(pattern, tuple(special_tokens), "text", text_col, errors)
     spec.counter()  # a bad pattern fails here, before any task starts
     if text_col not in df.columns:
-        raise ValueError(f"no column {text_col!r} in the DataFrame (columns: {', '.join(df.columns)})")
+        raise ValueError(
+            f"no column {text_col!r} in the DataFrame (columns: {', '.join(df.columns)})"
+        )
     kind = df.schema[text_col].dataType
     if not isinstance(kind, (StringType, BinaryType)):
         raise ValueError(f"column {text_col!r} is {kind.simpleString()}, expected string or binary")
-    fn = functools.partial(_count_partition_of_texts, spec=spec, column=text_col, fail_once=_fail_once)
+    fn = functools.partial(
+        _count_partition_of_texts, spec=spec, column=text_col, fail_once=_fail_once
+    )
     counted = df.select(text_col).mapInArrow(fn, _SCHEMA)
     return _write_artifact(counted, spec, os.fspath(out), _check_parts(parts, df.sparkSession))
 
@@ -247,13 +284,30 @@ def count_files_on_spark(
     session, created = _session(spark)
     try:
         # Workers name files as the caller did: Spark reports ``file:/abs/path``.
-        names = {"file:" + os.path.abspath(local_path(p)) if not is_remote(p) else p: p for p in paths}
-        files = session.read.format("binaryFile").load([_spark_key(p) for p in paths]).select("path", "content")
-        done = (session.sparkContext.accumulator(0), session.sparkContext.accumulator(0)) if progress else None
-        fn = functools.partial(_count_partition_of_files, spec=spec, names=names, fail_once=_fail_once, done=done)
+        names = {
+            "file:" + os.path.abspath(local_path(p)) if not is_remote(p) else p: p for p in paths
+        }
+        files = (
+            session.read.format("binaryFile")
+            .load([_spark_key(p) for p in paths])
+            .select("path", "content")
+        )
+        done = (
+            (session.sparkContext.accumulator(0), session.sparkContext.accumulator(0))
+            if progress
+            else None
+        )
+        fn = functools.partial(
+            _count_partition_of_files, spec=spec, names=names, fail_once=_fail_once, done=done
+        )
         with _ProgressFromAccumulators(done, paths, skipped=empty):
-            return _write_artifact(files.mapInArrow(fn, _SCHEMA), spec, out, _check_parts(parts, session),
-                                   documents=empty if spec.format == "text" else 0)
+            return _write_artifact(
+                files.mapInArrow(fn, _SCHEMA),
+                spec,
+                out,
+                _check_parts(parts, session),
+                documents=empty if spec.format == "text" else 0,
+            )
     finally:
         if created:
             session.stop()
@@ -274,7 +328,9 @@ class _ProgressFromAccumulators:
     def __enter__(self) -> "_ProgressFromAccumulators":
         if self.done is not None:
             self.bar = ProgressBar(self.total, "counting", unit="B", scale=True)
-            self.thread = threading.Thread(target=self._poll, name="bytepair-spark-progress", daemon=True)
+            self.thread = threading.Thread(
+                target=self._poll, name="bytepair-spark-progress", daemon=True
+            )
             self.thread.start()
         return self
 
@@ -282,7 +338,9 @@ class _ProgressFromAccumulators:
         while True:
             stopping = self.stop.wait(0.5)
             self.bar.update_to(min(self.total, self.done[1].value))
-            self.bar.set_postfix(files=f"{min(self.files, self.skipped + self.done[0].value)}/{self.files}")
+            self.bar.set_postfix(
+                files=f"{min(self.files, self.skipped + self.done[0].value)}/{self.files}"
+            )
             if stopping:
                 return
 
@@ -316,8 +374,10 @@ def _check_names(paths: Sequence[str]) -> None:
     names starting with ``_`` or ``.`` (hidden, or Spark's own metadata)."""
     for p in paths:
         if os.path.basename(p.rstrip("/")).startswith(("_", ".")):
-            raise ValueError(f"{p}: Spark's file sources skip files whose names start with '_' or '.'; "
-                             "rename it, or count with engine='local'")
+            raise ValueError(
+                f"{p}: Spark's file sources skip files whose names start with '_' or '.'; "
+                "rename it, or count with engine='local'"
+            )
 
 
 def _session(spark: "SparkSession | None") -> tuple["SparkSession", bool]:
@@ -331,10 +391,13 @@ def _session(spark: "SparkSession | None") -> tuple["SparkSession", bool]:
     if active is not None:
         return active, False
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = (SparkSession.builder.master("local[*]").appName("bytepair count")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .getOrCreate())
+    session = (
+        SparkSession.builder.master("local[*]")
+        .appName("bytepair count")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
     return session, True
 
 
@@ -346,7 +409,9 @@ def _check_parts(parts: int | None, session: "SparkSession") -> int:
     return parts
 
 
-def _write_artifact(counted: "DataFrame", spec: CountSpec, out: str, parts: int, *, documents: int = 0) -> WordCounts:
+def _write_artifact(
+    counted: "DataFrame", spec: CountSpec, out: str, parts: int, *, documents: int = 0
+) -> WordCounts:
     """Shuffle by word, sum, sort, write with Spark; re-write as our parts; _commit.
     A failed or interrupted run removes its staging folder."""
     from pyspark.sql import functions as F
@@ -357,17 +422,30 @@ def _write_artifact(counted: "DataFrame", spec: CountSpec, out: str, parts: int,
         # Each task already summed its words, so a map-side combine would gain
         # nothing: repartition first, and the aggregate reuses that partitioning
         # (one shuffle, not two).
-        summed = (counted.repartition(parts, "word")
-                  .groupBy("word").agg(F.sum("count").alias("count"), F.sum("bytes").alias("bytes"))
-                  .sortWithinPartitions("word"))
-        _run(lambda: summed.write.mode("overwrite").option("compression", "zstd").parquet("file://" + scratch))
+        summed = (
+            counted.repartition(parts, "word")
+            .groupBy("word")
+            .agg(F.sum("count").alias("count"), F.sum("bytes").alias("bytes"))
+            .sortWithinPartitions("word")
+        )
+        _run(
+            lambda: (
+                summed.write.mode("overwrite")
+                .option("compression", "zstd")
+                .parquet("file://" + scratch)
+            )
+        )
         written, totals = _rewrite_parts(counted.sparkSession, scratch, staging, parts)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     totals["documents"] += documents
-    totals.update(pre_tokens=sum(p["pre_tokens"] for p in written), distinct=sum(p["rows"] for p in written))
-    return _commit(staging, out, _build_manifest(spec, totals, written, engine="spark", bucket_hash=None))
+    totals.update(
+        pre_tokens=sum(p["pre_tokens"] for p in written), distinct=sum(p["rows"] for p in written)
+    )
+    return _commit(
+        staging, out, _build_manifest(spec, totals, written, engine="spark", bucket_hash=None)
+    )
 
 
 def _run(action) -> Any:
@@ -398,9 +476,13 @@ def _rewrite_parts(
         if m:
             by_partition.setdefault(int(m.group(1)), []).append(os.path.join(scratch, name))
     if any(i >= parts for i in by_partition):
-        raise RuntimeError(f"Spark wrote partitions {sorted(by_partition)}, expected at most {parts}")
+        raise RuntimeError(
+            f"Spark wrote partitions {sorted(by_partition)}, expected at most {parts}"
+        )
     jobs = [(i, by_partition.get(i, []), staging) for i in range(parts)]
-    results = _run(lambda: session.sparkContext.parallelize(jobs, len(jobs)).map(_rewrite_part).collect())
+    results = _run(
+        lambda: session.sparkContext.parallelize(jobs, len(jobs)).map(_rewrite_part).collect()
+    )
     totals = {"documents": sum(r[1] for r in results), "bytes": sum(r[2] for r in results)}
     return [r[0] for r in sorted(results, key=lambda r: r[0]["path"])], totals
 
@@ -433,7 +515,10 @@ def _part_buffers(table, totals: dict[str, int], files: list[str]) -> tuple[byte
     rows = table.filter(pc.is_valid(table.column("word")))
     words = rows.column("word").combine_chunks().cast(pa.large_binary())
     counts = rows.column("count").combine_chunks().cast(pa.int64())
-    if len(words) > 1 and not pc.all(pc.less(words.slice(0, len(words) - 1), words.slice(1))).as_py():
+    if (
+        len(words) > 1
+        and not pc.all(pc.less(words.slice(0, len(words) - 1), words.slice(1))).as_py()
+    ):
         raise RuntimeError(f"{files}: Spark's output is not sorted by word, each word once")
     if counts.null_count:
         raise RuntimeError(f"{files}: a null count in Spark's output")
@@ -443,5 +528,7 @@ def _part_buffers(table, totals: dict[str, int], files: list[str]) -> tuple[byte
     offsets = np.frombuffer(offsets_buf, "<i8", count=len(words) + 1, offset=words.offset * 8)
     start, end = int(offsets[0]), int(offsets[-1])
     data = b"" if data_buf is None else data_buf.slice(start, end - start).to_pybytes()
-    count_bytes = np.frombuffer(counts.buffers()[1], "<i8", count=len(counts), offset=counts.offset * 8).tobytes()
+    count_bytes = np.frombuffer(
+        counts.buffers()[1], "<i8", count=len(counts), offset=counts.offset * 8
+    ).tobytes()
     return data, (offsets - start).tobytes(), count_bytes

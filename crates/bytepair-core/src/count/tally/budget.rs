@@ -64,14 +64,21 @@ impl WordTally {
 
     /// Heap bytes held (the slot table, and the long words with their overhead).
     pub fn memory_bytes(&self) -> usize {
-        self.narrow.bytes() + self.wide.bytes() + self.mid.bytes() + self.long_words.capacity() * LONG_ENTRY_BYTES + self.long_bytes
+        self.narrow.bytes()
+            + self.wide.bytes()
+            + self.mid.bytes()
+            + self.long_words.capacity() * LONG_ENTRY_BYTES
+            + self.long_bytes
     }
 
     /// Drop every word counted fewer than `min_count` times, and shrink the
     /// table to the words left (the lossy counting of a memory budget; see
     /// `count::Limits::max_memory`).
     pub fn prune(&mut self, min_count: u64) -> Pruned {
-        let mut pruned = Pruned { min_count, ..Pruned::default() };
+        let mut pruned = Pruned {
+            min_count,
+            ..Pruned::default()
+        };
         let mut kept = Vec::with_capacity(self.narrow.taken() + self.wide.taken());
         for (key, count) in self.narrow.entries().chain(self.wide.entries()) {
             if count < min_count {
@@ -82,14 +89,20 @@ impl WordTally {
             }
         }
         // Sized so that re-filing the words needs no growth (which could prune again).
-        let narrow_words = kept.iter().filter(|(key, _)| (key >> 120) as usize <= NARROW_MAX).count();
+        let narrow_words = kept
+            .iter()
+            .filter(|(key, _)| (key >> 120) as usize <= NARROW_MAX)
+            .count();
         self.narrow = Table::for_words(narrow_words, INITIAL_NARROW);
         self.wide = Table::for_words(kept.len() - narrow_words + self.moved, INITIAL_WIDE);
         self.moved = 0;
         for (key, count) in kept {
             self.bump(key, count);
         }
-        let (mid, dropped): (Vec<_>, Vec<_>) = self.mid.entries().partition(|&(_, count)| count >= min_count);
+        let (mid, dropped): (Vec<_>, Vec<_>) = self
+            .mid
+            .entries()
+            .partition(|&(_, count)| count >= min_count);
         pruned.words += dropped.len() as u64;
         pruned.pre_tokens += dropped.iter().map(|&(_, n)| n).sum::<u64>();
         self.mid = Table::for_words(mid.len(), INITIAL_MID);
@@ -132,7 +145,13 @@ mod tests {
         let pre = PreTokenizer::new("gpt2", &[]).unwrap();
         let mut text = String::new();
         for i in 0..30_000 {
-            text.push_str(&format!(" w{} common{} {} {}", i, i % 3, "x".repeat(40 + i % 2), "y".repeat(16 + i % 16)));
+            text.push_str(&format!(
+                " w{} common{} {} {}",
+                i,
+                i % 3,
+                "x".repeat(40 + i % 2),
+                "y".repeat(16 + i % 16)
+            ));
         }
         let mut tally = WordTally::default();
         tally.add_text(&pre, &text).unwrap();
@@ -143,8 +162,20 @@ mod tests {
         // Most numbers i are seen once; " w", " common", the x runs thousands of times.
         let once = want.values().filter(|&&n| n < 2).count() as u64;
         assert!(once > 29_000);
-        assert_eq!(pruned, Pruned { words: once, pre_tokens: once, min_count: 2 });
-        assert!(tally.memory_bytes() < before / 4, "{} -> {}", before, tally.memory_bytes());
+        assert_eq!(
+            pruned,
+            Pruned {
+                words: once,
+                pre_tokens: once,
+                min_count: 2
+            }
+        );
+        assert!(
+            tally.memory_bytes() < before / 4,
+            "{} -> {}",
+            before,
+            tally.memory_bytes()
+        );
         want.retain(|_, n| *n >= 2);
         tally.add(b" common", 1);
         *want.get_mut(&b" common"[..]).unwrap() += 1;

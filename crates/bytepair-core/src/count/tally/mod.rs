@@ -7,7 +7,9 @@
 //! (enwiki, gpt2: 66 MB/s per thread). Here a lookup is one probe of a 16-byte
 //! slot, prefetched a batch of pre-tokens ahead.
 
-use super::slots::{load_narrow, narrow_key, wide_key, CountedKey, Mid, Narrow, Table, Wide, NARROW_MAX};
+use super::slots::{
+    load_narrow, narrow_key, wide_key, CountedKey, Mid, Narrow, Table, Wide, NARROW_MAX,
+};
 use super::SplitWords;
 use super::{Word, WordCounts};
 use crate::pretokenize::SearchError;
@@ -115,7 +117,9 @@ impl WordTally {
 
     /// Distinct words counted.
     pub fn len(&self) -> usize {
-        self.narrow.taken() + self.wide.taken() - self.moved + self.mid.taken() + self.long_words.len()
+        self.narrow.taken() + self.wide.taken() - self.moved
+            + self.mid.taken()
+            + self.long_words.len()
     }
 
     /// True when nothing was counted.
@@ -127,7 +131,11 @@ impl WordTally {
     /// dropped). Errors only when a custom pattern's engine gives up.
     pub fn add_text(&mut self, pre: &impl SplitWords, text: &str) -> Result<(), SearchError> {
         pre.split_words(text, |segment, bounds| {
-            for batch in bounds.windows(BATCH + 1).step_by(BATCH).chain(last_batch(bounds)) {
+            for batch in bounds
+                .windows(BATCH + 1)
+                .step_by(BATCH)
+                .chain(last_batch(bounds))
+            {
                 self.add_batch(segment, batch);
             }
         })
@@ -246,7 +254,10 @@ impl WordTally {
         debug_assert!(n <= BATCH);
         self.reserve(n);
         // A pre-token longer than max_word_bytes is cut (`add_long`).
-        let (narrow_max, short_max) = (NARROW_MAX.min(self.max_word_bytes), MAX_SHORT.min(self.max_word_bytes));
+        let (narrow_max, short_max) = (
+            NARROW_MAX.min(self.max_word_bytes),
+            MAX_SHORT.min(self.max_word_bytes),
+        );
         let mid_max = MAX_MID.min(self.max_word_bytes);
         let mut keys = [0u128; BATCH];
         // Read only where keys[i] is MID_TAG (not zeroed: 4 KiB per batch).
@@ -277,7 +288,8 @@ impl WordTally {
                 }
             } else if keys[i] == MID_TAG {
                 // SAFETY: written where keys[i] was set to MID_TAG.
-                self.mid.bump(unsafe { mids[i].assume_init() }, hashes[i], 1);
+                self.mid
+                    .bump(unsafe { mids[i].assume_init() }, hashes[i], 1);
             } else if keys[i] != 0 {
                 self.wide.bump(keys[i], hashes[i], 1);
             } else {
@@ -321,7 +333,11 @@ impl WordTally {
     fn reserve(&mut self, more: usize) {
         let mut pruned_here = false;
         loop {
-            let (narrow, wide, mid) = (self.narrow.needs_room(more), self.wide.needs_room(more), self.mid.needs_room(more));
+            let (narrow, wide, mid) = (
+                self.narrow.needs_room(more),
+                self.wide.needs_room(more),
+                self.mid.needs_room(more),
+            );
             if !narrow && !wide && !mid {
                 return;
             }
@@ -378,7 +394,12 @@ mod tests {
         let pre = PreTokenizer::new("gpt2", &["<|s|>".into()]).unwrap();
         let mut text = String::new();
         for i in 0..20_000 {
-            text.push_str(&format!(" w{} x{}<|s|> averyveryverylongword{} ", i % 7919, i % 13, i % 5));
+            text.push_str(&format!(
+                " w{} x{}<|s|> averyveryverylongword{} ",
+                i % 7919,
+                i % 13,
+                i % 5
+            ));
         }
         let mut want = WordCounts::default();
         super::super::count_text(&pre, &text, &mut want).unwrap();
@@ -393,7 +414,15 @@ mod tests {
     #[test]
     fn a_word_bound_below_the_key_sizes_cuts_words_as_split_long_word_does() {
         let pre = PreTokenizer::new("gpt2", &[]).unwrap();
-        let text: String = (0..300).map(|i| format!(" {} x{} ünïcödé", &"abcdefghijklmnopqrstuvwxyz0123456789".repeat(2)[..5 + i % 37], i % 7)).collect();
+        let text: String = (0..300)
+            .map(|i| {
+                format!(
+                    " {} x{} ünïcödé",
+                    &"abcdefghijklmnopqrstuvwxyz0123456789".repeat(2)[..5 + i % 37],
+                    i % 7
+                )
+            })
+            .collect();
         let mut whole = WordTally::default();
         whole.add_text(&pre, &text).unwrap();
         let whole = whole.into_counts();
@@ -413,7 +442,11 @@ mod tests {
     #[test]
     fn merged_tallies_equal_merged_maps() {
         let pre = PreTokenizer::new("gpt2", &[]).unwrap();
-        let text = |k: usize| (0..6000).map(|i| format!(" w{} {}", (i * k) % 4999, "long".repeat(i % 9))).collect::<String>();
+        let text = |k: usize| {
+            (0..6000)
+                .map(|i| format!(" w{} {}", (i * k) % 4999, "long".repeat(i % 9)))
+                .collect::<String>()
+        };
         let (mut a, mut b) = (WordTally::default(), WordTally::default());
         a.add_text(&pre, &text(3)).unwrap();
         b.add_text(&pre, &text(7)).unwrap();
@@ -429,7 +462,9 @@ mod tests {
     fn counts_past_32_bits_stay_exact_through_merge_growth_and_prune() {
         let pre = PreTokenizer::new("gpt2", &[]).unwrap();
         let big = u64::from(u32::MAX) - 1;
-        let text: String = (0..5000).map(|i| format!(" the w{i} abcdefghijkl{}", i % 3)).collect();
+        let text: String = (0..5000)
+            .map(|i| format!(" the w{i} abcdefghijkl{}", i % 3))
+            .collect();
         let mut a = WordTally::default();
         a.add(b" the", big);
         a.add(b" w", 1 << 40);
@@ -446,7 +481,10 @@ mod tests {
         *want.get_mut(&b" the"[..]).unwrap() += big;
         *want.get_mut(&b" w"[..]).unwrap() += (1 << 40) + big;
         want.insert(b" zero".to_vec(), 0);
-        assert_eq!((a.len(), a.total()), (want.len(), want.values().map(|&n| u128::from(n)).sum()));
+        assert_eq!(
+            (a.len(), a.total()),
+            (want.len(), want.values().map(|&n| u128::from(n)).sum())
+        );
         assert_eq!(a.clone_counts(), want);
         // Pruning keeps every word seen twice or more (all but " zero"), moved ones too.
         let pruned = a.prune(2);
@@ -461,7 +499,9 @@ mod tests {
     #[test]
     fn a_presized_tally_counts_the_same() {
         let pre = PreTokenizer::new("gpt2", &[]).unwrap();
-        let text: String = (0..20_000).map(|i| format!(" w{} x{}", i % 9973, i % 31)).collect();
+        let text: String = (0..20_000)
+            .map(|i| format!(" w{} x{}", i % 9973, i % 31))
+            .collect();
         let mut sized = WordTally::default();
         sized.expect_text_bytes(1 << 30);
         assert!(sized.memory_bytes() >= 16 << 20, "sized for a GiB of text");

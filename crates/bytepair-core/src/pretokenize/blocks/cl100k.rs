@@ -18,7 +18,9 @@
 //! or run past the three blocks, are unsure as a whole.
 
 use super::gpt2::set;
-use super::{digit_groups, near, reached_from_behind, reaches_forward, runs_near_unknown, spread, Window, M};
+use super::{
+    digit_groups, near, reached_from_behind, reaches_forward, runs_near_unknown, spread, Window, M,
+};
 
 /// Length of the case-insensitive contraction at `j` (which holds `'`), 0 if none.
 #[inline]
@@ -41,15 +43,30 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     let bad = w.bad();
 
     // An other character that starts a pre-token.
-    let other_starts = other & !M { p: other.p << 1, c: other.prev(1), n: 0 } & !M { p: space.p << 1, c: space.prev(1), n: 0 };
-    let prefix_before = (ws.prev(1) & !newline.prev(1)) | spread(other_starts, w.m(|c| c.cont)).prev(1);
+    let other_starts = other
+        & !M {
+            p: other.p << 1,
+            c: other.prev(1),
+            n: 0,
+        }
+        & !M {
+            p: space.p << 1,
+            c: space.prev(1),
+            n: 0,
+        };
+    let prefix_before =
+        (ws.prev(1) & !newline.prev(1)) | spread(other_starts, w.m(|c| c.cont)).prev(1);
     let mut starts = letter.c & !letter.prev(1) & !prefix_before;
     let (groups, digits_unsure) = digit_groups(digit);
     starts |= groups & digit.c;
     starts |= other_starts.c;
 
     // Whitespace. Newlines right after other characters go with them.
-    let after_other = M { p: newline.p & other.p << 1, c: newline.c & other.prev(1), n: 0 };
+    let after_other = M {
+        p: newline.p & other.p << 1,
+        c: newline.c & other.prev(1),
+        n: 0,
+    };
     let taken = reached_from_behind(after_other, newline);
     let run_start = ws.c & !ws.prev(1);
     starts |= run_start & !taken.c;
@@ -57,7 +74,11 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     // The last newline of each run: none later in it (the previous block's
     // last position reads the current block's first).
     let later = reaches_forward(newline, ws);
-    let last_newline = M { p: newline.p & !((later.c & 1) << 63), c: newline.c & !later.next(1), n: 0 };
+    let last_newline = M {
+        p: newline.p & !((later.c & 1) << 63),
+        c: newline.c & !later.next(1),
+        n: 0,
+    };
     starts |= ws.c & last_newline.prev(1);
     starts |= ws.c & !newline.c & !ws.next(1);
 

@@ -62,7 +62,10 @@ pub fn classify_portable(block: &[u8; 64]) -> Classes {
         set(&mut c.letter, b.is_ascii_alphabetic());
         set(&mut c.upper, b.is_ascii_uppercase());
         set(&mut c.digit, b.is_ascii_digit());
-        set(&mut c.ws, matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'));
+        set(
+            &mut c.ws,
+            matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'),
+        );
         set(&mut c.space, b == b' ');
         set(&mut c.newline, b == b'\n' || b == b'\r');
         set(&mut c.apostrophe, b == b'\'');
@@ -107,21 +110,39 @@ pub unsafe fn classify_avx2<const WANT: u8>(block: &[u8; 64]) -> Classes {
         // were calls that did not inline).
         macro_rules! mask {
             (|$v:ident| $e:expr) => {{
-                let lo = { let $v = halves[0]; _mm256_movemask_epi8($e) } as u32 as u64;
-                let hi = { let $v = halves[1]; _mm256_movemask_epi8($e) } as u32 as u64;
+                let lo = {
+                    let $v = halves[0];
+                    _mm256_movemask_epi8($e)
+                } as u32 as u64;
+                let hi = {
+                    let $v = halves[1];
+                    _mm256_movemask_epi8($e)
+                } as u32 as u64;
                 lo | hi << 32
             }};
         }
         let eq = |v: __m256i, b: u8| _mm256_cmpeq_epi8(v, splat(b));
         Classes {
             letter: mask!(|v| in_range(_mm256_or_si256(v, splat(0x20)), b'a', 25)),
-            upper: if WANT & UPPER != 0 { mask!(|v| in_range(v, b'A', 25)) } else { 0 },
+            upper: if WANT & UPPER != 0 {
+                mask!(|v| in_range(v, b'A', 25))
+            } else {
+                0
+            },
             digit: mask!(|v| in_range(v, b'0', 9)),
             ws: mask!(|v| _mm256_or_si256(eq(v, b' '), in_range(v, b'\t', 4))),
             space: mask!(|v| eq(v, b' ')),
-            newline: if WANT & NEWLINE != 0 { mask!(|v| _mm256_or_si256(eq(v, b'\n'), eq(v, b'\r'))) } else { 0 },
+            newline: if WANT & NEWLINE != 0 {
+                mask!(|v| _mm256_or_si256(eq(v, b'\n'), eq(v, b'\r')))
+            } else {
+                0
+            },
             apostrophe: mask!(|v| eq(v, b'\'')),
-            slash: if WANT & SLASH != 0 { mask!(|v| eq(v, b'/')) } else { 0 },
+            slash: if WANT & SLASH != 0 {
+                mask!(|v| eq(v, b'/'))
+            } else {
+                0
+            },
             nonascii: mask!(|v| v),
             // Bit 7 and bit 6 (the top bit of v + v, bytewise).
             lead: mask!(|v| _mm256_and_si256(v, _mm256_add_epi8(v, v))),
@@ -148,10 +169,18 @@ mod tests {
                     state ^= state >> 7;
                     state ^= state << 17;
                     // Mostly ASCII, every byte value now and then.
-                    *b = if round % 3 == 0 { state as u8 } else { (state % 128) as u8 };
+                    *b = if round % 3 == 0 {
+                        state as u8
+                    } else {
+                        (state % 128) as u8
+                    };
                 }
                 // SAFETY: AVX2 was detected.
-                assert_eq!(unsafe { classify_avx2::<{ UPPER | NEWLINE | SLASH }>(&block) }, classify_portable(&block), "{block:?}");
+                assert_eq!(
+                    unsafe { classify_avx2::<{ UPPER | NEWLINE | SLASH }>(&block) },
+                    classify_portable(&block),
+                    "{block:?}"
+                );
             }
         }
     }

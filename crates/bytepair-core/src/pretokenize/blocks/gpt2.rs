@@ -29,7 +29,8 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     let other = w.m(|c| c.other());
     let ws = w.m(|c| c.ws);
     let space = w.m(|c| c.space);
-    let class_change = (letter.c & !letter.prev(1)) | (digit.c & !digit.prev(1)) | (other.c & !other.prev(1));
+    let class_change =
+        (letter.c & !letter.prev(1)) | (digit.c & !digit.prev(1)) | (other.c & !other.prev(1));
     let mut starts = class_change & !space.prev(1);
     starts |= ws.c & !(ws.prev(1) & ws.next(1));
     // Apostrophes that start a pre-token, here and in the last bytes of the

@@ -18,8 +18,8 @@
 //! The masks need AVX2 to pay off; on other CPUs the walker is not used and
 //! the scalar machine runs alone.
 
-mod classify;
 mod cl100k;
+mod classify;
 mod gpt2;
 mod o200k;
 mod wide;
@@ -57,7 +57,11 @@ impl BitAnd for M {
     type Output = M;
     #[inline(always)]
     fn bitand(self, o: M) -> M {
-        M { p: self.p & o.p, c: self.c & o.c, n: self.n & o.n }
+        M {
+            p: self.p & o.p,
+            c: self.c & o.c,
+            n: self.n & o.n,
+        }
     }
 }
 
@@ -65,7 +69,11 @@ impl BitOr for M {
     type Output = M;
     #[inline(always)]
     fn bitor(self, o: M) -> M {
-        M { p: self.p | o.p, c: self.c | o.c, n: self.n | o.n }
+        M {
+            p: self.p | o.p,
+            c: self.c | o.c,
+            n: self.n | o.n,
+        }
     }
 }
 
@@ -73,7 +81,11 @@ impl Not for M {
     type Output = M;
     #[inline(always)]
     fn not(self) -> M {
-        M { p: !self.p, c: !self.c, n: !self.n }
+        M {
+            p: !self.p,
+            c: !self.c,
+            n: !self.n,
+        }
     }
 }
 
@@ -88,7 +100,11 @@ impl Window<'_> {
     /// One class over the three blocks.
     #[inline(always)]
     pub fn m(&self, f: impl Fn(&Classes) -> u64) -> M {
-        M { p: f(self.p), c: f(self.c), n: f(self.n) }
+        M {
+            p: f(self.p),
+            c: f(self.c),
+            n: f(self.n),
+        }
     }
 
     /// Bytes the algebra does not classify: non-ASCII, and past the end.
@@ -104,7 +120,11 @@ impl Window<'_> {
 pub(super) fn spread(x: M, cont: M) -> M {
     let mut y = x;
     for _ in 0..3 {
-        y = y | M { p: (y.p << 1) & cont.p, c: y.prev(1) & cont.c, n: (y.n << 1 | y.c >> 63) & cont.n };
+        y = y | M {
+            p: (y.p << 1) & cont.p,
+            c: y.prev(1) & cont.c,
+            n: (y.n << 1 | y.c >> 63) & cont.n,
+        };
     }
     y
 }
@@ -229,7 +249,9 @@ pub(super) fn runs_near_unknown(run: M, bad: M) -> u64 {
         let k = (!run.p).leading_zeros();
         if k == 64 || bad.p >> (63 - k) & 1 != 0 {
             // The run's bits at the bottom of the block (all 64 when it fills the block).
-            out |= 1u64.checked_shl((!r).trailing_zeros()).map_or(!0, |bit| bit - 1);
+            out |= 1u64
+                .checked_shl((!r).trailing_zeros())
+                .map_or(!0, |bit| bit - 1);
         }
     }
     r & out
@@ -280,7 +302,17 @@ impl<'t> Walker<'t> {
     /// A walker over `text` (valid UTF-8) with `preset`; `simd` selects the
     /// AVX2 classifier, which the caller has checked is `available`.
     pub fn new(text: &'t [u8], preset: Preset, simd: bool) -> Self {
-        Walker { text, preset, simd, pos: 0, block: None, classes: [Classes::default(); 3], starts: 0, unsure: !0, fallbacks: 0 }
+        Walker {
+            text,
+            preset,
+            simd,
+            pos: 0,
+            block: None,
+            classes: [Classes::default(); 3],
+            starts: 0,
+            unsure: !0,
+            fallbacks: 0,
+        }
     }
 
     /// Write the classes of block `k` (all phantom past the end of the text)
@@ -315,14 +347,28 @@ impl<'t> Walker<'t> {
     fn classify_last(text: &[u8], k: usize) -> Classes {
         let start = k * 64;
         if start >= text.len() {
-            return Classes { phantom: !0, ..Classes::default() };
+            return Classes {
+                phantom: !0,
+                ..Classes::default()
+            };
         }
         let mut block = [0u8; 64];
         let have = text.len() - start;
         block[..have].copy_from_slice(&text[start..start + have]);
         let mut c = classify_portable(&block);
         let real = (1u64 << have) - 1;
-        for mask in [&mut c.letter, &mut c.upper, &mut c.digit, &mut c.ws, &mut c.space, &mut c.newline, &mut c.apostrophe, &mut c.slash, &mut c.nonascii, &mut c.lead] {
+        for mask in [
+            &mut c.letter,
+            &mut c.upper,
+            &mut c.digit,
+            &mut c.ws,
+            &mut c.space,
+            &mut c.newline,
+            &mut c.apostrophe,
+            &mut c.slash,
+            &mut c.nonascii,
+            &mut c.lead,
+        ] {
             *mask &= real;
         }
         c.phantom = !real;
@@ -356,7 +402,10 @@ impl<'t> Walker<'t> {
         if self.block.is_none_or(|b| b + 1 != k) {
             if k == 0 {
                 // Before the text: phantom, so the first bytes are unsure, not after some class.
-                self.classes[2] = Classes { phantom: !0, ..Classes::default() };
+                self.classes[2] = Classes {
+                    phantom: !0,
+                    ..Classes::default()
+                };
             } else {
                 self.classify_into_ring(k - 1);
             }
@@ -364,7 +413,11 @@ impl<'t> Walker<'t> {
         }
         self.classify_into_ring(k + 1);
         self.block = Some(k);
-        let window = Window { p: &self.classes[(k + 2) % 3], c: &self.classes[k % 3], n: &self.classes[(k + 1) % 3] };
+        let window = Window {
+            p: &self.classes[(k + 2) % 3],
+            c: &self.classes[k % 3],
+            n: &self.classes[(k + 1) % 3],
+        };
         (self.starts, self.unsure) = rules(self.preset, &window, self.text, k * 64);
     }
 
@@ -403,7 +456,11 @@ impl<'t> Walker<'t> {
             // unsure position end pre-tokens that touch none: taken in turn.
             let mut rest = self.starts & (!0u64 << bit) << 1;
             let doubt = self.unsure & (!0u64 << bit) << 1;
-            let trusted = if doubt == 0 { !0 } else { (1u64 << doubt.trailing_zeros()) - 1 };
+            let trusted = if doubt == 0 {
+                !0
+            } else {
+                (1u64 << doubt.trailing_zeros()) - 1
+            };
             let mut safe = rest & trusted;
             rest &= !trusted;
             let count = safe.count_ones() as usize;
@@ -436,7 +493,11 @@ impl<'t> Walker<'t> {
                 break;
             }
             // The next pre-token touches an unsure position, or ends in a later block.
-            let end = if rest == 0 && doubt == 0 { self.end_in_later_block() } else { None };
+            let end = if rest == 0 && doubt == 0 {
+                self.end_in_later_block()
+            } else {
+                None
+            };
             self.pos = match end {
                 Some(end) => end,
                 None => {

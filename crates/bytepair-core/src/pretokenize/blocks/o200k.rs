@@ -26,7 +26,10 @@
 //! letters are unsure.
 
 use super::gpt2::{clear, set};
-use super::{digit_groups, forward64, near, reached_from_behind, reaches_forward, runs_near_unknown, spread, Window, M};
+use super::{
+    digit_groups, forward64, near, reached_from_behind, reaches_forward, runs_near_unknown, spread,
+    Window, M,
+};
 
 /// Length of the case-insensitive contraction at `j` (which holds `'`), 0 if none.
 #[inline]
@@ -50,9 +53,16 @@ fn upper_after_caseless(upper: M, lower: M, caseless: M, apostrophe: M) -> (u64,
     // The lower-case part of a word: from a lower-case letter through the
     // caseless letters after it; not from the letters of a contraction, which
     // end their word (nor from letters that only look like one: unsure then).
-    let after_apostrophe = M { p: apostrophe.p << 1 | apostrophe.p << 2, c: apostrophe.prev(1) | apostrophe.prev(2), n: 0 };
+    let after_apostrophe = M {
+        p: apostrophe.p << 1 | apostrophe.p << 2,
+        c: apostrophe.prev(1) | apostrophe.prev(2),
+        n: 0,
+    };
     let lower_part = reached_from_behind(lower & !after_apostrophe, caseless);
-    (upper.c & (caseless & lower_part).prev(1), upper.c & (caseless & !lower_part).prev(1))
+    (
+        upper.c & (caseless & lower_part).prev(1),
+        upper.c & (caseless & !lower_part).prev(1),
+    )
 }
 
 pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
@@ -70,17 +80,31 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     let bad = w.bad();
 
     // What a run of other characters takes after it: `[\r\n/]*` from a newline.
-    let seed = M { p: newline.p & other.p << 1, c: newline.c & other.prev(1), n: 0 };
+    let seed = M {
+        p: newline.p & other.p << 1,
+        c: newline.c & other.prev(1),
+        n: 0,
+    };
     let taken = reached_from_behind(seed, newline | slash);
     // Other characters that continue the run before them.
-    let continues = M { p: other.p << 1 & !(taken.p << 1), c: other.prev(1) & !taken.prev(1), n: 0 };
-    let after_space = M { p: space.p << 1, c: space.prev(1), n: 0 };
+    let continues = M {
+        p: other.p << 1 & !(taken.p << 1),
+        c: other.prev(1) & !taken.prev(1),
+        n: 0,
+    };
+    let after_space = M {
+        p: space.p << 1,
+        c: space.prev(1),
+        n: 0,
+    };
     let other_starts = other & !continues & !after_space & !taken;
 
-    let prefix_before = (ws.prev(1) & !newline.prev(1)) | spread(other_starts, w.m(|c| c.cont)).prev(1);
+    let prefix_before =
+        (ws.prev(1) & !newline.prev(1)) | spread(other_starts, w.m(|c| c.cont)).prev(1);
     let mut starts = letter.c & !letter.prev(1) & !prefix_before;
     starts |= upper.c & lower.prev(1);
-    let (after_lower_part, after_upper_part) = upper_after_caseless(upper, lower, caseless, apostrophe);
+    let (after_lower_part, after_upper_part) =
+        upper_after_caseless(upper, lower, caseless, apostrophe);
     starts |= after_lower_part;
     let (groups, digits_unsure) = digit_groups(digit);
     starts |= groups & digit.c;
@@ -91,7 +115,11 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     starts |= run_start & !taken.c;
     starts |= ws.c & !newline.c & taken.prev(1);
     let later = reaches_forward(newline, ws);
-    let last_newline = M { p: newline.p & !((later.c & 1) << 63), c: newline.c & !later.next(1), n: 0 };
+    let last_newline = M {
+        p: newline.p & !((later.c & 1) << 63),
+        c: newline.c & !later.next(1),
+        n: 0,
+    };
     starts |= ws.c & last_newline.prev(1);
     starts |= ws.c & !newline.c & !ws.next(1);
 
@@ -110,11 +138,18 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     let chained = M {
         p: apostrophe.p & (after_letter.p << 2 | after_letter.p << 3),
         c: apostrophe.c & (after_letter.prev(2) | after_letter.prev(3)),
-        n: apostrophe.n & (after_letter.n << 2 | after_letter.n << 3 | after_letter.c >> 62 | after_letter.c >> 61),
+        n: apostrophe.n
+            & (after_letter.n << 2
+                | after_letter.n << 3
+                | after_letter.c >> 62
+                | after_letter.c >> 61),
     };
     let after_word = apostrophe.c & letter.prev(1) & !chained.c;
     let after_word_before = apostrophe.p & letter.p << 1 & !chained.p & (0b111 << 61);
-    for (mut bits, origin) in [(after_word_before, base as isize - 64), (after_word, base as isize)] {
+    for (mut bits, origin) in [
+        (after_word_before, base as isize - 64),
+        (after_word, base as isize),
+    ] {
         while bits != 0 {
             let j = origin + bits.trailing_zeros() as isize;
             bits &= bits - 1;

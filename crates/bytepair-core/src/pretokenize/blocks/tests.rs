@@ -29,10 +29,17 @@ fn check_batches(preset: Preset, text: &str, simd: bool, batch: usize) {
         got.extend_from_slice(&bounds[1..=n]);
     }
     if got != want {
-        let i = got.iter().zip(&want).position(|(g, w)| g != w).unwrap_or(got.len().min(want.len()));
+        let i = got
+            .iter()
+            .zip(&want)
+            .position(|(g, w)| g != w)
+            .unwrap_or(got.len().min(want.len()));
         let pieces = |bounds: &[usize]| -> Vec<String> {
             let lo = i.saturating_sub(3);
-            bounds[lo..(i + 3).min(bounds.len())].windows(2).map(|w| String::from_utf8_lossy(&b[w[0]..w[1]]).into_owned()).collect()
+            bounds[lo..(i + 3).min(bounds.len())]
+                .windows(2)
+                .map(|w| String::from_utf8_lossy(&b[w[0]..w[1]]).into_owned())
+                .collect()
         };
         panic!("{preset:?} simd={simd} batch={batch}: boundary {i} (byte {}) differs: walker {:?} vs scalar {:?}", want[i - 1], pieces(&got), pieces(&want));
     }
@@ -52,27 +59,122 @@ fn all_paths(text: &str) {
 #[test]
 fn walker_equals_scalar_on_generated_text() {
     let pool = [
-        "a", "Z", "the", " the", "  ", "\t", "\n", "\r\n", " \n ", "\n\n", "'s", "'S", "'re", "'LL", "'ve", "'d", "'m", "'t",
-        "'x", "''", "1", "12", "123", "1234567", " 99", ".", "..", "!?", "/", "./", "\n/", " .", "(", ")", "-", "_",
-        "Hello", "HTTPServer", "fooBar", "ABC", "aB", "Ab", "\u{e9}", "\u{3042}", "\u{a0}", "\u{301}", "\u{17f}",
-        "    ", "\x0b", "\x0c", "\x1c", "x", "I'm", "it's", "don't", "O'Neil", " '", "' ", ";\n", "}\n\n", "\r", "  x",
-        "\u{41f}\u{440}\u{438}", "\u{43f}", "\u{3a9}\u{3b1}", "\u{201c}", "\u{201d}", "\u{2014}", "\u{3002}", "\u{4e2d}\u{6587}",
-        "\u{660}\u{661}", "\u{1f600}", "\u{10400}", "\u{2028}", "\u{3000}", "\u{b2}", "\u{2160}", "caf\u{e9}'s", "\u{c9}COLE",
-        "\u{2bc}", "\u{5d0}", "\u{e01}\u{e34}", "\u{85}", "\u{1c5}", "\u{df}", "'\u{17f}",
+        "a",
+        "Z",
+        "the",
+        " the",
+        "  ",
+        "\t",
+        "\n",
+        "\r\n",
+        " \n ",
+        "\n\n",
+        "'s",
+        "'S",
+        "'re",
+        "'LL",
+        "'ve",
+        "'d",
+        "'m",
+        "'t",
+        "'x",
+        "''",
+        "1",
+        "12",
+        "123",
+        "1234567",
+        " 99",
+        ".",
+        "..",
+        "!?",
+        "/",
+        "./",
+        "\n/",
+        " .",
+        "(",
+        ")",
+        "-",
+        "_",
+        "Hello",
+        "HTTPServer",
+        "fooBar",
+        "ABC",
+        "aB",
+        "Ab",
+        "\u{e9}",
+        "\u{3042}",
+        "\u{a0}",
+        "\u{301}",
+        "\u{17f}",
+        "    ",
+        "\x0b",
+        "\x0c",
+        "\x1c",
+        "x",
+        "I'm",
+        "it's",
+        "don't",
+        "O'Neil",
+        " '",
+        "' ",
+        ";\n",
+        "}\n\n",
+        "\r",
+        "  x",
+        "\u{41f}\u{440}\u{438}",
+        "\u{43f}",
+        "\u{3a9}\u{3b1}",
+        "\u{201c}",
+        "\u{201d}",
+        "\u{2014}",
+        "\u{3002}",
+        "\u{4e2d}\u{6587}",
+        "\u{660}\u{661}",
+        "\u{1f600}",
+        "\u{10400}",
+        "\u{2028}",
+        "\u{3000}",
+        "\u{b2}",
+        "\u{2160}",
+        "caf\u{e9}'s",
+        "\u{c9}COLE",
+        "\u{2bc}",
+        "\u{5d0}",
+        "\u{e01}\u{e34}",
+        "\u{85}",
+        "\u{1c5}",
+        "\u{df}",
+        "'\u{17f}",
         // Mixed-case contractions, and long runs (found missing by hypothesis).
-        "'lL", "'Ll", "'rE", "'vE", "A'lL", "111111111111111111111111111111", "                                ",
+        "'lL",
+        "'Ll",
+        "'rE",
+        "'vE",
+        "A'lL",
+        "111111111111111111111111111111",
+        "                                ",
         // Quotes in code (`'\n'`): apostrophes that follow no letter.
-        "'\\n'", "\\", "'a'", "x'", "[''",
+        "'\\n'",
+        "\\",
+        "'a'",
+        "x'",
+        "[''",
     ];
     // WALKER_SEED and WALKER_ROUNDS (environment) run other or more texts.
-    let mut state = std::env::var("WALKER_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x2545_f491_4f6c_dd1du64);
+    let mut state = std::env::var("WALKER_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x2545_f491_4f6c_dd1du64);
     let mut next = |m: usize| {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
         (state % m as u64) as usize
     };
-    let rounds = std::env::var("WALKER_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(if cfg!(debug_assertions) { 3000 } else { 30000 });
+    let rounds = std::env::var("WALKER_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(if cfg!(debug_assertions) { 3000 } else { 30000 });
     for _ in 0..rounds {
         let len = next(300);
         let text: String = (0..len).map(|_| pool[next(pool.len())]).collect();
@@ -86,7 +188,9 @@ fn walker_equals_scalar_on_generated_text() {
 #[test]
 fn a_taken_run_after_a_mark_decides_the_prefix_after_it() {
     for pad in 0..130 {
-        all_paths(&("x".repeat(pad) + " [''\u{301}\n\n\n\n/'LLcaf\u{e9}'s \u{915}\u{93f}\u{928}'s"));
+        all_paths(
+            &("x".repeat(pad) + " [''\u{301}\n\n\n\n/'LLcaf\u{e9}'s \u{915}\u{93f}\u{928}'s"),
+        );
     }
 }
 
@@ -103,8 +207,15 @@ fn walker_equals_scalar_on_corpora() {
         if path.extension().is_some_and(|e| e == "txt") {
             let text = std::fs::read_to_string(&path).expect("corpora are UTF-8");
             // A debug build is slow: a slice there, whole files in release.
-            let cut = if cfg!(debug_assertions) { text.len().min(200_000) } else { text.len() };
-            let cut = (0..=cut).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+            let cut = if cfg!(debug_assertions) {
+                text.len().min(200_000)
+            } else {
+                text.len()
+            };
+            let cut = (0..=cut)
+                .rev()
+                .find(|&i| text.is_char_boundary(i))
+                .unwrap_or(0);
             all_paths(&text[..cut]);
         }
     }

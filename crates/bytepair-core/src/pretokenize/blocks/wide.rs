@@ -35,7 +35,11 @@ const fn kind(p: usize, f: u8) -> u8 {
     if f & SPACE != 0 {
         UNSURE
     } else if f & NUMBER != 0 {
-        if p == 0 { DIGIT } else { UNSURE }
+        if p == 0 {
+            DIGIT
+        } else {
+            UNSURE
+        }
     } else if f & LETTER != 0 {
         let capital = if f & UPPER != 0 { CAPITAL } else { 0 };
         let no_case = if f & (UPPER | LOWER) == 0 { NO_CASE } else { 0 };
@@ -82,7 +86,13 @@ pub(super) fn classify_wide(preset: Preset, text: &[u8], start: usize, classes: 
         Preset::Cl100k => 1,
         Preset::O200k => 2,
     }];
-    let kind_of = |c: char| if c == '\u{17f}' { UNSURE } else { kinds[table.get(c) as usize] };
+    let kind_of = |c: char| {
+        if c == '\u{17f}' {
+            UNSURE
+        } else {
+            kinds[table.get(c) as usize]
+        }
+    };
     let leads = classes.lead & classes.nonascii;
     let tails = classes.nonascii & !leads;
     // Kinds at first bytes, as masks.
