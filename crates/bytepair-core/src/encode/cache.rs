@@ -11,6 +11,7 @@
 //! thread and encoder, set with `set_cache_budget`).
 
 use std::cell::RefCell;
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use rustc_hash::FxHashMap;
@@ -275,15 +276,18 @@ impl<K: SlotKey, const N: usize> PieceCache<K, N> {
 }
 
 /// A short-piece cache's slots as the hit loop reads them: the table's
-/// address and shift, copied out so the loop keeps them in registers. Valid
-/// until the cache next changes (an insert may move the table).
+/// address and shift, copied out so the loop keeps them in registers. The
+/// view borrows the cache (`'table`), so the compiler refuses any change to
+/// the cache (an insert may move the table) while the view is in use; the
+/// loop takes a fresh view after each change.
 #[derive(Clone, Copy)]
-pub(super) struct HomeSlots {
+pub(super) struct HomeSlots<'table> {
     base: *const Slot<u128, INLINE_IDS>,
     shift: u32,
+    table: PhantomData<&'table [Slot<u128, INLINE_IDS>]>,
 }
 
-impl HomeSlots {
+impl HomeSlots<'_> {
     /// The ids of `key` (hash `hash`, not 0) if its home slot holds it with
     /// at most `INLINE_IDS` ids inline: `(lanes, count)`, the first `count`
     /// of the 4 lanes being its ids; else `None` (a miss, a key past its home
@@ -292,7 +296,7 @@ impl HomeSlots {
     #[inline(always)]
     pub(super) fn inline_ids(self, key: u128, hash: u64) -> Option<([u32; 4], usize)> {
         // SAFETY: a home slot is below 2^(64 - shift), the table's length,
-        // and the table lives while the view does (see the type's comment).
+        // and the view's borrow of the cache keeps the table in place.
         let slot = unsafe { &*self.base.add((hash >> self.shift) as usize) };
         let lanes = [slot.ids[0], slot.ids[1], slot.ids[2], slot.count];
         (slot.key == key && slot.count as usize <= INLINE_IDS)
@@ -303,10 +307,11 @@ impl HomeSlots {
 impl ShortCache {
     /// This cache's `HomeSlots`.
     #[inline(always)]
-    pub(super) fn home_slots(&self) -> HomeSlots {
+    pub(super) fn home_slots(&self) -> HomeSlots<'_> {
         HomeSlots {
             base: self.slots.as_ptr(),
             shift: self.shift,
+            table: PhantomData,
         }
     }
 }
