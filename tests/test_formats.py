@@ -609,6 +609,22 @@ def test_native_byte_level_tables_equal_the_python_reading(entries, raw_merges, 
         assert got is not None and (got[0], got[1], got[2]) == want
 
 
+def test_native_byte_level_table_equals_the_python_table():
+    """The core's table (`bytepair_core::byte_level`, behind `byte_level_tables`)
+    and `formats/bytelevel.py`, each built from GPT-2's definition, agree on
+    all 256 bytes, and on which characters up to U+03FF are byte-level."""
+    from bytepair import _core
+    from bytepair.formats.bytelevel import bytes_to_unicode, is_byte_level
+
+    table = bytes_to_unicode()
+    ids, tokens, _ = _core.byte_level_tables({table[b]: b for b in range(256)}, [])
+    assert [bytes([b]) for b in ids] == tokens
+    for code in range(0x400):
+        c = chr(code)
+        native = _core.byte_level_tables({c: 0}, []) is not None
+        assert native == is_byte_level(c), f"U+{code:04X}"
+
+
 def test_tokenizer_json_loads_the_same_through_the_native_and_the_python_reader(
     tmp_path, monkeypatch
 ):

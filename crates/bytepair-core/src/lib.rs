@@ -13,12 +13,13 @@
 //! | [`pretokenize`] | split text into pre-tokens with a preset or custom regex; special tokens |
 //! | [`pipeline`] | tokenizer.json pipelines: normalizers, pre-tokenizer steps, added-token rules; the walk encoding and counting share |
 //! | [`cut`] | safe cuts: where a text may be split without changing its pre-tokens |
-//! | [`count`] | stream files or texts and count each distinct pre-token (word counts), by a pattern or a pipeline |
+//! | [`count`] | stream files or texts and count each distinct pre-token (word counts), by a pattern or a pipeline; accumulate counts across calls |
 //! | [`wordcounts`] | the word-counts artifact's columns (Arrow layout) and stable buckets |
 //! | [`train`] | the merge loop: learn merges from word counts |
-//! | [`encode`] | encode text to ids (rank-ordered merges) and decode ids to bytes |
+//! | [`encode`] | encode text to ids (rank-ordered merges) and decode ids to bytes; long texts in segments, files and batches of documents to token files |
 //! | [`recover`] | recover the merges of a rank table (a `.tiktoken` file) |
 //! | [`rank_file`] | read `.tiktoken` rank files and the merge table they imply |
+//! | [`byte_level`] | GPT-2's printable form of byte-level tokens (`vocab.json`, `tokenizer.json`) |
 //! | [`progress`] | progress and cancellation of long work |
 //!
 //! The contract (id layout, tie-break, special-token semantics) is in
@@ -48,6 +49,7 @@
 //! assert_eq!(enc.decode_bytes(&decoded).unwrap(), b" the cat");
 //! ```
 
+pub mod byte_level;
 pub mod count;
 pub mod cut;
 pub mod encode;

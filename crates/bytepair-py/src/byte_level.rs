@@ -1,39 +1,15 @@
 //! Reading the vocabulary and merges of a byte-level `tokenizer.json` (GPT-2's
-//! printable form of bytes, `formats/bytelevel.py`) from the parsed JSON
-//! objects in one native pass: the Python loops over 200k tokens and 200k
-//! merges were most of loading o200k's tokenizer.json.
+//! printable form of bytes: `bytepair_core::byte_level`, `formats/bytelevel.py`)
+//! from the parsed JSON objects in one native pass: the Python loops over 200k
+//! tokens and 200k merges were most of loading o200k's tokenizer.json.
 
+use bytepair_core::byte_level::decode_into;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
-/// GPT-2's `bytes_to_unicode` inverted: code point -> byte, for the 324 code
-/// points below U+0144 (-1: not a byte-level character).
-fn char_to_byte() -> [i16; 324] {
-    let printable = |b: u32| {
-        (0x21..=0x7E).contains(&b) || (0xA1..=0xAC).contains(&b) || (0xAE..=0xFF).contains(&b)
-    };
-    let mut table = [-1i16; 324];
-    let mut extra = 0;
-    for b in 0..256u32 {
-        let c = if printable(b) {
-            b
-        } else {
-            extra += 1;
-            255 + extra
-        };
-        table[c as usize] = b as i16;
-    }
-    table
-}
-
-/// The bytes of a byte-level token string; None if a character is not one.
-fn decode(text: &str, table: &[i16; 324], out: &mut Vec<u8>) -> Option<()> {
-    out.clear();
-    for c in text.chars() {
-        let b = *table.get(c as usize)?;
-        out.push(u8::try_from(b).ok()?);
-    }
-    Some(())
+/// The bytes of a byte-level token string into `out`; None if a character is not one.
+fn decode(text: &str, out: &mut Vec<u8>) -> Option<()> {
+    decode_into(text, out).ok()
 }
 
 /// (ids, tokens' bytes objects, merges as tuples of bytes objects).
@@ -51,7 +27,6 @@ pub fn byte_level_tables<'py>(
     vocab: &Bound<'py, PyDict>,
     merges: &Bound<'py, PyList>,
 ) -> PyResult<Option<ByteLevelTables<'py>>> {
-    let table = char_to_byte();
     let mut buf = Vec::new();
     let mut ids = Vec::with_capacity(vocab.len());
     let mut seen = rustc_hash::FxHashSet::default();
@@ -68,7 +43,7 @@ pub fn byte_level_tables<'py>(
         let Ok(text) = text.to_str() else {
             return Ok(None);
         };
-        if !seen.insert(id) || decode(text, &table, &mut buf).is_none() {
+        if !seen.insert(id) || decode(text, &mut buf).is_none() {
             return Ok(None);
         }
         ids.push(id);
@@ -79,9 +54,7 @@ pub fn byte_level_tables<'py>(
     for merge in merges.iter() {
         let decoded = match merge.cast::<PyString>() {
             Ok(text) => match text.to_str().ok().and_then(|t| t.split_once(' ')) {
-                Some((a, b)) if !b.contains(' ') => {
-                    decode(a, &table, &mut buf).and(decode(b, &table, &mut right))
-                }
+                Some((a, b)) if !b.contains(' ') => decode(a, &mut buf).and(decode(b, &mut right)),
                 _ => None,
             },
             Err(_) => match merge.cast::<PyList>() {
@@ -89,9 +62,7 @@ pub fn byte_level_tables<'py>(
                     let (a, b) = (list.get_item(0)?, list.get_item(1)?);
                     match (a.cast::<PyString>(), b.cast::<PyString>()) {
                         (Ok(a), Ok(b)) => match (a.to_str(), b.to_str()) {
-                            (Ok(a), Ok(b)) => {
-                                decode(a, &table, &mut buf).and(decode(b, &table, &mut right))
-                            }
+                            (Ok(a), Ok(b)) => decode(a, &mut buf).and(decode(b, &mut right)),
                             _ => None,
                         },
                         _ => None,

@@ -1,8 +1,9 @@
 //! `WordCounter`: word counts accumulated from files, texts, documents in
-//! Arrow layout or word-counts parts, then trained on (`train`).
+//! Arrow layout or word-counts parts (`bytepair_core::count::Accumulator`),
+//! then trained on (`train`).
 
 use bytepair_core::count::{
-    self, CountError, Limits, PipelineWords, Pruned, WordCounts, WordTally, Words,
+    self, Accumulated, Accumulator, CountError, Limits, PipelineWords, ScaleError, Words,
 };
 use bytepair_core::pipeline::AddedRule;
 use bytepair_core::{train, wordcounts, CutRule, PreTokenizer};
@@ -10,6 +11,7 @@ use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::arrow::le_i64s;
 use crate::encoder::CoreBPE;
 use crate::errors::{columns_error, count_error, pattern_error};
 use crate::pipeline::PipelineSpec;
@@ -27,64 +29,13 @@ type PartBuffers<'py> = (
     Bound<'py, PyBytes>,
 );
 
-/// Little-endian i64s from a bytes buffer (Arrow offsets or an INT64 column).
-pub(crate) fn le_i64s(raw: &[u8], what: &str) -> PyResult<Vec<i64>> {
-    if !raw.len().is_multiple_of(8) {
-        return Err(PyValueError::new_err(format!(
-            "{what}: {} bytes is not a whole number of int64",
-            raw.len()
-        )));
-    }
-    Ok(raw
-        .chunks_exact(8)
-        .map(|b| i64::from_le_bytes(b.try_into().unwrap()))
-        .collect())
-}
-
 /// Word counts accumulated from texts or files, then trained on.
 #[pyclass(module = "bytepair._core")]
 pub struct WordCounter {
     pre: Words,
     cut: CutRule,
     limits: Limits,
-    counts: WordCounts,
-    /// Counts of files and texts not yet in `counts`, summed by key: training
-    /// reads them as they are, and only the other operations need them as
-    /// byte strings (`settle`).
-    pending: Option<WordTally>,
-    pruned: Pruned,
-}
-
-impl WordCounter {
-    /// Sum one call's counts into the accumulated ones, which stay within the
-    /// memory budget across calls too.
-    fn add_counted(&mut self, mut tally: WordTally) {
-        self.pruned.add(tally.pruned());
-        tally.clear_pruned();
-        match &mut self.pending {
-            Some(pending) => pending.merge(tally),
-            None => self.pending = Some(tally),
-        }
-        if let Some(budget) = self.limits.max_memory {
-            self.settle();
-            self.pruned
-                .add(count::prune_to_budget(&mut self.counts, budget / 2));
-        }
-    }
-
-    /// Move the pending counts into `counts`.
-    fn settle(&mut self) {
-        if let Some(pending) = self.pending.take() {
-            self.counts =
-                count::merge_counts(std::mem::take(&mut self.counts), pending.into_counts());
-        }
-    }
-
-    /// Every count, settled.
-    fn settled(&mut self) -> &mut WordCounts {
-        self.settle();
-        &mut self.counts
-    }
+    counts: Accumulator,
 }
 
 #[pymethods]
@@ -133,9 +84,7 @@ impl WordCounter {
             pre,
             cut,
             limits,
-            counts: WordCounts::default(),
-            pending: None,
-            pruned: Pruned::default(),
+            counts: Accumulator::new(max_memory),
         })
     }
 
@@ -143,11 +92,8 @@ impl WordCounter {
     /// highest minimum count applied); all 0 when nothing was.
     #[getter]
     fn pruned(&self) -> (u64, u64, u64) {
-        (
-            self.pruned.words,
-            self.pruned.pre_tokens,
-            self.pruned.min_count,
-        )
+        let pruned = self.counts.pruned();
+        (pruned.words, pruned.pre_tokens, pruned.min_count)
     }
 
     /// Count UTF-8 files, each one document; progress reports bytes read.
@@ -166,7 +112,7 @@ impl WordCounter {
             count::count_files(pre, cut, &paths, chunk_size, replace_errors, limits, p)
         })?
         .map_err(count_error)?;
-        self.add_counted(counted);
+        self.counts.add_tally(counted);
         Ok(())
     }
 
@@ -184,7 +130,7 @@ impl WordCounter {
             count::count_texts(pre, &texts, limits, p)
         })?
         .map_err(count_error)?;
-        self.add_counted(counted);
+        self.counts.add_tally(counted);
         Ok(())
     }
 
@@ -213,15 +159,12 @@ impl WordCounter {
         })?
         .map_err(|e| match e {
             CountError::InvalidUtf8InDocument { index, offset } => {
-                let path = match first_record {
-                    Some(first) => format!("{source}: record {}", first + index as u64),
-                    None => source.to_string(),
-                };
+                let path = count::document_name(source, first_record, index);
                 count_error(CountError::InvalidUtf8 { path, offset })
             }
             other => count_error(other),
         })?;
-        self.add_counted(counted);
+        self.counts.add_tally(counted);
         Ok(())
     }
 
@@ -238,7 +181,7 @@ impl WordCounter {
         unique: bool,
     ) -> PyResult<()> {
         let (offsets, n) = (le_i64s(offsets, "offsets")?, le_i64s(counts, "counts")?);
-        let words = self.settled();
+        let words = self.counts.settled();
         py.detach(|| wordcounts::add_rows(words, data, &offsets, &n, unique))
             .map_err(columns_error)
     }
@@ -255,7 +198,7 @@ impl WordCounter {
         if parts == 0 {
             return Err(PyValueError::new_err("parts must be at least 1"));
         }
-        let counts = &*self.settled();
+        let counts = &*self.counts.settled();
         let buckets = py
             .detach(|| wordcounts::to_buckets(counts, parts))
             .map_err(columns_error)?;
@@ -275,7 +218,7 @@ impl WordCounter {
 
     /// Add (word bytes, count) pairs as given, without pre-tokenizing them.
     fn add_counts(&mut self, items: Vec<(Vec<u8>, u64)>) {
-        let counts = self.settled();
+        let counts = self.counts.settled();
         for (w, n) in items {
             count::add_word(counts, &w, n);
         }
@@ -286,55 +229,30 @@ impl WordCounter {
     /// the nearest integer (halves away from zero); words that round to 0 are
     /// left out. OverflowError when a weighted count reaches 2^64.
     fn add_scaled(&mut self, mut other: PyRefMut<'_, WordCounter>, weight: f64) -> PyResult<()> {
-        if !weight.is_finite() || weight < 0.0 {
-            return Err(PyValueError::new_err(format!(
-                "weight {weight} must be a finite number >= 0"
-            )));
-        }
-        let exact =
-            (weight.fract() == 0.0 && weight < 18446744073709551616.0).then_some(weight as u64);
-        let others = std::mem::take(other.settled());
-        let counts = self.settled();
-        for (word, count) in others {
-            let scaled = match exact {
-                Some(w) => count.checked_mul(w),
-                None => Some((count as f64 * weight).round())
-                    .filter(|&x| x < 18446744073709551616.0)
-                    .map(|x| x as u64),
-            };
-            let Some(scaled) = scaled else {
-                return Err(PyOverflowError::new_err(format!(
-                    "word {word:?}: count {count} x weight {weight} reaches 2**64"
-                )));
-            };
-            if scaled > 0 {
-                count::add_word(counts, &word, scaled);
-            }
-        }
-        self.pruned.add(std::mem::take(&mut other.pruned));
-        Ok(())
+        self.counts
+            .add_scaled(&mut other.counts, weight)
+            .map_err(|e| match e {
+                ScaleError::BadWeight(_) => PyValueError::new_err(e.to_string()),
+                ScaleError::Overflow { .. } => PyOverflowError::new_err(e.to_string()),
+            })
     }
 
     fn __len__(&mut self) -> usize {
-        match &self.pending {
-            Some(pending) if self.counts.is_empty() => pending.len(),
-            _ => self.settled().len(),
-        }
+        self.counts.len()
     }
 
     /// Total number of pre-tokens counted, exact beyond 2^64 (counts read from
     /// artifacts can add up past it; a u64 sum wrapped).
     fn total(&self) -> u128 {
-        let pending = self.pending.as_ref().map_or(0, WordTally::total);
-        pending + self.counts.values().map(|&c| u128::from(c)).sum::<u128>()
+        self.counts.total()
     }
 
     /// All (word bytes, count), sorted by count descending then bytes.
     fn items<'py>(&mut self, py: Python<'py>) -> Vec<(Bound<'py, PyBytes>, u64)> {
-        let mut v: Vec<(&Vec<u8>, &u64)> = self.settled().iter().collect();
-        v.sort_unstable_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-        v.into_iter()
-            .map(|(w, &n)| (PyBytes::new(py, w), n))
+        let items = self.counts.sorted();
+        items
+            .into_iter()
+            .map(|(w, n)| (PyBytes::new(py, w), n))
             .collect()
     }
 
@@ -359,29 +277,23 @@ impl WordCounter {
         base_tokens: Vec<(u32, Vec<u8>)>,
         first_new_id: u32,
     ) -> PyResult<TrainResult> {
-        // Counts of files and texts only: trained on as they are.
-        let tally = if self.counts.is_empty() {
-            self.pending.take()
-        } else {
-            None
-        };
-        let words = std::mem::take(self.settled());
+        // Counts of files and texts only come as a tally: trained on as they are.
+        let counts = self.counts.take();
         let options = train::TrainOptions {
             min_frequency,
             max_token_length,
         };
         let encoder = base.as_ref().map(|b| &b.enc);
-        let trained = run_with_progress(py, num_threads, progress, |p| match (encoder, tally) {
-            (None, Some(tally)) => train::train_with(tally, num_merges, &options, p),
-            (None, None) => train::train_with(words, num_merges, &options, p),
-            (Some(encoder), tally) => {
+        let trained = run_with_progress(py, num_threads, progress, |p| match (encoder, counts) {
+            (None, Accumulated::Tally(tally)) => train::train_with(tally, num_merges, &options, p),
+            (None, Accumulated::Counts(words)) => train::train_with(words, num_merges, &options, p),
+            (Some(encoder), counts) => {
                 let base = train::Base {
                     encoder,
                     tokens: base_tokens,
                     first_new_id,
                 };
-                let words = tally.map_or(words, WordTally::into_counts);
-                train::train_on_base(words, base, num_merges, &options, p)
+                train::train_on_base(counts.into_counts(), base, num_merges, &options, p)
             }
         })?
         .map_err(|e| match e {

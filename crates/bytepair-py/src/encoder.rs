@@ -1,29 +1,26 @@
 //! `CoreBPE`: the encoder as Python sees it. Encoding runs without the GIL; a
-//! long text is cut at safe cuts into segments with a Ctrl-C check between
-//! them; id lists are built and read back by `IdLists`.
+//! long text is cut at safe cuts into segments (`bytepair_core::encode::segments`)
+//! with a Ctrl-C check between them; id lists are built and read back by `IdLists`.
 
-use std::borrow::Cow;
-use std::io::Write;
-
-use bytepair_core::count::{ChunkReader, CountError};
+use bytepair_core::count::CountError;
 use bytepair_core::cut::{segments, CutRule};
+use bytepair_core::encode::documents::{encode_documents, Documents, DocumentsError};
+use bytepair_core::encode::file::{encode_chunks, open_file, FileError};
+use bytepair_core::encode::id_bytes::ItemSize;
+use bytepair_core::encode::segments::{encode_segments_in_parallel, SEGMENT_BYTES};
 use bytepair_core::encode::{cancellable, Spans};
-use bytepair_core::{EncodeError, Encoder, Progress, VocabTables};
+use bytepair_core::{EncodeError, Encoder, VocabTables};
 use numpy::PyArray1;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
-use rayon::prelude::*;
 
+use crate::arrow::le_i64s;
 use crate::batch::{encode_batch, BatchError};
-use crate::counter::le_i64s;
 use crate::errors::{count_error, encode_error, encoder_error};
 use crate::id_lists::IdLists;
 use crate::pipeline::PipelineSpec;
 use crate::runtime::{run_with_progress, thread_count};
-
-/// Texts longer than this are encoded in segments, with a Ctrl-C check between them.
-const SEGMENT_BYTES: usize = 1 << 20;
 
 /// A segment longer than this (a text with no safe cut, perhaps one giant
 /// pre-token) is encoded on a worker thread while this one polls for Ctrl-C,
@@ -109,11 +106,14 @@ impl CoreBPE {
         result
     }
 
-    /// Encode `text` without the GIL, appending to `ids`. A long text with a
-    /// preset pattern is cut at safe cuts (`bytepair_core::cut`: the segments
-    /// encode to the ids of the whole) into segments of about `SEGMENT_BYTES`,
-    /// and Ctrl-C is checked between them, so KeyboardInterrupt stops a huge
-    /// `encode` promptly.
+    /// Encode `text` without the GIL, appending to `ids`: the segments of the
+    /// core's `encode_segments` (safe cuts, `SEGMENT_BYTES`; the ids of the
+    /// whole text), with the checks done from Python. Ctrl-C is checked between
+    /// segments with the GIL held (Python's signal handlers run only then), so
+    /// KeyboardInterrupt stops a huge `encode` promptly; each segment is
+    /// encoded with the GIL released on this thread, whose piece cache is
+    /// warm, or, past `WATCHED_SEGMENT_BYTES`, on a worker while this thread
+    /// polls.
     fn encode_segments(
         &self,
         py: Python<'_>,
@@ -136,60 +136,6 @@ impl CoreBPE {
             encoded.map_err(|e| encode_error(e.shifted(start), text))?;
         }
         Ok(())
-    }
-}
-
-/// Bytes of a file `encode_file` reads and encodes at a time (cut at a safe
-/// cut): enough 1 MiB segments for every thread, a bounded buffer.
-const FILE_CHUNK_BYTES: usize = 8 << 20;
-
-impl CoreBPE {
-    /// `encode_segments` on `threads` threads: the segments are encoded
-    /// into buffers of their own, then joined. The error is the first failing
-    /// segment's; Ctrl-C stops the remaining segments and any long merge.
-    fn encode_segments_in_parallel(
-        &self,
-        py: Python<'_>,
-        text: &str,
-        encode: &(impl Fn(&str, &mut Vec<u32>) -> Result<(), EncodeError> + Sync),
-        threads: usize,
-    ) -> PyResult<Vec<u32>> {
-        let encoded = run_with_progress(py, Some(threads), None, |progress| {
-            self.encode_segments_on_pool(text, encode, progress)
-        })?;
-        let encoded: Vec<Vec<u32>> = encoded
-            .into_iter()
-            .collect::<Result<_, _>>()
-            .map_err(|e| encode_error(e, text))?;
-        let mut ids = Vec::with_capacity(encoded.iter().map(Vec::len).sum());
-        for part in &encoded {
-            ids.extend_from_slice(part);
-        }
-        Ok(ids)
-    }
-
-    /// The ids of each segment of `text` (safe cuts), encoded on the current
-    /// thread pool into buffers of their own, in order; an error's offset is
-    /// in `text`. Segments not started when `progress` is cancelled fail.
-    fn encode_segments_on_pool(
-        &self,
-        text: &str,
-        encode: &(impl Fn(&str, &mut Vec<u32>) -> Result<(), EncodeError> + Sync),
-        progress: &Progress,
-    ) -> Vec<Result<Vec<u32>, EncodeError>> {
-        let parts: Vec<(usize, &str)> = segments(&self.cut, text, SEGMENT_BYTES).collect();
-        parts
-            .par_iter()
-            .map(|&(start, segment)| {
-                if progress.is_cancelled() {
-                    return Err(EncodeError::Cancelled);
-                }
-                let mut ids = Vec::with_capacity(segment.len() / 2 + 16);
-                cancellable(progress, || encode(segment, &mut ids))
-                    .map_err(|e| e.shifted(start))?;
-                Ok(ids)
-            })
-            .collect()
     }
 }
 
@@ -338,7 +284,10 @@ impl CoreBPE {
         };
         let threads = thread_count(num_threads)?;
         let mut ids = if threads > 1 && text.len() > 2 * SEGMENT_BYTES {
-            self.encode_segments_in_parallel(py, text, &encode, threads)?
+            run_with_progress(py, Some(threads), None, |progress| {
+                encode_segments_in_parallel(&self.cut, text, &encode, progress)
+            })?
+            .map_err(|e| encode_error(e, text))?
         } else {
             // Room for ~2 bytes per token; pages never written are never touched,
             // and the spare capacity is returned before the array takes the buffer.
@@ -378,58 +327,33 @@ impl CoreBPE {
         num_threads: Option<usize>,
         callback: Option<Py<PyAny>>,
     ) -> PyResult<(u64, u64)> {
-        if itemsize != 2 && itemsize != 4 {
-            return Err(PyValueError::new_err(format!(
-                "itemsize={itemsize}: expected 2 or 4"
-            )));
-        }
+        let itemsize = item_size(itemsize)?;
         if self.enc.has_pipeline() {
             return Err(PyValueError::new_err(
                 "a tokenizer.json pipeline has no safe cuts: encode the file's text",
             ));
         }
-        let reader = ChunkReader::open(path, FILE_CHUNK_BYTES, self.cut.clone())
-            .map_err(count_error)?
-            .without_forced_cut();
+        let reader = open_file(&self.cut, path).map_err(|e| file_error(e, path))?;
         use std::os::fd::FromRawFd;
         // SAFETY: the caller keeps `out_fd` open for the call; ManuallyDrop
         // leaves it open afterwards (the caller owns it).
         let file = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(out_fd) });
-        let out_path = "the output file";
         let mut out = std::io::BufWriter::with_capacity(1 << 20, &*file);
         let threads = thread_count(num_threads)?;
         let encode = |segment: &str, ids: &mut Vec<u32>| {
             self.enc.encode_into(segment, &allowed, &disallowed, ids)
         };
-        let written = run_with_progress(
-            py,
-            Some(threads),
-            callback,
-            |progress| -> Result<(u64, u64), FileError> {
-                let mut tokens = 0u64;
-                let mut bytes = Vec::new();
-                for chunk in reader {
-                    if progress.is_cancelled() {
-                        return Err(FileError::Count(CountError::Cancelled));
-                    }
-                    let chunk = chunk.map_err(FileError::Count)?;
-                    let text = chunk.text(replace_errors).map_err(FileError::Count)?;
-                    for ids in self.encode_segments_on_pool(&text, &encode, progress) {
-                        let ids = ids.map_err(|e| FileError::Encode(e, chunk.offset))?;
-                        bytes.clear();
-                        push_ids(&mut bytes, ids.iter().copied(), itemsize)
-                            .map_err(FileError::Python)?;
-                        out.write_all(&bytes)
-                            .map_err(|e| FileError::Count(CountError::io(out_path, e)))?;
-                        tokens += ids.len() as u64;
-                    }
-                    progress.add(chunk.bytes.len() as u64);
-                }
-                out.flush()
-                    .map_err(|e| FileError::Count(CountError::io(out_path, e)))?;
-                Ok((tokens, progress.done()))
-            },
-        )?;
+        let written = run_with_progress(py, Some(threads), callback, |progress| {
+            encode_chunks(
+                &self.cut,
+                reader,
+                &encode,
+                &mut out,
+                itemsize,
+                replace_errors,
+                progress,
+            )
+        })?;
         written.map_err(|e| file_error(e, path))
     }
 
@@ -486,80 +410,37 @@ impl CoreBPE {
         replace_errors: bool,
         num_threads: Option<usize>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-        if itemsize != 2 && itemsize != 4 {
-            return Err(PyValueError::new_err(format!(
-                "itemsize={itemsize}: expected 2 or 4"
-            )));
-        }
+        let itemsize = item_size(itemsize)?;
         let offsets = le_i64s(offsets, "offsets")?;
-        if offsets.is_empty()
-            || offsets.windows(2).any(|w| w[0] < 0 || w[1] < w[0])
-            || offsets[offsets.len() - 1] as u64 > data.len() as u64
-        {
-            return Err(PyValueError::new_err(format!(
-                "offsets do not describe documents within {} bytes",
-                data.len()
-            )));
-        }
-        let document = |i: usize| &data[offsets[i] as usize..offsets[i + 1] as usize];
-        let bad_utf8 = |i: usize, offset: usize| {
-            let path = match first_record {
-                Some(first) => format!("{source}: record {}", first + i as u64),
-                None => source.to_string(),
-            };
-            count_error(CountError::InvalidUtf8 {
-                path,
-                offset: offset as u64,
-            })
+        let documents =
+            Documents::new(data, &offsets).map_err(|e| documents_error(e, data, &[]))?;
+        let encode = |piece: &str, ids: &mut Vec<u32>| {
+            self.enc.encode_into(piece, &allowed, &disallowed, ids)
         };
-        let decode = |i: usize| match std::str::from_utf8(document(i)) {
-            Ok(text) => Ok(Cow::Borrowed(text)),
-            Err(_) if replace_errors => Ok(String::from_utf8_lossy(document(i))),
-            Err(e) => Err(bad_utf8(i, e.valid_up_to())),
-        };
-        let encoded: Vec<(usize, Vec<u32>)> = run_with_progress(py, num_threads, None, |_| {
-            let texts: Vec<Cow<str>> = (0..offsets.len() - 1)
-                .into_par_iter()
-                .map(decode)
-                .collect::<PyResult<_>>()?;
-            // A long document is encoded in segments cut where the ids of the
-            // parts join to the ids of the whole (bytepair_core::cut), so one
-            // big file uses every thread too.
-            let pieces: Vec<(usize, &str)> = texts
-                .iter()
-                .enumerate()
-                .flat_map(|(i, text)| {
-                    segments(&self.cut, text, SEGMENT_BYTES).map(move |(_, piece)| (i, piece))
-                })
-                .collect();
-            pieces
-                .into_par_iter()
-                .map(|(i, piece)| {
-                    let mut ids = self
-                        .enc
-                        .encode(piece, &allowed, &disallowed)
-                        .map_err(|e| encode_error(e, piece))?;
-                    // encode reserves 2 ids per byte; a batch holds every piece's ids at once
-                    ids.shrink_to_fit();
-                    Ok((i, ids))
-                })
-                .collect::<PyResult<Vec<_>>>()
-        })??;
-        let documents = offsets.len() - 1;
-        let mut out = Vec::with_capacity(
-            (encoded.iter().map(|(_, ids)| ids.len()).sum::<usize>() + documents) * itemsize,
-        );
-        let mut lengths = Vec::with_capacity(documents * 8);
-        let mut pieces = encoded.iter().peekable();
-        for i in 0..documents {
-            let before = out.len();
-            while let Some((_, ids)) = pieces.next_if(|(doc, _)| *doc == i) {
-                push_ids(&mut out, ids.iter().copied(), itemsize)?;
-            }
-            push_ids(&mut out, eot, itemsize)?;
-            lengths.extend_from_slice(&(((out.len() - before) / itemsize) as i64).to_le_bytes());
-        }
-        Ok((PyBytes::new(py, &out), PyBytes::new(py, &lengths)))
+        let encoded = run_with_progress(py, num_threads, None, |progress| {
+            encode_documents(
+                &self.cut,
+                documents,
+                &encode,
+                eot,
+                itemsize,
+                replace_errors,
+                progress,
+            )
+        })?
+        .map_err(|e| match e {
+            DocumentsError::InvalidUtf8 { index, offset } => count_error(CountError::InvalidUtf8 {
+                path: bytepair_core::count::document_name(source, first_record, index),
+                offset,
+            }),
+            other => documents_error(other, data, &offsets),
+        })?;
+        let lengths: Vec<u8> = encoded
+            .lengths
+            .iter()
+            .flat_map(|&n| (n as i64).to_le_bytes())
+            .collect();
+        Ok((PyBytes::new(py, &encoded.ids), PyBytes::new(py, &lengths)))
     }
 
     /// Joined bytes of a list of ids.
@@ -612,48 +493,41 @@ impl CoreBPE {
     }
 }
 
-/// Append `ids` to `out` as little-endian unsigned ints of `itemsize` (2 or 4) bytes.
-fn push_ids(
-    out: &mut Vec<u8>,
-    ids: impl IntoIterator<Item = u32>,
-    itemsize: usize,
-) -> PyResult<()> {
-    for id in ids {
-        if itemsize == 4 {
-            out.extend_from_slice(&id.to_le_bytes());
-        } else {
-            let narrow = u16::try_from(id)
-                .map_err(|_| PyValueError::new_err(format!("id {id} does not fit in 2 bytes")))?;
-            out.extend_from_slice(&narrow.to_le_bytes());
-        }
-    }
-    Ok(())
-}
-
-/// Why `encode_file` stopped: reading or writing, or encoding a chunk that
-/// starts at the given byte offset of the file.
-enum FileError {
-    Count(CountError),
-    Encode(EncodeError, u64),
-    /// An id too wide for the item size.
-    Python(PyErr),
+/// `itemsize` (2 or 4) as the core's `ItemSize`; any other is a ValueError.
+fn item_size(itemsize: usize) -> PyResult<ItemSize> {
+    ItemSize::try_from(itemsize).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// `FileError` as a Python exception naming `path` and the file's byte offset.
 fn file_error(e: FileError, path: &str) -> PyErr {
     match e {
-        FileError::Count(CountError::InvalidUtf8 { path, offset }) => PyValueError::new_err(format!(
-            "{path}: invalid UTF-8 at byte offset {offset} (use errors='replace' / --errors replace to replace bad bytes)"
-        )),
-        FileError::Count(e) => count_error(e),
-        FileError::Encode(EncodeError::Disallowed(d), start) => {
+        FileError::Read(CountError::InvalidUtf8 { path, offset }) => {
             PyValueError::new_err(format!(
-                "{path}: the text holds the special-token string {:?} at byte offset {}",
-                d.token,
-                start + d.offset as u64
+                "{path}: invalid UTF-8 at byte offset {offset} \
+                 (use errors='replace' / --errors replace to replace bad bytes)"
             ))
         }
-        FileError::Encode(e, _) => PyValueError::new_err(e.to_string()),
-        FileError::Python(e) => e,
+        FileError::Read(e) => count_error(e),
+        FileError::Encode(EncodeError::Disallowed(d)) => PyValueError::new_err(format!(
+            "{path}: the text holds the special-token string {:?} at byte offset {}",
+            d.token, d.offset
+        )),
+        FileError::Encode(e) => PyValueError::new_err(e.to_string()),
+        FileError::Write(_) => PyOSError::new_err(e.to_string()),
+        FileError::IdTooWide(e) => PyValueError::new_err(e.to_string()),
+    }
+}
+
+/// A `DocumentsError` other than bad UTF-8 as a Python exception; an encode
+/// error is worded as `encode` words it, in the document's text (documents
+/// `data` at `offsets`).
+fn documents_error(e: DocumentsError, data: &[u8], offsets: &[i64]) -> PyErr {
+    match e {
+        DocumentsError::Encode { index, error } => {
+            let bytes = &data[offsets[index] as usize..offsets[index + 1] as usize];
+            encode_error(error, &String::from_utf8_lossy(bytes))
+        }
+        DocumentsError::Cancelled => PyRuntimeError::new_err(e.to_string()),
+        other => PyValueError::new_err(other.to_string()),
     }
 }

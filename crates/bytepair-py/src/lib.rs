@@ -13,6 +13,7 @@
 //!   on the calling thread with encoding on the others;
 //! * `id_lists`, `shared_ints`: CPython-specific speed-ups for id lists.
 
+mod arrow;
 mod batch;
 mod byte_level;
 mod counter;

@@ -5,6 +5,12 @@ Byte-level BPE files (GPT-2's ``vocab.json``/``merges.txt``, HuggingFace
 ``bytes_to_unicode`` table (openai/gpt-2, ``src/encoder.py``) maps each of the
 256 bytes to one visible character (printable Latin-1 bytes map to themselves,
 the rest to U+0100 and up), so ``b" the"`` is stored as ``"Ġthe"``.
+
+The core has the same table (``bytepair_core::byte_level``, behind
+``_core.byte_level_tables``, the fast path of loading a vocabulary). This
+module builds it independently from GPT-2's definition and stays the
+reference: it words the errors and serves the writers, and
+``tests/test_formats.py`` checks that the two tables agree.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@
 //! threads (per-thread maps are summed, and addition commutes). A text with no
 //! safe cut at all (one giant word) becomes a single chunk.
 
+mod accumulator;
 mod chunks;
 mod slots;
 mod tally;
@@ -22,6 +23,7 @@ use rustc_hash::FxHashMap;
 use crate::cut::CutRule;
 use crate::pretokenize::SearchError;
 use crate::progress::Progress;
+pub use accumulator::{Accumulated, Accumulator, ScaleError, Weight};
 pub use chunks::{split_documents, Chunk, ChunkReader};
 pub use tally::{Pruned, WordTally};
 pub use words::{PipelineWords, SplitWords, Words};
@@ -62,6 +64,16 @@ impl CountError {
             path: path.to_string(),
             source,
         }
+    }
+}
+
+/// The name of document `index` of a batch read from `source` in errors:
+/// `source` alone for a batch of one document (a whole file), else
+/// `"{source}: record {first_record + index}"`.
+pub fn document_name(source: &str, first_record: Option<u64>, index: usize) -> String {
+    match first_record {
+        Some(first) => format!("{source}: record {}", first + index as u64),
+        None => source.to_string(),
     }
 }
 

@@ -21,8 +21,12 @@
 
 mod cache;
 mod decode;
+pub mod documents;
+pub mod file;
 mod general;
+pub mod id_bytes;
 mod merge;
+pub mod segments;
 mod tables;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,308 @@
+//! Word counts accumulated over many calls (files, texts, documents,
+//! word-counts parts, other accumulators times a weight), within one memory
+//! budget across all of them, then handed to training.
+//!
+//! Counts of files and texts arrive as `WordTally`s and stay one, summed by
+//! key, while nothing else is added: training reads a tally as it is, and only
+//! the other operations need the counts as byte strings (`settle`).
+
+use super::{add_word, merge_counts, prune_to_budget, Pruned, WordCounts, WordTally};
+
+/// 2^64 as an f64 (exact): the first weighted count a u64 cannot hold.
+const TWO_POW_64: f64 = (1u128 << 64) as f64;
+
+/// Word counts gathered from many calls.
+#[derive(Default)]
+pub struct Accumulator {
+    /// Counts as byte strings.
+    counts: WordCounts,
+    /// Counts of files and texts not yet in `counts`, summed by key.
+    pending: Option<WordTally>,
+    /// What the memory budget dropped so far.
+    pruned: Pruned,
+    /// The budget of the counts in bytes (`count::Limits::max_memory`).
+    max_memory: Option<usize>,
+}
+
+/// The counts an `Accumulator` hands to training (`Accumulator::take`).
+pub enum Accumulated {
+    /// Counts of files and texts only, summed by key (trained on as they are).
+    Tally(WordTally),
+    /// Any other counts, as byte strings.
+    Counts(WordCounts),
+}
+
+impl Accumulated {
+    /// The counts as byte strings.
+    pub fn into_counts(self) -> WordCounts {
+        match self {
+            Accumulated::Tally(tally) => tally.into_counts(),
+            Accumulated::Counts(counts) => counts,
+        }
+    }
+}
+
+/// Why `Accumulator::add_scaled` failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ScaleError {
+    /// A weight that is negative, infinite or NaN.
+    #[error("weight {0} must be a finite number >= 0")]
+    BadWeight(f64),
+    /// A weighted count that does not fit in a u64.
+    #[error("word {word:?}: count {count} x weight {weight} reaches 2**64")]
+    Overflow {
+        word: Vec<u8>,
+        count: u64,
+        weight: f64,
+    },
+}
+
+/// A weight of `Accumulator::add_scaled`: finite and >= 0.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Weight {
+    weight: f64,
+    /// The weight as an integer, when it is one below 2^64.
+    exact: Option<u64>,
+}
+
+impl Weight {
+    /// `weight`, or `ScaleError::BadWeight` when it is negative, infinite or NaN.
+    pub fn new(weight: f64) -> Result<Self, ScaleError> {
+        if !weight.is_finite() || weight < 0.0 {
+            return Err(ScaleError::BadWeight(weight));
+        }
+        let exact = (weight.fract() == 0.0 && weight < TWO_POW_64).then_some(weight as u64);
+        Ok(Weight { weight, exact })
+    }
+
+    /// `count` times this weight: exact for an integer weight, else the
+    /// product rounded to the nearest integer (halves away from zero); None
+    /// when the result reaches 2^64.
+    ///
+    /// ```
+    /// use bytepair_core::count::Weight;
+    /// assert_eq!(Weight::new(3.0).unwrap().scale(u64::MAX / 3), Some(u64::MAX));
+    /// assert_eq!(Weight::new(0.5).unwrap().scale(5), Some(3));
+    /// assert_eq!(Weight::new(2.0).unwrap().scale(1 << 63), None);
+    /// ```
+    pub fn scale(&self, count: u64) -> Option<u64> {
+        match self.exact {
+            Some(w) => count.checked_mul(w),
+            None => Some((count as f64 * self.weight).round())
+                .filter(|&x| x < TWO_POW_64)
+                .map(|x| x as u64),
+        }
+    }
+}
+
+impl Accumulator {
+    /// An empty accumulator whose counts stay within `max_memory` bytes
+    /// across calls (None: no bound; see `count::prune_to_budget`).
+    pub fn new(max_memory: Option<usize>) -> Self {
+        Accumulator {
+            max_memory,
+            ..Default::default()
+        }
+    }
+
+    /// What the memory budget dropped so far.
+    pub fn pruned(&self) -> Pruned {
+        self.pruned
+    }
+
+    /// Sum one call's counts into the accumulated ones, which stay within the
+    /// memory budget across calls too.
+    pub fn add_tally(&mut self, mut tally: WordTally) {
+        self.pruned.add(tally.pruned());
+        tally.clear_pruned();
+        match &mut self.pending {
+            Some(pending) => pending.merge(tally),
+            None => self.pending = Some(tally),
+        }
+        if let Some(budget) = self.max_memory {
+            self.settle();
+            self.pruned
+                .add(prune_to_budget(&mut self.counts, budget / 2));
+        }
+    }
+
+    /// Move the pending counts into `counts`.
+    fn settle(&mut self) {
+        if let Some(pending) = self.pending.take() {
+            self.counts = merge_counts(std::mem::take(&mut self.counts), pending.into_counts());
+        }
+    }
+
+    /// Every count, settled (as byte strings), to read or add to.
+    pub fn settled(&mut self) -> &mut WordCounts {
+        self.settle();
+        &mut self.counts
+    }
+
+    /// Add the counts of `other` times `weight` and empty `other`; what its
+    /// budget pruned is added to this one's. Words whose weighted count rounds
+    /// to 0 are left out. `ScaleError::Overflow` when a weighted count reaches
+    /// 2^64 (the words before it are added by then).
+    pub fn add_scaled(&mut self, other: &mut Accumulator, weight: f64) -> Result<(), ScaleError> {
+        let weight = Weight::new(weight)?;
+        let others = std::mem::take(other.settled());
+        let counts = self.settled();
+        for (word, count) in others {
+            let Some(scaled) = weight.scale(count) else {
+                let weight = weight.weight;
+                return Err(ScaleError::Overflow {
+                    word,
+                    count,
+                    weight,
+                });
+            };
+            if scaled > 0 {
+                add_word(counts, &word, scaled);
+            }
+        }
+        self.pruned.add(std::mem::take(&mut other.pruned));
+        Ok(())
+    }
+
+    /// Number of distinct words.
+    pub fn len(&mut self) -> usize {
+        match &self.pending {
+            Some(pending) if self.counts.is_empty() => pending.len(),
+            _ => self.settled().len(),
+        }
+    }
+
+    /// No word counted?
+    pub fn is_empty(&mut self) -> bool {
+        self.len() == 0
+    }
+
+    /// Total number of pre-tokens counted, exact beyond 2^64 (counts read from
+    /// artifacts can add up past it).
+    pub fn total(&self) -> u128 {
+        let pending = self.pending.as_ref().map_or(0, WordTally::total);
+        pending + self.counts.values().map(|&c| u128::from(c)).sum::<u128>()
+    }
+
+    /// Every (word, count), sorted by count descending, then by bytes.
+    pub fn sorted(&mut self) -> Vec<(&[u8], u64)> {
+        let mut items: Vec<(&[u8], u64)> = self
+            .settled()
+            .iter()
+            .map(|(w, &n)| (w.as_slice(), n))
+            .collect();
+        items.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        items
+    }
+
+    /// Take every count for training, leaving this accumulator empty: as a
+    /// tally when only files and texts were counted, else as byte strings.
+    pub fn take(&mut self) -> Accumulated {
+        if self.counts.is_empty() {
+            if let Some(tally) = self.pending.take() {
+                return Accumulated::Tally(tally);
+            }
+        }
+        Accumulated::Counts(std::mem::take(self.settled()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pretokenize::PreTokenizer;
+
+    fn tally_of(text: &str) -> WordTally {
+        let mut tally = WordTally::new(super::super::DEFAULT_MAX_WORD_BYTES);
+        tally
+            .add_text(&PreTokenizer::new("gpt2", &[]).unwrap(), text)
+            .unwrap();
+        tally
+    }
+
+    #[test]
+    fn integer_weights_scale_exactly() {
+        let big = (1u64 << 53) + 1; // not an f64
+        assert_eq!(Weight::new(3.0).unwrap().scale(big), Some(3 * big));
+        assert_eq!(Weight::new(1.0).unwrap().scale(u64::MAX), Some(u64::MAX));
+        assert_eq!(Weight::new(0.0).unwrap().scale(u64::MAX), Some(0));
+    }
+
+    #[test]
+    fn other_weights_round_halves_away_from_zero() {
+        let half = Weight::new(0.5).unwrap();
+        assert_eq!(
+            [1, 2, 3, 5, 7].map(|c| half.scale(c)),
+            [1, 1, 2, 3, 4].map(Some)
+        );
+        assert_eq!(Weight::new(0.25).unwrap().scale(1), Some(0));
+        assert_eq!(Weight::new(1.5).unwrap().scale(3), Some(5));
+    }
+
+    #[test]
+    fn a_weighted_count_reaching_2_pow_64_is_an_overflow() {
+        assert_eq!(Weight::new(2.0).unwrap().scale(1 << 63), None);
+        assert_eq!(
+            Weight::new(2.0).unwrap().scale((1 << 63) - 1),
+            Some(u64::MAX - 1)
+        );
+        assert_eq!(Weight::new(1.5).unwrap().scale(u64::MAX / 4 * 3), None);
+        // 2^64 itself is an integer the exact path cannot hold: the float path refuses it.
+        assert_eq!(Weight::new(TWO_POW_64).unwrap().scale(1), None);
+        assert_eq!(Weight::new(TWO_POW_64).unwrap().scale(0), Some(0));
+        for bad in [-1.0, f64::NAN, f64::INFINITY] {
+            assert!(matches!(Weight::new(bad), Err(ScaleError::BadWeight(_))));
+        }
+        let mut a = Accumulator::default();
+        let mut b = Accumulator::default();
+        b.settled().insert(b"w".to_vec(), 1 << 63);
+        let e = a.add_scaled(&mut b, 2.0).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("word [119]: count {} x weight 2 reaches 2**64", 1u64 << 63)
+        );
+    }
+
+    #[test]
+    fn add_scaled_sums_into_the_counts_and_empties_the_other() {
+        let mut a = Accumulator::default();
+        a.add_tally(tally_of("a b b"));
+        let mut b = Accumulator::default();
+        b.add_tally(tally_of("a b c c c"));
+        a.add_scaled(&mut b, 0.5).unwrap();
+        assert_eq!(
+            a.sorted(),
+            [(&b" b"[..], 3), (&b" c"[..], 2), (&b"a"[..], 2)]
+        );
+        assert!(b.is_empty());
+        assert_eq!(a.total(), 7);
+    }
+
+    #[test]
+    fn files_and_texts_alone_are_taken_as_a_tally() {
+        let mut a = Accumulator::default();
+        a.add_tally(tally_of("x y"));
+        a.add_tally(tally_of("x"));
+        assert_eq!((a.len(), a.total()), (2, 3));
+        assert!(matches!(a.take(), Accumulated::Tally(t) if t.total() == 3));
+        assert!(a.is_empty());
+        a.add_tally(tally_of("x y"));
+        a.settled().insert(b"z".to_vec(), 5);
+        match a.take() {
+            Accumulated::Counts(c) => assert_eq!((c.len(), c[&b"z"[..]]), (3, 5)),
+            Accumulated::Tally(_) => panic!("counts were added as byte strings"),
+        }
+    }
+
+    #[test]
+    fn the_budget_holds_across_calls() {
+        let budget = 64 << 10;
+        let mut a = Accumulator::new(Some(budget));
+        for k in 0..20 {
+            let text: String = (0..2000).map(|i| format!(" w{k}x{i}")).collect();
+            a.add_tally(tally_of(&text));
+        }
+        assert!(super::super::memory_bytes(a.settled()) <= budget / 2);
+        assert!(a.pruned().words > 0);
+    }
+}
