@@ -10,16 +10,18 @@ use crate::pipeline::{piece_bytes, AddedRule, Chunk, Pipeline, Specials};
 /// The byte span of the text each id covers.
 pub type Spans = Vec<(usize, usize)>;
 
-/// The general path's parts (see `crate::pipeline`).
-pub(super) struct General {
+/// What an encoder with a tokenizer.json pipeline encodes through (the general
+/// path, see `crate::pipeline`): the pipeline, its special tokens' added-token
+/// rules and the matchers built from them.
+pub(super) struct PipelineEncoding {
     pipeline: Pipeline,
     /// The rules of each special token, in the order of `Encoder::specials`.
     rules: Vec<AddedRule>,
     /// The walk's matchers over every special token (all allowed).
-    all: Specials,
+    every_special: Specials,
 }
 
-impl General {
+impl PipelineEncoding {
     /// The walk's matchers over the special tokens of `specials` named in `names`.
     fn specials(
         &self,
@@ -52,27 +54,27 @@ impl Encoder {
             .iter()
             .map(|(t, _)| AddedRule::of(rules, t))
             .collect();
-        let mut general = General {
+        let mut encoding = PipelineEncoding {
             pipeline,
             rules,
-            all: Specials::default(),
+            every_special: Specials::default(),
         };
         let names: Vec<String> = self.specials.iter().map(|(t, _)| t.clone()).collect();
-        general.all = general.specials(&self.specials, &names)?;
-        self.general = Some(general);
+        encoding.every_special = encoding.specials(&self.specials, &names)?;
+        self.pipeline = Some(encoding);
         Ok(self)
     }
 
     /// Does this encoder run a tokenizer.json pipeline (the general path)?
     pub fn has_pipeline(&self) -> bool {
-        self.general.is_some()
+        self.pipeline.is_some()
     }
 
     /// The pre-tokens of `text` (no special tokens treated): by the pipeline
     /// when there is one (normalized, prefix spaces included), else the pattern.
     pub fn pretokenize(&self, text: &str) -> Result<Vec<Vec<u8>>, SearchError> {
         let mut out = vec![];
-        match &self.general {
+        match &self.pipeline {
             Some(g) => {
                 let norm = g.pipeline.normalize(text, None);
                 let mut buf = Vec::new();
@@ -98,7 +100,7 @@ impl Encoder {
     /// normalization cannot smuggle a control token in either.
     pub(super) fn encode_general<F>(
         &self,
-        g: &General,
+        g: &PipelineEncoding,
         text: &str,
         (allowed, disallowed): (&[String], &[String]),
         out: &mut Vec<u32>,
@@ -122,7 +124,7 @@ impl Encoder {
             .collect();
         let owned;
         let specials = if allowed.len() == self.specials.len() {
-            &g.all
+            &g.every_special
         } else {
             owned = g.specials(&self.specials, &[allowed, &hidden].concat())?;
             &owned
@@ -161,7 +163,7 @@ impl Encoder {
     /// for the ids of each piece.
     pub(super) fn encode_general_pieces(
         &self,
-        g: &General,
+        g: &PipelineEncoding,
         text: &str,
         policy: (&[String], &[String]),
         out: &mut Vec<u32>,
@@ -186,7 +188,7 @@ impl Encoder {
         allowed: &[String],
         disallowed: &[String],
     ) -> Option<Result<(Vec<u32>, Spans), EncodeError>> {
-        let g = self.general.as_ref()?;
+        let g = self.pipeline.as_ref()?;
         let mut out = Vec::new();
         let mut spans = Vec::new();
         let result = with_scratch(self.tag, |scratch| {

@@ -43,7 +43,7 @@ use crate::pretokenize::{
 };
 use crate::shortkey::{hash_mid, load_mid, MAX_MID as MID_PIECE};
 use cache::{hash_key, new_encoder_tag, with_scratch, Scratch};
-use general::General;
+use general::PipelineEncoding;
 use merge::{merge_long, merge_short, LONG_PIECE};
 use tables::{load_key, piece_key, CACHED_PIECE, NO_ID};
 
@@ -127,7 +127,7 @@ pub struct Encoder {
     pre: PreTokenizer,
     /// A tokenizer.json pipeline (normalizers, pre-tokenizer steps, added-token
     /// rules), which replaces `pre` and the special-token split when set.
-    general: Option<General>,
+    pipeline: Option<PipelineEncoding>,
     /// Tells this encoder's entries in a thread's caches from another's.
     tag: u64,
 }
@@ -193,7 +193,7 @@ impl Encoder {
             all_specials,
             specials,
             pre,
-            general: None,
+            pipeline: None,
             tag: new_encoder_tag(),
         })
     }
@@ -309,7 +309,7 @@ impl Encoder {
         disallowed: &[String],
         out: &mut Vec<u32>,
     ) -> Result<(), EncodeError> {
-        with_scratch(self.tag, |scratch| match &self.general {
+        with_scratch(self.tag, |scratch| match &self.pipeline {
             Some(g) => self.encode_general_pieces(
                 g,
                 text,
@@ -354,7 +354,7 @@ impl Encoder {
             );
             self.push_parts(piece, &bounds, out)
         };
-        match &self.general {
+        match &self.pipeline {
             Some(g) => {
                 self.encode_general_pieces(g, text, (allowed, disallowed), &mut out, &mut dropped)?
             }

@@ -19,7 +19,8 @@
 
 use super::gpt2::set;
 use super::{
-    digit_groups, near, reached_from_behind, reaches_forward, runs_near_unknown, spread, Window, M,
+    digit_groups, near, reached_from_behind, reaches_forward, runs_near_unknown, spread, Window,
+    WindowMask,
 };
 
 /// Length of the case-insensitive contraction at `j` (which holds `'`), 0 if none.
@@ -34,58 +35,58 @@ fn contraction(text: &[u8], j: usize) -> u32 {
 }
 
 pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
-    let letter = w.m(|c| c.letter);
-    let digit = w.m(|c| c.digit);
-    let other = w.m(|c| c.other());
-    let ws = w.m(|c| c.ws);
-    let space = w.m(|c| c.space);
-    let newline = w.m(|c| c.newline);
+    let letter = w.mask(|c| c.letter);
+    let digit = w.mask(|c| c.digit);
+    let other = w.mask(|c| c.other());
+    let ws = w.mask(|c| c.ws);
+    let space = w.mask(|c| c.space);
+    let newline = w.mask(|c| c.newline);
     let bad = w.bad();
 
     // An other character that starts a pre-token.
     let other_starts = other
-        & !M {
-            p: other.p << 1,
-            c: other.prev(1),
-            n: 0,
+        & !WindowMask {
+            prev_block: other.prev_block << 1,
+            block: other.prev(1),
+            next_block: 0,
         }
-        & !M {
-            p: space.p << 1,
-            c: space.prev(1),
-            n: 0,
+        & !WindowMask {
+            prev_block: space.prev_block << 1,
+            block: space.prev(1),
+            next_block: 0,
         };
     let prefix_before =
-        (ws.prev(1) & !newline.prev(1)) | spread(other_starts, w.m(|c| c.cont)).prev(1);
-    let mut starts = letter.c & !letter.prev(1) & !prefix_before;
+        (ws.prev(1) & !newline.prev(1)) | spread(other_starts, w.mask(|c| c.cont)).prev(1);
+    let mut starts = letter.block & !letter.prev(1) & !prefix_before;
     let (groups, digits_unsure) = digit_groups(digit);
-    starts |= groups & digit.c;
-    starts |= other_starts.c;
+    starts |= groups & digit.block;
+    starts |= other_starts.block;
 
     // Whitespace. Newlines right after other characters go with them.
-    let after_other = M {
-        p: newline.p & other.p << 1,
-        c: newline.c & other.prev(1),
-        n: 0,
+    let after_other = WindowMask {
+        prev_block: newline.prev_block & other.prev_block << 1,
+        block: newline.block & other.prev(1),
+        next_block: 0,
     };
     let taken = reached_from_behind(after_other, newline);
-    let run_start = ws.c & !ws.prev(1);
-    starts |= run_start & !taken.c;
-    starts |= ws.c & !newline.c & taken.prev(1);
+    let run_start = ws.block & !ws.prev(1);
+    starts |= run_start & !taken.block;
+    starts |= ws.block & !newline.block & taken.prev(1);
     // The last newline of each run: none later in it (the previous block's
     // last position reads the current block's first).
     let later = reaches_forward(newline, ws);
-    let last_newline = M {
-        p: newline.p & !((later.c & 1) << 63),
-        c: newline.c & !later.next(1),
-        n: 0,
+    let last_newline = WindowMask {
+        prev_block: newline.prev_block & !((later.block & 1) << 63),
+        block: newline.block & !later.next(1),
+        next_block: 0,
     };
-    starts |= ws.c & last_newline.prev(1);
-    starts |= ws.c & !newline.c & !ws.next(1);
+    starts |= ws.block & last_newline.prev(1);
+    starts |= ws.block & !newline.block & !ws.next(1);
 
     // Contractions.
-    let apostrophe = w.m(|c| c.apostrophe);
-    let opens = (apostrophe & other_starts).c;
-    let opens_before = apostrophe.p & other_starts.p & (0b111 << 61);
+    let apostrophe = w.mask(|c| c.apostrophe);
+    let opens = (apostrophe & other_starts).block;
+    let opens_before = apostrophe.prev_block & other_starts.prev_block & (0b111 << 61);
     for (mut bits, origin) in [(opens_before, base as isize - 64), (opens, base as isize)] {
         while bits != 0 {
             let j = origin + bits.trailing_zeros() as isize;
@@ -99,6 +100,6 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
 
     let mut unsure = near(bad, 6, 2) | digits_unsure;
     unsure |= runs_near_unknown(ws, bad) | runs_near_unknown(digit, bad);
-    unsure |= if newline.p == !0 { !0 } else { 0 };
+    unsure |= if newline.prev_block == !0 { !0 } else { 0 };
     (starts, unsure)
 }

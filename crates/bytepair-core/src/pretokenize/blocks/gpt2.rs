@@ -24,21 +24,22 @@ fn contraction(text: &[u8], j: usize) -> u32 {
 }
 
 pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
-    let letter = w.m(|c| c.letter);
-    let digit = w.m(|c| c.digit);
-    let other = w.m(|c| c.other());
-    let ws = w.m(|c| c.ws);
-    let space = w.m(|c| c.space);
-    let class_change =
-        (letter.c & !letter.prev(1)) | (digit.c & !digit.prev(1)) | (other.c & !other.prev(1));
+    let letter = w.mask(|c| c.letter);
+    let digit = w.mask(|c| c.digit);
+    let other = w.mask(|c| c.other());
+    let ws = w.mask(|c| c.ws);
+    let space = w.mask(|c| c.space);
+    let class_change = (letter.block & !letter.prev(1))
+        | (digit.block & !digit.prev(1))
+        | (other.block & !other.prev(1));
     let mut starts = class_change & !space.prev(1);
-    starts |= ws.c & !(ws.prev(1) & ws.next(1));
+    starts |= ws.block & !(ws.prev(1) & ws.next(1));
     // Apostrophes that start a pre-token, here and in the last bytes of the
     // previous block (their contractions reach into this one).
-    let apostrophe = w.m(|c| c.apostrophe);
+    let apostrophe = w.mask(|c| c.apostrophe);
     let opens = |a: u64, o: u64, s: u64| a & !(o << 1) & !(s << 1);
-    let here = apostrophe.c & !other.prev(1) & !space.prev(1);
-    let before = opens(apostrophe.p, other.p, space.p) & (0b111 << 61);
+    let here = apostrophe.block & !other.prev(1) & !space.prev(1);
+    let before = opens(apostrophe.prev_block, other.prev_block, space.prev_block) & (0b111 << 61);
     for (mut bits, origin) in [(before, base as isize - 64), (here, base as isize)] {
         while bits != 0 {
             let j = origin + bits.trailing_zeros() as isize;

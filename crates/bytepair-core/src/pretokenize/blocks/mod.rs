@@ -30,100 +30,100 @@ pub use classify::{classify_portable, Classes};
 
 use super::Preset;
 
-/// One mask over the three blocks the rules look at: the previous block (p),
-/// the current one (c) and the next (n).
+/// One mask over the three blocks the rules look at (the `Window`): the
+/// previous block, the current one and the next.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct M {
-    pub p: u64,
-    pub c: u64,
-    pub n: u64,
+pub(super) struct WindowMask {
+    pub prev_block: u64,
+    pub block: u64,
+    pub next_block: u64,
 }
 
-impl M {
+impl WindowMask {
     /// The mask at `i - k` for each position `i` of the current block (0 < k < 64).
     #[inline(always)]
     pub fn prev(self, k: u32) -> u64 {
-        self.c << k | self.p >> (64 - k)
+        self.block << k | self.prev_block >> (64 - k)
     }
 
     /// The mask at `i + k` for each position `i` of the current block (0 < k < 64).
     #[inline(always)]
     pub fn next(self, k: u32) -> u64 {
-        self.c >> k | self.n << (64 - k)
+        self.block >> k | self.next_block << (64 - k)
     }
 }
 
-impl BitAnd for M {
-    type Output = M;
+impl BitAnd for WindowMask {
+    type Output = WindowMask;
     #[inline(always)]
-    fn bitand(self, o: M) -> M {
-        M {
-            p: self.p & o.p,
-            c: self.c & o.c,
-            n: self.n & o.n,
+    fn bitand(self, o: WindowMask) -> WindowMask {
+        WindowMask {
+            prev_block: self.prev_block & o.prev_block,
+            block: self.block & o.block,
+            next_block: self.next_block & o.next_block,
         }
     }
 }
 
-impl BitOr for M {
-    type Output = M;
+impl BitOr for WindowMask {
+    type Output = WindowMask;
     #[inline(always)]
-    fn bitor(self, o: M) -> M {
-        M {
-            p: self.p | o.p,
-            c: self.c | o.c,
-            n: self.n | o.n,
+    fn bitor(self, o: WindowMask) -> WindowMask {
+        WindowMask {
+            prev_block: self.prev_block | o.prev_block,
+            block: self.block | o.block,
+            next_block: self.next_block | o.next_block,
         }
     }
 }
 
-impl Not for M {
-    type Output = M;
+impl Not for WindowMask {
+    type Output = WindowMask;
     #[inline(always)]
-    fn not(self) -> M {
-        M {
-            p: !self.p,
-            c: !self.c,
-            n: !self.n,
+    fn not(self) -> WindowMask {
+        WindowMask {
+            prev_block: !self.prev_block,
+            block: !self.block,
+            next_block: !self.next_block,
         }
     }
 }
 
 /// The classes of the blocks k - 1, k and k + 1.
 pub(super) struct Window<'a> {
-    pub p: &'a Classes,
-    pub c: &'a Classes,
-    pub n: &'a Classes,
+    pub prev_block: &'a Classes,
+    pub block: &'a Classes,
+    pub next_block: &'a Classes,
 }
 
 impl Window<'_> {
     /// One class over the three blocks.
     #[inline(always)]
-    pub fn m(&self, f: impl Fn(&Classes) -> u64) -> M {
-        M {
-            p: f(self.p),
-            c: f(self.c),
-            n: f(self.n),
+    pub fn mask(&self, f: impl Fn(&Classes) -> u64) -> WindowMask {
+        WindowMask {
+            prev_block: f(self.prev_block),
+            block: f(self.block),
+            next_block: f(self.next_block),
         }
     }
 
     /// Bytes the algebra does not classify: non-ASCII, and past the end.
     #[inline(always)]
-    pub fn bad(&self) -> M {
-        self.m(|c| c.nonascii | c.phantom)
+    pub fn bad(&self) -> WindowMask {
+        self.mask(|c| c.nonascii | c.phantom)
     }
 }
 
 /// `x` at the first byte of a character, carried over the character's other
 /// bytes (`cont`): "the character before i" is then read at byte i - 1.
 #[inline(always)]
-pub(super) fn spread(x: M, cont: M) -> M {
+pub(super) fn spread(x: WindowMask, cont: WindowMask) -> WindowMask {
     let mut y = x;
     for _ in 0..3 {
-        y = y | M {
-            p: (y.p << 1) & cont.p,
-            c: y.prev(1) & cont.c,
-            n: (y.n << 1 | y.c >> 63) & cont.n,
+        y = y | WindowMask {
+            prev_block: (y.prev_block << 1) & cont.prev_block,
+            block: y.prev(1) & cont.block,
+            next_block: (y.next_block << 1 | y.block >> 63) & cont.next_block,
         };
     }
     y
@@ -132,8 +132,8 @@ pub(super) fn spread(x: M, cont: M) -> M {
 /// Positions (bits of the current block) within `before` bytes after or
 /// `after` bytes before a bad byte, and the bad bytes themselves.
 #[inline(always)]
-pub(super) fn near(bad: M, before: u32, after: u32) -> u64 {
-    let mut out = bad.c;
+pub(super) fn near(bad: WindowMask, before: u32, after: u32) -> u64 {
+    let mut out = bad.block;
     for k in 1..=before {
         out |= bad.prev(k);
     }
@@ -170,25 +170,41 @@ fn backward64(seed: u64, through: u64) -> u64 {
 /// before them through a run of `through` (carried from one block into the
 /// next; the previous block's first bits may miss a seed further back).
 #[inline(always)]
-pub(super) fn reached_from_behind(seed: M, through: M) -> M {
-    if seed.p | seed.c == 0 {
-        return M { p: 0, c: 0, n: 0 };
+pub(super) fn reached_from_behind(seed: WindowMask, through: WindowMask) -> WindowMask {
+    if seed.prev_block | seed.block == 0 {
+        return WindowMask {
+            prev_block: 0,
+            block: 0,
+            next_block: 0,
+        };
     }
-    let p = forward64(seed.p, through.p);
-    let c = forward64(seed.c | (p >> 63 & through.c), through.c);
-    M { p, c, n: 0 }
+    let p = forward64(seed.prev_block, through.prev_block);
+    let c = forward64(seed.block | (p >> 63 & through.block), through.block);
+    WindowMask {
+        prev_block: p,
+        block: c,
+        next_block: 0,
+    }
 }
 
 /// Positions of the current and next blocks that reach a `seed` at or after
 /// them through a run of `through`.
 #[inline(always)]
-pub(super) fn reaches_forward(seed: M, through: M) -> M {
-    if seed.c | seed.n == 0 {
-        return M { p: 0, c: 0, n: 0 };
+pub(super) fn reaches_forward(seed: WindowMask, through: WindowMask) -> WindowMask {
+    if seed.block | seed.next_block == 0 {
+        return WindowMask {
+            prev_block: 0,
+            block: 0,
+            next_block: 0,
+        };
     }
-    let n = backward64(seed.n, through.n);
-    let c = backward64(seed.c | ((n & 1) << 63 & through.c), through.c);
-    M { p: 0, c, n }
+    let n = backward64(seed.next_block, through.next_block);
+    let c = backward64(seed.block | ((n & 1) << 63 & through.block), through.block);
+    WindowMask {
+        prev_block: 0,
+        block: c,
+        next_block: n,
+    }
 }
 
 /// Group starts of `\p{N}{1,3}` in the current block: the first digit of each
@@ -196,12 +212,12 @@ pub(super) fn reaches_forward(seed: M, through: M) -> M {
 /// previous block. A run that fills the previous block may begin earlier: its
 /// positions here are `unsure` (second value).
 #[inline(always)]
-pub(super) fn digit_groups(digit: M) -> (u64, u64) {
-    let d = digit.c;
+pub(super) fn digit_groups(digit: WindowMask) -> (u64, u64) {
+    let d = digit.block;
     let mut seeds = d & !digit.prev(1);
     let mut unsure = 0;
-    if d & 1 != 0 && digit.p >> 63 != 0 {
-        let before = (!digit.p).leading_zeros();
+    if d & 1 != 0 && digit.prev_block >> 63 != 0 {
+        let before = (!digit.prev_block).leading_zeros();
         if before == 64 {
             unsure = forward64(1, d);
         } else {
@@ -231,23 +247,23 @@ pub(super) fn digit_groups(digit: M) -> (u64, u64) {
 /// either side, so those are checked from the lengths of the runs they
 /// continue into; the others only when the block itself has such bytes.
 #[inline(always)]
-pub(super) fn runs_near_unknown(run: M, bad: M) -> u64 {
-    let r = run.c;
+pub(super) fn runs_near_unknown(run: WindowMask, bad: WindowMask) -> u64 {
+    let r = run.block;
     let mut out = 0;
-    if bad.c != 0 {
-        out |= forward64(bad.c, r) | backward64(bad.c, r);
+    if bad.block != 0 {
+        out |= forward64(bad.block, r) | backward64(bad.block, r);
     }
     if r >> 63 != 0 {
         // The run through bit 63 goes on for `k` bits into the next block.
-        let k = (!run.n).trailing_zeros();
-        if k == 64 || bad.n >> k & 1 != 0 {
+        let k = (!run.next_block).trailing_zeros();
+        if k == 64 || bad.next_block >> k & 1 != 0 {
             // The run's bits at the top of the block (all 64 when it fills the block).
             out |= !(!0u64).checked_shr((!r).leading_zeros()).unwrap_or(0);
         }
     }
     if r & 1 != 0 {
-        let k = (!run.p).leading_zeros();
-        if k == 64 || bad.p >> (63 - k) & 1 != 0 {
+        let k = (!run.prev_block).leading_zeros();
+        if k == 64 || bad.prev_block >> (63 - k) & 1 != 0 {
             // The run's bits at the bottom of the block (all 64 when it fills the block).
             out |= 1u64
                 .checked_shl((!r).trailing_zeros())
@@ -414,9 +430,9 @@ impl<'t> Walker<'t> {
         self.classify_into_ring(k + 1);
         self.block = Some(k);
         let window = Window {
-            p: &self.classes[(k + 2) % 3],
-            c: &self.classes[k % 3],
-            n: &self.classes[(k + 1) % 3],
+            prev_block: &self.classes[(k + 2) % 3],
+            block: &self.classes[k % 3],
+            next_block: &self.classes[(k + 1) % 3],
         };
         (self.starts, self.unsure) = rules(self.preset, &window, self.text, k * 64);
     }

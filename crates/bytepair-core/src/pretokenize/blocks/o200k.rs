@@ -28,7 +28,7 @@
 use super::gpt2::{clear, set};
 use super::{
     digit_groups, forward64, near, reached_from_behind, reaches_forward, runs_near_unknown, spread,
-    Window, M,
+    Window, WindowMask,
 };
 
 /// Length of the case-insensitive contraction at `j` (which holds `'`), 0 if none.
@@ -46,82 +46,87 @@ fn contraction(text: &[u8], j: usize) -> u32 {
 /// those are in: `(after the lower-case part, a start; after the upper-case
 /// part, unsure)`.
 #[inline(always)]
-fn upper_after_caseless(upper: M, lower: M, caseless: M, apostrophe: M) -> (u64, u64) {
-    if (caseless.p | caseless.c) == 0 {
+fn upper_after_caseless(
+    upper: WindowMask,
+    lower: WindowMask,
+    caseless: WindowMask,
+    apostrophe: WindowMask,
+) -> (u64, u64) {
+    if (caseless.prev_block | caseless.block) == 0 {
         return (0, 0);
     }
     // The lower-case part of a word: from a lower-case letter through the
     // caseless letters after it; not from the letters of a contraction, which
     // end their word (nor from letters that only look like one: unsure then).
-    let after_apostrophe = M {
-        p: apostrophe.p << 1 | apostrophe.p << 2,
-        c: apostrophe.prev(1) | apostrophe.prev(2),
-        n: 0,
+    let after_apostrophe = WindowMask {
+        prev_block: apostrophe.prev_block << 1 | apostrophe.prev_block << 2,
+        block: apostrophe.prev(1) | apostrophe.prev(2),
+        next_block: 0,
     };
     let lower_part = reached_from_behind(lower & !after_apostrophe, caseless);
     (
-        upper.c & (caseless & lower_part).prev(1),
-        upper.c & (caseless & !lower_part).prev(1),
+        upper.block & (caseless & lower_part).prev(1),
+        upper.block & (caseless & !lower_part).prev(1),
     )
 }
 
 pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
-    let letter = w.m(|c| c.letter);
-    let upper = w.m(|c| c.upper);
-    let caseless = w.m(|c| c.caseless);
-    let lower = w.m(|c| c.lower() & !c.caseless);
-    let apostrophe = w.m(|c| c.apostrophe);
-    let digit = w.m(|c| c.digit);
-    let other = w.m(|c| c.other());
-    let ws = w.m(|c| c.ws);
-    let space = w.m(|c| c.space);
-    let newline = w.m(|c| c.newline);
-    let slash = w.m(|c| c.slash);
+    let letter = w.mask(|c| c.letter);
+    let upper = w.mask(|c| c.upper);
+    let caseless = w.mask(|c| c.caseless);
+    let lower = w.mask(|c| c.lower() & !c.caseless);
+    let apostrophe = w.mask(|c| c.apostrophe);
+    let digit = w.mask(|c| c.digit);
+    let other = w.mask(|c| c.other());
+    let ws = w.mask(|c| c.ws);
+    let space = w.mask(|c| c.space);
+    let newline = w.mask(|c| c.newline);
+    let slash = w.mask(|c| c.slash);
     let bad = w.bad();
 
     // What a run of other characters takes after it: `[\r\n/]*` from a newline.
-    let seed = M {
-        p: newline.p & other.p << 1,
-        c: newline.c & other.prev(1),
-        n: 0,
+    let seed = WindowMask {
+        prev_block: newline.prev_block & other.prev_block << 1,
+        block: newline.block & other.prev(1),
+        next_block: 0,
     };
     let taken = reached_from_behind(seed, newline | slash);
     // Other characters that continue the run before them.
-    let continues = M {
-        p: other.p << 1 & !(taken.p << 1),
-        c: other.prev(1) & !taken.prev(1),
-        n: 0,
+    let continues = WindowMask {
+        prev_block: other.prev_block << 1 & !(taken.prev_block << 1),
+        block: other.prev(1) & !taken.prev(1),
+        next_block: 0,
     };
-    let after_space = M {
-        p: space.p << 1,
-        c: space.prev(1),
-        n: 0,
+    let after_space = WindowMask {
+        prev_block: space.prev_block << 1,
+        block: space.prev(1),
+        next_block: 0,
     };
     let other_starts = other & !continues & !after_space & !taken;
 
     let prefix_before =
-        (ws.prev(1) & !newline.prev(1)) | spread(other_starts, w.m(|c| c.cont)).prev(1);
-    let mut starts = letter.c & !letter.prev(1) & !prefix_before;
-    starts |= upper.c & lower.prev(1);
+        (ws.prev(1) & !newline.prev(1)) | spread(other_starts, w.mask(|c| c.cont)).prev(1);
+    let mut starts = letter.block & !letter.prev(1) & !prefix_before;
+    starts |= upper.block & lower.prev(1);
     let (after_lower_part, after_upper_part) =
         upper_after_caseless(upper, lower, caseless, apostrophe);
     starts |= after_lower_part;
     let (groups, digits_unsure) = digit_groups(digit);
-    starts |= groups & digit.c;
-    starts |= other_starts.c;
+    starts |= groups & digit.block;
+    starts |= other_starts.block;
 
     // Whitespace (newlines taken by the other run before them excepted).
-    let run_start = ws.c & !ws.prev(1);
-    starts |= run_start & !taken.c;
-    starts |= ws.c & !newline.c & taken.prev(1);
+    let run_start = ws.block & !ws.prev(1);
+    starts |= run_start & !taken.block;
+    starts |= ws.block & !newline.block & taken.prev(1);
     let later = reaches_forward(newline, ws);
-    let last_newline = M {
-        p: newline.p & !((later.c & 1) << 63),
-        c: newline.c & !later.next(1),
-        n: 0,
+    let last_newline = WindowMask {
+        prev_block: newline.prev_block & !((later.block & 1) << 63),
+        block: newline.block & !later.next(1),
+        next_block: 0,
     };
-    starts |= ws.c & last_newline.prev(1);
-    starts |= ws.c & !newline.c & !ws.next(1);
+    starts |= ws.block & last_newline.prev(1);
+    starts |= ws.block & !newline.block & !ws.next(1);
 
     // Contractions after a word: the apostrophe and its letters start nothing.
     // A pre-token has one at most, so an apostrophe right after a contraction
@@ -130,22 +135,25 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     // that could begin a contraction (right after a letter or an unclassified
     // character; before the block, assumed) are unsure. Others (code's `'\n'`) begin none.
     let maybe_letter = letter | bad;
-    let after_letter = M {
-        p: apostrophe.p & (maybe_letter.p << 1 | 1),
-        c: apostrophe.c & maybe_letter.prev(1),
-        n: apostrophe.n & (maybe_letter.n << 1 | maybe_letter.c >> 63),
+    let after_letter = WindowMask {
+        prev_block: apostrophe.prev_block & (maybe_letter.prev_block << 1 | 1),
+        block: apostrophe.block & maybe_letter.prev(1),
+        next_block: apostrophe.next_block
+            & (maybe_letter.next_block << 1 | maybe_letter.block >> 63),
     };
-    let chained = M {
-        p: apostrophe.p & (after_letter.p << 2 | after_letter.p << 3),
-        c: apostrophe.c & (after_letter.prev(2) | after_letter.prev(3)),
-        n: apostrophe.n
-            & (after_letter.n << 2
-                | after_letter.n << 3
-                | after_letter.c >> 62
-                | after_letter.c >> 61),
+    let chained = WindowMask {
+        prev_block: apostrophe.prev_block
+            & (after_letter.prev_block << 2 | after_letter.prev_block << 3),
+        block: apostrophe.block & (after_letter.prev(2) | after_letter.prev(3)),
+        next_block: apostrophe.next_block
+            & (after_letter.next_block << 2
+                | after_letter.next_block << 3
+                | after_letter.block >> 62
+                | after_letter.block >> 61),
     };
-    let after_word = apostrophe.c & letter.prev(1) & !chained.c;
-    let after_word_before = apostrophe.p & letter.p << 1 & !chained.p & (0b111 << 61);
+    let after_word = apostrophe.block & letter.prev(1) & !chained.block;
+    let after_word_before =
+        apostrophe.prev_block & letter.prev_block << 1 & !chained.prev_block & (0b111 << 61);
     for (mut bits, origin) in [
         (after_word_before, base as isize - 64),
         (after_word, base as isize),
@@ -175,11 +183,11 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     // ends the previous block.
     let ambiguous = runs_near_unknown(newline | slash, bad);
     unsure |= ambiguous | ambiguous << 1 | ambiguous << 2;
-    let run_p = newline.p | slash.p;
-    if forward64(bad.p << 1 & run_p, run_p) >> 62 != 0 {
+    let run_p = newline.prev_block | slash.prev_block;
+    if forward64(bad.prev_block << 1 & run_p, run_p) >> 62 != 0 {
         unsure |= 0b11;
     }
-    if (newline.p | slash.p) == !0 {
+    if (newline.prev_block | slash.prev_block) == !0 {
         unsure = !0;
     }
     // A run of `[\r\n/]` that the previous block begins with may be taken by
@@ -187,7 +195,12 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     // previous block's second-last byte, whether the last byte continues an
     // other run, so whether this block's first bytes follow a prefix, is
     // unsure (found by the pretokenize fuzz target: `,\r` + 124 `/` + `'ll`).
-    if forward64((newline.p | slash.p) & 1, newline.p | slash.p) >> 62 != 0 {
+    if forward64(
+        (newline.prev_block | slash.prev_block) & 1,
+        newline.prev_block | slash.prev_block,
+    ) >> 62
+        != 0
+    {
         unsure |= 0b1111;
     }
     (starts, unsure)
