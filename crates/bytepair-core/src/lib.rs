@@ -8,19 +8,25 @@
 //!
 //! One module per stage of the pipeline:
 //!
-//! | module | stage |
-//! |---|---|
-//! | [`pretokenize`] | split text into pre-tokens with a preset or custom regex; special tokens |
-//! | [`pipeline`] | tokenizer.json pipelines: normalizers, pre-tokenizer steps, added-token rules; the walk encoding and counting share |
-//! | [`cut`] | safe cuts: where a text may be split without changing its pre-tokens |
-//! | [`count`] | stream files or texts and count each distinct pre-token (word counts), by a pattern or a pipeline; accumulate counts across calls |
-//! | [`wordcounts`] | the word-counts artifact's columns (Arrow layout) and stable buckets |
-//! | [`train`] | the merge loop: learn merges from word counts |
-//! | [`encode`] | encode text to ids (rank-ordered merges) and decode ids to bytes; long texts in segments, files and batches of documents to token files |
-//! | [`recover`] | recover the merges of a rank table (a `.tiktoken` file) |
-//! | [`rank_file`] | read `.tiktoken` rank files and the merge table they imply |
-//! | [`byte_level`] | GPT-2's printable form of byte-level tokens (`vocab.json`, `tokenizer.json`) |
-//! | [`progress`] | progress and cancellation of long work |
+//! - [`pretokenize`]: split text into pre-tokens with a preset or custom
+//!   regex; special tokens.
+//! - [`pipeline`]: tokenizer.json pipelines: normalizers, pre-tokenizer steps,
+//!   added-token rules; the walk encoding and counting share.
+//! - [`cut`]: safe cuts: where a text may be split without changing its
+//!   pre-tokens.
+//! - [`count`]: stream files or texts and count each distinct pre-token (word
+//!   counts), by a pattern or a pipeline; accumulate counts across calls.
+//! - [`wordcounts`]: the word-counts artifact's columns (Arrow layout) and
+//!   stable buckets.
+//! - [`train`]: the merge loop: learn merges from word counts.
+//! - [`encode`]: encode text to ids (rank-ordered merges) and decode ids to
+//!   bytes; long texts in segments, files and batches of documents to token
+//!   files.
+//! - [`recover`]: recover the merges of a rank table (a `.tiktoken` file).
+//! - [`rank_file`]: read `.tiktoken` rank files and the merge table they imply.
+//! - [`byte_level`]: GPT-2's printable form of byte-level tokens (`vocab.json`,
+//!   `tokenizer.json`).
+//! - [`progress`]: progress and cancellation of long work.
 //!
 //! The contract (id layout, tie-break, special-token semantics) is in
 //! `docs/design.md` of the repository.
@@ -38,7 +44,8 @@
 //! assert_eq!(counts[&b" the"[..]], 3);
 //!
 //! // Learn 5 merges; ties go to the lexicographically greatest pair of bytes.
-//! let trained = train::train(counts, 5, &Progress::default()).expect("not cancelled, counts below 2^64 bytes");
+//! let trained = train::train(counts, 5, &Progress::default())
+//!     .expect("not cancelled, counts below 2^64 bytes");
 //! let merged = trained.merged_tokens();
 //! assert_eq!(merged[0], b"at");
 //!

@@ -3,7 +3,7 @@
 
 /// Free `value` on another thread: the word counts and the trainer each own
 /// hundreds of thousands to millions of small allocations (a byte string per
-/// word, a word list per pair); freeing the trainer took ~0.2 s of a 2 s
+/// word, a word list per pair); freeing the trainer took a tenth of a
 /// training run (multilingual corpus), time the caller need not wait for.
 /// If no thread can be started, the closure, value included, is dropped
 /// right here.

@@ -33,7 +33,11 @@ pub enum ColumnsError {
     #[error("bad word offsets: {0}")]
     BadOffsets(String),
     /// A count that is negative (when reading) or beyond i64 (when writing).
-    #[error("count of word {} is {count}: counts must be in [0, 2**63) (Parquet INT64) and sums must fit u64", escaped(word))]
+    #[error(
+        "count of word {} is {count}: counts must be in [0, 2**63) (Parquet INT64) \
+         and sums must fit u64",
+        escaped(word)
+    )]
     BadCount { word: Vec<u8>, count: i128 },
     /// The same word twice within one part.
     #[error("word {} appears twice in one part (a part holds each word once)", escaped(.0))]

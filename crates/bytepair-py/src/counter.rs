@@ -47,7 +47,10 @@ impl WordCounter {
     /// pieces are the words instead of `pattern`'s; its added-token rules apply
     /// to the special tokens they name.
     #[new]
-    #[pyo3(signature = (pattern, special_tokens, max_word_bytes=count::DEFAULT_MAX_WORD_BYTES, max_memory=None, pipeline=None))]
+    #[pyo3(signature = (
+        pattern, special_tokens, max_word_bytes=count::DEFAULT_MAX_WORD_BYTES, max_memory=None,
+        pipeline=None
+    ))]
     fn new(
         pattern: &str,
         special_tokens: Vec<String>,
@@ -97,7 +100,9 @@ impl WordCounter {
     }
 
     /// Count UTF-8 files, each one document; progress reports bytes read.
-    #[pyo3(signature = (paths, num_threads=None, chunk_size=1 << 20, replace_errors=false, progress=None))]
+    #[pyo3(signature = (
+        paths, num_threads=None, chunk_size=1 << 20, replace_errors=false, progress=None
+    ))]
     fn count_files(
         &mut self,
         py: Python<'_>,
@@ -139,7 +144,10 @@ impl WordCounter {
     /// Progress reports bytes.
     /// Errors name `source` and, if `first_record` is given, the record number
     /// (`first_record` + index); else they name `source` alone (one document).
-    #[pyo3(signature = (data, offsets, source, first_record=None, num_threads=None, replace_errors=false, progress=None))]
+    #[pyo3(signature = (
+        data, offsets, source, first_record=None, num_threads=None, replace_errors=false,
+        progress=None
+    ))]
     #[allow(clippy::too_many_arguments)]
     fn count_documents(
         &mut self,
@@ -263,7 +271,10 @@ impl WordCounter {
     /// makes id `first_new_id + r` (`train::train_on_base`).
     /// Returns ([(left id, right id, count)], stop reason, tokens after merging);
     /// progress reports merges.
-    #[pyo3(signature = (num_merges, num_threads=None, progress=None, min_frequency=0, max_token_length=None, base=None, base_tokens=Vec::new(), first_new_id=256))]
+    #[pyo3(signature = (
+        num_merges, num_threads=None, progress=None, min_frequency=0, max_token_length=None,
+        base=None, base_tokens=Vec::new(), first_new_id=256
+    ))]
     #[allow(clippy::too_many_arguments)]
     fn train(
         &mut self,

@@ -267,7 +267,7 @@ impl CoreBPE {
 
     /// Like `encode`, but the ids come back as a 1-D uint32 NumPy array that
     /// owns the buffer they were encoded into: no copy, and no second buffer
-    /// to fault in (a copy into bytes was ~5% of encoding prose).
+    /// to fault in (a copy into bytes was a visible share of encoding prose).
     /// With `num_threads` > 1, a text of several segments has its segments
     /// encoded on that many threads (the ids are the same).
     #[pyo3(signature = (text, allowed, disallowed, num_threads=Some(1)))]
@@ -291,9 +291,9 @@ impl CoreBPE {
         } else {
             // Room for ~2 bytes per token; pages never written are never touched,
             // and the spare capacity is returned before the array takes the buffer.
-            // Not on huge pages: on this VM, after another process freed its
-            // memory, 2 MiB faults cost ~3 ms per MiB and made the 2nd and 3rd
-            // call on 10 MB of enwiki 2x slower (cl100k: 245 vs 410 MB/s).
+            // Not on huge pages: on a VM, after another process freed its
+            // memory, 2 MiB faults were slow enough to make the 2nd and 3rd
+            // call on 10 MB of enwiki much slower.
             let mut ids = Vec::with_capacity(text.len() / 2 + 16);
             self.encode_segments(py, text, &encode, &mut ids)?;
             ids
@@ -313,7 +313,10 @@ impl CoreBPE {
     /// naming `path` and the byte offset, or for a tokenizer.json pipeline
     /// (no safe cuts: encode the text instead).
     #[cfg(unix)]
-    #[pyo3(signature = (path, out_fd, itemsize, allowed, disallowed, replace_errors=false, num_threads=None, callback=None))]
+    #[pyo3(signature = (
+        path, out_fd, itemsize, allowed, disallowed, replace_errors=false, num_threads=None,
+        callback=None
+    ))]
     #[allow(clippy::too_many_arguments)]
     fn encode_file(
         &self,
@@ -394,7 +397,10 @@ impl CoreBPE {
     /// `replace_errors`) name `source`, the record (`first_record` + index,
     /// when given) and the byte offset; an encode error is the first failing
     /// document's; an id that does not fit in `itemsize` bytes is a ValueError.
-    #[pyo3(signature = (data, offsets, source, first_record, allowed, disallowed, eot, itemsize, replace_errors=false, num_threads=None))]
+    #[pyo3(signature = (
+        data, offsets, source, first_record, allowed, disallowed, eot, itemsize,
+        replace_errors=false, num_threads=None
+    ))]
     #[allow(clippy::too_many_arguments)]
     fn encode_documents<'py>(
         &self,

@@ -40,10 +40,12 @@ pub fn encode_error(e: EncodeError, text: &str) -> PyErr {
         EncodeError::Disallowed(d) => {
             let chars = text[..d.offset].chars().count();
             PyValueError::new_err(format!(
-                "Encountered text corresponding to disallowed special token {:?} at character offset {chars}.\n\
-                 If you want this text to be encoded as a special token, pass it to `allowed_special`, \
-                 e.g. `allowed_special={{{:?}, ...}}`.\n\
-                 If you want this text to be encoded as normal text, disable the check for this token \
+                "Encountered text corresponding to disallowed special token {:?} \
+                 at character offset {chars}.\n\
+                 If you want this text to be encoded as a special token, \
+                 pass it to `allowed_special`, e.g. `allowed_special={{{:?}, ...}}`.\n\
+                 If you want this text to be encoded as normal text, \
+                 disable the check for this token \
                  by passing `disallowed_special=(enc.special_tokens_set - {{{:?}}})`.\n\
                  To disable this check for all special tokens, pass `disallowed_special=()`.",
                 d.token, d.token, d.token

@@ -54,11 +54,10 @@ impl IdLists {
     /// The tokens of the shared ints by address, once decoding without them
     /// has cost about as much as building them: decodes of `ids` ids each
     /// count up, and the table is built when the count reaches
-    /// `TABLE_AFTER_IDS_PER_INT` per shared int. Building takes ~20 ns per
-    /// int (4 ms for o200k); without the table a shared int costs ~6 ns more
-    /// to decode (o200k, 1.1 MB of Shakespeare, 300k ids: 4.4 ms against 2.4
-    /// ms), so building it on the first decode of that text made the decode
-    /// 2.5 times as slow. Buying only after renting has cost as much (the
+    /// `TABLE_AFTER_IDS_PER_INT` per shared int. Building costs a few times
+    /// what the table saves on one decode of a shared int, so building it on
+    /// the first decode of a text (o200k, 1.1 MB of Shakespeare) made that
+    /// decode much slower. Buying only after renting has cost as much (the
     /// rent-or-buy rule) costs at most about twice the better choice.
     fn tokens_by_address(
         &self,
@@ -117,7 +116,7 @@ impl IdLists {
 }
 
 /// `list[i]` as a borrowed pointer (NULL if out of range): no reference-count
-/// traffic per id (measured ~10% of decoding), and no function call (the
+/// traffic per id (a measurable share of decoding), and no function call (the
 /// bounds and the item are read inline). Valid until Python code runs, which
 /// could change the list: the bounds are checked on every call.
 #[inline]

@@ -8,8 +8,8 @@ use bytepair_core::encode::push_inline;
 
 /// One Python int per id below `Encoder::dense_id_bound`, made on the first
 /// encode: an id list holds references to them, so building it is an
-/// increment per id instead of allocating a new int (that was 28 ns per token,
-/// a quarter of encoding 10 MB of prose), and a list of n ids takes 8n bytes
+/// increment per id instead of allocating a new int (that was a large share
+/// of encoding 10 MB of prose), and a list of n ids takes 8n bytes
 /// instead of 40n.
 ///
 /// The price is paid when such a list is decoded: the ints lie wherever the
@@ -35,8 +35,8 @@ impl SharedInts {
 
     /// `ids` as a new Python list of these ints (new ints for ids beyond them).
     /// The list is made at its final length and its items stored in place:
-    /// pyo3's `PyList::new` converts and checks each item (~8 ns an id, a
-    /// third of encoding prose), where a store and an increment are ~1 ns.
+    /// pyo3's `PyList::new` converts and checks each item (a large share of
+    /// encoding prose), where a store and an increment are a few instructions.
     pub fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
         use pyo3::ffi;
         let len = ffi::Py_ssize_t::try_from(ids.len())

@@ -114,7 +114,8 @@ impl CountedKey for u128 {
     }
 }
 
-/// A `shortkey::load_mid` key: a word of 16 to 31 bytes (length in the top byte of the second half).
+/// A `shortkey::load_mid` key: a word of 16 to 31 bytes (length in the top
+/// byte of the second half).
 impl CountedKey for [u128; 2] {
     fn is_none(&self) -> bool {
         self[1] == 0

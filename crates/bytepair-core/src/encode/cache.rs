@@ -160,7 +160,7 @@ impl<K: SlotKey, const N: usize> PieceCache<K, N> {
     }
 
     /// `prefetch` into L2 only: far ahead of the probe, without taking L1's
-    /// few slots for outstanding misses (English, gpt2: +3-5% warm).
+    /// few slots for outstanding misses (faster warm calls on English, gpt2).
     #[inline]
     pub(super) fn prefetch_l2(&self, hash: u64) {
         // SAFETY: a home slot is below 2^(64 - shift), the table's length.
@@ -237,8 +237,8 @@ impl<K: SlotKey, const N: usize> PieceCache<K, N> {
     /// of text (Heaps' law as measured with gpt2 ranks: ~115k pieces of up to
     /// 15 bytes in 10 MB of English prose, times (bytes / 10 MB)^0.7), within
     /// the budget; never shrinks. Doubling from 512 KiB instead zeroes fresh
-    /// pages for twice the final size (on this VM ~3 ms per MiB when the host
-    /// has to back them: a third of a first 10 MB call) and re-files every
+    /// pages for twice the final size (costly when the host has to back
+    /// them: a large share of a first 10 MB call) and re-files every
     /// piece each time. A table sized 2x too large (code: ~45k pieces) zeroes
     /// no more than the doublings would have.
     pub(super) fn expect_text_bytes(&mut self, bytes: usize) {
@@ -362,8 +362,8 @@ impl LongCache {
 }
 
 /// Slots of the hot-pair cache (a power of two): 512 KiB. 16k slots (128
-/// KiB) gave 5% less on random Latin-1 with o200k, whose pairs are too many
-/// for them, and the same on prose.
+/// KiB) were slower on random Latin-1 with o200k, whose pairs are too many
+/// for them, and no faster on prose.
 const HOT_PAIRS: usize = 1 << 16;
 /// The rank a hot-pair slot stores for a pair that does not merge (ranks of
 /// the packed table stay below 2**21).

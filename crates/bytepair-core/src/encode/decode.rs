@@ -100,7 +100,7 @@ impl Decoder {
 
 /// Append the first `len` (at most N) items of `items` to `out` as one
 /// fixed-size copy: `extend_from_slice` of a variable length calls memmove,
-/// ~6% of encoding prose when a cache hit copied its ids that way.
+/// a visible share of encoding prose when a cache hit copied its ids that way.
 #[inline]
 pub(super) fn push_fixed<T: Copy, const N: usize>(items: &[T; N], len: usize, out: &mut Vec<T>) {
     assert!(len <= N);

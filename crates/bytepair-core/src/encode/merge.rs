@@ -41,8 +41,8 @@ const REMOVE_CHUNK: usize = 8;
 
 /// `parts.remove(i)` for a vector with room for `REMOVE_CHUNK` more parts:
 /// the tail moves in fixed 64-byte chunks, which compile to a few vector
-/// moves, where `Vec::remove` calls memmove (~12% of encoding o200k
-/// multilingual text, one call per merge of a short piece).
+/// moves, where `Vec::remove` calls memmove (a large share of encoding
+/// o200k multilingual text: one call per merge of a short piece).
 #[inline]
 fn remove_part(parts: &mut Vec<Part>, i: usize) {
     let len = parts.len();

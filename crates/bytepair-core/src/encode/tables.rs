@@ -305,7 +305,7 @@ pub(super) use crate::shortkey::{load as load_key, pack as piece_key};
 /// Token bytes -> id. Tokens of at most `CACHED_PIECE` bytes (nearly all)
 /// are keyed by `piece_key`: a lookup probes one table with no heap-allocated
 /// key to compare (the byte-slice map took three cache misses and a memcmp
-/// call, ~15% of encoding o200k prose, paid by every piece-cache miss).
+/// call, a large share of encoding o200k prose, paid by every piece-cache miss).
 /// Two-byte tokens are also in a table indexed by their bytes.
 pub(super) struct TokenIds {
     short: FxHashMap<u128, u32>,

@@ -286,18 +286,47 @@ mod tests {
     #[test]
     fn scanners_equal_regex() {
         let texts = [
-            "it's 'S 'll'' ''s x'd a'b", "  \n\n x  y\t\tz \r\n", "end  ", "a\x1cb\x1f c\x0b\x0cd", "!!  ..a1b2 3.4",
-            "caf\u{e9} na\u{ef}ve \u{a0}x 'caf\u{e9}", " \u{3000}y", "x \u{85}\n", "'\u{e9}t\u{e9}'",
-            "IT'S We'Re DON'T x'\u{17f} 'K HTTPServer fooBar ABC1 a\n  ", "1234567 x12y (foo) ...a  \n\n  b\t\tc",
-            "a.\n/b }\n/* c */\n\n", "x\t\ty \t!z \r\n\r\n", "1\u{b2}3 ab\u{301}c",
+            "it's 'S 'll'' ''s x'd a'b",
+            "  \n\n x  y\t\tz \r\n",
+            "end  ",
+            "a\x1cb\x1f c\x0b\x0cd",
+            "!!  ..a1b2 3.4",
+            "caf\u{e9} na\u{ef}ve \u{a0}x 'caf\u{e9}",
+            " \u{3000}y",
+            "x \u{85}\n",
+            "'\u{e9}t\u{e9}'",
+            "IT'S We'Re DON'T x'\u{17f} 'K HTTPServer fooBar ABC1 a\n  ",
+            "1234567 x12y (foo) ...a  \n\n  b\t\tc",
+            "a.\n/b }\n/* c */\n\n",
+            "x\t\ty \t!z \r\n\r\n",
+            "1\u{b2}3 ab\u{301}c",
             // 2-byte characters, which the gpt2 and cl100k scanners classify.
-            "\u{3b1}\u{3b2}\u{3b3} \u{43f}\u{440}\u{438}\u{432}\u{435}\u{442} \u{5e9}\u{5dc}\u{5d5}\u{5dd}, \u{627}\u{644}\u{639}\u{631}\u{628}\u{64a}\u{629}!",
-            "\u{a0}\u{a0}x \u{a0}\u{a0} \u{85}y\u{a0}", "\u{b2}\u{b3}\u{b9}4 \u{660}\u{661}\u{662}\u{663}\u{664} 1\u{bd}", "\u{a0}\u{e9}t\u{e9} \u{bf}qu\u{e9}? \u{ab}\u{bb}\u{a7}\u{b6}",
-            "e\u{301}t\u{301} \u{301}\u{301}x \u{2c6}\u{2b0}a", "\u{e9}\u{4e2d}\u{6587} \u{3b1}\u{2003}\u{3b2}", "'\u{17f} x'\u{e9} \u{c9}T\u{c9}'S", "\u{a0}\u{a0}",
-            "\u{100}\u{17f}\u{180}\u{24f}\u{250}\u{2af}\u{370}\u{3ff}\u{400}\u{4ff}\u{500}\u{7ff} \u{5be}\u{5c0}\u{5c3}\u{5c6}", "\r\n\u{a0}\n\u{85} z",
+            concat!(
+                "\u{3b1}\u{3b2}\u{3b3} \u{43f}\u{440}\u{438}\u{432}\u{435}\u{442} \u{5e9}\u{5dc}",
+                "\u{5d5}\u{5dd}, \u{627}\u{644}\u{639}\u{631}\u{628}\u{64a}\u{629}!",
+            ),
+            "\u{a0}\u{a0}x \u{a0}\u{a0} \u{85}y\u{a0}",
+            "\u{b2}\u{b3}\u{b9}4 \u{660}\u{661}\u{662}\u{663}\u{664} 1\u{bd}",
+            "\u{a0}\u{e9}t\u{e9} \u{bf}qu\u{e9}? \u{ab}\u{bb}\u{a7}\u{b6}",
+            "e\u{301}t\u{301} \u{301}\u{301}x \u{2c6}\u{2b0}a",
+            "\u{e9}\u{4e2d}\u{6587} \u{3b1}\u{2003}\u{3b2}",
+            "'\u{17f} x'\u{e9} \u{c9}T\u{c9}'S",
+            "\u{a0}\u{a0}",
+            concat!(
+                "\u{100}\u{17f}\u{180}\u{24f}\u{250}\u{2af}\u{370}\u{3ff}\u{400}\u{4ff}\u{500}",
+                "\u{7ff} \u{5be}\u{5c0}\u{5c3}\u{5c6}",
+            ),
+            "\r\n\u{a0}\n\u{85} z",
             // o200k's cased words: Lt, Lm, Lo and marks in and next to words.
-            "\u{c0}\u{c9}cole \u{e9}T\u{c9} \u{c9}T\u{c9}'S \u{1c5}x \u{1c4}\u{1c5}\u{1c6} a\u{c9}b", "\u{2b0}a b\u{2b0} \u{5d0}b x\u{301}y \u{301}z",
-            "\u{391}\u{3b8}\u{3ae}\u{3bd}\u{3b1} \u{41c}\u{41e}\u{421}\u{41a}\u{412}\u{410} \u{410}\u{431}\u{432}'\u{434} \u{ab}\u{41c}\u{438}\u{440}\u{bb}",
+            concat!(
+                "\u{c0}\u{c9}cole \u{e9}T\u{c9} \u{c9}T\u{c9}'S \u{1c5}x \u{1c4}\u{1c5}\u{1c6} a",
+                "\u{c9}b",
+            ),
+            "\u{2b0}a b\u{2b0} \u{5d0}b x\u{301}y \u{301}z",
+            concat!(
+                "\u{391}\u{3b8}\u{3ae}\u{3bd}\u{3b1} \u{41c}\u{41e}\u{421}\u{41a}\u{412}\u{410} ",
+                "\u{410}\u{431}\u{432}'\u{434} \u{ab}\u{41c}\u{438}\u{440}\u{bb}",
+            ),
         ];
         for pattern in [GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN] {
             let re = FancyRegex::new(pattern).unwrap();

@@ -547,7 +547,10 @@ pub enum TrainError {
     Cancelled,
     /// The sum of count x word length (the bytes of text the counts stand for)
     /// reaches 2^64, so a pair count could overflow u64.
-    #[error("the counts add up to {total_bytes} bytes of text, beyond 2**64: pair counts would overflow u64")]
+    #[error(
+        "the counts add up to {total_bytes} bytes of text, beyond 2**64: \
+         pair counts would overflow u64"
+    )]
     CountsTooLarge { total_bytes: u128 },
     /// A word holds bytes the base tokenizer has no token for.
     #[error("bytes b\"{}\" are not in the base tokenizer's vocabulary", .0.escape_ascii())]

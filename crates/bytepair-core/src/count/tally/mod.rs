@@ -3,8 +3,8 @@
 //! `slots`), longer ones in a byte-string map.
 //!
 //! Why not only `FxHashMap<Vec<u8>, u64>`: each lookup hashed the bytes, chased
-//! the key's heap pointer and called `memcmp`; that was two thirds of counting
-//! (enwiki, gpt2: 66 MB/s per thread). Here a lookup is one probe of a 16-byte
+//! the key's heap pointer and called `memcmp`; that was most of the time of
+//! counting. Here a lookup is one probe of a 16-byte
 //! slot, prefetched a batch of pre-tokens ahead.
 
 use super::slots::{
@@ -98,12 +98,13 @@ impl WordTally {
     /// measured on enwiki with the gpt2 pattern: 150k words of at most 11
     /// bytes in 16 MiB, times (bytes / 16 MiB)^0.7), at most 16 MiB of slots.
     /// Growing there doubles the table up to 8 times, zeroing fresh pages twice
-    /// the final size and re-filing every word each time (a tenth of counting
-    /// enwiki on one thread); a table sized at most 2x too large costs no more.
+    /// the final size and re-filing every word each time (a measurable share
+    /// of counting enwiki); a table sized at most 2x too large costs no more.
     /// The estimate gets a quarter more room: each half of enwiki has ~265k
     /// such words where the law says 241k, just past the half-full mark of
     /// the table for 241k, so both threads of a 2-thread count grew theirs
-    /// near the end (2 threads: +5-12% on enwiki and multilingual with it).
+    /// near the end (the extra room made 2-thread counts of enwiki and
+    /// multilingual faster).
     pub fn expect_text_bytes(&mut self, bytes: u64) {
         if self.budget.is_some() || !self.is_empty() {
             return;

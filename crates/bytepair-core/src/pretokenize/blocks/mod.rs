@@ -395,11 +395,11 @@ impl<'t> Walker<'t> {
     /// in the ring (`classes[k % 3]`). Written in place, field by field: a
     /// `Classes` built elsewhere and copied in was read back with 32-byte
     /// loads from 8-byte stores, which the CPU cannot forward (a stall per
-    /// block, 8% of encoding English).
+    /// block).
     #[inline(always)]
     fn classify_into_ring(&mut self, k: usize) {
         // The text 2 KiB ahead: the CPU's own prefetcher left the block's
-        // load waiting on memory (12% of a warm gpt2 English call).
+        // load waiting on memory (a large share of a warm gpt2 English call).
         crate::memory::prefetch_ptr(self.text.as_ptr().wrapping_add(k * 64 + 2048));
         let slot = &mut self.classes[k % 3];
         Self::classify(self.text, self.preset, self.simd, k, slot);

@@ -41,7 +41,13 @@ fn check_batches(preset: Preset, text: &str, simd: bool, batch: usize) {
                 .map(|w| String::from_utf8_lossy(&b[w[0]..w[1]]).into_owned())
                 .collect()
         };
-        panic!("{preset:?} simd={simd} batch={batch}: boundary {i} (byte {}) differs: walker {:?} vs scalar {:?}", want[i - 1], pieces(&got), pieces(&want));
+        panic!(
+            "{preset:?} simd={simd} batch={batch}: boundary {i} (byte {}) differs: \
+             walker {:?} vs scalar {:?}",
+            want[i - 1],
+            pieces(&got),
+            pieces(&want)
+        );
     }
 }
 
