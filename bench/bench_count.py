@@ -13,8 +13,9 @@ Three parts, every measurement in a fresh child process (``--child``):
   (round r runs every row once); medians of `--repeat` rounds.
 * reduce against parts (``--parts``): the two phases of the local engine timed
   apart on the same input, in a loky pool of 2 warm workers: every shard runs
-  ``_count_shard`` (count + write `parts` bucket files), then every bucket runs
-  ``_reduce_bucket`` (sum the shards' files into one sorted Parquet part).
+  ``count_shard`` (count + write `parts` bucket files), then every bucket runs
+  ``reduce_bucket`` (sum the shards' files into one sorted Parquet part); the
+  tables still label them ``_count_shard`` / ``_reduce_bucket``, their old names.
 * Heaps' law (``--heaps-sizes``): distinct words (``len(WordCounter)``) of the
   first N bytes of one shuffle of a corpus mix, for the gpt2, cl100k and o200k
   patterns; V = K * n**beta fitted on log-log (n = pre-tokens) over the sizes
@@ -235,18 +236,18 @@ def job_phases(a: argparse.Namespace) -> dict:
     minus the manifest and the final rename), in a warm loky pool."""
     import loky
 
-    from bytepair.counts.artifact import (
+    from bytepair.counts.parts import part_name
+    from bytepair.counts.protocol import (
         SHARDS,
-        _bucket_paths,
-        _count_shard,
-        _part_name,
-        _plan_shards,
-        _reduce_bucket,
+        bucket_paths,
+        count_shard,
+        plan_shards,
+        reduce_bucket,
     )
     from bytepair.counts.sources import CountSpec
 
     paths = text_files(a.input)
-    plan = _plan_shards([os.path.getsize(p) for p in paths], a.shards)
+    plan = plan_shards([os.path.getsize(p) for p in paths], a.shards)
     spec = CountSpec(a.pattern, (common.EOT,))
     staging = Path(a.scratch) / "phases"
     staging.mkdir(parents=True)
@@ -256,7 +257,7 @@ def job_phases(a: argparse.Namespace) -> dict:
         start = time.perf_counter()
         futures = [
             pool.submit(
-                _count_shard,
+                count_shard,
                 [paths[i] for i in files],
                 spec,
                 str(staging),
@@ -270,14 +271,12 @@ def job_phases(a: argparse.Namespace) -> dict:
         count_seconds = time.perf_counter() - start
         shard_bytes = sum(f.stat().st_size for f in (staging / SHARDS).rglob("*.parquet"))
         start = time.perf_counter()
-        buckets = [_bucket_paths(str(staging), range(len(plan)), b) for b in range(a.parts)]
+        buckets = [bucket_paths(str(staging), range(len(plan)), b) for b in range(a.parts)]
         written = list(
-            pool.map(
-                _reduce_bucket, buckets, [str(staging / _part_name(b)) for b in range(a.parts)]
-            )
+            pool.map(reduce_bucket, buckets, [str(staging / part_name(b)) for b in range(a.parts)])
         )
         reduce_seconds = time.perf_counter() - start
-    artifact_bytes = sum((staging / _part_name(b)).stat().st_size for b in range(a.parts))
+    artifact_bytes = sum((staging / part_name(b)).stat().st_size for b in range(a.parts))
     shutil.rmtree(staging)
     return {
         "count_seconds": count_seconds,
@@ -500,7 +499,7 @@ def reduce_table(
     runs: dict[int, list[dict]] = {p: [] for p in parts_list}
     for round_ in range(repeat):
         for parts in parts_list:
-            common.log(f"[{round_ + 1}/{repeat}] _count_shard + _reduce_bucket, {parts} parts ...")
+            common.log(f"[{round_ + 1}/{repeat}] count_shard + reduce_bucket, {parts} parts ...")
             res = run_job(
                 "phases",
                 input=folder,

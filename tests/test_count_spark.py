@@ -18,7 +18,8 @@ from conftest import COUNTING_STRESS_TEXTS, EOT
 
 import bytepair
 from bytepair import _core
-from bytepair.counts.artifact import WordCounts, _part_batches
+from bytepair.counts.artifact import WordCounts
+from bytepair.counts.parts import part_batches
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -69,7 +70,7 @@ def assert_same_artifact(
         schema = pq.read_schema(path)
         assert schema.names == ["word", "count"] and schema.field("count").type == pa.int64()
         assert pq.ParquetFile(path).metadata.row_group(0).column(0).compression == "ZSTD"
-        words = [w for data, offsets, _ in _part_batches(path) for w in split(data, offsets)]
+        words = [w for data, offsets, _ in part_batches(path) for w in split(data, offsets)]
         assert words == sorted(set(words))
 
 

@@ -150,13 +150,13 @@ _KILL_AFTER_SECOND_TASK = """
 import os, signal, sys
 import bytepair
 from bytepair.dataset import shards
-real = shards._encode_task
+real = shards.encode_task
 def dying(task, *args, **kwargs):
     record = real(task, *args, **kwargs)
     if task == 1:
         os.kill(os.getpid(), signal.SIGKILL)
     return record
-shards._encode_task = dying
+shards.encode_task = dying
 bytepair.encode_dataset(sys.argv[1], sys.argv[2], bytepair.get_encoding(sys.argv[3]), separator="<|endoftext|>",
                         shard_size=20_000, task_bytes=64 << 10, progress=False)
 """
@@ -186,17 +186,17 @@ def test_resume_after_a_killed_run_gives_the_same_manifest(mixed, tok, tmp_path)
 def test_a_corrupt_task_is_redone_on_resume(mixed, tok, tmp_path, monkeypatch):
     folder, _ = mixed
     out = tmp_path / "ds"
-    real = shards_module._encode_task
+    real = shards_module.encode_task
 
     def failing(task, *args, **kwargs):
         if task == 2:
             raise KeyboardInterrupt
         return real(task, *args, **kwargs)
 
-    monkeypatch.setattr(shards_module, "_encode_task", failing)
+    monkeypatch.setattr(shards_module, "encode_task", failing)
     with pytest.raises(KeyboardInterrupt):
         encode(folder, out, tok)
-    monkeypatch.setattr(shards_module, "_encode_task", real)
+    monkeypatch.setattr(shards_module, "encode_task", real)
     damaged = out / "shard-00001-00000.bin"
     damaged.write_bytes(b"\0" + damaged.read_bytes()[1:])
     inode = (out / "shard-00000-00000.bin").stat().st_ino

@@ -1,6 +1,6 @@
 """Word-counts artifacts and the local counting engine (`bytepair.count`).
 
-The local engine (a process pool running `_count_shard` then `_reduce_bucket`)
+The local engine (a process pool running `count_shard` then `reduce_bucket`)
 must give exactly the counts of single-process counting, for any number of
 shards and parts; the artifact must refuse to open when incomplete or damaged;
 training from it must equal training on the files.
@@ -39,10 +39,10 @@ def single_process_counts(
 
 def part_content(path) -> dict[bytes, int]:
     """word -> count of one Parquet part, read with the artifact's own reader."""
-    from bytepair.counts.artifact import _part_batches
+    from bytepair.counts.parts import part_batches
 
     words: dict[bytes, int] = {}
-    for data, offsets, counts in _part_batches(str(path)):
+    for data, offsets, counts in part_batches(str(path)):
         o = np.frombuffer(offsets, "<i8").tolist()
         words.update(
             {data[o[i] : o[i + 1]]: c for i, c in enumerate(np.frombuffer(counts, "<i8").tolist())}
@@ -110,7 +110,12 @@ def test_train_from_counts_equals_train_on_files(inputs, tmp_path):
     from_counts = bytepair.train_from_counts(counts, 700, progress=False)
     from_files = bytepair.train([str(p) for p in inputs], 700, special_tokens=[EOT], progress=False)
     assert from_counts.merges == from_files.merges
-    assert from_counts.special_tokens == from_files.special_tokens == {EOT: 699}
+    # The special token follows the last merge (699 with the corpora, fewer merges without).
+    assert (
+        from_counts.special_tokens
+        == from_files.special_tokens
+        == {EOT: 256 + len(from_files.merges)}
+    )
     assert from_counts.training_stats.tokens == from_files.training_stats.tokens
 
 
@@ -308,9 +313,9 @@ def test_killed_run_leaves_no_artifact_and_the_old_one_intact(tmp_path):
 
 
 def test_staging_folders_of_live_drivers_are_left_alone(tmp_path):
-    from bytepair.counts.artifact import _staging_dir
+    from bytepair.counts.protocol import staging_dir
 
-    mine = _staging_dir(str(tmp_path / "c"))  # this process: alive
+    mine = staging_dir(str(tmp_path / "c"))  # this process: alive
     foreign = tmp_path / ".c.partial-000000000000"  # no owner file: not ours to judge
     foreign.mkdir()
     (tmp_path / "c.txt").write_text("a b c")
@@ -359,17 +364,18 @@ def test_export_tsv_escapes_separators(tmp_path):
 
 
 def test_counts_above_int64_are_refused(tmp_path):
-    from bytepair.counts.artifact import _reduce_bucket, _write_part
+    from bytepair.counts.parts import write_part
+    from bytepair.counts.protocol import reduce_bucket
 
     for i in range(2):
-        _write_part(
+        write_part(
             str(tmp_path / f"p{i}.parquet"),
             b"a",
             np.array([0, 1], "<i8").tobytes(),
             np.array([(1 << 62) + 1], "<i8").tobytes(),
         )
     with pytest.raises(ValueError, match=r"counts must be in \[0, 2\*\*63\)"):
-        _reduce_bucket(
+        reduce_bucket(
             [str(tmp_path / "p0.parquet"), str(tmp_path / "p1.parquet")],
             str(tmp_path / "out.parquet"),
         )
@@ -402,13 +408,14 @@ def test_cli_count_inspect_export_and_train_from_counts(inputs, tmp_path):
 
 
 def test_shards_and_parts_of_any_number_sum_to_the_same_counts(tmp_path_factory):
-    """_count_shard + _reduce_bucket in this process, on generated documents split
+    """count_shard + reduce_bucket in this process, on generated documents split
     into random shards and any number of parts, equal one counter over all."""
     pytest.importorskip("hypothesis")
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from bytepair.counts.artifact import _bucket_paths, _count_shard, _part_name, _reduce_bucket
+    from bytepair.counts.parts import part_name
+    from bytepair.counts.protocol import bucket_paths, count_shard, reduce_bucket
     from bytepair.counts.sources import CountSpec
 
     alphabet = st.sampled_from(list("ab \n\t\r.,'é😀1") + [EOT, "  ", "\r\n"])
@@ -426,13 +433,13 @@ def test_shards_and_parts_of_any_number_sum_to_the_same_counts(tmp_path_factory)
         spec = CountSpec("gpt2", (EOT,))
         used = sorted(set(owner))
         for s in used:
-            _count_shard(
+            count_shard(
                 [p for p, o in zip(paths, owner) if o == s], spec, str(d), s, parts, num_threads=1
             )
         total: dict[bytes, int] = {}
         for b in range(parts):
-            _reduce_bucket(_bucket_paths(str(d), used, b), str(d / _part_name(b)))
-            part = part_content(d / _part_name(b))
+            reduce_bucket(bucket_paths(str(d), used, b), str(d / part_name(b)))
+            part = part_content(d / part_name(b))
             assert not part.keys() & total.keys(), "a word in two parts"
             total.update(part)
         assert total == single_process_counts(paths)
@@ -443,7 +450,8 @@ def test_shards_and_parts_of_any_number_sum_to_the_same_counts(tmp_path_factory)
 def test_fsspec_urls_read_like_local_files(tmp_path):
     """Remote inputs go through fsspec (memory:// here; s3:// etc. the same way)."""
     fsspec = pytest.importorskip("fsspec")
-    from bytepair.counts.artifact import _count_shard, _part_name, _shard_dir
+    from bytepair.counts.parts import part_name
+    from bytepair.counts.protocol import count_shard, shard_dir
     from bytepair.counts.sources import CountSpec
 
     texts = ["remote text\r\n  with  runs", f"x{EOT}y", "ünï 😀"]
@@ -454,13 +462,13 @@ def test_fsspec_urls_read_like_local_files(tmp_path):
     for local, fmt in ((local_text, "text"), (jsonl, "jsonl"), (parquet, "parquet")):
         url = f"memory://bytepair-test/{local.name}"
         fs.pipe(url, local.read_bytes())
-        stats = _count_shard(
+        stats = count_shard(
             [url], CountSpec("gpt2", (EOT,), fmt), str(tmp_path / fmt), 0, 1, num_threads=1
         )
         assert stats["bytes"] == (
             local.stat().st_size if fmt == "text" else sum(len(t.encode()) for t in texts)
         )
-        words = part_content(Path(_shard_dir(str(tmp_path / fmt), 0)) / _part_name(0))
+        words = part_content(Path(shard_dir(str(tmp_path / fmt), 0)) / part_name(0))
         expected = _core.WordCounter("gpt2", [EOT])
         expected.count_texts(["\n".join(texts)] if fmt == "text" else texts)
         assert words == dict(expected.items()), fmt

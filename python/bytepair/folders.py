@@ -1,5 +1,6 @@
 """Output folders whose ``_manifest.json`` is written last (word counts,
-token shards): reading that manifest, and the SHA-256 of the files it lists."""
+token shards): reading that manifest, and the SHA-256 of the files it lists
+(`sha256_file` after the fact, `HashingWriter` while a file is written)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,27 @@ def sha256_file(path: str) -> str:
         while block := f.read(1 << 20):
             digest.update(block)
     return digest.hexdigest()
+
+
+class HashingWriter:
+    """A binary file wrapper that feeds what is written through it to `digest`
+    (a ``hashlib`` object), so a file's SHA-256 needs no second read. `close`
+    only marks it closed: pyarrow closes its sink, while the real file belongs
+    to the caller (`bytepair.atomic.atomic_open`)."""
+
+    def __init__(self, f, digest):
+        self._f, self._digest = f, digest
+        self.closed = False
+
+    def write(self, b) -> int:
+        self._digest.update(b)
+        return self._f.write(b)
+
+    def flush(self) -> None:
+        self._f.flush()
+
+    def close(self) -> None:
+        self.closed = True
 
 
 def read_manifest(path: str, format: str, version: int, kind: str, missing: str) -> dict[str, Any]:

@@ -7,6 +7,9 @@
   engine (a process pool on this machine);
 * `engines`: the cluster engines `on_ray` and `on_spark`; ray and pyspark are
   imported only there;
+* `protocol`: the steps every engine runs (count a shard, reduce a bucket,
+  write the manifest and commit), so that all write the same artifact;
+* `parts`: the Parquet files of (word, count) rows, written and read;
 * `artifact`: the word-counts artifact (`WordCounts`), a folder of sorted
   Parquet parts and a manifest, which `train_from_counts` reads.
 """

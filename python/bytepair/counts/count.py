@@ -1,10 +1,10 @@
 """`bytepair.count`: count pre-tokens of many files into a word-counts artifact,
 on this machine (``engine="local"``, a process pool), on Ray or on Spark.
 
-Every engine runs the same two functions of `bytepair.counts.artifact`
-(`_count_shard` per group of files of about equal bytes, then `_reduce_bucket`
-per bucket) or, on Spark, the same Rust counter inside ``mapInArrow``; all give
-the same artifact content as counting in one process.
+Every engine runs the steps of `bytepair.counts.protocol` (`count_shard` per
+group of files of about equal bytes, then `reduce_bucket` per bucket, then
+`finish`) or, on Spark, the same Rust counter inside ``mapInArrow`` before
+`finish`; all give the same artifact content as counting in one process.
 """
 
 from __future__ import annotations
@@ -19,17 +19,15 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from bytepair.counts.artifact import (
-    BUCKET_HASH,
-    WordCounts,
-    _bucket_paths,
-    _build_manifest,
-    _commit,
-    _count_shard,
-    _part_name,
-    _plan_shards,
-    _reduce_bucket,
-    _staging_dir,
+from bytepair.counts.artifact import WordCounts
+from bytepair.counts.parts import part_name
+from bytepair.counts.protocol import (
+    bucket_paths,
+    count_shard,
+    finish,
+    plan_shards,
+    reduce_bucket,
+    staging_dir,
 )
 from bytepair.counts.sources import CountSpec, check_inputs, expand_inputs, infer_format, input_size
 from bytepair.progress import ProgressBar
@@ -149,7 +147,7 @@ def count_locally(
     progress: bool = False,
     _fail_once: str | None = None,
 ) -> WordCounts:
-    """The reference engine: `_count_shard` and `_reduce_bucket` in a pool of
+    """The reference engine: `count_shard` and `reduce_bucket` in a pool of
     `num_workers` processes. The pool is loky's (joblib's process pool): its
     workers start clean, without forking this process (whose Rust and tqdm
     threads would not survive a fork) and without re-running the caller's
@@ -161,11 +159,11 @@ def count_locally(
     cores = os.cpu_count() or 1
     sizes = [input_size(p) for p in paths]
     workers = num_workers or cores
-    plan = _plan_shards(sizes, shards or workers)
+    plan = plan_shards(sizes, shards or workers)
     workers = min(workers, len(plan))
     parts = parts or max(1, workers)
     threads = max(1, cores // workers)
-    staging = _staging_dir(out)
+    staging = staging_dir(out)
     totals = {"documents": 0, "bytes": 0}
     try:
         import loky  # here, not at import time: `import bytepair` stays light
@@ -180,7 +178,7 @@ def count_locally(
             def submit(shard_id: int) -> Future:
                 files = [paths[i] for i in plan[shard_id]]
                 return pool.submit(
-                    _count_shard,
+                    count_shard,
                     files,
                     spec,
                     staging,
@@ -212,17 +210,16 @@ def count_locally(
                     bar.set_postfix(files=f"{files_done}/{len(paths)}")
             written = list(
                 pool.map(
-                    _reduce_bucket,
-                    [_bucket_paths(staging, range(len(plan)), b) for b in range(parts)],
-                    [os.path.join(staging, _part_name(b)) for b in range(parts)],
+                    reduce_bucket,
+                    [bucket_paths(staging, range(len(plan)), b) for b in range(parts)],
+                    [os.path.join(staging, part_name(b)) for b in range(parts)],
                 )
             )
     except BaseException:
-        shutil.rmtree(
-            staging, ignore_errors=True
-        )  # a failed or interrupted run leaves nothing behind
+        # A failed or interrupted run leaves nothing behind.
+        shutil.rmtree(staging, ignore_errors=True)
         raise
-    return finish(staging, out, spec, written, totals, engine="local")
+    return WordCounts.open(finish(staging, out, spec, written, totals, engine="local"))
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -235,24 +232,3 @@ def _exit_with_parent(parent: int) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="bytepair-parent-watch", daemon=True).start()
-
-
-def finish(
-    staging: str,
-    out: str,
-    spec: CountSpec,
-    written: Sequence[dict[str, Any]],
-    totals: dict[str, int],
-    *,
-    engine: str,
-) -> WordCounts:
-    """Write the manifest for the reduced parts (part b = bucket b) and _commit."""
-    parts = [{"path": _part_name(b), **w} for b, w in enumerate(written)]
-    totals = {
-        **totals,
-        "pre_tokens": sum(p["pre_tokens"] for p in parts),
-        "distinct": sum(p["rows"] for p in parts),
-    }
-    return _commit(
-        staging, out, _build_manifest(spec, totals, parts, engine=engine, bucket_hash=BUCKET_HASH)
-    )

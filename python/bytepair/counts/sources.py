@@ -364,7 +364,7 @@ def document_batches(
     )
     first = 0
     for column in batches:
-        yield _arrow_documents(column, path, first, text_field)
+        yield arrow_documents(column, path, first, text_field)
         first += len(column)
 
 
@@ -466,8 +466,11 @@ def _parquet_batches(path: str, text_field: str, content: bytes | None = None):
             yield batch.column(0)
 
 
-def _arrow_documents(column, path: str, first: int, field: str) -> tuple[bytes, bytes, int]:
-    """Arrow string/binary array -> (data bytes, n + 1 int64 offsets bytes, first)."""
+def arrow_documents(column, path: str, first: int, field: str) -> tuple[bytes, bytes, int]:
+    """The documents of an Arrow string or binary array `column` (records
+    `first`, `first` + 1, ... of `path`, read from `field`) as the buffers the
+    Rust counter and encoder take: (data, back to back; offsets, n + 1
+    little-endian int64; `first`). ValueError naming the record for a null."""
     import numpy as np  # imported here: `import bytepair` stays light (numpy ~0.1 s, OpenBLAS threads)
     import pyarrow as pa
 

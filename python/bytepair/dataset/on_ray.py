@@ -1,7 +1,7 @@
 """Encode token shards on Ray: ``bytepair.encode_dataset(..., engine="ray")``.
 
 One Ray task per task of inputs (consecutive files of about 64 MiB) runs the
-engine-neutral `bytepair.dataset.shards._encode_task`, which writes that
+engine-neutral `bytepair.dataset.protocol.encode_task`, which writes that
 task's shards and its record straight into the output folder: a retried task
 overwrites its own shards only, and ids never pass through the driver or the
 object store. The driver writes the manifest last. The cluster rules are those
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from bytepair.counts.engines.on_ray import start_ray
-from bytepair.dataset.shards import ShardSpec, TaskRun, _encode_task
+from bytepair.dataset.protocol import ShardSpec, TaskRun, encode_task
 
 if TYPE_CHECKING:
     from bytepair.tokenizer import Tokenizer
@@ -89,7 +89,7 @@ def _encode_task_or_error(
     `fail_once` (tests): a marker file; the first task to create it fails
     after writing its shards."""
     try:
-        record = _encode_task(task, paths, spec, tok, out_dir, num_threads)
+        record = encode_task(task, paths, spec, tok, out_dir, num_threads)
     except (ValueError, OSError) as e:
         return e
     if fail_once is not None:

@@ -2,7 +2,7 @@
 engine="spark")``.
 
 One Spark task per task of inputs (consecutive files of about 64 MiB) runs
-the engine-neutral `bytepair.dataset.shards._encode_task`, which writes that
+the engine-neutral `bytepair.dataset.protocol.encode_task`, which writes that
 task's shards and record straight into the output folder; the tokenizer
 travels once as a broadcast variable, and only the small records come back to
 the driver, which writes the manifest last. A retried task overwrites its own
@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from bytepair.dataset.shards import TaskRun, _encode_task
+from bytepair.counts.engines.on_spark import run_action, spark_session, task_threads
+from bytepair.dataset.protocol import TaskRun, encode_task
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -36,26 +37,20 @@ def encode_tasks_on_spark(
         ImportError: pyspark is not installed.
         ValueError: bad input, with the worker's message (names the file).
     """
-    try:
-        from bytepair.counts.engines.on_spark import _run, _session
-    except ImportError as e:  # pragma: no cover
-        raise ImportError("engine='spark' needs pyspark: pip install 'bytepair[spark]'") from e
-    session, created = _session(spark)
+    session, created = spark_session(spark)
     spec, out_dir, num_threads = run.spec, run.out_dir, run.num_threads
     try:
         context = session.sparkContext
         shared = context.broadcast(run.tok)
 
         def encode(job: tuple[int, list[str]]) -> dict[str, Any]:
-            from bytepair.counts.engines.on_spark import _task_threads
-
-            return _encode_task(
-                job[0], job[1], spec, shared.value, out_dir, num_threads or _task_threads()
+            return encode_task(
+                job[0], job[1], spec, shared.value, out_dir, num_threads or task_threads()
             )
 
         jobs = run.todo
         records = (
-            _run(lambda: context.parallelize(jobs, max(1, len(jobs))).map(encode).collect())
+            run_action(lambda: context.parallelize(jobs, max(1, len(jobs))).map(encode).collect())
             if jobs
             else []
         )

@@ -34,6 +34,7 @@ written atomically; a finished task records its shards (with SHA-256) in
 ``_progress/task-t.json``; a rerun into the same folder with the same inputs
 and settings skips the tasks whose record and shards check out and redoes the
 rest (a redone task overwrites its own shards only); the manifest comes last.
+The task itself, which every engine runs, is `bytepair.dataset.protocol`.
 """
 
 from __future__ import annotations
@@ -44,56 +45,38 @@ import os
 import shutil
 import struct
 import sys
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from bytepair.atomic import atomic_open, atomic_write
-from bytepair.counts.artifact import _HashingWriter
+from bytepair.atomic import atomic_write
 from bytepair.counts.sources import (
     FORMATS,
     MANIFEST,
     check_inputs,
-    document_batches,
     expand_inputs,
-    infer_format,
     input_size,
     is_remote,
 )
-from bytepair.dataset.megatron import megatron_index
+from bytepair.dataset.protocol import (
+    PROGRESS,
+    ShardSpec,
+    TaskRun,
+    encode_task,
+    task_record_path,
+)
 from bytepair.dataset.reader import FORMAT, FORMAT_VERSION, TokenShards
 from bytepair.folders import sha256_file as _sha256_file
 from bytepair.progress import ProgressBar
 
 if TYPE_CHECKING:
-    import numpy
-
     from bytepair.tokenizer import Tokenizer
 
 LAYOUTS = ("shards", "megatron")
 ENGINES = ("local", "ray", "spark")
-PROGRESS = "_progress"
 PLAN = "plan.json"
 DEFAULT_SHARD_SIZE = 1 << 27  # tokens: 256 MiB of uint16 per shard
 TASK_BYTES = 64 << 20  # input bytes grouped into one task
-
-
-@dataclass(frozen=True)
-class ShardSpec:
-    """How documents become shards; the same in every worker and pinned by
-    the manifest (a rerun with another spec does not resume)."""
-
-    tokenizer_sha256: str
-    format: str | None  # input format: text, jsonl, parquet; None: each file's by its extension
-    field: str  # JSON Lines key
-    column: str  # Parquet column
-    separator: str | None  # text files
-    errors: str
-    eot: int | None
-    dtype: str  # uint16 or uint32 (megatron: int32)
-    shard_size: int
-    layout: str
 
 
 def tokenizer_sha256(tok: "Tokenizer") -> str:
@@ -135,160 +118,6 @@ def _plan_tasks(sizes: Sequence[int], task_bytes: int) -> list[list[int]]:
     return tasks if tasks[-1] else []
 
 
-def _shard_name(task: int, k: int) -> str:
-    return f"shard-{task:05d}-{k:05d}"
-
-
-def _task_record_path(out_dir: str, task: int) -> str:
-    return os.path.join(out_dir, PROGRESS, f"task-{task:05d}.json")
-
-
-# -- one task: a range of inputs into its shards ---------------------------------
-
-
-def _encoded_batches(
-    paths: Sequence[str],
-    spec: ShardSpec,
-    tok: "Tokenizer",
-    num_threads: int | None,
-) -> Iterator[tuple[bytes, "numpy.ndarray", int]]:
-    """(ids bytes, per-document id counts, input bytes) per batch of documents,
-    the next batch read while this one is encoded."""
-    import numpy as np
-
-    itemsize = np.dtype(spec.dtype).itemsize
-
-    def batches():
-        for path in paths:
-            kind = spec.format or infer_format([path])
-            field = spec.field if kind == "jsonl" else spec.column
-            whole = (
-                kind == "text" and not spec.separator
-            )  # one document: errors name the file alone
-            for data, offsets, first in document_batches(
-                path, kind, field, separator=spec.separator
-            ):
-                yield path, data, offsets, None if whole else first
-
-    for path, data, offsets, record in _read_ahead(batches()):
-        ids, lengths = tok._core.encode_documents(
-            data,
-            offsets,
-            path,
-            record,
-            [],
-            [],
-            spec.eot,
-            itemsize,
-            spec.errors == "replace",
-            num_threads,
-        )
-        yield ids, np.frombuffer(lengths, dtype="<i8"), len(data)
-
-
-def _read_ahead(items: Iterator[Any]) -> Iterator[Any]:
-    """`items`, the next one produced on a helper thread while the caller
-    works on this one (reading, decompressing and JSON parsing overlap encoding)."""
-    done = object()
-    with ThreadPoolExecutor(1, thread_name_prefix="bytepair-read") as reader:
-        ahead = reader.submit(next, items, done)
-        while (item := ahead.result()) is not done:
-            ahead = reader.submit(next, items, done)
-            yield item
-
-
-def _encode_task(
-    task: int,
-    paths: Sequence[str],
-    spec: ShardSpec,
-    tok: "Tokenizer",
-    out_dir: str,
-    num_threads: int | None = None,
-    on_batch=None,
-) -> dict[str, Any]:
-    """Encode the documents of `paths` (in order) into shards ``shard-task-k``
-    of `out_dir`, then record them in ``_progress/task-<task>.json``. Engine
-    neutral: the local engine and Ray run it. `on_batch(bytes, tokens)` is
-    called after each batch. Returns the record."""
-    import numpy as np
-
-    itemsize = np.dtype(spec.dtype).itemsize
-    batches = _encoded_batches(paths, spec, tok, num_threads)
-    pending: list[Any] = []  # [ids memoryview, lengths] of the batch being cut into shards
-    shards, read = [], 0
-
-    def next_batch() -> bool:
-        nonlocal read
-        for ids, lengths, nbytes in batches:
-            read += nbytes
-            if on_batch is not None:
-                on_batch(nbytes, len(ids) // itemsize)
-            if len(lengths):
-                pending[:] = [memoryview(ids), lengths]
-                return True
-        return False
-
-    while pending or next_batch():
-        name = _shard_name(task, len(shards))
-        lengths_parts = []
-        digest = hashlib.sha256()
-        with atomic_open(os.path.join(out_dir, name + ".bin")) as f:
-            out = _HashingWriter(f, digest)
-            tokens = 0
-            while tokens < spec.shard_size and (pending or next_batch()):
-                ids, lengths = pending
-                ends = np.cumsum(lengths)
-                take = min(int(np.searchsorted(ends, spec.shard_size - tokens)) + 1, len(lengths))
-                out.write(ids[: int(ends[take - 1]) * itemsize])
-                lengths_parts.append(lengths[:take])
-                tokens += int(ends[take - 1])
-                if take == len(lengths):
-                    pending.clear()
-                else:
-                    pending[:] = [ids[int(ends[take - 1]) * itemsize :], lengths[take:]]
-        lengths = np.concatenate(lengths_parts)
-        shards.append(
-            {
-                "name": name,
-                "documents": len(lengths),
-                "tokens": tokens,
-                "sha256": digest.hexdigest(),
-                **_write_index(out_dir, name, lengths, spec),
-            }
-        )
-    record = {
-        "task": task,
-        "inputs": list(paths),
-        "bytes": read,
-        "documents": sum(s["documents"] for s in shards),
-        "tokens": sum(s["tokens"] for s in shards),
-        "shards": shards,
-    }
-    atomic_write(_task_record_path(out_dir, task), json.dumps(record).encode())
-    return record
-
-
-def _write_index(
-    out_dir: str, name: str, lengths: "numpy.ndarray", spec: ShardSpec
-) -> dict[str, str]:
-    """Write a shard's document index beside its ids; returns its manifest entry."""
-    import numpy as np
-
-    if spec.layout == "megatron":
-        path = os.path.join(out_dir, name + ".idx")
-        data = megatron_index(lengths, spec.dtype)
-        atomic_write(path, data)
-    else:
-        path = os.path.join(out_dir, name + ".offsets.npy")
-        offsets = np.zeros(len(lengths) + 1, dtype="<i8")
-        np.cumsum(lengths, out=offsets[1:])
-        with atomic_open(path) as f:
-            np.save(f, offsets, allow_pickle=False)
-        with open(path, "rb") as f:
-            data = f.read()
-    return {"index": os.path.basename(path), "index_sha256": hashlib.sha256(data).hexdigest()}
-
-
 def _shard_intact(out_dir: str, shard: dict[str, Any]) -> bool:
     """True if both files of a shard exist with the SHA-256 the record holds."""
     try:
@@ -304,7 +133,7 @@ def _finished_task(out_dir: str, task: int, paths: list[str]) -> dict[str, Any] 
     """The record of an earlier run's task `task` if it is complete: the same
     inputs, and every shard present with its checksum. Else None (redo it)."""
     try:
-        with open(_task_record_path(out_dir, task), "rb") as f:
+        with open(task_record_path(out_dir, task), "rb") as f:
             record = json.load(f)
     except (OSError, ValueError):
         return None
@@ -451,7 +280,7 @@ def encode_dataset(
                     f"unexpected options for the local engine: {', '.join(engine_options)}"
                 )
             finished = {
-                t: _encode_task(
+                t: encode_task(
                     t, paths, spec, tok, out_dir, num_threads, on_batch=counter.batch_done
                 )
                 for t, paths in run.todo
@@ -461,19 +290,6 @@ def encode_dataset(
     atomic_write(os.path.join(out_dir, MANIFEST), (json.dumps(manifest, indent=1) + "\n").encode())
     shutil.rmtree(os.path.join(out_dir, PROGRESS), ignore_errors=True)
     return TokenShards.open(out_dir)
-
-
-@dataclass
-class TaskRun:
-    """What an engine runs: `_encode_task(task, paths, spec, tok, out_dir,
-    num_threads)` for each ``(task, paths)`` of `todo` (the tasks an earlier
-    run did not finish). `num_threads` None: the engine's default."""
-
-    todo: list[tuple[int, list[str]]]
-    spec: ShardSpec
-    tok: "Tokenizer"
-    out_dir: str
-    num_threads: int | None
 
 
 class _Progress:

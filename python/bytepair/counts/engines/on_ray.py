@@ -1,11 +1,12 @@
 """Count pre-tokens on Ray: ``bytepair.count(..., engine="ray")``.
 
-Ray Core tasks run the engine-neutral functions of `bytepair.counts.artifact`:
-`_count_shard` once per group of input files of about equal bytes (each writes
+Ray Core tasks run the engine-neutral steps of `bytepair.counts.protocol`:
+`count_shard` once per group of input files of about equal bytes (each writes
 its word counts as hash buckets into the artifact's staging folder), then
-`_reduce_bucket` once per bucket (sums one bucket of every shard into one sorted
+`reduce_bucket` once per bucket (sums one bucket of every shard into one sorted
 part). Tasks return only small stats, so word counts never pass through the
-driver, the object store or ``ray.get``; the driver writes the manifest.
+driver, the object store or ``ray.get``; the driver writes the manifest
+(`finish`).
 
 The output folder must be on storage every node can write (a local disk on a
 one-machine cluster, NFS or another shared mount on a real one); inputs may be
@@ -29,14 +30,15 @@ import shutil
 from collections.abc import Sequence
 from typing import Any
 
-from bytepair.counts.artifact import (
-    WordCounts,
-    _bucket_paths,
-    _count_shard,
-    _part_name,
-    _plan_shards,
-    _reduce_bucket,
-    _staging_dir,
+from bytepair.counts.artifact import WordCounts
+from bytepair.counts.parts import part_name
+from bytepair.counts.protocol import (
+    bucket_paths,
+    count_shard,
+    finish,
+    plan_shards,
+    reduce_bucket,
+    staging_dir,
 )
 from bytepair.counts.sources import CountSpec, input_size
 from bytepair.progress import ProgressBar
@@ -94,14 +96,14 @@ def count_on_ray(
     try:
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         sizes = [input_size(p) for p in paths]
-        plan = _plan_shards(sizes, shards or cpus)
+        plan = plan_shards(sizes, shards or cpus)
         parts = parts or cpus
-        staging = _staging_dir(out)
+        staging = staging_dir(out)
         options = {"num_cpus": 1, "max_retries": max_retries, "retry_exceptions": True}
         if runtime_env:
             options["runtime_env"] = runtime_env
         count_task = ray.remote(_count_shard_task).options(**options)
-        reduce_task = ray.remote(_reduce_bucket).options(**options)
+        reduce_task = ray.remote(reduce_bucket).options(**options)
 
         totals = {"documents": 0, "bytes": 0}
         with ProgressBar(sum(sizes), "counting", unit="B", scale=True, enabled=progress) as bar:
@@ -126,7 +128,7 @@ def count_on_ray(
         written = ray.get(
             [
                 reduce_task.remote(
-                    _bucket_paths(staging, shard_ids, b), os.path.join(staging, _part_name(b))
+                    bucket_paths(staging, shard_ids, b), os.path.join(staging, part_name(b))
                 )
                 for b in range(parts)
             ]
@@ -145,9 +147,7 @@ def count_on_ray(
     finally:
         if shutdown:
             ray.shutdown()
-    from bytepair.counts.count import finish
-
-    return finish(staging, out, spec, written, totals, engine="ray")
+    return WordCounts.open(finish(staging, out, spec, written, totals, engine="ray"))
 
 
 def _count_shard_task(
@@ -158,11 +158,11 @@ def _count_shard_task(
     parts: int,
     fail_once: str | None,
 ) -> dict[str, Any] | BaseException:
-    """One Ray task: `_count_shard` on one CPU. Bad input (ValueError, OSError)
+    """One Ray task: `count_shard` on one CPU. Bad input (ValueError, OSError)
     is returned, not raised, so Ray does not retry what would fail again and
     the driver re-raises the original exception, message intact."""
     try:
-        return _count_shard(
+        return count_shard(
             files, spec, staging, shard_id, parts, num_threads=1, _fail_after_write=fail_once
         )
     except (ValueError, OSError) as e:

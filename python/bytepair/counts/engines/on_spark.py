@@ -1,14 +1,16 @@
 """Count pre-tokens on Apache Spark into a word-counts artifact (see
-`bytepair.counts.artifact`).
+`bytepair.counts.artifact`; the steps shared with the other engines are
+`bytepair.counts.protocol`).
 
 The Spark engine runs the Rust counter inside ``DataFrame.mapInArrow``: each
 map task counts its whole partition in one `_core.WordCounter` (so each word
 leaves a task once, already summed: the map-side combine is ours), then Spark
 shuffles by word (``repartition(parts, "word")``), sums, sorts within each
 partition and writes Parquet. A second small job (one task per part) re-writes
-each Spark output file as one part of our format (binary ``word``, int64
-``count``, zstd, strictly increasing words, checked) and returns its rows and
-SHA-256; the driver writes the manifest. Word counts never reach the driver.
+each Spark output file as one part of our format (`write_part`: binary
+``word``, int64 ``count``, zstd, strictly increasing words, checked) and returns
+its rows and SHA-256; the driver writes the manifest (`finish`). Word counts
+never reach the driver.
 
 Two entry points:
 - `count_files_on_spark` (``bytepair.count(..., engine="spark")``): files read
@@ -39,24 +41,18 @@ import re
 import shutil
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bytepair.counts.artifact import (
-    SHARDS,
-    WordCounts,
-    _build_manifest,
-    _commit,
-    _part_name,
-    _staging_dir,
-    _write_part,
-)
+from bytepair.counts.artifact import WordCounts
+from bytepair.counts.parts import part_name, write_part
+from bytepair.counts.protocol import SHARDS, finish, staging_dir
 from bytepair.counts.sources import (
     CountSpec,
     SourceStats,
-    _arrow_documents,
+    arrow_documents,
     count_file,
     input_size,
     is_remote,
@@ -89,7 +85,7 @@ def _count_partition_of_files(
     file of the partition with `count_file`, then yield its word counts.
     `done`: (files, bytes) accumulators for the driver's progress bar."""
     counter, stats = spec.counter(), SourceStats()
-    threads = _task_threads()
+    threads = task_threads()
     for batch in batches:
         paths, contents = batch.column(0).to_pylist(), batch.column(1)
         for i, path in enumerate(paths):
@@ -111,13 +107,13 @@ def _count_partition_of_texts(
     from pyspark import TaskContext
 
     counter, stats = spec.counter(), SourceStats()
-    threads, replace = _task_threads(), spec.errors == "replace"
+    threads, replace = task_threads(), spec.errors == "replace"
     context = TaskContext.get()
     source = f"DataFrame column {column!r}, partition {context.partitionId() if context else 0}"
     for batch in batches:
         present = batch.column(0).drop_null()
         if len(present):
-            data, offsets, _ = _arrow_documents(present, source, 0, column)
+            data, offsets, _ = arrow_documents(present, source, 0, column)
             counter.count_documents(data, offsets, source, None, threads, replace, None)
             stats += SourceStats(documents=len(present), bytes=len(data))
     _maybe_fail(fail_once)
@@ -158,8 +154,9 @@ def _counted_batches(counter, stats: SourceStats) -> Iterator["pa.RecordBatch"]:
     )
 
 
-def _task_threads() -> int:
-    """Counting threads for this task: the cores Spark gave it (``spark.task.cpus``)."""
+def task_threads() -> int:
+    """Threads for the running Spark task: the cores Spark gave it
+    (``spark.task.cpus``); 1 outside a task."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
@@ -281,7 +278,7 @@ def count_files_on_spark(
     """
     _check_names(paths)
     empty = _empty_local_files(paths, spec)
-    session, created = _session(spark)
+    session, created = spark_session(spark)
     try:
         # Workers name files as the caller did: Spark reports ``file:/abs/path``.
         names = {
@@ -380,9 +377,10 @@ def _check_names(paths: Sequence[str]) -> None:
             )
 
 
-def _session(spark: "SparkSession | None") -> tuple["SparkSession", bool]:
-    """(session, created here). Python workers of a session made here run this
-    interpreter, so they import the same bytepair."""
+def spark_session(spark: "SparkSession | None") -> tuple["SparkSession", bool]:
+    """(`spark`, or the active session, or a new ``local[*]`` one; whether it
+    was created here, so the caller stops it when done). Python workers of a
+    session made here run this interpreter, so they import the same bytepair."""
     from pyspark.sql import SparkSession
 
     if spark is not None:
@@ -412,13 +410,13 @@ def _check_parts(parts: int | None, session: "SparkSession") -> int:
 def _write_artifact(
     counted: "DataFrame", spec: CountSpec, out: str, parts: int, *, documents: int = 0
 ) -> WordCounts:
-    """Shuffle by word, sum, sort, write with Spark; re-write as our parts; _commit.
-    A failed or interrupted run removes its staging folder."""
+    """Shuffle by word, sum, sort, write with Spark; re-write as our parts;
+    `finish`. A failed or interrupted run removes its staging folder."""
     from pyspark.sql import functions as F
 
-    staging = _staging_dir(out)
+    staging = staging_dir(out)
     try:
-        scratch = os.path.join(staging, SHARDS, "spark")  # `_commit` removes SHARDS
+        scratch = os.path.join(staging, SHARDS, "spark")  # `commit` removes SHARDS
         # Each task already summed its words, so a map-side combine would gain
         # nothing: repartition first, and the aggregate reuses that partitioning
         # (one shuffle, not two).
@@ -428,7 +426,7 @@ def _write_artifact(
             .agg(F.sum("count").alias("count"), F.sum("bytes").alias("bytes"))
             .sortWithinPartitions("word")
         )
-        _run(
+        run_action(
             lambda: (
                 summed.write.mode("overwrite")
                 .option("compression", "zstd")
@@ -440,16 +438,13 @@ def _write_artifact(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     totals["documents"] += documents
-    totals.update(
-        pre_tokens=sum(p["pre_tokens"] for p in written), distinct=sum(p["rows"] for p in written)
-    )
-    return _commit(
-        staging, out, _build_manifest(spec, totals, written, engine="spark", bucket_hash=None)
-    )
+    # Spark's hash partitioning is not our bucket hash: no `bucket_hash` in the manifest.
+    path = finish(staging, out, spec, written, totals, engine="spark", bucket_hash=None)
+    return WordCounts.open(path)
 
 
-def _run(action) -> Any:
-    """Run a Spark action; a ValueError raised in a Python worker (bad input
+def run_action(action: Callable[[], Any]) -> Any:
+    """Run a Spark action (``action()``); a ValueError raised in a Python worker (bad input
     text) comes back as a ValueError with the worker's message, not wrapped in
     Spark's PythonException / Py4JJavaError."""
     try:
@@ -466,10 +461,11 @@ def _run(action) -> Any:
 def _rewrite_parts(
     session: "SparkSession", scratch: str, staging: str, parts: int
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Spark's output file(s) of partition i -> part i (`_write_part`: our schema,
+    """Spark's output file(s) of partition i -> part i (`write_part`: our schema,
     zstd, SHA-256), one Spark task per part, so the words stay on the executors;
-    partitions Spark wrote no file for become empty parts. Returns (manifest
-    part entries, {"documents", "bytes"}), small."""
+    partitions Spark wrote no file for become empty parts. Returns (what
+    `write_part` returned for each part, in part order; {"documents", "bytes"}),
+    small."""
     by_partition: dict[int, list[str]] = {}
     for name in sorted(os.listdir(scratch)):
         m = _SPARK_PART.match(name)
@@ -480,24 +476,24 @@ def _rewrite_parts(
             f"Spark wrote partitions {sorted(by_partition)}, expected at most {parts}"
         )
     jobs = [(i, by_partition.get(i, []), staging) for i in range(parts)]
-    results = _run(
+    results = run_action(
         lambda: session.sparkContext.parallelize(jobs, len(jobs)).map(_rewrite_part).collect()
     )
-    totals = {"documents": sum(r[1] for r in results), "bytes": sum(r[2] for r in results)}
-    return [r[0] for r in sorted(results, key=lambda r: r[0]["path"])], totals
+    totals = {"documents": sum(r[2] for r in results), "bytes": sum(r[3] for r in results)}
+    return [r[1] for r in sorted(results, key=lambda r: r[0])], totals
 
 
-def _rewrite_part(job: tuple[int, list[str], str]) -> tuple[dict[str, Any], int, int]:
-    """One Spark task: rewrite partition i's files as part i; returns (manifest
-    entry, documents, bytes) from the totals rows."""
+def _rewrite_part(job: tuple[int, list[str], str]) -> tuple[int, dict[str, Any], int, int]:
+    """One Spark task: rewrite partition i's files as part i; returns (i, what
+    `write_part` returned, documents, bytes from the totals rows)."""
     import pyarrow.parquet as pq
 
     i, files, staging = job
     table = pq.read_table(files, columns=["word", "count", "bytes"]) if files else None
     totals = {"documents": 0, "bytes": 0}
     data, offsets, counts = _part_buffers(table, totals, files)
-    entry = _write_part(os.path.join(staging, _part_name(i)), data, offsets, counts)
-    return {"path": _part_name(i), **entry}, totals["documents"], totals["bytes"]
+    entry = write_part(os.path.join(staging, part_name(i)), data, offsets, counts)
+    return i, entry, totals["documents"], totals["bytes"]
 
 
 def _part_buffers(table, totals: dict[str, int], files: list[str]) -> tuple[bytes, bytes, bytes]:

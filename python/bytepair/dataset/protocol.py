@@ -1,0 +1,245 @@
+"""The step every dataset engine runs (this process, Ray, Spark), so that all of
+them write the same token shards (`bytepair.dataset.shards` drives a run).
+
+The driver plans the run as *tasks* of consecutive input files and hands an
+engine a `TaskRun`: the `ShardSpec`, the tokenizer, the output folder and the
+tasks still to do. For each ``(task, paths)`` the engine calls, on any worker::
+
+    record = encode_task(task, paths, spec, tok, out_dir, num_threads)
+
+which writes that task's shards (``shard-<task>-<k>.bin`` and its index) and
+its record (``_progress/task-<task>.json``) straight into `out_dir`, and
+returns the record, a small dict; the engine hands the records back to the
+driver, which writes the manifest last. Ids never pass through the driver.
+
+Retries: every file is written atomically and a task writes only its own
+names, so a task may be rerun (a retried cluster task, a resumed run) and
+overwrites what an earlier attempt wrote; the driver keeps a finished task's
+shards on resume only if they match its record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from bytepair.atomic import atomic_open, atomic_write
+from bytepair.counts.sources import document_batches, infer_format
+from bytepair.dataset.megatron import megatron_index
+from bytepair.folders import HashingWriter
+
+if TYPE_CHECKING:
+    import numpy
+
+    from bytepair.tokenizer import Tokenizer
+
+PROGRESS = "_progress"  # the task records of an unfinished run; removed with the manifest
+
+
+@dataclass(frozen=True)
+class ShardSpec:
+    """How documents become shards; the same in every worker and pinned by
+    the manifest (a rerun with another spec does not resume)."""
+
+    tokenizer_sha256: str
+    format: str | None  # input format: text, jsonl, parquet; None: each file's by its extension
+    field: str  # JSON Lines key
+    column: str  # Parquet column
+    separator: str | None  # text files
+    errors: str
+    eot: int | None
+    dtype: str  # uint16 or uint32 (megatron: int32)
+    shard_size: int
+    layout: str
+
+
+@dataclass
+class TaskRun:
+    """What an engine runs: `encode_task(task, paths, spec, tok, out_dir,
+    num_threads)` for each ``(task, paths)`` of `todo` (the tasks an earlier
+    run did not finish). `num_threads` None: the engine's default."""
+
+    todo: list[tuple[int, list[str]]]
+    spec: ShardSpec
+    tok: "Tokenizer"
+    out_dir: str
+    num_threads: int | None
+
+
+def shard_name(task: int, k: int) -> str:
+    """The name (without extension) of task `task`'s shard `k`: ``shard-00002-00000``."""
+    return f"shard-{task:05d}-{k:05d}"
+
+
+def task_record_path(out_dir: str, task: int) -> str:
+    """Where `encode_task` records task `task`: ``out_dir/_progress/task-00002.json``."""
+    return os.path.join(out_dir, PROGRESS, f"task-{task:05d}.json")
+
+
+def encode_task(
+    task: int,
+    paths: Sequence[str],
+    spec: ShardSpec,
+    tok: "Tokenizer",
+    out_dir: str,
+    num_threads: int | None = None,
+    on_batch: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Encode the documents of `paths` (in order) into shards ``shard-<task>-<k>``
+    of `out_dir`, k = 0, 1, ..., then record them in ``_progress/task-<task>.json``.
+
+    A shard closes after the document that brings it to `spec.shard_size`
+    tokens. Each shard is two files, written atomically: ``<name>.bin`` (the
+    ids, `spec.dtype` little-endian) and its document index (`.offsets.npy`,
+    or `.idx` for the megatron layout). Rerunning a task overwrites its own
+    files and no others.
+
+    Args:
+        task: the task's number (names its shards and record).
+        paths: its input files or URLs, read as `spec` says.
+        spec, tok: how documents become ids (`tok` must hash to
+            `spec.tokenizer_sha256`; not checked here).
+        out_dir: the output folder, which exists and holds ``_progress/``.
+        num_threads: encoding threads (None: one per core).
+        on_batch: called as ``on_batch(input bytes, tokens)`` after each batch.
+
+    Returns:
+        the record: ``{"task", "inputs", "bytes", "documents", "tokens",
+        "shards"}``, each shard ``{"name", "documents", "tokens", "sha256",
+        "index", "index_sha256"}``.
+
+    Raises:
+        ValueError, OSError: bad input (names the file, record and offset).
+    """
+    import numpy as np
+
+    itemsize = np.dtype(spec.dtype).itemsize
+    batches = _encoded_batches(paths, spec, tok, num_threads)
+    pending: list[Any] = []  # [ids memoryview, lengths] of the batch being cut into shards
+    shards, read = [], 0
+
+    def next_batch() -> bool:
+        nonlocal read
+        for ids, lengths, nbytes in batches:
+            read += nbytes
+            if on_batch is not None:
+                on_batch(nbytes, len(ids) // itemsize)
+            if len(lengths):
+                pending[:] = [memoryview(ids), lengths]
+                return True
+        return False
+
+    while pending or next_batch():
+        name = shard_name(task, len(shards))
+        lengths_parts = []
+        digest = hashlib.sha256()
+        with atomic_open(os.path.join(out_dir, name + ".bin")) as f:
+            out = HashingWriter(f, digest)
+            tokens = 0
+            while tokens < spec.shard_size and (pending or next_batch()):
+                ids, lengths = pending
+                ends = np.cumsum(lengths)
+                take = min(int(np.searchsorted(ends, spec.shard_size - tokens)) + 1, len(lengths))
+                out.write(ids[: int(ends[take - 1]) * itemsize])
+                lengths_parts.append(lengths[:take])
+                tokens += int(ends[take - 1])
+                if take == len(lengths):
+                    pending.clear()
+                else:
+                    pending[:] = [ids[int(ends[take - 1]) * itemsize :], lengths[take:]]
+        lengths = np.concatenate(lengths_parts)
+        shards.append(
+            {
+                "name": name,
+                "documents": len(lengths),
+                "tokens": tokens,
+                "sha256": digest.hexdigest(),
+                **_write_index(out_dir, name, lengths, spec),
+            }
+        )
+    record = {
+        "task": task,
+        "inputs": list(paths),
+        "bytes": read,
+        "documents": sum(s["documents"] for s in shards),
+        "tokens": sum(s["tokens"] for s in shards),
+        "shards": shards,
+    }
+    atomic_write(task_record_path(out_dir, task), json.dumps(record).encode())
+    return record
+
+
+def _encoded_batches(
+    paths: Sequence[str],
+    spec: ShardSpec,
+    tok: "Tokenizer",
+    num_threads: int | None,
+) -> Iterator[tuple[bytes, "numpy.ndarray", int]]:
+    """(ids bytes, per-document id counts, input bytes) per batch of documents,
+    the next batch read while this one is encoded."""
+    import numpy as np
+
+    itemsize = np.dtype(spec.dtype).itemsize
+
+    def batches():
+        for path in paths:
+            kind = spec.format or infer_format([path])
+            field = spec.field if kind == "jsonl" else spec.column
+            # One document per file: errors name the file alone.
+            whole = kind == "text" and not spec.separator
+            for data, offsets, first in document_batches(
+                path, kind, field, separator=spec.separator
+            ):
+                yield path, data, offsets, None if whole else first
+
+    for path, data, offsets, record in _read_ahead(batches()):
+        ids, lengths = tok._core.encode_documents(
+            data,
+            offsets,
+            path,
+            record,
+            [],
+            [],
+            spec.eot,
+            itemsize,
+            spec.errors == "replace",
+            num_threads,
+        )
+        yield ids, np.frombuffer(lengths, dtype="<i8"), len(data)
+
+
+def _read_ahead(items: Iterator[Any]) -> Iterator[Any]:
+    """`items`, the next one produced on a helper thread while the caller
+    works on this one (reading, decompressing and JSON parsing overlap encoding)."""
+    done = object()
+    with ThreadPoolExecutor(1, thread_name_prefix="bytepair-read") as reader:
+        ahead = reader.submit(next, items, done)
+        while (item := ahead.result()) is not done:
+            ahead = reader.submit(next, items, done)
+            yield item
+
+
+def _write_index(
+    out_dir: str, name: str, lengths: "numpy.ndarray", spec: ShardSpec
+) -> dict[str, str]:
+    """Write a shard's document index beside its ids; returns its manifest entry."""
+    import numpy as np
+
+    if spec.layout == "megatron":
+        path = os.path.join(out_dir, name + ".idx")
+        data = megatron_index(lengths, spec.dtype)
+        atomic_write(path, data)
+    else:
+        path = os.path.join(out_dir, name + ".offsets.npy")
+        offsets = np.zeros(len(lengths) + 1, dtype="<i8")
+        np.cumsum(lengths, out=offsets[1:])
+        with atomic_open(path) as f:
+            np.save(f, offsets, allow_pickle=False)
+        with open(path, "rb") as f:
+            data = f.read()
+    return {"index": os.path.basename(path), "index_sha256": hashlib.sha256(data).hexdigest()}
