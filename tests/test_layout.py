@@ -1,7 +1,8 @@
-"""The package's shape (issue 16): no import cycles at import time, no module
-that shadows the standard library or a package we wrap, no file over 600
-lines, `import bytepair` without heavy optional packages, and a `_core.pyi`
-that lists everything the extension exports."""
+"""The package's shape: no import cycle between bytepair's modules (counting
+the imports inside functions too, so a cycle cannot hide behind a lazy
+import), no module that shadows the standard library or a package we wrap, no
+file over 600 lines, `import bytepair` without heavy optional packages, and a
+`_core.pyi` that lists everything the extension exports."""
 
 from __future__ import annotations
 
@@ -29,22 +30,46 @@ def _modules() -> dict[str, Path]:
     return names
 
 
-def _import_time_imports(path: Path, module: str, known: set[str]) -> set[str]:
-    """Package modules `module` imports when it is imported: top-level import
-    statements, not those inside functions or `if TYPE_CHECKING:`."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+def _is_type_checking(node: ast.AST) -> bool:
+    """`if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`): imports for annotations only."""
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and (
+        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    )
+
+
+def _package_imports(source: str, module: str, is_package: bool, known: set[str]) -> set[str]:
+    """The modules of `known` that `module` imports anywhere: at the top, inside
+    functions and methods (lazy imports run too, only later), in `else`
+    branches of `if TYPE_CHECKING:`; not in the `if TYPE_CHECKING:` body,
+    which never runs. Imports of other packages (ray, pyspark, loky,
+    matplotlib may stay lazy) are not bytepair modules and are left out."""
+    package = module if is_package else module.rpartition(".")[0]
     found = set()
-    for node in tree.body:
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if _is_type_checking(child):
+                for branch in child.orelse:
+                    visit_one(branch)
+                continue
+            visit_one(child)
+
+    def visit_one(node: ast.AST) -> None:
         if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
+            found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
             found.add(base)
-            found |= {f"{base}.{alias.name}" for alias in node.names}
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+        else:
+            visit(node)
+
+    visit(ast.parse(source))
     return {name for name in found if name in known and name != module}
 
 
@@ -75,16 +100,35 @@ def test_cycle_finder_finds_a_cycle():
     assert _cycle({"a": {"b"}, "b": set()}) is None
 
 
-def test_no_import_cycle_at_import_time():
+def test_the_import_finder_sees_lazy_imports_and_skips_type_checking():
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "import pkg.a\n"
+        "if TYPE_CHECKING:\n"
+        "    from pkg import b\n"
+        "else:\n"
+        "    from pkg import c\n"
+        "def f():\n"
+        "    from . import d\n"
+        "class K:\n"
+        "    def m(self):\n"
+        "        import ray, pkg.e\n"
+    )
+    known = {"pkg", "pkg.a", "pkg.b", "pkg.c", "pkg.d", "pkg.e", "pkg.x"}
+    found = _package_imports(source, "pkg.x", False, known)
+    assert found == {"pkg", "pkg.a", "pkg.c", "pkg.d", "pkg.e"}
+
+
+def test_no_import_cycle_even_through_function_level_imports():
     modules = _modules()
     graph = {}
     for name, path in modules.items():
-        # A package's submodule imports its parent package first: that edge is implied, not a cycle.
-        graph[name] = {
-            m
-            for m in _import_time_imports(path, name, set(modules))
-            if not name.startswith(m + ".")
-        }
+        source = path.read_text(encoding="utf-8")
+        imports = _package_imports(source, name, path.name == "__init__.py", set(modules))
+        # A package's submodule imports its parent package first: that edge is
+        # implied, not a cycle (and `from bytepair import __version__` reads the
+        # finished package).
+        graph[name] = {m for m in imports if not name.startswith(m + ".")}
     assert _cycle(graph) is None, f"import cycle: {' -> '.join(_cycle(graph))}"
 
 

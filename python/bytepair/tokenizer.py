@@ -6,17 +6,16 @@ special-token string raises unless that token is allowed), then pre-tokenization
 with the pattern, then rank-ordered merges inside each pre-token. The heavy work
 runs in the Rust core (`bytepair._core`) with the GIL released.
 
-Not here: training (`bytepair.train`), file formats (`bytepair.formats`).
+Not here: training (`bytepair.train`), file formats (`bytepair.formats`; the
+file methods, `save`, `load` and the rest, come from its `TokenizerFiles`).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, AbstractSet, Literal
 
 from bytepair import _core
-from bytepair.atomic import atomic_write
 from bytepair.encoding.helpers import TokenizerHelpers, document_seed, dropout_batch
 from bytepair.encoding.text import (
     check_encodable,
@@ -29,10 +28,12 @@ from bytepair.encoding.text import (
     with_surrogates_replaced,
 )
 from bytepair.encoding.vocab import VocabHolder, copy_tables
+from bytepair.formats.reading import register_tokenizer_class
+from bytepair.formats.tables import check_vocab_merges
+from bytepair.formats.tokenizer_files import TokenizerFiles
 
 if TYPE_CHECKING:
     import numpy
-    import tiktoken
 
     from bytepair.formats.hf_pipeline import HFPipeline
 
@@ -40,7 +41,7 @@ AllowedSpecial = Literal["all"] | AbstractSet[str]
 DisallowedSpecial = Literal["all"] | Collection[str]
 
 
-class Tokenizer(VocabHolder, TokenizerHelpers):
+class Tokenizer(VocabHolder, TokenizerHelpers, TokenizerFiles):
     """A byte-level BPE tokenizer.
 
     Args:
@@ -105,8 +106,6 @@ class Tokenizer(VocabHolder, TokenizerHelpers):
         self.special_tokens: dict[str, int] = {}
         self.special_tokens = self._assign_special_ids(special_tokens or ())
         if _rank_table is None:
-            from bytepair.formats.tables import check_vocab_merges
-
             check_vocab_merges(self.vocab, self.merges, rank_rule=not _merges_checked)
         if self._vocab is not None:  # made already (a list of special tokens asks it for their ids)
             self._add_special_entries()
@@ -470,151 +469,5 @@ class Tokenizer(VocabHolder, TokenizerHelpers):
         """The bytes of one token id."""
         return self.decode_bytes([token_id])
 
-    # ---- files -----------------------------------------------------------
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write a HuggingFace ``tokenizer.json`` (byte-level BPE model, the
-        pattern as a Split pre-tokenizer, special tokens as added tokens) that
-        ``tokenizers.Tokenizer.from_file`` and ``transformers.PreTrainedTokenizerFast``
-        load with the same ids (a special token HF would renumber is also listed
-        in the model vocab under its id). The file is written to a temporary name
-        and renamed, so a crash leaves no partial file.
-        """
-        from bytepair.formats import to_hf_json
-
-        atomic_write(path, to_hf_json(self).encode("utf-8"))
-
-    def save_pretrained(
-        self,
-        directory: str | os.PathLike,
-        *,
-        bos_token: str | None = None,
-        eos_token: str | None = None,
-        pad_token: str | None = None,
-        unk_token: str | None = None,
-        model_max_length: int | None = None,
-    ) -> list[str]:
-        """Write a transformers tokenizer folder (tokenizer.json,
-        tokenizer_config.json, special_tokens_map.json) that
-        ``AutoTokenizer.from_pretrained`` reads with our ids and these roles
-        (each a special token). See `bytepair.formats.hf.save_pretrained`."""
-        from bytepair.formats.hf import save_pretrained
-
-        return save_pretrained(
-            self,
-            directory,
-            bos_token=bos_token,
-            eos_token=eos_token,
-            pad_token=pad_token,
-            unk_token=unk_token,
-            model_max_length=model_max_length,
-        )
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> "Tokenizer":
-        """Read a tokenizer file of any supported format, detected from its
-        content: a HuggingFace ``tokenizer.json`` (``save`` writes one), Mistral's
-        ``tekken.json`` (``save_tekken`` writes one), GPT-2's
-        ``vocab.json`` + ``merges.txt`` (either path, or their directory), or a
-        ``.tiktoken`` rank file with the sidecar ``save_tiktoken`` writes (or
-        named after an OpenAI encoding). See `bytepair.formats.detect`.
-
-        Raises:
-            FileNotFoundError: no such file.
-            ValueError: the format is not recognised or the file is invalid or
-                not a byte-level BPE tokenizer; the message names the file and
-                the part at fault.
-        """
-        from bytepair.formats import load
-
-        return load(path)
-
-    @classmethod
-    def from_gpt2_files(
-        cls,
-        vocab_path: str | os.PathLike,
-        merges_path: str | os.PathLike,
-        special_tokens: Sequence[str] | Mapping[str, int] | None = None,
-        pattern: str = "gpt2",
-    ) -> "Tokenizer":
-        """Read GPT-2's ``vocab.json`` + ``merges.txt`` (``#version`` line
-        optional); vocabulary entries no merge makes (``<|endoftext|>``) become
-        special tokens. See `bytepair.formats.gpt2.from_gpt2_files`.
-
-        >>> tok = Tokenizer.from_gpt2_files("vocab.json", "merges.txt")  # doctest: +SKIP
-        """
-        from bytepair.formats import from_gpt2_files
-
-        return from_gpt2_files(vocab_path, merges_path, special_tokens, pattern)
-
-    @classmethod
-    def from_tiktoken(
-        cls,
-        path: str | os.PathLike,
-        *,
-        pattern: str | None = None,
-        special_tokens: Mapping[str, int] | None = None,
-    ) -> "Tokenizer":
-        """Read a ``.tiktoken`` rank file (``base64(token) rank`` lines; ``.gz``
-        accepted) and recover its merge table. `pattern` and `special_tokens`
-        default to the sidecar ``<path>.json`` (or OpenAI's, for files named
-        ``cl100k_base.tiktoken`` etc.). See `bytepair.formats.tiktoken_files.from_tiktoken`.
-
-        Raises:
-            ValueError: a malformed line, or ranks that are not a BPE table (the
-                message names the token and its line), or no pattern known.
-        """
-        from bytepair.formats import from_tiktoken
-
-        return from_tiktoken(path, pattern=pattern, special_tokens=special_tokens)
-
-    @classmethod
-    def from_tiktoken_encoding(cls, enc: "tiktoken.Encoding") -> "Tokenizer":
-        """The same tokenizer as a live ``tiktoken.Encoding`` (its ranks,
-        pattern and special tokens), e.g. ``tiktoken.get_encoding("cl100k_base")``."""
-        from bytepair.formats import from_tiktoken_encoding
-
-        return from_tiktoken_encoding(enc)
-
-    def to_tiktoken(self) -> "tiktoken.Encoding":
-        """A ``tiktoken.Encoding`` that encodes like this tokenizer (ids are
-        its ranks).
-
-        Raises:
-            ImportError: tiktoken is not installed.
-            ValueError: ids do not increase in merge order, or a multi-byte token
-                is made by no merge (tiktoken would rank it as a merge).
-        """
-        from bytepair.formats import to_tiktoken
-
-        return to_tiktoken(self)
-
-    def save_tiktoken(self, path: str | os.PathLike) -> None:
-        """Write a ``.tiktoken`` rank file at `path` and, beside it,
-        ``<path>.json`` with the pattern (``pat_str``) and special tokens, which
-        `load` and `from_tiktoken` read back. Atomic; tiktoken not needed.
-
-        Raises:
-            ValueError: as `to_tiktoken`.
-        """
-        from bytepair.formats import save_tiktoken
-
-        save_tiktoken(self, path)
-
-    def save_gpt2(self, directory: str | os.PathLike) -> None:
-        """Write GPT-2 style ``vocab.json`` + ``merges.txt`` into `directory`
-        (created if missing), the form of OpenAI's GPT-2 files. Atomic.
-
-        Raises:
-            ValueError: a special token that vocab.json cannot tell from a token.
-        """
-        from bytepair.formats import save_gpt2
-
-        save_gpt2(self, directory)
-
-    def save_tekken(self, path: str | os.PathLike, *, version: str = "v7") -> None:
-        """Write Mistral's ``tekken.json`` (``Tekkenizer.from_file`` reads our ids), atomically.
-        ValueError unless the ids have Tekken's layout; see `bytepair.formats.tekken`."""
-        from bytepair.formats import save_tekken
-
-        save_tekken(self, path, version=version)
+register_tokenizer_class(Tokenizer)  # the class the file readers build

@@ -1,7 +1,9 @@
 """File formats for byte-level BPE tokenizers, each read and written so that
 the other tool gives the same ids as bytepair:
 
-- `hf`: HuggingFace ``tokenizer.json`` (tokenizers, transformers);
+- `hf`: HuggingFace ``tokenizer.json`` (tokenizers, transformers), with
+  `hf_pipeline` (the normalizers and pre-tokenizers it can hold) and
+  `hf_regex` (its regexes as HF's engine reads them);
 - `gpt2`: GPT-2's ``vocab.json`` + ``merges.txt`` (openai/gpt-2, HF's slow
   tokenizers, ``tokenizers.models.BPE.from_file``);
 - `tiktoken_files`: tiktoken's ``.tiktoken`` rank files (+ a sidecar JSON for
@@ -21,16 +23,8 @@ from bytepair.formats.bytelevel import (
 )
 from bytepair.formats.detect import convert, detect_format, info, load, save_as
 from bytepair.formats.gpt2 import from_gpt2_files, read_merges, save_gpt2
-from bytepair.formats.hf import (
-    PRESETS,
-    from_hf_json,
-    hf_added_token_ids,
-    hf_pattern,
-    keep_gaps,
-    preset_name,
-    to_hf_json,
-    unwrap_gaps,
-)
+from bytepair.formats.hf import from_hf_json, hf_added_token_ids, to_hf_json
+from bytepair.formats.hf_regex import PRESETS, hf_pattern, keep_gaps, preset_name, unwrap_gaps
 from bytepair.formats.tables import check_merges, merges_from_ranks, ranks_of
 from bytepair.formats.tekken import from_tekken, save_tekken, to_tekken_json
 from bytepair.formats.tiktoken_files import (

@@ -24,8 +24,10 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from bytepair.formats.by_name import get_encoding, list_encodings
 from bytepair.formats.gpt2 import MERGES_NAME, VOCAB_NAME, from_gpt2_files, save_gpt2
-from bytepair.formats.hf import from_hf_json, preset_name
+from bytepair.formats.hf import from_hf_json
+from bytepair.formats.hf_regex import preset_name
 from bytepair.formats.reading import (
     GZIP_MAGIC,
     MAX_INFLATED_BYTES,
@@ -204,8 +206,6 @@ def load(
     Raises:
         FileNotFoundError, ValueError: as `detect_format` and the format's reader.
     """
-    from bytepair.formats.by_name import get_encoding, list_encodings
-
     if (
         not os.path.exists(path)
         and os.fspath(path) in list_encodings()

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from bytepair import _core
 from bytepair.atomic import atomic_write
 from bytepair.formats.bytelevel import is_byte_level, str_to_token, token_to_str
+from bytepair.formats.hf_pipeline import refuse_pipeline
 from bytepair.formats.reading import build_tokenizer, decode_utf8, parse_json
 from bytepair.formats.tables import check_merges
 
@@ -194,8 +195,6 @@ def save_gpt2(tok: "Tokenizer", directory: str | os.PathLike) -> tuple[str, str]
             or a special token spelled like a token), or a special token that is
             also made by a merge: vocab.json cannot tell them apart.
     """
-    from bytepair.formats.hf_pipeline import refuse_pipeline
-
     refuse_pipeline(tok, "vocab.json + merges.txt")
     directory = os.fspath(directory)
     os.makedirs(directory, exist_ok=True)

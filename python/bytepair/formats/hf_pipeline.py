@@ -32,6 +32,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from bytepair.formats.hf_regex import check_oniguruma_regex, preset_name
+
 if TYPE_CHECKING:
     from bytepair.tokenizer import Tokenizer
 
@@ -127,8 +129,6 @@ def _flag(value: Any) -> str:
 def _pattern_regex(node: Any, where: str, source: str) -> str:
     """The regex of a Split / Replace ``pattern`` ({"String": s} or {"Regex": r})."""
     if isinstance(node, dict) and isinstance(node.get("Regex"), str):
-        from bytepair.formats.hf import check_oniguruma_regex
-
         return check_oniguruma_regex(node["Regex"], where, source)
     if isinstance(node, dict) and isinstance(node.get("String"), str):
         return escape_regex(node["String"])
@@ -205,8 +205,6 @@ def _pre_tokenizer_steps(node: Any, where: str, source: str) -> list[Step]:
             steps.append(("Split", [BYTE_LEVEL_REGEX, "Isolated", "0"]))
         return [*steps, ("ByteLevel", [])]
     if kind == "Split":
-        from bytepair.formats.hf import preset_name
-
         # A preset's regex (in any of its spellings) runs on its scanner; it matches every character.
         regex = preset_name(_pattern_regex(node.get("pattern"), where, source))
         return [

@@ -89,6 +89,22 @@ def check_unicode(text: str, *, source: str, what: str) -> None:
         ) from None
 
 
+# The class `build_tokenizer` makes: `bytepair.tokenizer.Tokenizer`, which hands
+# itself over here when it is defined (`register_tokenizer_class`). That module
+# imports this package (the Tokenizer's load and save methods call the readers
+# and writers here), so this package does not import it back: the formats build
+# a Tokenizer without an import cycle. `import bytepair` (which any import of a
+# bytepair module runs first) imports bytepair.tokenizer, so the class is
+# always registered before a file is read.
+_tokenizer_class: "type[Tokenizer] | None" = None
+
+
+def register_tokenizer_class(cls: "type[Tokenizer]") -> None:
+    """Make `cls` the class `build_tokenizer` builds (called by bytepair.tokenizer)."""
+    global _tokenizer_class
+    _tokenizer_class = cls
+
+
 def build_tokenizer(
     vocab: Mapping[int, bytes],
     merges: Sequence[tuple[bytes, bytes]],
@@ -105,8 +121,6 @@ def build_tokenizer(
     ...) are re-raised as ValueError prefixed with `source`; two special tokens
     with one id are an error too. `rank_table`: a `_core.RankTable` (read by
     the core, consistent), used in place of `vocab` and `merges`."""
-    from bytepair.tokenizer import Tokenizer
-
     check_unicode(pattern, source=source, what="pattern")
     holder: dict[int, str] = {}
     for token, i in special_tokens.items():
@@ -119,7 +133,7 @@ def build_tokenizer(
         holder[i] = token
     try:
         # Every caller checked the merges (check_merges) or recovered them from ranks.
-        return Tokenizer(
+        return _tokenizer_class(
             vocab,
             merges,
             special_tokens=dict(special_tokens),

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from bytepair import _core
+from bytepair.formats.hf_pipeline import refuse_pipeline
 
 
 def bpe_parts(token: bytes, ranks: Mapping[bytes, int], limit: int) -> list[bytes]:
@@ -164,8 +165,6 @@ def ranks_of(tok, *, purpose: str = "tiktoken") -> dict[bytes, int]:
             (tiktoken would merge into it, we would not), or ids out of merge order;
             the message names the token and ids.
     """
-    from bytepair.formats.hf_pipeline import refuse_pipeline
-
     refuse_pipeline(tok, purpose)
     special_ids = set(tok.special_tokens.values())
     ranks: dict[bytes, int] = {}

@@ -31,9 +31,9 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from bytepair.atomic import atomic_write
-from bytepair.formats.hf import preset_name
+from bytepair.formats.hf_regex import preset_name
 from bytepair.formats.reading import build_tokenizer, parse_json
-from bytepair.formats.tables import merges_from_ranks
+from bytepair.formats.tables import merges_from_ranks, ranks_of
 
 if TYPE_CHECKING:
     from bytepair.tokenizer import Tokenizer
@@ -211,8 +211,6 @@ def to_tekken_json(tok: "Tokenizer", *, version: str = "v7") -> str:
             starting with the 256 single bytes (ids must increase in merge
             order, `tables.ranks_of`).
     """
-    from bytepair.formats.tables import ranks_of
-
     ranks = ranks_of(tok, purpose="tekken.json")
     n_special = len(tok.special_tokens)
     if sorted(tok.special_tokens.values()) != list(range(n_special)):

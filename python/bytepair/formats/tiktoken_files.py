@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from bytepair import _core
 from bytepair.atomic import atomic_write
-from bytepair.formats.hf import preset_name
+from bytepair.formats.hf_regex import preset_name
 from bytepair.formats.reading import build_tokenizer, maybe_gunzip, parse_json
 from bytepair.formats.tables import merges_from_ranks, ranks_of
 
