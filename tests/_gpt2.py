@@ -1,13 +1,14 @@
-"""Helpers shared by test_encode.py and test_formats.py.
+"""Reference tokenizers and text shared by the tests (test_encode.py,
+test_interop.py, tests/hf/...).
 
-- the real corpora (``../shared/corpora``): tests that need them skip, with the
-  reason, when the directory is absent;
 - the GPT-2 tokenizer from ``cs336/gpt2_vocab.json`` + ``gpt2_merges.txt``
   (the files OpenAI released; vocab.json is byte-identical to tiktoken's
   ``encoder.json``), read by ``bytepair.Tokenizer.from_gpt2_files`` and, as an
   offline tiktoken.Encoding, by tiktoken's own GPT-2 loader;
 - tiktoken references for any bytepair tokenizer, and tiktoken's own preset
   patterns as the installed tiktoken defines them;
+- OpenAI's cl100k_base / o200k_base rank files (from the bpe-openai wheel),
+  read by bytepair (`openai_tokenizer`, cached);
 - small tokenizers trained on a few hundred KB of the corpora (cached);
 - hypothesis strategies for adversarial text;
 - `assert_same_ids`, which on a mismatch reports the first differing position
@@ -17,55 +18,48 @@
 from __future__ import annotations
 
 import functools
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import EOT, corpora_dir, read_slice
 from hypothesis import strategies as st
 
 import bytepair
 
-CORPORA = Path(__file__).parents[1].parent / "shared" / "corpora"
-EOT = "<|endoftext|>"
 PRESETS = ("gpt2", "cl100k", "o200k")
 
 
-# ---- corpora ---------------------------------------------------------------
+# ---- OpenAI's rank files (from the bpe-openai wheel) ------------------------------
+
+OPENAI = ("cl100k_base", "o200k_base")
+# Held-out slices for the HF / transformers checks.
+HF_SLICES = (("enwiki.txt", 41_000_000), ("code.txt", 5_000_000), ("multilingual.txt", 15_000_000))
+LOAD_SECONDS: dict[str, float] = {}  # name -> seconds `openai_tokenizer` took to read it
 
 
-def corpora_dir() -> Path:
-    if not CORPORA.is_dir():
-        pytest.skip(f"real corpora not available: directory {CORPORA} is absent")
-    return CORPORA
+def byte_vocab() -> dict[int, bytes]:
+    return {i: bytes([i]) for i in range(256)}
 
 
-def corpus_path(rel: str) -> Path:
-    p = corpora_dir() / rel
-    if not p.is_file():
-        pytest.skip(f"corpus file {p} is absent")
-    return p
+def openai_rank_file(name: str) -> Path:
+    bpe_openai = pytest.importorskip(
+        "bpe_openai", reason="bpe-openai (ships OpenAI's .tiktoken.gz files) not installed"
+    )
+    path = Path(bpe_openai.__file__).parent / "data" / f"{name}.tiktoken.gz"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent from the installed bpe-openai")
+    return path
 
 
-def corpus_files() -> list[str]:
-    """Every file under the corpora directory (relative paths, sorted); [] if absent."""
-    if not CORPORA.is_dir():
-        return []
-    return sorted(str(p.relative_to(CORPORA)) for p in CORPORA.rglob("*") if p.is_file())
-
-
-def read_text(rel: str) -> str:
-    return corpus_path(rel).read_text(encoding="utf-8")
-
-
-def read_slice(rel: str, start: int, size: int) -> str:
-    """About `size` bytes of a corpus file from byte `start`, as text (a UTF-8
-    sequence cut at either edge is dropped; the files are valid UTF-8)."""
-    with open(corpus_path(rel), "rb") as f:
-        f.seek(start)
-        data = f.read(size)
-    text = data.decode("utf-8", errors="ignore")
-    assert len(text) > size // 8, f"{rel}: slice at {start} is nearly empty"
-    return text
+@functools.cache
+def openai_tokenizer(name: str) -> bytepair.Tokenizer:
+    """bytepair's reading of the gzipped rank file (pattern and special tokens from its name)."""
+    start = time.perf_counter()
+    tok = bytepair.Tokenizer.from_tiktoken(openai_rank_file(name))
+    LOAD_SECONDS[name] = time.perf_counter() - start
+    return tok
 
 
 # ---- GPT-2 -----------------------------------------------------------------

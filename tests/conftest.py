@@ -3,9 +3,13 @@
 * `bytepair.reference` (the pure-Python oracle) is loaded from the source tree,
   so the tests always use the reference being edited, even before a rebuild
   installs it;
-* `corpus(name)` gives the path of a real corpus in ../shared/corpora and skips
-  the test, saying why, when it is absent; `corpus_text(name, size, at=...)`
-  gives a slice of one as text, cut to whole lines;
+* the real corpora, in one place: ``../shared/corpora`` beside the repository,
+  or the folder ``BYTEPAIR_CORPORA`` names (as for bench/). `corpus_path(name)`
+  (fixture `corpus`) gives the path of one and skips the test, saying why, when
+  it is absent; `slice_lines(name, size, at=...)` (fixture `corpus_text`) gives
+  a slice of one as text, cut to whole lines; `read_slice(name, start, size)`
+  the text of a byte range, `read_text(name)` a whole file, `corpus_files()`
+  every file;
 * `engine_available(module)` skips a test when a counting engine (ray,
   pyspark) is not installed, or fails it when BYTEPAIR_REQUIRE_ENGINES=1;
 * `ray_cluster`: one two-CPU local Ray cluster for every Ray test of the
@@ -13,6 +17,7 @@
   a cluster it did not start, as on a real one; `spark_session`: one local
   ``local[2,2]`` SparkSession for the Spark tests (two slots, a failed task
   tried twice as on a cluster);
+* `RESTORE_SIGINT`: the prefix of a child command that a test sends SIGINT;
 * hypothesis profile: no deadline (the first call of a pattern compiles it, and
   CI machines vary); each test sets its own max_examples to stay fast.
 """
@@ -28,7 +33,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-CORPORA = Path(__file__).parents[1].parent / "shared" / "corpora"
+CORPORA = Path(os.environ.get("BYTEPAIR_CORPORA", REPO.parent / "shared" / "corpora"))
 
 
 def _load_reference():
@@ -63,21 +68,53 @@ except ImportError:  # hypothesis tests skip themselves via importorskip
     pass
 
 
-def corpus_path(name: str) -> Path:
-    """Path of corpus `name`; skips the calling test when it is not there."""
+def corpora_dir() -> Path:
+    """The corpora folder; skips the calling test when it is absent."""
     if not CORPORA.is_dir():
         pytest.skip(
-            f"corpora directory {CORPORA} is absent (real-text tests need ../shared/corpora)"
+            f"corpora directory {CORPORA} is absent (real-text tests need ../shared/corpora "
+            "or BYTEPAIR_CORPORA)"
         )
-    path = CORPORA / name
+    return CORPORA
+
+
+def corpus_path(name: str) -> Path:
+    """Path of corpus `name` (relative to the corpora folder, e.g.
+    ``cs336/gpt2_vocab.json``); skips the calling test when it is not there."""
+    path = corpora_dir() / name
     if not path.is_file():
         pytest.skip(f"corpus {name} is absent from {CORPORA}")
     return path
 
 
-def read_slice(path: Path, size: int, at: float = 0.0) -> str:
-    """About `size` bytes of `path` starting at fraction `at` of the file, as
-    text: cut to whole lines so no character (or line) is split."""
+def corpus_files() -> list[str]:
+    """Every file under the corpora folder (relative paths, sorted); [] if absent.
+    For parametrizing at collection time, where a test cannot skip yet."""
+    if not CORPORA.is_dir():
+        return []
+    return sorted(str(p.relative_to(CORPORA)) for p in CORPORA.rglob("*") if p.is_file())
+
+
+def read_text(name: str) -> str:
+    """The whole text of corpus `name` (skips when absent)."""
+    return corpus_path(name).read_text(encoding="utf-8")
+
+
+def read_slice(name: str, start: int, size: int) -> str:
+    """About `size` bytes of corpus `name` from byte `start`, as text (a UTF-8
+    sequence cut at either edge is dropped; the files are valid UTF-8)."""
+    with open(corpus_path(name), "rb") as f:
+        f.seek(start)
+        data = f.read(size)
+    text = data.decode("utf-8", errors="ignore")
+    assert len(text) > size // 8, f"{name}: slice at {start} is nearly empty"
+    return text
+
+
+def slice_lines(name: str, size: int, at: float = 0.0) -> str:
+    """About `size` bytes of corpus `name` starting at fraction `at` of the
+    file, as text: cut to whole lines so no character (or line) is split."""
+    path = corpus_path(name)
     with open(path, "rb") as f:
         f.seek(int(at * path.stat().st_size))
         raw = f.read(size + 4096)
@@ -90,18 +127,30 @@ def read_slice(path: Path, size: int, at: float = 0.0) -> str:
 
 @pytest.fixture(scope="session")
 def corpus():
-    """``corpus(name) -> Path`` of a file in ../shared/corpora (skips if absent)."""
+    """``corpus(name) -> Path`` of a corpus file (`corpus_path`; skips if absent)."""
     return corpus_path
 
 
 @pytest.fixture(scope="session")
 def corpus_text():
-    """``corpus_text(name, size, at=0.0) -> str``: a slice of a corpus file."""
+    """``corpus_text(name, size, at=0.0) -> str``: a slice of a corpus file (`slice_lines`)."""
+    return slice_lines
 
-    def get(name: str, size: int, at: float = 0.0) -> str:
-        return read_slice(corpus_path(name), size, at)
 
-    return get
+# A shell that starts the suite in the background (`cmd &`, `bash run.sh &`
+# from a script) sets SIGINT to "ignore"; children inherit that through exec,
+# and a Python child then installs no KeyboardInterrupt handler, so a test's
+# Ctrl-C would not reach it. A child that a test interrupts runs as
+# [*RESTORE_SIGINT, *argv]: this small program restores SIGINT's default
+# action, then execs argv in the same process (same pid for send_signal).
+# (Not Popen's preexec_fn: it is unsafe once the test process has threads,
+# and Ray and Spark leave some.)
+RESTORE_SIGINT = [
+    sys.executable,
+    "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execvp(sys.argv[1], sys.argv[1:])",
+]
 
 
 def byte_tokenizer(pattern: str = "gpt2", special_tokens=None):

@@ -33,10 +33,7 @@ from _gpt2 import (  # noqa: E402
     EVAL_SLICES,
     PRESETS,
     assert_same_ids,
-    corpus_files,
     gpt2_tokenizer,
-    read_slice,
-    read_text,
     texts,
     tiktoken_for,
     tiktoken_gpt2,
@@ -44,6 +41,7 @@ from _gpt2 import (  # noqa: E402
     trained,
     with_surrogates,
 )
+from conftest import corpus_files, read_slice, read_text  # noqa: E402
 
 import bytepair  # noqa: E402
 import bytepair.encoding.text  # noqa: E402

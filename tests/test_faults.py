@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import RESTORE_SIGINT
 
 import bytepair
 from bytepair import _core, atomic
@@ -82,7 +83,8 @@ def test_killed_writer_leaves_previous_file_and_nothing_else(tmp_path, sig, forc
         pytest.skip("O_TMPFILE is Linux only")
     target = tmp_path / "tokenizer.json"
     target.write_bytes(OLD)
-    proc = _python(_SLOW_WRITER.format(target=str(target), force_named=force_named))
+    code = _SLOW_WRITER.format(target=str(target), force_named=force_named)
+    proc = _python(code, wrapper=RESTORE_SIGINT)
     assert proc.stdout.readline() == "writing\n", proc.stderr.read()
     if force_named:
         assert len(os.listdir(tmp_path)) == 2, "the portable path writes a visible temporary file"

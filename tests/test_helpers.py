@@ -14,7 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _gpt2 import EOT, gpt2_tokenizer, read_slice, tiktoken_gpt2  # noqa: E402
+from _gpt2 import (  # noqa: E402
+    EOT,
+    gpt2_tokenizer,
+    tiktoken_gpt2,
+)
+from conftest import read_slice  # noqa: E402
 
 import bytepair  # noqa: E402
 from bytepair.encoding.text import replace_surrogates  # noqa: E402

@@ -15,6 +15,7 @@ import textwrap
 import time
 
 import pytest
+from conftest import RESTORE_SIGINT
 
 import bytepair
 from bytepair import _core
@@ -117,7 +118,10 @@ def test_ctrl_c_stops_the_merge_of_one_giant_pre_token():
         print("finished", flush=True)
     """)
     proc = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [*RESTORE_SIGINT, sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout.readline().strip() == "ready"
     time.sleep(1.0)

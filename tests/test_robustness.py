@@ -15,21 +15,21 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
+from conftest import CORPORA, RESTORE_SIGINT
 
 import bytepair
 
-CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 ENWIKI = CORPORA / "enwiki.txt"
-needs_enwiki = pytest.mark.skipif(
-    not ENWIKI.exists(), reason=f"{ENWIKI} not found (../shared/corpora is absent)"
-)
+needs_enwiki = pytest.mark.skipif(not ENWIKI.exists(), reason=f"{ENWIKI} not found (no corpora)")
 
 
 def _start(args: list[str]) -> subprocess.Popen:
-    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    """`args` as a child that `_interrupt_after` can interrupt."""
+    return subprocess.Popen(
+        [*RESTORE_SIGINT, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def _interrupt_after(proc: subprocess.Popen, seconds: float) -> float:

@@ -45,11 +45,10 @@ HYPOTHESIS_TEXT = st.text(ALPHABET, max_size=40) | st.text(
 @functools.cache
 def base() -> bytepair.Tokenizer:
     """A small byte-level BPE trained here (the pipelines are the files' own)."""
-    from conftest import corpus_path, read_slice
+    from conftest import slice_lines
 
     texts = [
-        read_slice(corpus_path(name), 60_000)
-        for name in ("multilingual.txt", "code.txt", "shakespeare.txt")
+        slice_lines(name, 60_000) for name in ("multilingual.txt", "code.txt", "shakespeare.txt")
     ]
     return bytepair.train_from_iterator(
         texts + [TRICKY * 3], 1500, special_tokens=SPECIALS, pattern="gpt2", progress=False

@@ -4,7 +4,7 @@ encodes it (normalized, pre-tokenized by every step, special tokens cut out
 with their added-token rules), and the extension keeps the pipeline, so HF
 tokenizers and transformers load the saved file with our ids.
 
-The bases are the model families of tests/test_pipeline.py (their public
+The bases are the model families of tests/hf/test_pipeline.py (their public
 pipelines over a vocabulary trained there). HF tokenizers is the oracle for
 the words: its ``Encoding.word_ids`` group the tokens of each pre-token.
 """
