@@ -7,7 +7,7 @@ the loaders target does), or replaces a Parquet part with the manifest's
 checksum updated to match (so the part's own checks are reached, not only the
 SHA-256 one).
 
-Contract (issue 21 item 9; `WordCounts.open`, `verify`, `train_from_counts`):
+Contract (`WordCounts.open`, `verify`, `train_from_counts`):
 opening returns a WordCounts or raises ValueError naming the folder or file, or
 OSError; an opened artifact verifies or raises ValueError; training from it
 returns a Tokenizer or raises ValueError / OverflowError; never another

@@ -1,4 +1,4 @@
-"""The command line as a Unix tool (issue 21 item 16): `-` is stdin or stdout
+"""The command line as a Unix tool: `-` is stdin or stdout
 for every file argument, a path is read once (so pipes and `<(...)` work), a
 broken pipe ends the command quietly, results go to stdout and messages to
 stderr, and `-q` silences the messages."""
@@ -215,7 +215,7 @@ def test_show_and_counts_export_use_stdin_and_stdout(files, tmp_path):
 
 def test_encode_refuses_special_token_text_unless_told(files):
     """The default let special-token text in a file become special ids, unlike
-    tiktoken's encode and ours (issue 21 item 18): now it fails in CLI words."""
+    tiktoken's encode and ours: now it fails in CLI words."""
     tok = bytepair.Tokenizer.load(files / "tok.json")
     text = "one document<|endoftext|>another"
     refused = run(

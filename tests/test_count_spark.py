@@ -79,6 +79,7 @@ def split(data: bytes, offsets: bytes) -> list[bytes]:
     return [data[o[i] : o[i + 1]] for i in range(len(o) - 1)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parts", [1, 3])
 def test_text_files_equal_the_local_engine(spark, files, tmp_path, parts):
     counts = bytepair.count(

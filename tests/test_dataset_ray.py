@@ -17,6 +17,7 @@ engine_available("ray")
 pytestmark = pytest.mark.usefixtures("ray_cluster")
 
 
+@pytest.mark.slow
 def test_ray_writes_the_same_dataset_as_local(mixed, tok, tmp_path):
     folder, documents = mixed
     on_ray = encode(folder, tmp_path / "ray", tok, engine="ray")

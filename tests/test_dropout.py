@@ -135,7 +135,7 @@ def test_disallowed_special_still_raises_and_surrogates_are_replaced(tok):
     assert tok.decode(tok.encode("a\ud800b", dropout=0.5, seed=0)) == "a\ufffdb"
 
 
-# ---- dropout wherever encoding happens (issue 18 item 10) ---------------------------------
+# ---- dropout wherever encoding happens (encode_batch, the CLI) ---------------------------
 
 
 def test_encode_batch_with_dropout_does_not_depend_on_the_thread_count():

@@ -77,6 +77,7 @@ def test_gpt2_files_load_with_endoftext_at_50256():
     assert tok.encode("Hello world") == [15496, 995]  # the well-known GPT-2 ids
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rel", corpus_files() or ["<corpora absent>"])
 def test_gpt2_matches_tiktoken_on_whole_corpus_file(rel):
     """encode_ordinary of the whole file (up to 66 MB) equals tiktoken's GPT-2; the

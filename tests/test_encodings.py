@@ -1,4 +1,4 @@
-"""OpenAI's encodings by name, offline (issue 18 item 7): `bytepair.get_encoding`
+"""OpenAI's encodings by name, offline: `bytepair.get_encoding`
 finds the rank file in $BYTEPAIR_ENCODINGS, tiktoken's cache or an installed
 package, and gives tiktoken's ids, pattern and special tokens."""
 
@@ -125,7 +125,7 @@ def test_the_cli_takes_an_encoding_name_for_a_tokenizer_file(clean_env, capsys):
     assert bytepair.Tokenizer.load("o200k_base") == bytepair.get_encoding("o200k_base")
 
 
-# ---- model folders and tokenizer.json every reader knows (issue 18 items 8, 9) --------
+# ---- model folders (save_pretrained) and tokenizer.json every reader knows --------------
 
 
 def test_save_pretrained_gives_transformers_our_ids_and_roles(tmp_path):

@@ -1,4 +1,4 @@
-"""The everyday helpers (issue 18 items 1-5): offsets, streaming decode, raw
+"""The everyday helpers: offsets, streaming decode, raw
 bytes, counting and cutting, and tiktoken's small helpers, each checked
 against the tool that owns the idea (tiktoken, HF tokenizers) on the corpora
 and on generated text."""

@@ -1,7 +1,9 @@
 """Hostile input: sizes taken from the user, inputs with no safe cut, runs of
-one byte, thread counts, Ctrl-C inside one giant pre-token (issue 21, crashes
-and hangs). Each test runs the case in a child process where a failure would
-abort or exhaust the machine, and bounds its time or memory."""
+one byte, thread counts, Ctrl-C inside one giant pre-token, doctored files and
+manifests, misused CLI and API arguments: each once crashed, hung, exhausted
+memory or gave a wrong answer quietly. Each test runs the case in a child
+process where a failure would abort or exhaust the machine, and bounds its time
+or memory."""
 
 from __future__ import annotations
 
@@ -151,7 +153,7 @@ def test_a_gzip_bomb_is_refused_before_it_is_inflated_whole(tmp_path, monkeypatc
 def test_a_gpt2_pair_whose_merges_were_cut_short_is_refused(tmp_path):
     """A merges.txt cut down to its #version line beside a full vocab.json
     loaded as a tokenizer of 0 merges and thousands of "special tokens"; so
-    did the halves of two different saves (issue 21 items 7 and 11)."""
+    did the halves of two different saves."""
     tok = bytepair.train_from_iterator(
         ["the quick brown fox jumps over the lazy dog " * 50],
         400,
@@ -200,7 +202,7 @@ def test_counts_merge_of_one_folder_is_an_error(tmp_path):
 def test_a_doctored_counts_manifest_is_refused(tmp_path, damage, message):
     """Deleting the checksums turned verification off; a part listed twice
     doubled its counts; "abc" became three special tokens; a pattern name was
-    trusted over its regex (issue 21 item 9)."""
+    trusted over its regex."""
     import json
 
     (tmp_path / "a.txt").write_text("hello world\n" * 5, encoding="utf-8")
@@ -216,7 +218,7 @@ def test_a_doctored_counts_manifest_is_refused(tmp_path, damage, message):
 def test_counts_from_an_artifact_that_would_overflow_pair_counts_are_refused(tmp_path):
     """Counts read from an artifact reached the merge loop unchecked: two words
     counted 2**62 times each stand for more than 2**64 bytes, and the u64 pair
-    counts wrapped silently where the mapping path raised (issue 21 item 9)."""
+    counts wrapped silently where the mapping path raised."""
     import json
 
     import pyarrow as pa
@@ -247,8 +249,7 @@ def test_counts_from_an_artifact_that_would_overflow_pair_counts_are_refused(tmp
 
 
 def test_info_and_inspect_escape_control_characters_read_from_a_file(tmp_path, capsys):
-    """A special token or pattern holding ESC must not reach the terminal raw
-    (issue 21 item 13)."""
+    """A special token or pattern holding ESC must not reach the terminal raw."""
     from bytepair.cli import main
 
     hostile = "<\x1b[2J\x1b]0;pwned\x07>"
@@ -280,7 +281,7 @@ def test_info_and_inspect_escape_control_characters_read_from_a_file(tmp_path, c
     ],
 )
 def test_cli_misuse_is_one_line_in_cli_words(tmp_path, argv, message):
-    """No traceback, no Python keyword arguments, nothing unpickled (issue 21 item 14)."""
+    """No traceback, no Python keyword arguments, nothing unpickled."""
     import numpy as np
 
     text = tmp_path / "t.txt"
@@ -300,7 +301,7 @@ def test_cli_misuse_is_one_line_in_cli_words(tmp_path, argv, message):
 
 def test_api_errors_have_the_right_type_and_name_the_value():
     """decode(errors=None) raised a bare StopIteration; np.int64(300) was "too
-    small"; a word 5 became five NUL bytes (issue 21 item 15)."""
+    small"; a word 5 became five NUL bytes."""
     import numpy as np
 
     tok = bytepair.train_from_iterator(["hello world"] * 3, 260, progress=False)
@@ -327,7 +328,7 @@ def test_api_errors_have_the_right_type_and_name_the_value():
 )
 def test_the_constructor_refuses_what_load_would_refuse(merges, message):
     """Tokenizer() accepted duplicate merges and merges BPE would not make;
-    save() then wrote files load() refused (issue 21 item 8)."""
+    save() then wrote files load() refused."""
     vocab = {i: bytes([i]) for i in range(256)}
     for a, b in merges:
         if a + b not in vocab.values():
@@ -337,8 +338,7 @@ def test_the_constructor_refuses_what_load_would_refuse(merges, message):
 
 
 def test_cli_shows_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path):
-    """Bars are for terminals: in a pipe or a log, stderr holds messages only
-    (issue 21 item 16)."""
+    """Bars are for terminals: in a pipe or a log, stderr holds messages only."""
     tok = tmp_path / "tok.json"
     bytepair.train_from_iterator(["hello world"] * 5, 260, progress=False).save(tok)
     corpus = tmp_path / "c.txt"
@@ -369,7 +369,7 @@ def _random_words_file(path, megabytes: int) -> None:
 
 
 def test_a_memory_budget_bounds_counting_of_all_distinct_words(tmp_path):
-    """1 GB of random words passed 7.5 GiB while counting (issue 21 item 20). With
+    """1 GB of random words passed 7.5 GiB while counting. With
     max_memory the counts stay within the budget (the rarest words are dropped,
     and said so); without it the same text needs several times more."""
     corpus = tmp_path / "random.txt"

@@ -414,6 +414,7 @@ def code_point_mismatches():
     return {pattern: sweep(pattern, blocks, texts, signatures) for pattern in PRESETS}
 
 
+@pytest.mark.slow
 def test_every_code_point_known_to_both_engines(code_point_mismatches):
     """Every code point splits as regex splits it, except characters newer
     than Python's own Unicode database (see the next test)."""

@@ -12,6 +12,7 @@ import sys
 import warnings
 from pathlib import Path
 
+import pytest
 from conftest import engine_available
 
 import bytepair
@@ -28,6 +29,7 @@ def readme_commands() -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_readme_block_runs_as_written(tmp_path, corpus_text):
     engine_available("ray")
     engine_available("pyspark")

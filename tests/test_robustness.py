@@ -1,4 +1,4 @@
-"""Interrupts, concurrent use and worker processes (groundwork for issue 4).
+"""Interrupts, concurrent use and worker processes.
 
 - Ctrl-C during a long `train` stops it within about a second with
   KeyboardInterrupt (the Rust core polls signals every 100 ms); the CLI exits
@@ -44,6 +44,7 @@ def _interrupt_after(proc: subprocess.Popen, seconds: float) -> float:
     return time.perf_counter() - sent
 
 
+@pytest.mark.slow
 @needs_enwiki
 def test_ctrl_c_stops_training_with_keyboard_interrupt():
     # 1.3 GB: counting runs ~470 MB/s on 2 cores, so 4 copies (264 MB) could
@@ -62,6 +63,7 @@ def test_ctrl_c_stops_training_with_keyboard_interrupt():
     assert took < 2.0, f"stopped {took:.2f} s after Ctrl-C"
 
 
+@pytest.mark.slow
 @needs_enwiki
 def test_ctrl_c_in_cli_exits_130_and_writes_nothing(tmp_path):
     out = tmp_path / "tok.json"
@@ -101,6 +103,7 @@ _ENCODE_CALLS = {
 }
 
 
+@pytest.mark.slow
 @needs_enwiki
 @pytest.mark.parametrize("call", sorted(_ENCODE_CALLS))
 def test_ctrl_c_stops_a_long_encode(call):

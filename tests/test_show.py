@@ -90,7 +90,7 @@ def test_render_terminal_colours_each_token(tok_path):
 @pytest.mark.parametrize("system", ["truecolor", "256", "standard", "windows"])
 def test_neighbours_differ_in_every_colour_depth(tok_path, system):
     """In 16- and 8-colour terminals the pastel palette collapsed: two adjacent
-    tokens got the same background (issue 21 item 17). Compared as the terminal
+    tokens got the same background. Compared as the terminal
     shows them: downgraded to its colour system, and for 16 colours also as an
     8-colour terminal shows them (bright colours as their normal ones)."""
     from rich.color import ColorSystem

@@ -1,4 +1,4 @@
-"""Training options (issue 19): `min_frequency` and `max_token_length` against
+"""Training options: `min_frequency` and `max_token_length` against
 the reference on every merge; special tokens at fixed ids and reserved
 placeholders; every input `count` reads, with the same merges as the plain text;
 data-mixture weights; and extending a base tokenizer (GPT-2, cl100k, one of ours).

@@ -258,6 +258,7 @@ def test_open_refuses_incomplete_or_damaged_artifacts(inputs, tmp_path):
         bytepair.train_from_counts(WordCounts.open(counts.path), 300)
 
 
+@pytest.mark.slow
 def test_killed_run_leaves_no_artifact_and_the_old_one_intact(tmp_path):
     big = tmp_path / "big.txt"
     line = "the quick brown fox jumps over the lazy dog 0123456789 " * 20 + "\n"
@@ -382,6 +383,7 @@ def test_counts_above_int64_are_refused(tmp_path):
     assert not (tmp_path / "out.parquet").exists()
 
 
+@pytest.mark.slow
 def test_cli_count_inspect_export_and_train_from_counts(inputs, tmp_path):
     def run(*args):
         return subprocess.run(
@@ -474,6 +476,7 @@ def test_fsspec_urls_read_like_local_files(tmp_path):
         assert words == dict(expected.items()), fmt
 
 
+@pytest.mark.slow
 def test_compressed_and_globbed_inputs_count_as_the_plain_files(tmp_path, corpus_text):
     """The readers shared with datasets: .gz/.bz2/.xz/.zst text and JSON Lines,
     and globs, give the counts of the plain files."""

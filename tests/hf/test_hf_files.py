@@ -78,6 +78,7 @@ def check_hf_and_transformers(tok: bytepair.Tokenizer, path: Path, label: str) -
     assert fast.convert_tokens_to_ids(list(tok.special_tokens)) == list(tok.special_tokens.values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", OPENAI)
 def test_openai_tokenizer_json_in_hf_and_transformers(tmp_path, name):
     """cl100k's special tokens (100257..100260, 100276) and o200k's (199999, 200018)
@@ -170,8 +171,8 @@ def test_hf_written_llama3_layout(tmp_path):
     assert isinstance(doc["model"]["merges"][0], list) and doc["model"]["ignore_merges"] is True
     with pytest.warns(UserWarning, match="post_processor"):
         loaded = bytepair.Tokenizer.load(path)
-    # An Isolated Split of a regex that is not a preset is read as keep_gaps (issue 21
-    # item 10), and written back as it was.
+    # An Isolated Split of a regex that is not a preset is read as keep_gaps (so the
+    # text between two matches is kept, as HF keeps it), and written back as it was.
     assert loaded.pattern == formats.keep_gaps(LLAMA3_PATTERN)
     assert (loaded.vocab, loaded.merges, loaded.special_tokens) == (
         tok.vocab,
@@ -199,7 +200,7 @@ def test_hf_written_llama3_layout(tmp_path):
 def test_hf_split_regex_that_leaves_text_between_matches(tmp_path, behavior, invert):
     """A Split regex that does not match every character. HF's Isolated split keeps
     the text between two matches as a pre-token of its own, where our encode
-    dropped it (issue 21 item 10); Removed with invert drops it, in HF and here.
+    dropped it; Removed with invert drops it, in HF and here.
     Saved by us and loaded again, both split the same way in HF."""
     tokenizers = pytest.importorskip("tokenizers")
     from tokenizers import Regex, pre_tokenizers
