@@ -121,7 +121,7 @@ class Tokenizer(VocabHolder, TokenizerHelpers, TokenizerFiles):
         pipeline: "HFPipeline | None" = None,
     ) -> "Tokenizer":
         """A Tokenizer from parts that are valid by construction (the trainer's
-        output): no copies, no checks (on code.txt these took a sixth of `train`)."""
+        output): no copies, no checks (on code.txt these were a large share of `train`)."""
         tok = cls.__new__(cls)
         tok._rank_table = None
         tok._vocab, tok._merges, tok.special_tokens, tok.pattern = (

@@ -428,7 +428,7 @@ def _json_batches(path: str, text_field: str, content: bytes | None = None):
             # use_threads=False: Arrow's read-ahead thread outlived a parse error
             # and aborted the interpreter at exit ("terminate called without an
             # active exception", apache/arrow#34314) in 1 run of 10; reading on
-            # the calling thread is as fast here (~500 MB/s on enwiki as JSONL).
+            # the calling thread is as fast here (measured on enwiki as JSONL).
             options = pj.ReadOptions(block_size=_BATCH_BYTES, use_threads=False)
             reader = pj.open_json(f, read_options=options, parse_options=parse)
             for batch in reader:
@@ -471,7 +471,9 @@ def arrow_documents(column, path: str, first: int, field: str) -> tuple[bytes, b
     `first`, `first` + 1, ... of `path`, read from `field`) as the buffers the
     Rust counter and encoder take: (data, back to back; offsets, n + 1
     little-endian int64; `first`). ValueError naming the record for a null."""
-    import numpy as np  # imported here: `import bytepair` stays light (numpy ~0.1 s, OpenBLAS threads)
+    # Imported here: `import bytepair` stays light (numpy is slow to import and
+    # starts OpenBLAS threads).
+    import numpy as np
     import pyarrow as pa
 
     if column.null_count:

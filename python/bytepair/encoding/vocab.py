@@ -25,7 +25,7 @@ def copy_tables(
     """Copies of `vocab` (ids checked: ints in [0, 2**32); tokens as bytes)
     and `merges` (as tuples of bytes) that the caller cannot change. Tables
     that are already plain ints, bytes and tuples (every loader's) are copied
-    whole after checks at C speed (a Python loop per token took a fifth of
+    whole after checks at C speed (a Python loop per token was a large share of
     loading o200k's tokenizer.json)."""
     ids, values = list(vocab.keys()), list(vocab.values())
     plain_vocab = not ids or (
