@@ -29,9 +29,9 @@ raw results in bench/out/count.json.
 Usage::
 
     python bench/bench_count.py                              # 2 GB, 3 rounds, Heaps up to 1 GB
-    python bench/bench_count.py --quick                      # smoke test, under a minute
-    python bench/bench_count.py --size 500M --repeat 1 --skip-heaps
-    python bench/bench_count.py --skip-throughput --skip-reduce --heaps-mix all enwiki code multilingual
+    python bench/bench_count.py --quick                      # smoke test, under a minute python
+    bench/bench_count.py --size 500M --repeat 1 --skip-heaps python bench/bench_count.py
+    --skip-throughput --skip-reduce --heaps-mix all enwiki code multilingual
 """
 
 from __future__ import annotations
@@ -164,7 +164,8 @@ class DescendantPeak:
         return max(self.peaks.values(), default=0.0)
 
     def by_name(self) -> dict[str, float]:
-        """Summed peaks per process name (``python``, ``raylet``, ``gcs_server``...), for the raw results."""
+        """Summed peaks per process name (``python``, ``raylet``, ``gcs_server``...), for the raw
+        results."""
         out: dict[str, float] = {}
         for pid, peak in self.peaks.items():
             out[self.names[pid]] = round(out.get(self.names[pid], 0.0) + peak, 1)
@@ -362,7 +363,8 @@ def run_job(job: str, **options) -> dict:
 
 
 def ray_available() -> str | None:
-    """None if the Ray engine can run, else why not (``import bytepair.counts.engines.on_ray`` fails)."""
+    """None if the Ray engine can run, else why not (``import bytepair.counts.engines.on_ray``
+    fails)."""
     proc = subprocess.run(
         [sys.executable, "-c", "import ray, bytepair.counts.engines.on_ray"],
         capture_output=True,
@@ -459,7 +461,8 @@ def throughput(folder: Path, repeat: int, pattern: str, scratch_root: Path) -> t
             )
     checks = {(x["distinct"], x["pre_tokens"]) for rs in runs.values() for x in rs}
     notes = [
-        f"Input: {len(text_files(str(folder)))} files, {mb:.0f} MB ({folder.name}), pattern {pattern}."
+        f"Input: {len(text_files(str(folder)))} files, {mb:.0f} MB ({folder.name}), pattern "
+        f"{pattern}."
     ]
     if why_not:
         notes.append(
@@ -635,9 +638,10 @@ def heaps(
         )
     )
     parts.append(
-        f"Mix {mix!r}: {unique / common.MB:.0f} MB of unique text; the fit uses only sizes up to that "
-        f"(past it the input repeats the same paragraphs and adds no new words). Training: vocab {vocab_size}, "
-        "all cores; peak RSS of the process (VmHWM), growth = peak minus the RSS just before training."
+        f"Mix {mix!r}: {unique / common.MB:.0f} MB of unique text; the fit uses only sizes up to "
+        "that (past it the input repeats the same paragraphs and adds no new words). Training: "
+        f"vocab {vocab_size}, all cores; peak RSS of the process (VmHWM), growth = peak minus the "
+        "RSS just before training."
     )
     return "\n\n".join(parts), raw
 
@@ -721,7 +725,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--work-dir",
         type=Path,
         default=None,
-        help="keep generated inputs here and reuse them (default: a temporary folder in /tmp, removed)",
+        help="keep generated inputs here and reuse them (default: a temporary folder in /tmp, "
+        "removed)",
     )
     p.add_argument("--quick", action="store_true", help="smoke test: " + " ".join(QUICK))
     p.add_argument(
@@ -772,8 +777,9 @@ def main(argv: list[str] | None = None) -> str:
                 inputs, args.parts, args.repeat, args.workers, shards, args.pattern, scratch
             )
             parts += [
-                f"### _count_shard and _reduce_bucket phases against parts ({size_label(args.size)}, "
-                f"{args.workers} workers, {shards} shards, median of {args.repeat})",
+                "### _count_shard and _reduce_bucket phases against parts "
+                f"({size_label(args.size)}, {args.workers} workers, {shards} shards, median of "
+                f"{args.repeat})",
                 table,
             ]
             print("\n\n".join(parts[-2:]) + "\n", flush=True)

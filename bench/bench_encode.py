@@ -42,8 +42,9 @@ inputs with its own on enwiki (prose).
 
 Usage::
 
-    python bench/bench_encode.py                         # every ranks, corpus and worst case
-    python bench/bench_encode.py --ranks cl100k_base --corpus enwiki repeated --limit-mb 10 --threads --no-hf
+    python bench/bench_encode.py                         # every ranks, corpus and worst case python
+    bench/bench_encode.py --ranks cl100k_base --corpus enwiki repeated --limit-mb 10 --threads
+    --no-hf
 """
 
 from __future__ import annotations
@@ -362,8 +363,9 @@ def run_task(
             runs[tool].append(res)
             rate = res["bytes"] / common.MB / res["seconds"]
             common.log(
-                f"  {ranks} {input_label(path)} {task} threads={threads} round {r + 1}/{args.repeat} {tool:8s} "
-                f"{res['seconds']:7.2f} s {rate:7.2f} MB/s  peak RSS {res['rss_mib']:7.1f} MiB"
+                f"  {ranks} {input_label(path)} {task} threads={threads} round "
+                f"{r + 1}/{args.repeat} {tool:8s} {res['seconds']:7.2f} s {rate:7.2f} MB/s  peak "
+                f"RSS {res['rss_mib']:7.1f} MiB"
             )
     # tiktoken is the reference: bytepair must equal it; HF's agreement is reported.
     checks = {}
@@ -726,20 +728,24 @@ def main(argv: list[str] | None = None) -> str:
     report = "\n\n".join(
         ([f"**WARNING: {changed}; rerun.**"] if changed else [])
         + [
-            f"### Encoding, one `encode_ordinary` call on the whole text, 1 thread (median of {args.repeat}{limit})",
+            "### Encoding, one `encode_ordinary` call on the whole text, 1 thread (median of "
+            f"{args.repeat}{limit})",
             common.markdown_table(SINGLE_HEADER, single),
-            f"### Batch encoding, documents split on blank lines, lists of {args.batch_docs} (median of {args.repeat})",
+            f"### Batch encoding, documents split on blank lines, lists of {args.batch_docs} "
+            f"(median of {args.repeat})",
             common.markdown_table(BATCH_HEADER, batch),
             f"### Decoding the single-call ids (median of {args.repeat})",
             common.markdown_table(DECODE_HEADER, decode),
-            f"### Worst cases against prose ({PROSE}), one call, 1 thread (median of {args.repeat})",
+            f"### Worst cases against prose ({PROSE}), one call, 1 thread (median of "
+            f"{args.repeat})",
             common.markdown_table(WORST_HEADER, worst_case_rows(raw)),
-            "ours/tiktoken > 1: bytepair is faster. Memory: with the text and the tokenizer loaded, the child's peak RSS "
-            'is reset to its current RSS ("before"); "peak" is the high-water mark (VmHWM, MiB, max over rounds) during '
-            "the encode call(s), or during decode with the ids held. It includes the text and the ids as Python lists."
+            "ours/tiktoken > 1: bytepair is faster. Memory: with the text and the tokenizer "
+            'loaded, the child\'s peak RSS is reset to its current RSS ("before"); "peak" is '
+            "the high-water mark (VmHWM, MiB, max over rounds) during the encode call(s), or "
+            "during decode with the ids held. It includes the text and the ids as Python lists."
             + (
-                f" \\* HF was given only the first {args.hf_limit_mb:g} MB (cut at a newline; ids compared on that prefix, "
-                "for batches on all its documents but the last)."
+                f" \\* HF was given only the first {args.hf_limit_mb:g} MB (cut at a newline; ids "
+                "compared on that prefix, for batches on all its documents but the last)."
                 if args.hf and args.hf_limit_mb
                 else ""
             )

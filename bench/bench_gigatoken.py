@@ -154,7 +154,8 @@ def compare_files(args: argparse.Namespace) -> None:
     import numpy as np
 
     print(
-        "| ranks | corpus | MB | ours s | gigatoken s | ratio (gigatoken / ours) | ids equal | ours peak MiB | gigatoken peak MiB |"
+        "| ranks | corpus | MB | ours s | gigatoken s | ratio (gigatoken / ours) | ids equal | "
+        "ours peak MiB | gigatoken peak MiB |"
     )
     print("| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
     with tempfile.TemporaryDirectory(dir=common.OUT_DIR) as tmp:
@@ -200,8 +201,9 @@ def compare_files(args: argparse.Namespace) -> None:
                 )
                 mb = os.path.getsize(path) / 1e6
                 print(
-                    f"| {ranks} | {corpus} | {mb:.0f} | {ours_s:.2f} | {peer_s:.2f} | {peer_s / ours_s:.2f} | {same} | "
-                    f"{max(o[1] for o, _ in runs):.0f} | {max(p[1] for _, p in runs):.0f} |",
+                    f"| {ranks} | {corpus} | {mb:.0f} | {ours_s:.2f} | {peer_s:.2f} | "
+                    f"{peer_s / ours_s:.2f} | {same} | {max(o[1] for o, _ in runs):.0f} | "
+                    f"{max(p[1] for _, p in runs):.0f} |",
                     flush=True,
                 )
 
@@ -229,8 +231,9 @@ def main() -> None:
         )
         return
     print(
-        "| ranks | corpus | MB | ours warm MB/s | gigatoken warm MB/s | warm ratio | ours cold MB/s | gigatoken cold MB/s "
-        "| cold ratio | ids = tiktoken | ours peak MiB | gigatoken peak MiB |"
+        "| ranks | corpus | MB | ours warm MB/s | gigatoken warm MB/s | warm ratio | ours cold "
+        "MB/s | gigatoken cold MB/s | cold ratio | ids = tiktoken | ours peak MiB | gigatoken peak "
+        "MiB |"
     )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
     for ranks in args.ranks:
@@ -246,9 +249,10 @@ def main() -> None:
                 else (f"ours {ours['ids'] == ref['ids']}, gigatoken {peer['ids'] == ref['ids']}")
             )
             print(
-                f"| {ranks} | {corpus} | {args.limit_mb:g} | {ours['warm']:.0f} | {peer['warm']:.0f} | "
-                f"{ours['warm'] / peer['warm']:.2f} | {ours['cold']:.0f} | {peer['cold']:.0f} | "
-                f"{ours['cold'] / peer['cold']:.2f} | {same} | {ours['peak_mib']} | {peer['peak_mib']} |",
+                f"| {ranks} | {corpus} | {args.limit_mb:g} | {ours['warm']:.0f} | "
+                f"{peer['warm']:.0f} | {ours['warm'] / peer['warm']:.2f} | {ours['cold']:.0f} | "
+                f"{peer['cold']:.0f} | {ours['cold'] / peer['cold']:.2f} | {same} | "
+                f"{ours['peak_mib']} | {peer['peak_mib']} |",
                 flush=True,
             )
 

@@ -21,8 +21,8 @@ Generated files go to bench/out/huge/ (git-ignored) and are reused.
 
 Usage::
 
-    python bench/bench_huge.py --mix english --train-sizes 4G               # vs HF on 4 GB (HF: ~30 min)
-    python bench/bench_huge.py --train-sizes 10M 100M 1G 4G --tools bytepair --encode-size 4G
+    python bench/bench_huge.py --mix english --train-sizes 4G               # vs HF on 4 GB (HF: ~30
+    min) python bench/bench_huge.py --train-sizes 10M 100M 1G 4G --tools bytepair --encode-size 4G
     python bench/bench_huge.py --pathological 10M 50M 100M
 """
 
@@ -132,7 +132,8 @@ def train_row(tool: str, path: Path, vocab_size: int, threads: int | None) -> di
     r = bench_train.run_child_once(tool, path, vocab_size, threads, None)
     r["mb"] = path.stat().st_size / common.MB
     common.log(
-        f"  {r['seconds']:.1f} s, {r['mb'] / r['seconds']:.1f} MB/s, peak RSS {r['rss_mib']:.0f} MiB"
+        f"  {r['seconds']:.1f} s, {r['mb'] / r['seconds']:.1f} MB/s, peak RSS {r['rss_mib']:.0f} "
+        "MiB"
     )
     return r
 

@@ -19,8 +19,9 @@ and ``batch``, the text split on blank lines into documents and encoded in one
 ``RAYON_NUM_THREADS=1``). Ids must be equal (checked in the first round).
 Throughput is MB/s of UTF-8 input, the median of ``--repeat`` runs; peak RSS per child.
 
-    python bench/bench_pipeline.py                         # qwen + nfkc, enwiki code multilingual, 3 MB, 3 runs
-    python bench/bench_pipeline.py --pipeline roberta --mode batch --limit-mb 1 --repeat 1
+    python bench/bench_pipeline.py                         # qwen + nfkc, enwiki code multilingual,
+    3 MB, 3 runs python bench/bench_pipeline.py --pipeline roberta --mode batch --limit-mb 1
+    --repeat 1
 """
 
 from __future__ import annotations
@@ -48,7 +49,10 @@ from common import (  # noqa: E402
     thread_env,
 )
 
-QWEN2 = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+QWEN2 = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 BYTE_LEVEL = {
     "type": "ByteLevel",
     "add_prefix_space": False,
@@ -211,7 +215,8 @@ def measure(
             ]
             runs[tool].append(run_child(Path(__file__), child_args, env))
             log(
-                f"{pipeline} {corpus_label(corpus)} {mode} {tool}: {runs[tool][-1]['seconds']:.2f} s"
+                f"{pipeline} {corpus_label(corpus)} {mode} {tool}: {runs[tool][-1]['seconds']:.2f} "
+                "s"
             )
         if (
             round_ == 0

@@ -202,8 +202,9 @@ def run_one_config(
             res = run_child_once(tool, path, vocab_size, threads, dumps[tool] if r == 0 else None)
             runs[tool].append(res)
             common.log(
-                f"  {common.corpus_label(path)} vocab={vocab_size} round {r + 1}/{repeat} {tool:14s} "
-                f"{res['seconds']:7.2f} s  peak RSS {res['rss_mib']:7.1f} MiB  merges {res['merges']}"
+                f"  {common.corpus_label(path)} vocab={vocab_size} round {r + 1}/{repeat} "
+                f"{tool:14s} {res['seconds']:7.2f} s  peak RSS {res['rss_mib']:7.1f} MiB  merges "
+                f"{res['merges']}"
             )
     out: dict = {"runs": runs}
     if lines_check and "bytepair" in tools and len(tools) > 1:
@@ -211,7 +212,8 @@ def run_one_config(
         res = run_child_once("bytepair_lines", path, vocab_size, threads, dumps["bytepair_lines"])
         out["bytepair_lines"] = res
         common.log(
-            f"  {common.corpus_label(path)} vocab={vocab_size} bytepair_lines {res['seconds']:7.2f} s"
+            f"  {common.corpus_label(path)} vocab={vocab_size} bytepair_lines "
+            f"{res['seconds']:7.2f} s"
         )
     loaded = {t: json.loads(p.read_text()) for t, p in dumps.items()}
     out["comparisons"] = compare_merges(loaded)
@@ -373,8 +375,9 @@ def describe_diff_note(label: str, vocab_size: int, c: dict) -> list[str]:
             else f"our rank {d['theirs_rank_in_ours']}"
         )
         notes.append(
-            f"- {label} {vocab_size}, {c['ours']} vs {c['peer']}, first difference {what} at rank {d['rank']}: "
-            f"ours {d['ours']} (count {d['ours_count']}{tie}), theirs {d['theirs']} ({where})"
+            f"- {label} {vocab_size}, {c['ours']} vs {c['peer']}, first difference {what} at rank "
+            f"{d['rank']}: ours {d['ours']} (count {d['ours_count']}{tie}), theirs {d['theirs']} "
+            f"({where})"
         )
     return notes
 
@@ -495,8 +498,8 @@ def main(argv: list[str] | None = None) -> str:
     parts += [
         f"### Training: median of {args.repeat} runs, threads = {args.threads or 'all cores'}",
         common.markdown_table(TIME_HEADER, time_rows),
-        "Ratios > 1: bytepair is faster. RSS: peak resident memory of the child process (VmHWM, MiB), max over runs. "
-        f"bytepair build: {build}.",
+        "Ratios > 1: bytepair is faster. RSS: peak resident memory of the child process (VmHWM, "
+        f"MiB), max over runs. bytepair build: {build}.",
     ]
     if mrows:
         parts += [
@@ -521,8 +524,8 @@ def config_notes(label: str, vocab_size: int, result: dict) -> list[str]:
     if "bytepair_lines" in result:
         r = result["bytepair_lines"]
         notes.append(
-            f"- {label} {vocab_size}: bytepair on the file's lines (one run): {r['seconds']:.2f} s, "
-            f"peak RSS {r['rss_mib']:.0f} MiB"
+            f"- {label} {vocab_size}: bytepair on the file's lines (one run): {r['seconds']:.2f} "
+            f"s, peak RSS {r['rss_mib']:.0f} MiB"
         )
     for c in result["comparisons"]:
         if c["ours"] == "bytepair (file)" or c["peer"] == "bytepair (file)":

@@ -88,8 +88,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument(
         "--quick",
         action="store_true",
-        help="smoke test: one round, tinystories training at vocab 2000, 2 MB of each encoding corpus, "
-        "counting 16 MB (bench_count.py --quick)",
+        help="smoke test: one round, tinystories training at vocab 2000, 2 MB of each encoding "
+        "corpus, counting 16 MB (bench_count.py --quick)",
     )
     p.add_argument("--output", type=Path, help="also write the report (markdown) to this file")
     return p.parse_args()

@@ -85,7 +85,8 @@ JSON_KINDS = [("tokenizer.json", "hf"), ("vocab.json", "gpt2"), ("enc.tiktoken.j
 
 
 def seeds() -> list[bytes]:
-    """The seed corpus: each valid file under its raw kind, and a few payloads per structured kind."""
+    """The seed corpus: each valid file under its raw kind, and a few payloads per structured
+    kind."""
     out = [bytes([k]) + VALID[name] for k, (name, _) in enumerate(RAW_KINDS)]
     for k in range(len(JSON_KINDS)):
         out += [

@@ -43,7 +43,8 @@ def clean_text(data: bytes) -> str:
 
 def first_difference(got: list[str], want: list[str]) -> str:
     i = next((k for k, (g, w) in enumerate(zip(got, want)) if g != w), min(len(got), len(want)))
-    return f"pre-token {i}: bytepair {got[max(0, i - 2) : i + 3]!r} vs regex {want[max(0, i - 2) : i + 3]!r}"
+    near = slice(max(0, i - 2), i + 3)
+    return f"pre-token {i}: bytepair {got[near]!r} vs regex {want[near]!r}"
 
 
 def test_one_input(data: bytes) -> None:

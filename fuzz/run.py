@@ -149,9 +149,10 @@ def fuzz_target(name: str, seconds: int, workdir: Path, timeout: int) -> dict:
 
 def report(result: dict) -> None:
     print(
-        f"\n== {result['target']}{' (Rust coverage)' if result['native_coverage'] else ''}: {result['seconds']} s, {result['executions']:,} executions "
-        f"({result['exec_per_s']}/s), corpus {result['corpus']} inputs, "
-        f"{len(result['findings'])} findings ({len(result['new'])} new), {len(result['crashes'])} crashes/hangs"
+        f"\n== {result['target']}{' (Rust coverage)' if result['native_coverage'] else ''}: "
+        f"{result['seconds']} s, {result['executions']:,} executions ({result['exec_per_s']}/s), "
+        f"corpus {result['corpus']} inputs, {len(result['findings'])} findings "
+        f"({len(result['new'])} new), {len(result['crashes'])} crashes/hangs"
     )
     for sig, line in result["findings"].items():
         mark = "NEW " if sig in result["new"] else "    "

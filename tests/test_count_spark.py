@@ -1,10 +1,10 @@
 """The Spark engine (`bytepair.counts.engines.on_spark`): its artifacts equal the local engine's.
 
-One local SparkSession (conftest.spark_session, shared with the dataset
-tests), ``local[2,2]``: two task slots, and a failed task is tried twice (plain
-``local[2]`` never retries), so an injected failure is retried as on a cluster. Word counts, totals and training results
-are compared with the local engine (`bytepair.count(engine="local")`), which
-tests/test_wordcounts.py checks against single-process counting.
+One local SparkSession (conftest.spark_session, shared with the dataset tests), ``local[2,2]``: two
+task slots, and a failed task is tried twice (plain ``local[2]`` never retries), so an injected
+failure is retried as on a cluster. Word counts, totals and training results are compared with the
+local engine (`bytepair.count(engine="local")`), which tests/test_wordcounts.py checks against
+single-process counting.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ def spark(spark_session):
 
 @pytest.fixture(scope="module")
 def texts(corpus_text) -> dict[str, str]:
-    """Documents that stress chunk edges, CRLF, special tokens, an empty file; plus corpus slices."""
+    """Documents that stress chunk edges, CRLF, special tokens, an empty file; plus corpus
+    slices."""
     corpora = {
         f"{name}.txt": corpus_text(f"{name}.txt", 400_000, at)
         for name, at in (("enwiki", 0.0), ("code", 0.2), ("multilingual", 0.5))

@@ -157,8 +157,9 @@ def dying(task, *args, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)
     return record
 shards.encode_task = dying
-bytepair.encode_dataset(sys.argv[1], sys.argv[2], bytepair.get_encoding(sys.argv[3]), separator="<|endoftext|>",
-                        shard_size=20_000, task_bytes=64 << 10, progress=False)
+bytepair.encode_dataset(sys.argv[1], sys.argv[2], bytepair.get_encoding(sys.argv[3]),
+                        separator="<|endoftext|>", shard_size=20_000, task_bytes=64 << 10,
+                        progress=False)
 """
 
 

@@ -315,8 +315,8 @@ def test_permission_denied_names_the_file_and_keeps_the_old_one(tmp_path):
                 print(e.filename)
                 print(e)
             from bytepair.cli import main
-            sys.exit(main(["train", {str(target)!r}, "--format", "text", "--vocab-size", "257", "-o", {str(target)!r},
-                           "--quiet"]))
+            sys.exit(main(["train", {str(target)!r}, "--format", "text", "--vocab-size", "257",
+                           "-o", {str(target)!r}, "--quiet"]))
         """
         result = _run(code, wrapper=_without_write_permission())
     finally:

@@ -81,7 +81,8 @@ def test_rank_with_thousands_of_digits(tmp_path, tok):
     ids=["truncated", "corrupt-deflate-stream"],
 )
 def test_damaged_gzip_rank_file(tmp_path, tok, damage):
-    # was EOFError (truncated) or zlib.error (corrupt stream), from both from_tiktoken and load's detection
+    # was EOFError (truncated) or zlib.error (corrupt stream), from both from_tiktoken and load's
+    # detection
     plain = tmp_path / "enc.tiktoken"
     tok.save_tiktoken(plain)
     path = tmp_path / "enc.tiktoken.gz"
@@ -132,7 +133,8 @@ def test_lone_surrogate_special_token_in_sidecar(tmp_path, tok):
 
 
 def test_lone_surrogate_entry_in_vocab_json(tmp_path, tok):
-    # an entry that is not byte-level becomes a special token: it reached the core as a lone surrogate
+    # an entry that is not byte-level becomes a special token: it reached the core as a lone
+    # surrogate
     tok.save_gpt2(tmp_path)
     vocab = tmp_path / "vocab.json"
     vocab.write_text(vocab.read_text()[:-1] + ', "\\ud83d": 999}')

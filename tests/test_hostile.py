@@ -61,7 +61,8 @@ def test_a_zero_filled_file_counts_as_bounded_words_in_bounded_memory(tmp_path):
         words = counter.items()
         print(max(len(w) for w, _ in words), sum(len(w) * n for w, n in words))
         # VmHWM, not ru_maxrss: the latter survives exec and would report pytest's own peak.
-        print(next(int(l.split()[1]) // 1024 for l in open("/proc/self/status") if l.startswith("VmHWM")))
+        status = open("/proc/self/status").read().splitlines()
+        print(next(int(l.split()[1]) // 1024 for l in status if l.startswith("VmHWM")))
     """)
     assert result.returncode == 0, result.stderr[-2000:]
     (longest, total), (peak_mib,) = (map(int, line.split()) for line in result.stdout.splitlines())
@@ -377,7 +378,8 @@ def test_a_memory_budget_bounds_counting_of_all_distinct_words(tmp_path):
     code = f"""
         import re, warnings, bytepair
         def rss(key):
-            return int(re.search(key + r":\\s+(\\d+)", open("/proc/self/status").read()).group(1)) << 10
+            status = open("/proc/self/status").read()
+            return int(re.search(key + r":\\s+(\\d+)", status).group(1)) << 10
         base = rss("VmRSS")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

@@ -96,7 +96,8 @@ def test_cli_train_trace(tmp_path, capsys):
         main(["train", str(src), "--vocab-size", "259", "-o", str(out), "-q", "--trace", "3"]) == 0
     )
     lines = capsys.readouterr().out.splitlines()
-    # pre-tokens: hug, ' hug' x9, ' pug' x5, ' pun' x12, ' bun' x4, ' hugs' x5: ug (20) beats ' p' (17)
+    # pre-tokens: hug, ' hug' x9, ' pug' x5, ' pun' x12, ' bun' x4, ' hugs' x5: ug (20) beats ' p'
+    # (17)
     tok = bytepair.Tokenizer.load(out)
     assert len(lines) == 3
     for r, line in enumerate(lines):
@@ -263,8 +264,8 @@ def test_cli_stats_side_by_side(shakespeare_tok, corpus_text, tmp_path, capsys):
     big_tokens = rows[0]["tokenizers"][0]["tokens"]
     small_tokens = rows[0]["tokenizers"][1]["tokens"]
     assert (
-        out[0]
-        == f"{files[0]}: {len(texts[0].encode()):,} bytes, {len(texts[0]):,} chars, {len(texts[0].split()):,} words"
+        out[0] == f"{files[0]}: {len(texts[0].encode()):,} bytes, {len(texts[0]):,} chars, "
+        f"{len(texts[0].split()):,} words"
     )
     assert out[1].split() == [str(path), str(small_path)]
     assert out[2].split() == ["tokens", f"{big_tokens:,}", f"{small_tokens:,}"]

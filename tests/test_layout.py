@@ -151,7 +151,10 @@ def test_no_source_file_over_600_lines():
 
 
 def test_import_bytepair_imports_no_heavy_optional_package():
-    code = f"import sys, bytepair; print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))"
+    code = (
+        "import sys, bytepair; "
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout

@@ -31,7 +31,10 @@ from bytepair.inspection.show import (
     token_views,
 )
 
-SAMPLE = "First Citizen:\nBefore we proceed any further, hear me speak.<|endoftext|>Ünïcödé 日本語 😀\ttabs  and"
+SAMPLE = (
+    "First Citizen:\nBefore we proceed any further, hear me speak."
+    "<|endoftext|>Ünïcödé 日本語 😀\ttabs  and"
+)
 
 
 @pytest.fixture(scope="module")

@@ -400,7 +400,8 @@ def test_special_token_with_newline_in_a_file(tmp_path, stories):
     assert b"<sep>" not in b"".join(want.mergeable_ranks)
     code = (
         "import bytepair\n"
-        f"tok = bytepair.train({str(path)!r}, 256 + 50 + 1, special_tokens=[{special!r}], chunk_size=1000, progress=False)\n"
+        f"tok = bytepair.train({str(path)!r}, 256 + 50 + 1, special_tokens=[{special!r}], "
+        "chunk_size=1000, progress=False)\n"
         "print(repr(tok.merges))"
     )
     result = run_isolated(code)
@@ -413,7 +414,10 @@ def test_huge_chunk_size_does_not_abort(tmp_path):
     value must read the (small) file, or be refused, never abort the process."""
     path = tmp_path / "t.txt"
     path.write_text("hello world\n" * 10)
-    code = f"import bytepair\nprint(bytepair.train({str(path)!r}, 258, chunk_size=1 << 40, progress=False).merges)"
+    code = (
+        "import bytepair\n"
+        f"print(bytepair.train({str(path)!r}, 258, chunk_size=1 << 40, progress=False).merges)"
+    )
     result = run_isolated(code)
     assert result.returncode == 0 or "ValueError" in result.stderr, (
         f"aborted: {first_lines(result.stderr)}"

@@ -46,7 +46,8 @@ def rank_table(data: bytes) -> RankTable | None:
     it is not a valid BPE rank table."""
 
 def split_documents(block: bytes, separator: bytes, last: bool) -> tuple[bytes, bytes, int, int]:
-    """Documents of a block cut at `separator`: (data, n + 1 int64 offsets, n, start of the unfinished piece)."""
+    """Documents of a block cut at `separator`: (data, n + 1 int64 offsets, n, start of the
+    unfinished piece)."""
 
 def recover_merges(merged: list[bytes]) -> list[int | None]:
     """Tokens in rank order (no single bytes) -> byte length of the left part of each
@@ -67,10 +68,11 @@ class WordCounter:
         max_memory: int | None = None,
         pipeline: PipelineSpec | None = None,
     ) -> None:
-        """Pre-tokens longer than max_word_bytes (>= 4) count as several words of at most that many bytes;
-        max_memory (bytes) bounds the counts, dropping the rarest words past it (lossy counting);
-        pipeline: count the pieces of this tokenizer.json pipeline (normalized, pre-tokenized as
-        encoding does, its added-token rules on the special tokens) instead of the pattern's."""
+        """Pre-tokens longer than max_word_bytes (>= 4) count as several words of at most that many
+        bytes; max_memory (bytes) bounds the counts, dropping the rarest words past it (lossy
+        counting); pipeline: count the pieces of this tokenizer.json pipeline (normalized,
+        pre-tokenized as encoding does, its added-token rules on the special tokens) instead of the
+        pattern's."""
     @property
     def pruned(self) -> tuple[int, int, int]:
         """What max_memory dropped: (distinct words, pre-tokens, highest minimum count applied)."""
@@ -99,18 +101,21 @@ class WordCounter:
         replace_errors: bool = False,
         progress: Callable[[int], object] | None = None,
     ) -> None:
-        """Count documents in Arrow large_string layout: data back to back, offsets n + 1 LE int64."""
+        """Count documents in Arrow large_string layout: data back to back, offsets n + 1 LE
+        int64."""
     def add_columns(self, data: bytes, offsets: bytes, counts: bytes, unique: bool = True) -> None:
         """Add one word-counts part's rows (Arrow large_binary words, n LE int64 counts)."""
     def to_buckets(self, parts: int) -> list[tuple[bytes, bytes, bytes]]:
-        """The counts in `parts` buckets by stable word hash: sorted (data, offsets, counts) each."""
+        """The counts in `parts` buckets by stable word hash: sorted (data, offsets, counts)
+        each."""
     def add_counts(self, items: list[tuple[bytes, int]]) -> None: ...
     def __len__(self) -> int: ...
     def total(self) -> int: ...
     def items(self) -> list[tuple[bytes, int]]:
         """(word, count) sorted by count descending, then bytes."""
     def add_scaled(self, other: WordCounter, weight: float) -> None:
-        """Add other's counts times weight (exact for integers, else rounded half away from zero); empties other."""
+        """Add other's counts times weight (exact for integers, else rounded half away from zero);
+        empties other."""
     def chars_after_last_cut(self, text: str) -> int | None:
         """Characters of text after its last safe cut for counting, or None."""
     def train(
@@ -157,7 +162,8 @@ class CoreBPE:
     def encode_with_dropout(
         self, text: str, allowed: list[str], disallowed: list[str], dropout: float, seed: int
     ) -> list[int]:
-        """BPE-dropout: each candidate merge skipped with probability dropout in [0, 1); seed in [0, 2**64)."""
+        """BPE-dropout: each candidate merge skipped with probability dropout in [0, 1); seed in [0,
+        2**64)."""
     def encode_to_numpy(
         self, text: str, allowed: list[str], disallowed: list[str], num_threads: int | None = 1
     ) -> "numpy.ndarray":
@@ -173,7 +179,8 @@ class CoreBPE:
         num_threads: int | None = None,
         callback: Callable[[int], None] | None = None,
     ) -> tuple[int, int]:
-        """Encode a UTF-8 file into an open file as little-endian ids of `itemsize` bytes; (ids, bytes read)."""
+        """Encode a UTF-8 file into an open file as little-endian ids of `itemsize` bytes; (ids,
+        bytes read)."""
     def encode_batch(
         self,
         texts: list[str],

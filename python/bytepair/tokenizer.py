@@ -69,11 +69,11 @@ class Tokenizer(VocabHolder, TokenizerHelpers, TokenizerFiles):
 
     Raises:
         ValueError: a merge whose parts or result are not in the vocab, two
-            merges with one result or a merge that is not what BPE with the
-            merges before it makes of its bytes (the loaders' rules, so that
-            every Tokenizer saves to files that load), a duplicate id (two special tokens, or a special token and a vocab
-            entry with other bytes), an empty special token, a lone surrogate in
-            a special token or the pattern, or a pattern that does not compile.
+            merges with one result or a merge that is not what BPE with the merges before it makes
+            of its bytes (the loaders' rules, so that every Tokenizer saves to files that load), a
+            duplicate id (two special tokens, or a special token and a vocab entry with other
+            bytes), an empty special token, a lone surrogate in a special token or the pattern, or a
+            pattern that does not compile.
 
     >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"hi"}, [(b"h", b"i")])
     >>> tok.encode("hi hi")

@@ -109,7 +109,8 @@ def _check_max_memory(max_memory: int | None) -> int | None:
         or max_memory < MIN_MAX_MEMORY
     ):
         raise ValueError(
-            f"max_memory={max_memory!r} must be None or a number of bytes of at least {MIN_MAX_MEMORY:,} (64 MiB)"
+            f"max_memory={max_memory!r} must be None or a number of bytes of at least "
+            f"{MIN_MAX_MEMORY:,} (64 MiB)"
         )
     return int(max_memory)
 
@@ -120,9 +121,10 @@ def _note_pruning(counter: _core.WordCounter, stats: TrainingStats, max_memory: 
     if stats.pruned_words:
         share = stats.pruned_pre_tokens / max(stats.pruned_pre_tokens + counter.total(), 1)
         warnings.warn(
-            f"to stay within max_memory={max_memory:,} bytes, counting dropped {stats.pruned_words:,} distinct "
-            f"words seen fewer than {stats.pruned_min_count} times ({stats.pruned_pre_tokens:,} pre-tokens, "
-            f"{share:.2%} of all); the counts, and so the merges, are approximate",
+            f"to stay within max_memory={max_memory:,} bytes, counting dropped "
+            f"{stats.pruned_words:,} distinct words seen fewer than {stats.pruned_min_count} times "
+            f"({stats.pruned_pre_tokens:,} pre-tokens, {share:.2%} of all); the counts, and so the "
+            "merges, are approximate",
             stacklevel=3,
         )
 
@@ -219,8 +221,8 @@ def _warn_stopped(stop: str, plan: TrainPlan, vocab_size: int) -> None:
             f" within max_token_length={plan.max_token_length}" if plan.max_token_length else ""
         )
     warnings.warn(
-        f"{why} after {vocab_size - (plan.vocab_size - plan.num_merges)} merges: the vocabulary has "
-        f"{vocab_size} ids, fewer than the {plan.vocab_size} asked for",
+        f"{why} after {vocab_size - (plan.vocab_size - plan.num_merges)} merges: the vocabulary "
+        f"has {vocab_size} ids, fewer than the {plan.vocab_size} asked for",
         stacklevel=4,
     )
 
@@ -401,7 +403,8 @@ def _count_inputs(
             continue
         for path in run:
             at = bar.n
-            # Decompressed bytes are not file bytes: a compressed file moves the bar once, when done.
+            # Decompressed bytes are not file bytes: a compressed file moves the bar once, when
+            # done.
             on_bytes = None if compression_of(path) else (lambda n: bar.update_to(at + n))
             done += count_file(
                 counter, path, spec, num_threads=num_threads, on_bytes=on_bytes
@@ -465,7 +468,8 @@ def train_from_iterator(
     >>> import bytepair
     >>> bytepair.train_from_iterator(["low lower", "newest widest"], 257, progress=False).merges
     [(b'w', b'e')]
-    >>> bytepair.train_from_iterator([["low lower"], ["newest", "widest"]], 257, progress=False).merges
+    >>> batches = [["low lower"], ["newest", "widest"]]
+    >>> bytepair.train_from_iterator(batches, 257, progress=False).merges
     [(b'w', b'e')]
     """
     plan = plan_training(
@@ -521,7 +525,8 @@ def _documents(texts: "Iterable[str] | Iterable[Sequence[str]]") -> Iterator[str
             for text in item:
                 if not isinstance(text, str):
                     raise TypeError(
-                        f"texts must yield str or lists of str, got a batch holding {type(text).__name__}"
+                        "texts must yield str or lists of str, got a batch holding "
+                        f"{type(text).__name__}"
                     )
                 yield text
 
@@ -613,7 +618,8 @@ def train_from_counts(
     if total_bytes >= 1 << 64:
         # Every pair count and token total is at most this sum, so below it u64 is exact.
         raise OverflowError(
-            f"the counts add up to {total_bytes} bytes of text, beyond 2**64: pair counts would overflow u64"
+            f"the counts add up to {total_bytes} bytes of text, beyond 2**64: pair counts would "
+            "overflow u64"
         )
     counter = plan.new_counter()
     counter.add_counts(items)
@@ -636,10 +642,10 @@ def _train_from_artifact(
     base = options["base"]
     if base is not None and base.pipeline is not None:
         raise ValueError(
-            f"{counts.path}: counted with pattern {counts.pattern_name or counts.pattern!r}, not through the base "
-            f"tokenizer's tokenizer.json pipeline ({base.pipeline.describe()}): its words are not the base's "
-            "pre-tokens. Train on the text with base= (train, train_from_iterator), or pass the pipeline's "
-            "word counts as a mapping"
+            f"{counts.path}: counted with pattern {counts.pattern_name or counts.pattern!r}, not "
+            f"through the base tokenizer's tokenizer.json pipeline ({base.pipeline.describe()}): "
+            "its words are not the base's pre-tokens. Train on the text with base= (train, "
+            "train_from_iterator), or pass the pipeline's word counts as a mapping"
         )
     wanted = pattern if pattern is not None else base.pattern if base is not None else None
     if wanted is not None and _core.resolve_pattern(wanted) != counts.pattern:

@@ -78,7 +78,8 @@ class TrainPlan:
 
     @property
     def pipeline(self) -> "HFPipeline | None":
-        """The base's tokenizer.json pipeline, which counting and the result keep (None: the pattern)."""
+        """The base's tokenizer.json pipeline, which counting and the result keep (None: the
+        pattern)."""
         return None if self.base is None else self.base.pipeline
 
     def new_counter(self, max_memory: int | None = None) -> _core.WordCounter:
@@ -113,7 +114,8 @@ def plan_training(
     _check_limits(min_frequency, max_token_length)
     if base is not None and not isinstance(base, Tokenizer):
         raise TypeError(
-            f"base must be a bytepair.Tokenizer (Tokenizer.load, bytepair.get_encoding), not {type(base).__name__}"
+            "base must be a bytepair.Tokenizer (Tokenizer.load, bytepair.get_encoding), not "
+            f"{type(base).__name__}"
         )
     if (
         base is not None
@@ -121,7 +123,8 @@ def plan_training(
         and _core.resolve_pattern(pattern) != base.pattern_regex
     ):
         raise ValueError(
-            f"pattern={pattern!r} differs from the base tokenizer's: an extension keeps the base's pattern"
+            f"pattern={pattern!r} differs from the base tokenizer's: an extension keeps the base's "
+            "pattern"
         )
     names, fixed = _given_specials(special_tokens, base)
     if (
@@ -188,7 +191,8 @@ def _given_specials(
             and fixed.get(t, base.special_tokens[t]) != base.special_tokens[t]
         ):
             raise ValueError(
-                f"special token {t!r} has id {base.special_tokens[t]} in the base tokenizer, not {fixed[t]}"
+                f"special token {t!r} has id {base.special_tokens[t]} in the base tokenizer, not "
+                f"{fixed[t]}"
             )
     new = tuple(t for t in names if t not in base.special_tokens)
     return new, {t: i for t, i in fixed.items() if t in new}
@@ -204,7 +208,8 @@ def _check_fixed_ids(plan: TrainPlan) -> None:
         if i not in block:
             raise ValueError(
                 f"special token {t!r} has id {i}, outside the ids of the special tokens, "
-                f"{block.start}..{block.stop - 1} (after the {plan.num_merges:,} merges that vocab_size={plan.vocab_size:,} leaves)"
+                f"{block.start}..{block.stop - 1} (after the {plan.num_merges:,} merges that "
+                f"vocab_size={plan.vocab_size:,} leaves)"
             )
         if i in owner:
             raise ValueError(f"special tokens {owner[i]!r} and {t!r} both have id {i}")

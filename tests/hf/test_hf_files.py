@@ -387,7 +387,8 @@ BYTE_LEVEL = {
             "possessive interval",
         ),
         (lambda d: d.update(pre_tokenizer={"type": "Metaspace"}), "pre_tokenizer 'Metaspace'"),
-        # Supported components in unsupported places or forms (tests/test_pipeline.py has the supported ones).
+        # Supported components in unsupported places or forms (tests/test_pipeline.py has the
+        # supported ones).
         (
             lambda d: d["pre_tokenizer"]["pretokenizers"][0].update(behavior="Bogus"),
             "pretokenizers[0].behavior 'Bogus'",
@@ -431,7 +432,8 @@ def test_hf_supported_variants_load(tmp_path, good_doc):
     (tmp_path / "c.json").write_text(json.dumps(good_doc), encoding="utf-8")
     loaded = bytepair.Tokenizer.load(tmp_path / "c.json")
     assert loaded.pattern == "gpt2"
-    # HF's engine splits that spelling as our gpt2 preset does (whitespace runs, line ends, text end).
+    # HF's engine splits that spelling as our gpt2 preset does (whitespace runs, line ends, text
+    # end).
     tokenizers = pytest.importorskip("tokenizers")
     hf = tokenizers.Tokenizer.from_file(str(tmp_path / "c.json"))
     text = read_slice("enwik8_head.txt", 1_500_000, 100_000) + " x  \n\n y \t\n  \r\n 12345 it's  "

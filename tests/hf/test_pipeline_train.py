@@ -248,7 +248,8 @@ def test_train_on_files_and_cli_equal_train_from_iterator(family, tmp_path, corp
             progress=False,
         )
         assert got == want, chunk_size
-    # The other readers: a JSON Lines record, a compressed text cut in Python where the counter allows.
+    # The other readers: a JSON Lines record, a compressed text cut in Python where the counter
+    # allows.
     (tmp_path / "t.jsonl").write_text(json.dumps({"text": text}) + "\n", encoding="utf-8")
     (tmp_path / "t.txt.gz").write_bytes(gzip.compress(text.encode()))
     for name in ("t.jsonl", "t.txt.gz"):
@@ -288,7 +289,8 @@ def test_train_from_counts_takes_pipeline_words_and_refuses_pattern_artifacts(tm
     )
     with pytest.raises(
         ValueError,
-        match=r"counts: counted with pattern .* not through the base tokenizer's tokenizer.json pipeline",
+        match=r"counts: counted with pattern .* not through the base tokenizer's tokenizer.json "
+        r"pipeline",
     ):
         bytepair.train_from_counts(counts, base.vocab_size + 2, base=base)
 

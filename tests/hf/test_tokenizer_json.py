@@ -329,8 +329,8 @@ def test_hf_parity_with_backslash_w_pattern(tmp_path):
     strict=True,
     reason=(
         "DISCREPANCY (decode only): HF tokenizers runs added tokens through the ByteLevel decoder, "
-        "so a special token with non-ASCII text decodes wrongly: special '<|é|>' (id 256 over the 256 "
-        "bytes): HF decode([256]) gives '<|\ufffd|>', ours '<|é|>'. Encoding agrees ([256])."
+        "so a special token with non-ASCII text decodes wrongly: special '<|é|>' (id 256 over the "
+        "256 bytes): HF decode([256]) gives '<|\ufffd|>', ours '<|é|>'. Encoding agrees ([256])."
     ),
 )
 def test_hf_decodes_non_ascii_special_token(tmp_path):

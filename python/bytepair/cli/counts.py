@@ -147,7 +147,8 @@ def register_count(sub: "argparse._SubParsersAction") -> None:
         "--ray-address",
         default=None,
         metavar="ADDR",
-        help="Ray cluster to join (auto, ray://host:10001); default: the running one or a new local one",
+        help="Ray cluster to join (auto, ray://host:10001); default: the running one or a new "
+        "local one",
     )
     c.add_argument("-q", "--quiet", action="store_true", help="no progress bars, no summary")
     c.set_defaults(run=cmd_count)

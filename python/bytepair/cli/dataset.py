@@ -132,11 +132,14 @@ def format_shards(ds: TokenShards) -> str:
             f"{ds.path}: token shards ({m['layout']} layout, bytepair {m['bytepair_version']})",
             f"  tokenizer       sha256 {m['tokenizer_sha256'][:16]}...",
             f"  dtype           {m['dtype']} (little-endian), eot {m['eot']}",
-            f"  input           {m['input']['files']} files, {m['input']['format']}, {m['bytes']:,} bytes",
+            f"  input           {m['input']['files']} files, {m['input']['format']}, "
+            f"{m['bytes']:,} bytes",
             f"  documents       {m['documents']:,}",
-            f"  tokens          {m['tokens']:,} ({m['bytes'] / max(m['tokens'], 1):.3f} bytes/token)",
-            f"  shards          {len(sizes)} of {min(sizes, default=0):,}-{max(sizes, default=0):,} tokens"
-            f" (target {m['shard_size']:,})",
+            f"  tokens          {m['tokens']:,} ({m['bytes'] / max(m['tokens'], 1):.3f} "
+            "bytes/token)",
+            f"  shards          {len(sizes)} of "
+            f"{min(sizes, default=0):,}-{max(sizes, default=0):,} tokens (target "
+            f"{m['shard_size']:,})",
         ]
     )
 
@@ -154,28 +157,31 @@ def cmd_shards_inspect(args: argparse.Namespace) -> int:
 def add_dataset_flags(e: argparse.ArgumentParser) -> None:
     """The flags `bytepair encode` takes for a dataset."""
     g = e.add_argument_group(
-        "datasets (several INPUTs, a folder or glob, -o an existing folder or ending in /, or any flag below: "
-        "writes a folder of token shards and _manifest.json, resumable)"
+        "datasets (several INPUTs, a folder or glob, -o an existing folder or ending in /, or any "
+        "flag below: writes a folder of token shards and _manifest.json, resumable)"
     )
     g.add_argument(
         "--shard-size",
         type=byte_size,
         default=None,
         metavar="N",
-        help=f"tokens per shard, e.g. 100M (default {DEFAULT_SHARD_SIZE:,}; K/M/G are powers of 1024)",
+        help=f"tokens per shard, e.g. 100M (default {DEFAULT_SHARD_SIZE:,}; K/M/G are powers of "
+        "1024)",
     )
     g.add_argument(
         "--format",
         dest="layout",
         choices=LAYOUTS,
         default=None,
-        help="shards: ids + offsets.npy per shard (default); megatron: Megatron-LM .bin/.idx per shard",
+        help="shards: ids + offsets.npy per shard (default); megatron: Megatron-LM .bin/.idx per "
+        "shard",
     )
     g.add_argument(
         "--input-format",
         choices=FORMATS,
         default=None,
-        help="default: each file's from its extension (.jsonl, .parquet, before .gz/.bz2/.xz/.zst), else text",
+        help="default: each file's from its extension (.jsonl, .parquet, before "
+        ".gz/.bz2/.xz/.zst), else text",
     )
     g.add_argument(
         "--field", default=None, metavar="KEY", help="JSON Lines key with the text (default: text)"

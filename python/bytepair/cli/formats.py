@@ -32,8 +32,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(
         f"format          {_FORMAT_NAMES[d['format']]} ({d['format']})\n"
         f"files           {printable(', '.join(d['files']))}\n"
-        f"vocab size      {d['vocab_size']:,} ({d['vocab_size'] - n_special:,} tokens + {n_special} special; "
-        f"largest id {d['max_id']:,})\n"
+        f"vocab size      {d['vocab_size']:,} ({d['vocab_size'] - n_special:,} tokens + "
+        f"{n_special} special; largest id {d['max_id']:,})\n"
         f"merges          {d['merges']:,}\n"
         f"special tokens  {specials}\n"
         f"pattern         {pattern}"
@@ -72,12 +72,14 @@ def register_commands(sub: "argparse._SubParsersAction") -> None:
         "input",
         type=input_path,
         metavar="IN",
-        help="tokenizer.json, tekken.json, vocab.json or merges.txt, .tiktoken[.gz], or a directory; - for stdin",
+        help="tokenizer.json, tekken.json, vocab.json or merges.txt, .tiktoken[.gz], or a "
+        "directory; - for stdin",
     )
     c.add_argument(
         "output",
         metavar="OUT",
-        help="X.json (hf), X_tekken.json (tekken), X.tiktoken (+ X.tiktoken.json), DIR/ (gpt2), or - (tokenizer.json to stdout)",
+        help="X.json (hf), X_tekken.json (tekken), X.tiktoken (+ X.tiktoken.json), DIR/ (gpt2), or "
+        "- (tokenizer.json to stdout)",
     )
     c.add_argument(
         "--to", choices=FORMATS, default=None, help="output format (default: from OUT's name)"

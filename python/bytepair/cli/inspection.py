@@ -232,7 +232,8 @@ def cmd_curve(args: argparse.Namespace) -> int:
     for p in points:
         s = p.stats
         print(
-            f"{p.vocab_size:>8} {p.merges:>8} {s.tokens:>12,} {s.bytes_per_token:>12.3f} {s.chars_per_token:>12.3f}"
+            f"{p.vocab_size:>8} {p.merges:>8} {s.tokens:>12,} {s.bytes_per_token:>12.3f} "
+            f"{s.chars_per_token:>12.3f}"
         )
     print(f"wrote {args.output} and {csv_path}", file=sys.stderr)
     return 0

@@ -116,7 +116,8 @@ def _training_options(args: argparse.Namespace) -> dict:
 
 
 def _load_base(name: str | None) -> Tokenizer | None:
-    """--base: a tokenizer file or folder (Tokenizer.load), else an encoding name (bytepair.get_encoding)."""
+    """--base: a tokenizer file or folder (Tokenizer.load), else an encoding name
+    (bytepair.get_encoding)."""
     if name is None:
         return None
     if os.path.exists(name):
@@ -215,8 +216,10 @@ def _report_training(args: argparse.Namespace, tok, source: str, start: float) -
         f"  input          {_fmt_bytes(s.input_bytes)} in {source}\n{sources}"
         f"  pre-tokens     {s.pre_tokens:,} ({s.distinct_words:,} distinct words)\n{pruned}"
         f"  merges         {s.merges:,} learned{stop.get(s.stop_reason, '')}\n"
-        f"  vocab size     {tok.vocab_size:,} ({held} + {s.merges:,} merges + {new_specials} special)\n"
-        f"  time           {total:.2f} s (counting {s.count_seconds:.2f} s, merging {s.merge_seconds:.2f} s)\n"
+        f"  vocab size     {tok.vocab_size:,} ({held} + {s.merges:,} merges + {new_specials} "
+        "special)\n"
+        f"  time           {total:.2f} s (counting {s.count_seconds:.2f} s, merging "
+        f"{s.merge_seconds:.2f} s)\n"
         f"  peak memory    {peak_rss_mb():.0f} MiB\n"
         f"  bytes/token    {bpt:.3f} on the training text ({s.tokens:,} tokens)",
         file=sys.stderr if args.output == "-" else sys.stdout,
@@ -278,7 +281,9 @@ def cmd_encode(args: argparse.Namespace) -> int:
                         args.threads,
                         on_read,
                     )
-                else:  # a pipe, BPE-dropout or a tokenizer.json pipeline: Python reads, one block at a time
+                else:
+                    # A pipe, BPE-dropout or a tokenizer.json pipeline: Python reads the text
+                    # one block at a time.
                     if args.dropout:
                         policy |= {"dropout": args.dropout, "seed": args.seed}
                     for ids in tok.encode_blocks(
@@ -303,7 +308,8 @@ def cmd_encode(args: argparse.Namespace) -> int:
     where = "stdout" if args.output == "-" else args.output
     message(
         args,
-        f"wrote {where}: {count:,} tokens ({np.dtype(dtype).name}), {read / max(count, 1):.3f} bytes/token",
+        f"wrote {where}: {count:,} tokens ({np.dtype(dtype).name}), {read / max(count, 1):.3f} "
+        "bytes/token",
     )
     return 0
 
@@ -345,7 +351,8 @@ def _reword_disallowed_special(error: ValueError, path: str, read: int) -> None:
     if match is None:
         return
     raise ValueError(
-        f"{path}: the text holds the special-token string {match.group(1)} (in the first {read:,} bytes); {hint}"
+        f"{path}: the text holds the special-token string {match.group(1)} (in the first {read:,} "
+        f"bytes); {hint}"
     ) from None
 
 
@@ -397,8 +404,8 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="*",
         type=input_path,
         metavar="INPUT",
-        help="files (text, .jsonl, .parquet; .gz/.bz2/.xz/.zst too), folders, globs or fsspec URLs; "
-        "- for stdin (default: Python's stdlib sources)",
+        help="files (text, .jsonl, .parquet; .gz/.bz2/.xz/.zst too), folders, globs or fsspec "
+        "URLs; - for stdin (default: Python's stdlib sources)",
     )
     t.add_argument(
         "--vocab-size",
@@ -433,8 +440,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--base",
         default=None,
         metavar="FILE|NAME",
-        help="extend this tokenizer (a file bytepair loads, or gpt2, cl100k_base...): keep its ids, "
-        "merges, special tokens and pattern; learn --vocab-size minus its ids new merges",
+        help="extend this tokenizer (a file bytepair loads, or gpt2, cl100k_base...): keep its "
+        "ids, merges, special tokens and pattern; learn --vocab-size minus its ids new merges",
     )
     t.add_argument(
         "--min-frequency",
@@ -494,8 +501,8 @@ def build_parser() -> argparse.ArgumentParser:
         "encode",
         help="encode a text file to a .npy array of ids, or a corpus to token shards",
         description="One FILE -> a .npy of ids (uint16 if the vocabulary fits, else uint32). "
-        "Several INPUTs, a folder or glob, -o an existing folder or ending in /, or any dataset flag -> "
-        "a dataset folder OUT_DIR of token shards (bytepair shards inspect OUT_DIR).",
+        "Several INPUTs, a folder or glob, -o an existing folder or ending in /, or any dataset "
+        "flag -> a dataset folder OUT_DIR of token shards (bytepair shards inspect OUT_DIR).",
     )
     e.add_argument(
         "inputs",
@@ -516,8 +523,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--special",
         choices=("raise", "allow", "text"),
         default=None,
-        help="special-token strings in the text: fail (default for one FILE, as tiktoken's encode), "
-        "emit their ids, or encode them as text (always, for a dataset)",
+        help="special-token strings in the text: fail (default for one FILE, as tiktoken's "
+        "encode), emit their ids, or encode them as text (always, for a dataset)",
     )
     e.add_argument(
         "--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8"

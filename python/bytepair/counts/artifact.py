@@ -249,7 +249,8 @@ class WordCounts:
         """
         if (self.pattern, self.special_tokens) != (other.pattern, other.special_tokens):
             raise ValueError(
-                f"cannot merge {self.path} and {other.path}: counted with different patterns or special tokens"
+                f"cannot merge {self.path} and {other.path}: counted with different patterns or "
+                "special tokens"
             )
         parts = parts or max(len(self.manifest["parts"]), len(other.manifest["parts"]))
         staging = staging_dir(os.fspath(out))

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from bytepair import _core
 
 FORMATS = ("text", "jsonl", "parquet")
-MANIFEST = "_manifest.json"  # a folder holding one is an output (word counts, token shards), never an input
+# A folder holding one is an output (word counts, token shards), never an input
+MANIFEST = "_manifest.json"
 _EXTENSIONS = {
     ".txt": "text",
     ".jsonl": "jsonl",

@@ -28,7 +28,9 @@ class TokenShards:
     >>> import bytepair, pathlib, tempfile
     >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "a.txt").write_text("hi<|endoftext|>ho")
     >>> tok = bytepair.Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"])
-    >>> ds = bytepair.encode_dataset(d / "a.txt", d / "out", tok, separator="<|endoftext|>", progress=False)
+    >>> ds = bytepair.encode_dataset(
+    ...     d / "a.txt", d / "out", tok, separator="<|endoftext|>", progress=False
+    ... )
     >>> len(ds), ds[1].tolist(), ds.manifest["tokens"]
     (2, [104, 111, 256], 6)
     """
@@ -75,7 +77,10 @@ class TokenShards:
 
     def __repr__(self) -> str:
         m = self.manifest
-        return f"TokenShards({self.path!r}: {m['documents']:,} documents, {m['tokens']:,} tokens, {len(m['shards'])} shards)"
+        return (
+            f"TokenShards({self.path!r}: {m['documents']:,} documents, {m['tokens']:,} tokens, "
+            f"{len(m['shards'])} shards)"
+        )
 
     def __len__(self) -> int:
         return int(self.manifest["documents"])

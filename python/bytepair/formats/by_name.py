@@ -81,10 +81,10 @@ def encoding_file(name: str) -> Path:
             return path
     cache = _tiktoken_cache()
     raise FileNotFoundError(
-        f"encoding {name!r}: no {ranks_name}.tiktoken on this machine (bytepair downloads nothing). "
-        f"Put {_URL.format(ranks_name)} as {ranks_name}.tiktoken in a folder and set BYTEPAIR_ENCODINGS "
-        f"to it{f', or let tiktoken cache it in {cache}' if cache else ''}, or pip install bpe-openai "
-        "(ships cl100k_base and o200k_base)"
+        f"encoding {name!r}: no {ranks_name}.tiktoken on this machine (bytepair downloads "
+        f"nothing). Put {_URL.format(ranks_name)} as {ranks_name}.tiktoken in a folder and set "
+        f"BYTEPAIR_ENCODINGS to it{f', or let tiktoken cache it in {cache}' if cache else ''}, or "
+        "pip install bpe-openai (ships cl100k_base and o200k_base)"
     )
 
 

@@ -144,7 +144,8 @@ def detect_format(path: str | os.PathLike) -> tuple[str, dict[str, Any]]:
         if len(ranks) == 1:
             return "tiktoken", {"path": os.path.join(path, ranks[0])}
         raise ValueError(
-            f"{path}: a directory without tokenizer.json, vocab.json + merges.txt, or a single .tiktoken file"
+            f"{path}: a directory without tokenizer.json, vocab.json + merges.txt, or a single "
+            ".tiktoken file"
         )
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file or directory")
@@ -168,7 +169,8 @@ def detect_format(path: str | os.PathLike) -> tuple[str, dict[str, Any]]:
         if isinstance(doc, dict) and "pat_str" in doc and path.endswith(SIDECAR_SUFFIX):
             return "tiktoken", {"path": path.removesuffix(SIDECAR_SUFFIX)}
         raise ValueError(
-            f"{path}: JSON, but no 'model' object (not a tokenizer.json) and not a vocab.json (token -> id)"
+            f"{path}: JSON, but no 'model' object (not a tokenizer.json) and not a vocab.json "
+            "(token -> id)"
         )
     if looks_like_rank_file(head):
         return "tiktoken", {"path": path}
@@ -181,8 +183,8 @@ def detect_format(path: str | os.PathLike) -> tuple[str, dict[str, Any]]:
             )
         return "gpt2", {"vocab": vocab, "merges": path}
     raise ValueError(
-        f"{path}: cannot tell the format (expected a HuggingFace tokenizer.json, GPT-2 vocab.json + merges.txt, "
-        "or a tiktoken rank file of 'base64 rank' lines)"
+        f"{path}: cannot tell the format (expected a HuggingFace tokenizer.json, GPT-2 vocab.json "
+        "+ merges.txt, or a tiktoken rank file of 'base64 rank' lines)"
     )
 
 
@@ -221,13 +223,15 @@ def _load_detected(
     if kind == "hf":
         if pattern is not None or special_tokens is not None:
             raise ValueError(
-                f"{parts['path']}: a tokenizer.json holds its pattern and special tokens; do not pass them"
+                f"{parts['path']}: a tokenizer.json holds its pattern and special tokens; do not "
+                "pass them"
             )
         return from_hf_json(parts["doc"], source=parts["path"])
     if kind == "tekken":
         if pattern is not None or special_tokens is not None:
             raise ValueError(
-                f"{parts['path']}: a tekken.json holds its pattern and special tokens; do not pass them"
+                f"{parts['path']}: a tekken.json holds its pattern and special tokens; do not pass "
+                "them"
             )
         return from_tekken(parts["doc"], source=parts["path"])
     if kind == "gpt2":
@@ -239,7 +243,8 @@ def _load_detected(
 
 def infer_target(out: str) -> str:
     """The format to write to `out`, from its name: ``.tiktoken`` -> tiktoken,
-    ``.json`` with ``tekken`` in the name -> tekken, other ``.json`` -> hf, an existing directory or a path ending in a separator -> gpt2.
+    ``.json`` with ``tekken`` in the name -> tekken, other ``.json`` -> hf, an existing directory or
+    a path ending in a separator -> gpt2.
 
     Raises:
         ValueError: none of these; pass ``to=`` / ``--to``.
@@ -261,7 +266,8 @@ def infer_target(out: str) -> str:
 
 
 def save_as(tok: "Tokenizer", out: str | os.PathLike, to: str) -> list[str]:
-    """Write `tok` to `out` in format `to` (``hf``, ``tiktoken``, ``gpt2``, ``tekken``); the files written."""
+    """Write `tok` to `out` in format `to` (``hf``, ``tiktoken``, ``gpt2``, ``tekken``); the files
+    written."""
     out = os.fspath(out)
     if to == "hf":
         tok.save(out)

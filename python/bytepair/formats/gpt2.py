@@ -174,9 +174,10 @@ def _check_pair_belongs_together(
     if len(odd) > _unreachable_limit(entries):
         example = min(odd, key=lambda s: unreachable[s])
         raise ValueError(
-            f"{vocab_src}: {len(odd):,} of {entries:,} entries are made by no merge of {merges_src} "
-            f"(the first: {example!r}, id {unreachable[example]}): the two files do not belong together, "
-            "or merges.txt is cut short; name real special tokens with special_tokens"
+            f"{vocab_src}: {len(odd):,} of {entries:,} entries are made by no merge of "
+            f"{merges_src} (the first: {example!r}, id {unreachable[example]}): the two files do "
+            "not belong together, or merges.txt is cut short; name real special tokens with "
+            "special_tokens"
         )
 
 
@@ -211,12 +212,13 @@ def save_gpt2(tok: "Tokenizer", directory: str | os.PathLike) -> tuple[str, str]
     for t, i in tok.special_tokens.items():
         if t in entries:
             raise ValueError(
-                f"vocab.json: special token {t!r} (id {i}) is spelled like the token with id {entries[t]}"
+                f"vocab.json: special token {t!r} (id {i}) is spelled like the token with id "
+                f"{entries[t]}"
             )
         if is_byte_level(t) and str_to_token(t) in made:
             raise ValueError(
-                f"vocab.json: special token {t!r} reads as {str_to_token(t)!r}, which a merge makes; "
-                "GPT-2 files would load it as an ordinary token"
+                f"vocab.json: special token {t!r} reads as {str_to_token(t)!r}, which a merge "
+                "makes; GPT-2 files would load it as an ordinary token"
             )
         entries[t] = i
     vocab_path = os.path.join(directory, VOCAB_NAME)

@@ -124,8 +124,8 @@ def to_hf_json(tok: "Tokenizer") -> str:
     for t, i in added:
         if got[t] != i:
             warnings.warn(
-                f"tokenizer.json: special token {t!r} (id {i}) is spelled like the vocabulary token with id "
-                f"{model_vocab[t]}; HuggingFace will give it id {got[t]}",
+                f"tokenizer.json: special token {t!r} (id {i}) is spelled like the vocabulary "
+                f"token with id {model_vocab[t]}; HuggingFace will give it id {got[t]}",
                 stacklevel=3,
             )
     doc: dict[str, Any] = {
@@ -220,10 +220,12 @@ def _split_node(pattern: str) -> dict[str, Any]:
 
 
 def _byte_level_step(step: Any, where: str, source: str, *, use_regex: bool) -> None:
-    """Check a ByteLevel pre-tokenizer node: ``add_prefix_space`` false, ``use_regex`` as expected."""
+    """Check a ByteLevel pre-tokenizer node: ``add_prefix_space`` false, ``use_regex`` as
+    expected."""
     if step.get("add_prefix_space"):
         raise ValueError(
-            f"{source}: {where}.add_prefix_space=true is not supported (it inserts a space before the text)"
+            f"{source}: {where}.add_prefix_space=true is not supported (it inserts a space before "
+            "the text)"
         )
     if bool(step.get("use_regex", True)) != use_regex:
         raise ValueError(
@@ -237,14 +239,15 @@ def _split_regex(step: Any, where: str, source: str) -> str:
     pattern = step.get("pattern")
     if not isinstance(pattern, dict) or not isinstance(pattern.get("Regex"), str):
         raise ValueError(
-            f'{source}: {where}.pattern {json.dumps(pattern)[:100]} is not supported (only {{"Regex": ...}}; '
-            "a String pattern splits on a literal, which a pre-tokenization regex does not express)"
+            f"{source}: {where}.pattern {json.dumps(pattern)[:100]} is not supported "
+            '(only {"Regex": ...}; a String pattern splits on a literal, which a '
+            "pre-tokenization regex does not express)"
         )
     behavior, invert = step.get("behavior"), step.get("invert", False)
     if (behavior, invert) not in (("Isolated", False), ("Removed", True)):
         raise ValueError(
-            f"{source}: {where}.behavior {behavior!r} with {where}.invert={json.dumps(invert)} is not supported "
-            "(only 'Isolated' with invert=false, or 'Removed' with invert=true)"
+            f"{source}: {where}.behavior {behavior!r} with {where}.invert={json.dumps(invert)} is "
+            "not supported (only 'Isolated' with invert=false, or 'Removed' with invert=true)"
         )
     regex = check_oniguruma_regex(pattern["Regex"], where, source)
     if behavior == "Removed" or preset_name(regex) in PRESETS:
@@ -289,12 +292,13 @@ def _check_model_options(model: dict, source: str) -> None:
         )
     if model.get("dropout") not in (None, 0, 0.0):
         raise ValueError(
-            f"{source}: model.dropout={model['dropout']!r} is not supported (HF would skip merges at random "
-            "on every encode; bytepair's encode is deterministic)"
+            f"{source}: model.dropout={model['dropout']!r} is not supported (HF would skip merges "
+            "at random on every encode; bytepair's encode is deterministic)"
         )
     if model.get("byte_fallback"):
         raise ValueError(
-            f"{source}: model.byte_fallback=true is not supported (a SentencePiece-style model, not byte-level)"
+            f"{source}: model.byte_fallback=true is not supported (a SentencePiece-style model, "
+            "not byte-level)"
         )
     for key in ("continuing_subword_prefix", "end_of_word_suffix"):
         if model.get(key) not in (None, ""):
@@ -433,18 +437,19 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
         if hf_id != i:
             if i in by_id and by_id[i] != content:
                 raise ValueError(
-                    f"{source}: added_tokens[{n}] {content!r} has id {i}, which model.vocab gives to {by_id[i]!r}"
+                    f"{source}: added_tokens[{n}] {content!r} has id {i}, which model.vocab gives "
+                    f"to {by_id[i]!r}"
                 )
             warnings.warn(
-                f"{source}: added_tokens[{n}] {content!r} has id {i} in the file, but HuggingFace gives it id "
-                f"{hf_id} (it numbers added tokens that are not in model.vocab from the vocab's size); "
-                f"using {hf_id}",
+                f"{source}: added_tokens[{n}] {content!r} has id {i} in the file, but HuggingFace "
+                f"gives it id {hf_id} (it numbers added tokens that are not in model.vocab from "
+                f"the vocab's size); using {hf_id}",
                 stacklevel=3,
             )
         if hf_id in by_id and by_id[hf_id] != content:
             raise ValueError(
-                f"{source}: added_tokens[{n}] {content!r} gets id {hf_id} in HuggingFace, which model.vocab "
-                f"gives to {by_id[hf_id]!r}"
+                f"{source}: added_tokens[{n}] {content!r} gets id {hf_id} in HuggingFace, which "
+                f"model.vocab gives to {by_id[hf_id]!r}"
             )
         specials[content] = hf_id
 
@@ -458,9 +463,9 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
         for i, b in vocab.items():
             if len(b) > 1 and b in unmade:
                 raise ValueError(
-                    f"{source}: model.vocab[{by_id[i]!r}] (id {i}) is made by no merge; with ignore_merges=false "
-                    "HF never produces it, bytepair would for a pre-token equal to it "
-                    "(list it in added_tokens, or set ignore_merges=true)"
+                    f"{source}: model.vocab[{by_id[i]!r}] (id {i}) is made by no merge; with "
+                    "ignore_merges=false HF never produces it, bytepair would for a pre-token "
+                    "equal to it (list it in added_tokens, or set ignore_merges=true)"
                 )
     pattern, pipeline = _pattern_or_pipeline(doc, rules, source)
     return build_tokenizer(vocab, merges, specials, pattern, source=source, pipeline=pipeline)

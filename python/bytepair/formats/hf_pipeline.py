@@ -91,7 +91,8 @@ class HFPipeline:
         return next((r for r in self.rules if r[0] == token), (token, False, False, False, False))
 
     def describe(self) -> str:
-        """One line for `bytepair info`: ``normalizer NFC; pre-tokenizer Split, ByteLevel(add_prefix_space)``."""
+        """One line for `bytepair info`: ``normalizer NFC; pre-tokenizer Split,
+        ByteLevel(add_prefix_space)``."""
         parts = (
             [f"normalizer {', '.join(kind for kind, _ in self.normalizers)}"]
             if self.normalizers
@@ -133,7 +134,8 @@ def _pattern_regex(node: Any, where: str, source: str) -> str:
     if isinstance(node, dict) and isinstance(node.get("String"), str):
         return escape_regex(node["String"])
     raise ValueError(
-        f'{source}: {where}.pattern {json.dumps(node)[:100]} must be {{"String": ...}} or {{"Regex": ...}}'
+        f'{source}: {where}.pattern {json.dumps(node)[:100]} must be {{"String": ...}} or '
+        f'{{"Regex": ...}}'
     )
 
 
@@ -179,8 +181,8 @@ def _normalizer_steps(node: Any, where: str, source: str) -> list[Step]:
             raise ValueError(f"{source}: {where}.prepend must be a string")
         return [("Prepend", [prefix])]
     raise ValueError(
-        f"{source}: normalizer {kind!r} ({where}) is not supported (supported: NFC, NFD, NFKC, NFKD, "
-        "Lowercase, Strip, Replace, Prepend, Sequence)"
+        f"{source}: normalizer {kind!r} ({where}) is not supported (supported: NFC, NFD, NFKC, "
+        "NFKD, Lowercase, Strip, Replace, Prepend, Sequence)"
     )
 
 
@@ -205,7 +207,8 @@ def _pre_tokenizer_steps(node: Any, where: str, source: str) -> list[Step]:
             steps.append(("Split", [BYTE_LEVEL_REGEX, "Isolated", "0"]))
         return [*steps, ("ByteLevel", [])]
     if kind == "Split":
-        # A preset's regex (in any of its spellings) runs on its scanner; it matches every character.
+        # A preset's regex (in any of its spellings) runs on its scanner; it matches every
+        # character.
         regex = preset_name(_pattern_regex(node.get("pattern"), where, source))
         return [
             ("Split", [regex, _behavior(node, where, source), _flag(node.get("invert", False))])
@@ -224,8 +227,8 @@ def _pre_tokenizer_steps(node: Any, where: str, source: str) -> list[Step]:
     if kind == "Whitespace":
         return [("Split", [WHITESPACE_REGEX, "Removed", "1"])]
     raise ValueError(
-        f"{source}: pre_tokenizer {kind!r} ({where}) is not supported (supported: Split, Digits, Punctuation, "
-        "WhitespaceSplit, Whitespace, ByteLevel, Sequence)"
+        f"{source}: pre_tokenizer {kind!r} ({where}) is not supported (supported: Split, Digits, "
+        "Punctuation, WhitespaceSplit, Whitespace, ByteLevel, Sequence)"
     )
 
 

@@ -20,8 +20,8 @@ PRESETS = ("gpt2", "cl100k", "o200k")
 # number of digits; the plain `{1,3}` is the same match here (nothing follows it
 # in its branch) and means the same to every engine.
 _HF_SPELLING = {
-    "cl100k": r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*+"
-    r"|\s++$|\s*[\r\n]|\s+(?!\S)|\s",
+    "cl100k": r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}"
+    r"| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s",
 }
 # Other spellings of a preset that split every text the same way: tiktoken's own
 # r50k_base / p50k_base pattern (possessive, with `\s++$`) for GPT-2's.
@@ -87,7 +87,8 @@ def check_oniguruma_regex(regex: str, where: str, source: str) -> str:
     # Even tiktoken's own cl100k string: HF reads it differently.
     if _POSSESSIVE_INTERVAL.search(regex):
         raise ValueError(
-            f"{source}: {where}.pattern {regex!r} has a possessive interval such as {{1,3}}+, which HF's "
-            "regex engine (Oniguruma) reads as a repeated interval, unlike tiktoken and bytepair; not supported"
+            f"{source}: {where}.pattern {regex!r} has a possessive interval such as {{1,3}}+, "
+            "which HF's regex engine (Oniguruma) reads as a repeated interval, unlike tiktoken "
+            "and bytepair; not supported"
         )
     return regex

@@ -85,7 +85,8 @@ def check_unicode(text: str, *, source: str, what: str) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError as e:
         raise ValueError(
-            f"{source}: {what} {text[:80]!r} holds a lone surrogate {text[e.start]!r}, which is not valid Unicode"
+            f"{source}: {what} {text[:80]!r} holds a lone surrogate {text[e.start]!r}, which is "
+            "not valid Unicode"
         ) from None
 
 

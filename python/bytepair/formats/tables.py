@@ -64,13 +64,15 @@ def merges_from_ranks(
     for token, rank in ranks.items():
         if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < 1 << 32:
             raise ValueError(
-                f"{source}: token {token!r}{loc(token)}: rank {rank!r} must be an integer in [0, 2**32)"
+                f"{source}: token {token!r}{loc(token)}: rank {rank!r} must be an integer in [0, "
+                "2**32)"
             )
         if not token:
             raise ValueError(f"{source}: an empty token{loc(token)} (rank {rank}) is not allowed")
         if rank in seen:
             raise ValueError(
-                f"{source}: tokens {seen[rank]!r}{loc(seen[rank])} and {token!r}{loc(token)} have the same rank {rank}"
+                f"{source}: tokens {seen[rank]!r}{loc(seen[rank])} and {token!r}{loc(token)} have "
+                f"the same rank {rank}"
             )
         seen[rank] = token
     merged = [t for _, t in sorted((r, t) for t, r in ranks.items() if len(t) > 1)]
@@ -81,15 +83,16 @@ def merges_from_ranks(
             r = ranks[token]
             parts = bpe_parts(token, ranks, r)
             raise ValueError(
-                f"{source}: token {token!r}{loc(token)} with rank {r} is not a merge of two tokens of lower rank: "
-                f"BPE with ranks below {r} leaves {len(parts)} parts {parts!r}; "
+                f"{source}: token {token!r}{loc(token)} with rank {r} is not a merge of two tokens "
+                f"of lower rank: BPE with ranks below {r} leaves {len(parts)} parts {parts!r}; "
                 "this is not a byte-level BPE rank table"
             )
         left, right = token[:k], token[k:]
         for part in (left, right):
             if part not in ranks:
                 raise ValueError(
-                    f"{source}: token {token!r}{loc(token)} is made from byte {part!r}, which has no rank"
+                    f"{source}: token {token!r}{loc(token)} is made from byte {part!r}, which has "
+                    "no rank"
                 )
         merges.append((left, right))
     return merges
@@ -116,17 +119,18 @@ def check_merges(
         token = merged[r]
         if token in first:
             raise ValueError(
-                f"{source}: {what}[{r}] ({a!r}, {b!r}) makes {token!r}, which {what}[{first[token]}] already makes; "
-                "bytepair ranks tokens by their bytes (as tiktoken does) and cannot give two merges one result"
+                f"{source}: {what}[{r}] ({a!r}, {b!r}) makes {token!r}, which "
+                f"{what}[{first[token]}] already makes; bytepair ranks tokens by their bytes (as "
+                "tiktoken does) and cannot give two merges one result"
             )
         first[token] = r
         if k != len(a):
             ranks = {t: i for t, i in first.items()}
             parts = bpe_parts(token, ranks, r)
             raise ValueError(
-                f"{source}: {what}[{r}] ({a!r}, {b!r}) is not what the merges before it make of {token!r} "
-                f"(they give {parts!r}); such a table encodes differently by pair rank and by token rank, "
-                "so bytepair cannot reproduce it exactly"
+                f"{source}: {what}[{r}] ({a!r}, {b!r}) is not what the merges before it make of "
+                f"{token!r} (they give {parts!r}); such a table encodes differently by pair rank "
+                "and by token rank, so bytepair cannot reproduce it exactly"
             )
 
 
@@ -190,14 +194,15 @@ def ranks_of(tok, *, purpose: str = "tiktoken") -> dict[bytes, int]:
         i = ranks[token]
         if previous is not None and i <= previous[1]:
             raise ValueError(
-                f"{purpose}: merge {r} makes {token!r} with id {i}, below the id {previous[1]} of an earlier merge "
-                f"({previous[0]!r}); tiktoken uses ids as merge priorities, so ids must increase in merge order"
+                f"{purpose}: merge {r} makes {token!r} with id {i}, below the id {previous[1]} of "
+                f"an earlier merge ({previous[0]!r}); tiktoken uses ids as merge priorities, so "
+                "ids must increase in merge order"
             )
         previous = (token, i)
     for b, i in ranks.items():
         if len(b) > 1 and b not in made:
             raise ValueError(
-                f"{purpose}: token {b!r} (id {i}) is not made by any merge; tiktoken would merge into it, "
-                "bytepair only looks it up whole"
+                f"{purpose}: token {b!r} (id {i}) is not made by any merge; tiktoken would merge "
+                "into it, bytepair only looks it up whole"
             )
     return ranks

@@ -101,7 +101,8 @@ def _special_tokens(doc: dict, n_special: int, version: str, source: str) -> dic
             or type(t.get("rank")) is not int
         ):
             raise ValueError(
-                f"{source}: special_tokens[{n}] must have a string 'token_str' and an integer 'rank'"
+                f"{source}: special_tokens[{n}] must have a string 'token_str' and an integer "
+                "'rank'"
             )
         if t["token_str"] in specials:
             raise ValueError(f"{source}: special_tokens[{n}] {t['token_str']!r} is listed twice")
@@ -113,7 +114,8 @@ def _special_tokens(doc: dict, n_special: int, version: str, source: str) -> dic
         specials[t["token_str"]] = t["rank"]
     if len(listed) > n_special:
         raise ValueError(
-            f"{source}: {len(listed)} special tokens, more than config.default_num_special_tokens={n_special}"
+            f"{source}: {len(listed)} special tokens, more than "
+            f"config.default_num_special_tokens={n_special}"
         )
     for i in range(len(listed), n_special):
         specials.setdefault(FILLER.format(id=i), i)
@@ -141,7 +143,8 @@ def _ranks(vocab: list, count: int, n_special: int, source: str) -> dict[bytes, 
             token = base64.b64decode(entry["token_bytes"], validate=True)
         except binascii.Error as e:
             raise ValueError(
-                f"{source}: vocab[{n}].token_bytes {entry['token_bytes'][:40]!r}: invalid base64 ({e})"
+                f"{source}: vocab[{n}].token_bytes {entry['token_bytes'][:40]!r}: invalid base64 "
+                f"({e})"
             ) from None
         if token in ranks:
             raise ValueError(
@@ -222,8 +225,8 @@ def to_tekken_json(tok: "Tokenizer", *, version: str = "v7") -> str:
     for rank, (token, i) in enumerate(ordered):
         if i != n_special + rank or (rank < 256 and token != bytes([rank])):
             raise ValueError(
-                f"tekken.json: token {token!r} has id {i}; Tekken needs id {n_special + rank} there "
-                f"(the special tokens, then the 256 bytes, then the merges, without gaps)"
+                f"tekken.json: token {token!r} has id {i}; Tekken needs id {n_special + rank} "
+                "there (the special tokens, then the 256 bytes, then the merges, without gaps)"
             )
     vocab = [
         {"rank": r, "token_bytes": base64.b64encode(t).decode("ascii"), "token_str": _token_str(t)}

@@ -185,9 +185,9 @@ def from_tiktoken(
             side = known[0], known[1]
         if side is None and pattern is None:
             raise ValueError(
-                f"{path}: a .tiktoken file holds no pre-tokenization pattern and there is no sidecar "
-                f"{path + SIDECAR_SUFFIX}; pass pattern= (e.g. 'cl100k', 'o200k', 'gpt2' or a regex) "
-                "and special_tokens="
+                f"{path}: a .tiktoken file holds no pre-tokenization pattern and there is no "
+                f"sidecar {path + SIDECAR_SUFFIX}; pass pattern= (e.g. 'cl100k', 'o200k', 'gpt2' "
+                "or a regex) and special_tokens="
             )
         if side is not None:
             pattern = side[0] if pattern is None else pattern

@@ -134,8 +134,9 @@ def compression_curve(
         merges = size - 256 - n_special
         if not 0 <= merges <= len(tok.merges):
             raise ValueError(
-                f"vocab size {size} is outside [{256 + n_special}, {256 + n_special + len(tok.merges)}] "
-                f"(256 bytes + {n_special} special tokens + up to {len(tok.merges)} merges)"
+                f"vocab size {size} is outside [{256 + n_special}, "
+                f"{256 + n_special + len(tok.merges)}] (256 bytes + {n_special} special tokens + "
+                f"up to {len(tok.merges)} merges)"
             )
         points.append(
             CurvePoint(size, merges, text_stats(prefix_tokenizer(tok, merges), eval_texts))

@@ -66,7 +66,8 @@ def format_token(token: bytes | str) -> str:
     Returns:
         str, quoted with single quotes.
 
-    >>> print(format_token(b"ug"), format_token(b" \n"), format_token(b"\xe2\x80"), format_token("</w>"))
+    >>> print(format_token(b"ug"), format_token(b" \n"),
+    ...       format_token(b"\xe2\x80"), format_token("</w>"))
     'ug' ' \n' '\xe2\x80' '</w>'
     """
     is_bytes = not isinstance(token, str)
@@ -95,7 +96,8 @@ def format_merge(step: int, left: bytes | str, right: bytes | str, count: int | 
     >>> format_merge(3, b"h", b"ug", 15)
     "step 3: ('h', 'ug') -> 'hug' (count 15)"
     """
-    line = f"step {step}: ({format_token(left)}, {format_token(right)}) -> {format_token(left + right)}"
+    pair = f"({format_token(left)}, {format_token(right)})"
+    line = f"step {step}: {pair} -> {format_token(left + right)}"
     return line if count is None else f"{line} (count {count})"
 
 
@@ -228,7 +230,8 @@ def format_inspection(info: dict[str, Any], name: str = "tokenizer", examples: i
         f"  merges          {info['merges']:,}",
         f"  special tokens  {len(specials)}: {special_text}",
         f"  pattern         {pattern_text}",
-        f"  mean length     {info['mean_token_bytes']:.2f} bytes per token (vocabulary entries, unweighted)",
+        f"  mean length     {info['mean_token_bytes']:.2f} bytes per token (vocabulary entries, "
+        "unweighted)",
         "",
         "token lengths in bytes (number of tokens)",
     ]

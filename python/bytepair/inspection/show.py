@@ -172,7 +172,8 @@ def render_terminal(
 
 _CSS = (
     """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem; color: #222; background: #fff; }
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem; color: #222;
+  background: #fff; }
 h1 { font-size: 1.2rem; margin: 0 0 .3rem 0; }
 .summary { color: #555; margin: 0 0 1rem 0; }
 .view { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 15px;
@@ -182,7 +183,8 @@ h1 { font-size: 1.2rem; margin: 0 0 .3rem 0; }
 .tok:hover { outline: 2px solid #333; }
 .partial { font-style: italic; color: #666; font-size: 12px; }
 .special { font-weight: bold; }
-.ids { font-family: ui-monospace, monospace; font-size: 13px; color: #444; word-break: break-all; margin-top: 1rem; }
+.ids { font-family: ui-monospace, monospace; font-size: 13px; color: #444; word-break: break-all;
+  margin-top: 1rem; }
 """
     + "".join(f".c{k} {{ background: {c}; }}\n" for k, c in enumerate(PALETTE))
     + (f".special {{ background: {SPECIAL_STYLE[0]}; color: {SPECIAL_STYLE[1]}; }}\n")
