@@ -22,6 +22,8 @@
 //! - [`encode`]: encode text to ids (rank-ordered merges) and decode ids to
 //!   bytes; long texts in segments, files and batches of documents to token
 //!   files.
+//! - [`sentencepiece`]: SentencePiece BPE models (Llama 2, Mistral, Gemma):
+//!   read `.model` files, encode and decode with SentencePiece's ids, train.
 //! - [`recover`]: recover the merges of a rank table (a `.tiktoken` file).
 //! - [`rank_file`]: read `.tiktoken` rank files and the merge table they imply.
 //! - [`byte_level`]: GPT-2's printable form of byte-level tokens (`vocab.json`,
@@ -66,6 +68,7 @@ pub mod pretokenize;
 pub mod progress;
 pub mod rank_file;
 pub mod recover;
+pub mod sentencepiece;
 mod shortkey;
 pub mod train;
 pub mod wordcounts;

@@ -22,6 +22,7 @@ mod errors;
 mod id_lists;
 mod pipeline;
 mod runtime;
+mod sentencepiece;
 mod shared_ints;
 
 use pyo3::exceptions::PyValueError;
@@ -231,5 +232,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<counter::WordCounter>()?;
     m.add_class::<encoder::CoreBPE>()?;
     m.add_class::<RankTable>()?;
+    m.add_class::<sentencepiece::SentencePieceModel>()?;
+    m.add_class::<sentencepiece::CoreSPM>()?;
     Ok(())
 }

@@ -53,7 +53,7 @@ pub fn cache_budget() -> usize {
 
 /// The key of a piece cache's slot: a piece's bytes and length packed into
 /// numbers (`shortkey`); all zero marks an empty slot, which no piece packs to.
-pub(super) trait SlotKey: Copy + Eq {
+pub(crate) trait SlotKey: Copy + Eq {
     /// The key of an empty slot: all zero.
     const EMPTY: Self;
     fn is_empty(&self) -> bool {
@@ -102,7 +102,7 @@ impl<K: SlotKey, const N: usize> Slot<K, N> {
 
 /// Pieces -> ids: open addressing with linear probing, at most half full below
 /// the budget, three quarters at it; then emptied.
-pub(super) struct PieceCache<K: SlotKey, const N: usize> {
+pub(crate) struct PieceCache<K: SlotKey, const N: usize> {
     slots: ZeroedSlice<Slot<K, N>>,
     /// 64 - log2(slots): a hash shifted right by it is a home slot.
     shift: u32,
@@ -112,9 +112,9 @@ pub(super) struct PieceCache<K: SlotKey, const N: usize> {
 }
 
 /// Pieces of up to 15 bytes; 3 ids inline (most pieces are 1 or 2 tokens).
-pub(super) type ShortCache = PieceCache<u128, INLINE_IDS>;
+pub(crate) type ShortCache = PieceCache<u128, INLINE_IDS>;
 /// Pieces of 16 to 31 bytes; 7 ids inline.
-pub(super) type MidCache = PieceCache<[u128; 2], 7>;
+pub(crate) type MidCache = PieceCache<[u128; 2], 7>;
 
 /// Ids a short piece's slot holds inline; a piece that encodes to more keeps
 /// them in the cache's spill list.
@@ -123,7 +123,7 @@ pub(super) const INLINE_IDS: usize = 3;
 pub(super) use crate::shortkey::hash as hash_key;
 
 impl<K: SlotKey, const N: usize> PieceCache<K, N> {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let initial = (INITIAL_BYTES / std::mem::size_of::<Slot<K, N>>()).next_power_of_two();
         let max_slots = (cache_budget() / std::mem::size_of::<Slot<K, N>>()).max(initial);
         let shift = 64 - initial.trailing_zeros();
@@ -186,7 +186,7 @@ impl<K: SlotKey, const N: usize> PieceCache<K, N> {
 
     /// Append the cached ids of `key` (hash `hash`) to `out`; false on a miss.
     #[inline]
-    pub(super) fn push_hit(&self, key: K, hash: u64, out: &mut Vec<u32>) -> bool {
+    pub(crate) fn push_hit(&self, key: K, hash: u64, out: &mut Vec<u32>) -> bool {
         let Some(slot) = self.find(key, hash) else {
             return false;
         };
@@ -200,7 +200,7 @@ impl<K: SlotKey, const N: usize> PieceCache<K, N> {
     }
 
     /// Remember `ids` (at least one) as the ids of `key`, which is not cached.
-    pub(super) fn insert(&mut self, key: K, hash: u64, ids: &[u32]) {
+    pub(crate) fn insert(&mut self, key: K, hash: u64, ids: &[u32]) {
         if 2 * (self.len + 1) > self.slots.len() {
             if self.slots.len() < self.max_slots {
                 self.grow();
@@ -241,7 +241,7 @@ impl<K: SlotKey, const N: usize> PieceCache<K, N> {
     /// them: a large share of a first 10 MB call) and re-files every
     /// piece each time. A table sized 2x too large (code: ~45k pieces) zeroes
     /// no more than the doublings would have.
-    pub(super) fn expect_text_bytes(&mut self, bytes: usize) {
+    pub(crate) fn expect_text_bytes(&mut self, bytes: usize) {
         let pieces = 115_000.0 * (bytes as f64 / 10e6).powf(0.7);
         let slots = ((2.0 * pieces) as usize)
             .next_power_of_two()
@@ -318,14 +318,14 @@ impl ShortCache {
 
 /// Pieces of more than 31 bytes -> ids (offset and count in `ids`), bounded
 /// like the piece cache: emptied when its ids reach the budget's worth.
-pub(super) struct LongCache {
+pub(crate) struct LongCache {
     pieces: FxHashMap<Box<[u8]>, (u32, u32)>,
     ids: Vec<u32>,
     max_ids: usize,
 }
 
 impl LongCache {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         LongCache {
             pieces: FxHashMap::default(),
             ids: Vec::new(),
@@ -335,7 +335,7 @@ impl LongCache {
 
     /// Append the cached ids of `piece` to `out`; false on a miss.
     #[inline]
-    pub(super) fn push_hit(&self, piece: &[u8], out: &mut Vec<u32>) -> bool {
+    pub(crate) fn push_hit(&self, piece: &[u8], out: &mut Vec<u32>) -> bool {
         match self.pieces.get(piece) {
             Some(&(start, count)) => {
                 out.extend_from_slice(&self.ids[start as usize..(start + count) as usize]);
@@ -347,7 +347,7 @@ impl LongCache {
 
     /// Remember `ids` as the ids of `piece`; pieces of over 64 KiB are not
     /// kept (a run of one character, say: rare, and large).
-    pub(super) fn insert(&mut self, piece: &[u8], ids: &[u32]) {
+    pub(crate) fn insert(&mut self, piece: &[u8], ids: &[u32]) {
         if piece.len() > 1 << 16 {
             return;
         }
@@ -454,7 +454,7 @@ thread_local! {
 static NEXT_ENCODER_TAG: AtomicU64 = AtomicU64::new(1);
 
 /// A new encoder tag, which tells its entries in a thread's caches from another encoder's.
-pub(super) fn new_encoder_tag() -> u64 {
+pub(crate) fn new_encoder_tag() -> u64 {
     NEXT_ENCODER_TAG.fetch_add(1, Ordering::Relaxed)
 }
 

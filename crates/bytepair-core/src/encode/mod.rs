@@ -19,7 +19,7 @@
 //! each candidate merge is skipped with probability p, and the lowest-rank one not
 //! skipped is applied; when every candidate is skipped the piece is done.
 
-mod cache;
+pub(crate) mod cache;
 mod decode;
 pub mod documents;
 pub mod file;
@@ -27,7 +27,7 @@ mod general;
 pub mod id_bytes;
 mod merge;
 pub mod segments;
-mod tables;
+pub(crate) mod tables;
 #[cfg(test)]
 mod tests;
 mod vocab;

@@ -9,7 +9,7 @@ use crate::memory::ZeroedSlice;
 use crate::shortkey::BytesMap;
 
 /// Rank of a pair that does not merge.
-pub(super) const NO_RANK: u32 = u32::MAX;
+pub(crate) const NO_RANK: u32 = u32::MAX;
 /// Id of a byte (or rank) that has no token.
 pub(super) const NO_ID: u32 = u32::MAX;
 
@@ -230,13 +230,13 @@ pub(super) const PACKED_KEY_MASK: u64 = CODE_MASK << CODE_BITS | CODE_MASK;
 /// cache miss at most, where a general hash map reads its control bytes and
 /// then the entry), at most half full so that misses stop early. Used when codes
 /// fit in 21 bits (fewer than two million merges); a hash map otherwise.
-pub(super) enum PairTable {
+pub(crate) enum PairTable {
     Packed { slots: ZeroedSlice<u64>, shift: u32 },
     Wide(FxHashMap<u64, u32>),
 }
 
 impl PairTable {
-    pub(super) fn new(pairs: &[(u32, u32, u32)], n_codes: usize) -> Self {
+    pub(crate) fn new(pairs: &[(u32, u32, u32)], n_codes: usize) -> Self {
         if n_codes as u64 >= CODE_MASK {
             return PairTable::Wide(
                 pairs
@@ -264,7 +264,7 @@ impl PairTable {
     }
 
     #[inline]
-    pub(super) fn get(&self, left: u32, right: u32) -> u32 {
+    pub(crate) fn get(&self, left: u32, right: u32) -> u32 {
         match self {
             PairTable::Packed { slots, shift } => {
                 let key = packed_key(left, right);

@@ -1,0 +1,490 @@
+//! The SentencePiece BPE encoder: special tokens first (tiktoken's policy,
+//! as the byte-level encoder), then each text between them normalized as
+//! SentencePiece normalizes a whole input (so each gets its dummy prefix, as
+//! `sp.encode` of that text alone would), user-defined pieces matched
+//! (longest first) and never merged, and the rest cut into words where no
+//! merge can cross (see `vocab`) and merged word by word through per-thread
+//! caches: the ids of `SentencePieceProcessor.encode` on any text.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+
+use aho_corasick::{AhoCorasick, MatchKind, StartKind};
+
+use crate::encode::cache::{new_encoder_tag, LongCache, MidCache, ShortCache};
+use crate::encode::{DisallowedSpecial, EncodeError};
+use crate::pretokenize::{special_matcher, PatternError};
+use crate::shortkey::{hash as hash_key, hash_mid, load as load_key, load_mid, MAX_MID, MAX_SHORT};
+
+use super::decode::UnknownId;
+use super::merge::{merge_word, push_ids, Sym};
+use super::model::{Kind, Model};
+use super::normalize::Normalizer;
+use super::reference::{populate_ids, sample_encode};
+use super::vocab::{PieceSpec, Vocab};
+
+/// Byte spans of the original text, one per id.
+pub type Spans = Vec<(usize, usize)>;
+
+/// A SentencePiece BPE model ready to encode and decode. Immutable, `Sync`.
+pub struct SpmEncoder {
+    model: Model,
+    vocab: Vocab,
+    normalizer: Normalizer,
+    denormalizer: Option<Normalizer>,
+    /// User-defined pieces over normalized text (leftmost-longest), and their ids.
+    user: Option<AhoCorasick>,
+    user_ids: Vec<u32>,
+    specials: Vec<(String, u32)>,
+    all_specials: Option<AhoCorasick>,
+    /// Models with UNUSED pieces encode through `reference` (their split
+    /// depends on the whole text).
+    whole_text: bool,
+    /// Can an `<unk>` follow another (no byte fallback)? Then runs fuse.
+    fuses_unk: bool,
+    tag: u64,
+}
+
+/// Why an encoder cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum SpmBuildError {
+    #[error(transparent)]
+    Pattern(#[from] PatternError),
+    #[error("user-defined pieces: {0}")]
+    UserPieces(String),
+}
+
+/// The user-defined pieces as one leftmost-longest matcher. SentencePiece
+/// matches them as they are both in the original text (the normalizer) and
+/// in the normalized one (the model), so a piece with a space never matches
+/// the normalized text, where the space is "▁".
+fn user_matcher(pieces: &[&str]) -> Result<Option<AhoCorasick>, SpmBuildError> {
+    if pieces.is_empty() {
+        return Ok(None);
+    }
+    AhoCorasick::builder()
+        .match_kind(MatchKind::LeftmostLongest)
+        // Unanchored for the model's scan, anchored for the normalizer's prefix match.
+        .start_kind(StartKind::Both)
+        .build(pieces)
+        .map(Some)
+        .map_err(|e| SpmBuildError::UserPieces(e.to_string()))
+}
+
+impl SpmEncoder {
+    /// The encoder of `model`; `specials` (string, id) are the tokens a text
+    /// may name with `allowed` (control pieces and `<unk>`, usually).
+    pub fn new(model: Model, specials: Vec<(String, u32)>) -> Result<Self, SpmBuildError> {
+        let ranks = model.score_ranks();
+        let specs: Vec<PieceSpec<'_>> = model
+            .pieces
+            .iter()
+            .zip(&ranks)
+            .enumerate()
+            .map(|(id, (p, &rank))| PieceSpec {
+                text: &p.text,
+                id: id as u32,
+                kind: p.kind,
+                rank,
+            })
+            .collect();
+        let vocab = Vocab::new(&specs, model.unk_id, model.byte_fallback, true);
+        let user_pieces: Vec<(&str, u32)> = model
+            .pieces
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.kind == Kind::UserDefined)
+            .map(|(id, p)| (p.text.as_str(), id as u32))
+            .collect();
+        let texts: Vec<&str> = user_pieces.iter().map(|(t, _)| *t).collect();
+        let user = user_matcher(&texts)?;
+        let normalizer = Normalizer::new(model.normalization.clone(), user.clone());
+        let denormalizer = model
+            .denormalizer
+            .clone()
+            .map(|rules| Normalizer::new(rules, None));
+        let names: Vec<String> = specials.iter().map(|(s, _)| s.clone()).collect();
+        Ok(SpmEncoder {
+            whole_text: model.has_unused(),
+            fuses_unk: !model.byte_fallback,
+            vocab,
+            normalizer,
+            denormalizer,
+            user,
+            user_ids: user_pieces.iter().map(|(_, id)| *id).collect(),
+            all_specials: special_matcher(&names)?,
+            specials,
+            model,
+            tag: new_encoder_tag(),
+        })
+    }
+
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// The id of special token `token`, if it is one.
+    pub fn special_id(&self, token: &str) -> Option<u32> {
+        self.specials
+            .iter()
+            .find(|(s, _)| s == token)
+            .map(|(_, id)| *id)
+    }
+
+    /// Encode `text` with special-token strings as plain text (`sp.encode`).
+    pub fn encode_ordinary_into(&self, text: &str, out: &mut Vec<u32>) -> Result<(), EncodeError> {
+        self.encode_into(text, &[], &[], out)
+    }
+
+    /// Encode with tiktoken's special-token policy: an error for the first
+    /// `disallowed` special-token string in `text`, the `allowed` ones as
+    /// their ids (longest match first); each text between them is encoded as
+    /// `sp.encode` encodes it alone.
+    pub fn encode_into(
+        &self,
+        text: &str,
+        allowed: &[String],
+        disallowed: &[String],
+        out: &mut Vec<u32>,
+    ) -> Result<(), EncodeError> {
+        self.split_specials(text, allowed, disallowed, &mut |part| match part {
+            Part::Special(id, _) => out.push(id),
+            Part::Text(t, _) => self.encode_text(t, out),
+        })
+    }
+
+    /// `encode_into`, with each id's span of `text` in bytes.
+    pub fn encode_with_spans(
+        &self,
+        text: &str,
+        allowed: &[String],
+        disallowed: &[String],
+    ) -> Result<(Vec<u32>, Spans), EncodeError> {
+        let (mut ids, mut spans) = (Vec::new(), Vec::new());
+        self.split_specials(text, allowed, disallowed, &mut |part| match part {
+            Part::Special(id, span) => {
+                ids.push(id);
+                spans.push(span);
+            }
+            Part::Text(t, base) => self.encode_text_with_spans(t, base, &mut ids, &mut spans),
+        })?;
+        Ok((ids, spans))
+    }
+
+    fn matcher_for(&self, names: &[String]) -> Result<Option<Cow<'_, AhoCorasick>>, PatternError> {
+        if names.is_empty() {
+            return Ok(None);
+        }
+        if names.len() == self.specials.len() {
+            return Ok(self.all_specials.as_ref().map(Cow::Borrowed));
+        }
+        Ok(special_matcher(names)?.map(Cow::Owned))
+    }
+
+    /// Hand the texts and allowed special tokens of `text` to `take`, in order.
+    fn split_specials(
+        &self,
+        text: &str,
+        allowed: &[String],
+        disallowed: &[String],
+        take: &mut dyn FnMut(Part<'_>),
+    ) -> Result<(), EncodeError> {
+        if let Some(m) = self.matcher_for(disallowed)? {
+            if let Some(found) = m.find(text) {
+                return Err(EncodeError::Disallowed(DisallowedSpecial {
+                    token: text[found.start()..found.end()].to_string(),
+                    offset: found.start(),
+                }));
+            }
+        }
+        let mut start = 0;
+        if let Some(m) = self.matcher_for(allowed)? {
+            for found in m.find_iter(text) {
+                take(Part::Text(&text[start..found.start()], start));
+                let token = &text[found.start()..found.end()];
+                let id = self.special_id(token).expect("matched a special token");
+                take(Part::Special(id, (found.start(), found.end())));
+                start = found.end();
+            }
+        }
+        take(Part::Text(&text[start..], start));
+        Ok(())
+    }
+
+    /// Encode one text (no special tokens), appending its ids.
+    pub fn encode_text(&self, text: &str, out: &mut Vec<u32>) {
+        if text.is_empty() {
+            return;
+        }
+        with_scratch(self.tag, |s| {
+            let mut norm = std::mem::take(&mut s.norm);
+            self.normalizer.normalize(text, &mut norm, None);
+            self.encode_normalized(&norm, s, out);
+            s.norm = norm;
+        });
+    }
+
+    /// The ids of a normalized text.
+    fn encode_normalized(&self, norm: &[u8], s: &mut Scratch, out: &mut Vec<u32>) {
+        // SAFETY-free: normalized text is built from whole UTF-8 sequences.
+        let norm_str = std::str::from_utf8(norm).expect("normalized text is UTF-8");
+        if self.whole_text {
+            let pieces = sample_encode(&self.model, norm_str, self.user.as_ref());
+            out.extend(populate_ids(&self.model, &pieces, &self.vocab.byte_ids));
+            return;
+        }
+        let mut last_unk = false;
+        let mut start = 0;
+        if let Some(user) = &self.user {
+            for m in user.find_iter(norm) {
+                self.encode_words(&norm_str[start..m.start()], s, &mut last_unk, out);
+                out.push(self.user_ids[m.pattern().as_usize()]);
+                last_unk = false;
+                start = m.end();
+            }
+        }
+        self.encode_words(&norm_str[start..], s, &mut last_unk, out);
+    }
+
+    /// The ids of normalized text holding no user-defined piece, word by word.
+    fn encode_words(&self, text: &str, s: &mut Scratch, last_unk: &mut bool, out: &mut Vec<u32>) {
+        let b = text.as_bytes();
+        for_each_word(&self.vocab, b, |start, end| {
+            let len = end - start;
+            let first = out.len();
+            if len <= MAX_SHORT {
+                let key = load_key(b, start, len);
+                let hash = hash_key(key);
+                if !s.short.push_hit(key, hash, out) {
+                    self.merge_into(&text[start..end], &mut s.syms, out);
+                    s.short.insert(key, hash, &out[first..]);
+                }
+            } else if len <= MAX_MID {
+                let key = load_mid(b, start, len);
+                let hash = hash_mid(key);
+                if !s.mid.push_hit(key, hash, out) {
+                    self.merge_into(&text[start..end], &mut s.syms, out);
+                    s.mid.insert(key, hash, &out[first..]);
+                }
+            } else if !s.long.push_hit(&b[start..end], out) {
+                self.merge_into(&text[start..end], &mut s.syms, out);
+                s.long.insert(&b[start..end], &out[first..]);
+            }
+            if self.fuses_unk {
+                let unk = self.vocab.unk_id;
+                if *last_unk && out.get(first) == Some(&unk) {
+                    out.remove(first);
+                }
+                *last_unk = out.len() > first && out.last() == Some(&unk)
+                    || (out.len() == first && *last_unk);
+            }
+        });
+    }
+
+    /// Merge one word (its ids fused within it, as if nothing came before).
+    fn merge_into(&self, word: &str, syms: &mut Vec<Sym>, out: &mut Vec<u32>) {
+        merge_word(&self.vocab, word, syms);
+        let mut last_unk = false;
+        push_ids(
+            &self.vocab,
+            word.as_bytes(),
+            syms,
+            self.fuses_unk,
+            &mut last_unk,
+            out,
+        );
+    }
+
+    /// `encode_text` with each id's span of the original text, `base` bytes
+    /// into the whole text.
+    fn encode_text_with_spans(
+        &self,
+        text: &str,
+        base: usize,
+        ids: &mut Vec<u32>,
+        spans: &mut Spans,
+    ) {
+        if text.is_empty() {
+            return;
+        }
+        let mut norm = Vec::new();
+        let mut map = Vec::new();
+        self.normalizer.normalize(text, &mut norm, Some(&mut map));
+        let span = |a: usize, b: usize| (base + map[a], base + map[b].max(map[a]));
+        let norm_str = std::str::from_utf8(&norm).expect("normalized text is UTF-8");
+        // Token by token: each id's bytes of the normalized text.
+        let mut tokens: Vec<(u32, usize, usize)> = Vec::new();
+        if self.whole_text {
+            let pieces = sample_encode(&self.model, norm_str, self.user.as_ref());
+            let mut at = 0;
+            for (w, _) in &pieces {
+                let one = populate_ids(&self.model, &[(w, self.piece_id(w))], &self.vocab.byte_ids);
+                for id in one {
+                    tokens.push((id, at, at + w.len()));
+                }
+                at += w.len();
+            }
+            fuse_unk_spans(&mut tokens, self.fuses_unk, self.vocab.unk_id);
+        } else {
+            let mut start = 0;
+            let mut syms = Vec::new();
+            let mut words = |t: &str, at: usize, tokens: &mut Vec<(u32, usize, usize)>| {
+                for_each_word(&self.vocab, t.as_bytes(), |a, b| {
+                    let word = &t[a..b];
+                    merge_word(&self.vocab, word, &mut syms);
+                    for (k, sym) in syms.iter().enumerate() {
+                        let s0 = sym.start as usize;
+                        let s1 = syms.get(k + 1).map_or(word.len(), |n| n.start as usize);
+                        let mut one = Vec::new();
+                        let mut last = false;
+                        push_ids(
+                            &self.vocab,
+                            word.as_bytes(),
+                            &syms[k..k + 1],
+                            false,
+                            &mut last,
+                            &mut one,
+                        );
+                        let _ = (s0, s1);
+                        for id in one {
+                            tokens.push((id, at + a + s0, at + a + s1));
+                        }
+                    }
+                });
+            };
+            if let Some(user) = &self.user {
+                for m in user.find_iter(norm_str) {
+                    words(&norm_str[start..m.start()], start, &mut tokens);
+                    tokens.push((self.user_ids[m.pattern().as_usize()], m.start(), m.end()));
+                    start = m.end();
+                }
+            }
+            words(&norm_str[start..], start, &mut tokens);
+            fuse_unk_spans(&mut tokens, self.fuses_unk, self.vocab.unk_id);
+        }
+        for (id, a, b) in tokens {
+            ids.push(id);
+            spans.push(span(a, b));
+        }
+    }
+
+    fn piece_id(&self, w: &str) -> u32 {
+        self.model
+            .pieces
+            .iter()
+            .position(|p| p.text == w)
+            .map_or(self.model.unk_id, |i| i as u32)
+    }
+
+    /// Decode as SentencePiece does (`raw`: byte pieces as their bytes).
+    pub fn decode(&self, ids: &[i64], raw: bool) -> Result<Vec<u8>, UnknownId> {
+        self.model.decode(ids, self.denormalizer.as_ref(), raw)
+    }
+}
+
+/// Fuse runs of `<unk>` tokens (their spans joined), as SentencePiece does.
+fn fuse_unk_spans(tokens: &mut Vec<(u32, usize, usize)>, fuse: bool, unk: u32) {
+    if !fuse {
+        return;
+    }
+    let mut fused: Vec<(u32, usize, usize)> = Vec::with_capacity(tokens.len());
+    for &(id, a, b) in tokens.iter() {
+        match fused.last_mut() {
+            Some(last) if id == unk && last.0 == unk => last.2 = b,
+            _ => fused.push((id, a, b)),
+        }
+    }
+    *tokens = fused;
+}
+
+enum Part<'a> {
+    Special(u32, (usize, usize)),
+    /// A text between special tokens and where it starts in the whole text.
+    Text(&'a str, usize),
+}
+
+/// The character starting at byte `i` of valid UTF-8 `b`, and its length.
+#[inline]
+fn char_at(b: &[u8], i: usize) -> (char, usize) {
+    let lead = b[i];
+    if lead < 0x80 {
+        return (lead as char, 1);
+    }
+    let len = super::normalize::utf8_len(lead);
+    let mut c = (lead as u32) & (0x7F >> len);
+    for &cont in &b[i + 1..i + len] {
+        c = c << 6 | (cont as u32 & 0x3F);
+    }
+    (char::from_u32(c).expect("valid UTF-8"), len)
+}
+
+/// Call `f(start, end)` for each word of `b` (valid UTF-8): the spans between
+/// the places where two characters that no piece holds side by side meet.
+fn for_each_word(v: &Vocab, b: &[u8], mut f: impl FnMut(usize, usize)) {
+    if b.is_empty() {
+        return;
+    }
+    let (mut prev, mut i) = char_at(b, 0);
+    let mut start = 0;
+    while i < b.len() {
+        let byte = b[i];
+        let (c, len) = char_at(b, i);
+        let joined = if byte < 0x80 && (prev as u32) < 0x80 {
+            v.joins_ascii(prev as u8, byte)
+        } else {
+            v.joins(prev, c)
+        };
+        if !joined {
+            f(start, i);
+            start = i;
+        }
+        prev = c;
+        i += len;
+    }
+    f(start, b.len());
+}
+
+/// One encoder's caches and buffers on one thread.
+struct Scratch {
+    tag: u64,
+    short: ShortCache,
+    mid: MidCache,
+    long: LongCache,
+    syms: Vec<Sym>,
+    norm: Vec<u8>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Vec<Scratch>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Run `f` with this thread's caches for the encoder tagged `tag` (two
+/// encoders' caches are kept per thread; a nested call gets fresh ones).
+fn with_scratch<R>(tag: u64, f: impl FnOnce(&mut Scratch) -> R) -> R {
+    let fresh = || Scratch {
+        tag,
+        short: ShortCache::new(),
+        mid: MidCache::new(),
+        long: LongCache::new(),
+        syms: Vec::new(),
+        norm: Vec::new(),
+    };
+    SCRATCH.with(|cell| {
+        let Ok(mut all) = cell.try_borrow_mut() else {
+            return f(&mut fresh());
+        };
+        match all.iter().position(|s| s.tag == tag) {
+            Some(i) => {
+                let mine = all.remove(i);
+                all.push(mine);
+            }
+            None => {
+                if all.len() >= 2 {
+                    all.remove(0);
+                }
+                all.push(fresh());
+            }
+        }
+        f(all.last_mut().expect("just pushed"))
+    })
+}

@@ -1,0 +1,316 @@
+//! SentencePiece BPE models as Python sees them: `SentencePieceModel` (a
+//! `.model` file parsed, its fields read and written) and `CoreSPM` (the
+//! encoder, `bytepair_core::sentencepiece::SpmEncoder`), whose methods have
+//! the names and arguments of `CoreBPE`'s, so `bytepair.Tokenizer` drives both.
+
+use bytepair_core::sentencepiece::proto::{ModelProto, NormalizerSpec, SentencePiece, TrainerSpec};
+use bytepair_core::sentencepiece::{Model, Spans, SpmEncoder};
+use numpy::PyArray1;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+
+use crate::batch::{encode_batch, BatchError};
+use crate::errors::encode_error;
+use crate::runtime::thread_count;
+use crate::shared_ints::SharedInts;
+
+/// A parsed SentencePiece model file (`ModelProto`).
+#[pyclass(module = "bytepair._core", frozen)]
+pub struct SentencePieceModel {
+    proto: ModelProto,
+}
+
+fn value_error(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+#[pymethods]
+impl SentencePieceModel {
+    /// Parse a `.model` file's bytes. ValueError: not a ModelProto.
+    #[staticmethod]
+    fn from_bytes(data: &[u8]) -> PyResult<Self> {
+        Ok(SentencePieceModel {
+            proto: ModelProto::from_bytes(data).map_err(value_error)?,
+        })
+    }
+
+    /// The model file's bytes.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.proto.to_bytes())
+    }
+
+    /// Every piece: (text, score, type number), in id order.
+    fn pieces(&self) -> Vec<(String, f32, i32)> {
+        self.proto
+            .pieces
+            .iter()
+            .map(|p| {
+                (
+                    p.piece.clone().unwrap_or_default(),
+                    p.score.unwrap_or(0.0),
+                    p.r#type.unwrap_or(1),
+                )
+            })
+            .collect()
+    }
+
+    /// The model type's number (1 Unigram, 2 BPE, 3 Word, 4 Char).
+    fn model_type(&self) -> i32 {
+        self.proto
+            .trainer_spec
+            .as_ref()
+            .map_or(1, |t| t.model_type() as i32)
+    }
+
+    /// The normalizer spec's fields, defaults filled in.
+    fn normalizer<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let n = self.proto.normalizer_spec.clone().unwrap_or_default();
+        let d = PyDict::new(py);
+        d.set_item("name", n.name())?;
+        d.set_item(
+            "precompiled_charsmap",
+            PyBytes::new(py, n.precompiled_charsmap()),
+        )?;
+        d.set_item("add_dummy_prefix", n.add_dummy_prefix())?;
+        d.set_item("remove_extra_whitespaces", n.remove_extra_whitespaces())?;
+        d.set_item("escape_whitespaces", n.escape_whitespaces())?;
+        Ok(d)
+    }
+
+    /// The trainer spec's fields that bear on encoding and on the files
+    /// written from it, defaults filled in.
+    fn trainer<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let t = self.proto.trainer_spec.clone().unwrap_or_default();
+        let d = PyDict::new(py);
+        d.set_item("byte_fallback", t.byte_fallback())?;
+        d.set_item("treat_whitespace_as_suffix", t.treat_whitespace_as_suffix())?;
+        d.set_item("split_digits", t.split_digits())?;
+        d.set_item("unk_surface", t.unk_surface())?;
+        d.set_item("unk_piece", t.unk_piece())?;
+        d.set_item("bos_piece", t.bos_piece())?;
+        d.set_item("eos_piece", t.eos_piece())?;
+        d.set_item("pad_piece", t.pad_piece())?;
+        d.set_item("vocab_size", t.vocab_size())?;
+        d.set_item("has_denormalizer", self.proto.denormalizer_spec.is_some())?;
+        Ok(d)
+    }
+
+    /// A model of these parts (what training and conversions write):
+    /// `pieces` (text, score, type number) in id order; `normalizer`:
+    /// name, precompiled_charsmap, add_dummy_prefix, remove_extra_whitespaces,
+    /// escape_whitespaces; `trainer`: any of byte_fallback, split_digits,
+    /// treat_whitespace_as_suffix, vocab_size, character_coverage,
+    /// max_sentencepiece_length, unk/bos/eos/pad ids and pieces, unk_surface,
+    /// control_symbols, user_defined_symbols. Model type BPE.
+    #[staticmethod]
+    fn build(
+        pieces: Vec<(String, f32, i32)>,
+        normalizer: &Bound<'_, PyDict>,
+        trainer: &Bound<'_, PyDict>,
+    ) -> PyResult<Self> {
+        let get_bool = |d: &Bound<'_, PyDict>, k: &str| -> PyResult<Option<bool>> {
+            d.get_item(k)?.map(|v| v.extract()).transpose()
+        };
+        let get_i32 = |k: &str| -> PyResult<Option<i32>> {
+            trainer.get_item(k)?.map(|v| v.extract()).transpose()
+        };
+        let get_str = |d: &Bound<'_, PyDict>, k: &str| -> PyResult<Option<String>> {
+            d.get_item(k)?.map(|v| v.extract()).transpose()
+        };
+        let get_list = |k: &str| -> PyResult<Vec<String>> {
+            Ok(trainer
+                .get_item(k)?
+                .map(|v| v.extract())
+                .transpose()?
+                .unwrap_or_default())
+        };
+        let normalizer_spec = NormalizerSpec {
+            name: get_str(normalizer, "name")?,
+            precompiled_charsmap: normalizer
+                .get_item("precompiled_charsmap")?
+                .map(|v| v.extract::<Vec<u8>>())
+                .transpose()?,
+            add_dummy_prefix: get_bool(normalizer, "add_dummy_prefix")?,
+            remove_extra_whitespaces: get_bool(normalizer, "remove_extra_whitespaces")?,
+            escape_whitespaces: get_bool(normalizer, "escape_whitespaces")?,
+            normalization_rule_tsv: None,
+        };
+        let trainer_spec = TrainerSpec {
+            model_type: Some(2),
+            vocab_size: get_i32("vocab_size")?,
+            byte_fallback: get_bool(trainer, "byte_fallback")?,
+            split_digits: get_bool(trainer, "split_digits")?,
+            treat_whitespace_as_suffix: get_bool(trainer, "treat_whitespace_as_suffix")?,
+            character_coverage: trainer
+                .get_item("character_coverage")?
+                .map(|v| v.extract())
+                .transpose()?,
+            max_sentencepiece_length: get_i32("max_sentencepiece_length")?,
+            unk_id: get_i32("unk_id")?,
+            bos_id: get_i32("bos_id")?,
+            eos_id: get_i32("eos_id")?,
+            pad_id: get_i32("pad_id")?,
+            unk_piece: get_str(trainer, "unk_piece")?,
+            bos_piece: get_str(trainer, "bos_piece")?,
+            eos_piece: get_str(trainer, "eos_piece")?,
+            pad_piece: get_str(trainer, "pad_piece")?,
+            unk_surface: get_str(trainer, "unk_surface")?,
+            control_symbols: get_list("control_symbols")?,
+            user_defined_symbols: get_list("user_defined_symbols")?,
+            ..Default::default()
+        };
+        let proto = ModelProto {
+            pieces: pieces
+                .into_iter()
+                .map(|(piece, score, kind)| SentencePiece {
+                    piece: Some(piece),
+                    score: Some(score),
+                    r#type: Some(kind),
+                })
+                .collect(),
+            trainer_spec: Some(trainer_spec),
+            normalizer_spec: Some(normalizer_spec),
+            self_test_data: None,
+            denormalizer_spec: None,
+        };
+        Ok(SentencePieceModel { proto })
+    }
+}
+
+/// The SentencePiece BPE encoder of a model, with special tokens.
+#[pyclass(module = "bytepair._core", frozen)]
+pub struct CoreSPM {
+    enc: SpmEncoder,
+    ints: PyOnceLock<SharedInts>,
+}
+
+impl CoreSPM {
+    fn to_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
+        let n = self.enc.model().pieces.len() as u32;
+        self.ints
+            .get_or_init(py, || SharedInts::new(py, n))
+            .list(py, ids)
+    }
+
+    fn ids(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        allowed: &[String],
+        disallowed: &[String],
+    ) -> PyResult<Vec<u32>> {
+        let mut ids = Vec::with_capacity(text.len() / 3 + 16);
+        py.detach(|| self.enc.encode_into(text, allowed, disallowed, &mut ids))
+            .map_err(|e| encode_error(e, text))?;
+        Ok(ids)
+    }
+}
+
+#[pymethods]
+impl CoreSPM {
+    /// The encoder of `model` (ValueError: not a BPE model, or a model
+    /// SentencePiece would refuse); `specials`: (string, id) of the tokens a
+    /// text may hold as special tokens.
+    #[new]
+    fn new(
+        py: Python<'_>,
+        model: &SentencePieceModel,
+        specials: Vec<(String, u32)>,
+    ) -> PyResult<Self> {
+        let enc = py
+            .detach(|| {
+                let model = Model::from_proto(&model.proto).map_err(|e| e.to_string())?;
+                SpmEncoder::new(model, specials).map_err(|e| e.to_string())
+            })
+            .map_err(PyValueError::new_err)?;
+        Ok(CoreSPM {
+            enc,
+            ints: PyOnceLock::new(),
+        })
+    }
+
+    fn encode<'py>(
+        &self,
+        py: Python<'py>,
+        text: &str,
+        allowed: Vec<String>,
+        disallowed: Vec<String>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let ids = self.ids(py, text, &allowed, &disallowed)?;
+        self.to_list(py, &ids)
+    }
+
+    fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
+        let ids = self.ids(py, text, &[], &[])?;
+        self.to_list(py, &ids)
+    }
+
+    #[pyo3(signature = (text, allowed, disallowed, num_threads=Some(1)))]
+    fn encode_to_numpy<'py>(
+        &self,
+        py: Python<'py>,
+        text: &str,
+        allowed: Vec<String>,
+        disallowed: Vec<String>,
+        num_threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        thread_count(num_threads)?;
+        let mut ids = self.ids(py, text, &allowed, &disallowed)?;
+        ids.shrink_to_fit();
+        Ok(PyArray1::from_vec(py, ids))
+    }
+
+    #[pyo3(signature = (texts, allowed, disallowed, num_threads=None))]
+    fn encode_batch<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<Bound<'py, PyString>>,
+        allowed: Vec<String>,
+        disallowed: Vec<String>,
+        num_threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
+        let threads = thread_count(num_threads)?;
+        let encode = |i: usize| {
+            let mut ids = Vec::with_capacity(texts[i].len() / 3 + 16);
+            self.enc
+                .encode_into(texts[i], &allowed, &disallowed, &mut ids)
+                .map(|()| ids)
+        };
+        let to_list = |ids: &[u32]| self.to_list(py, ids);
+        encode_batch(py, &texts, threads, &encode, &to_list).map_err(|e| match e {
+            BatchError::Python(e) => e,
+            BatchError::Encode(e, i) => encode_error(e, texts[i]),
+        })
+    }
+
+    /// `encode` with each id's (start, end) byte span of `text`.
+    fn encode_with_spans(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        allowed: Vec<String>,
+        disallowed: Vec<String>,
+    ) -> PyResult<(Vec<u32>, Spans)> {
+        py.detach(|| self.enc.encode_with_spans(text, &allowed, &disallowed))
+            .map_err(|e| encode_error(e, text))
+    }
+
+    /// SentencePiece's decoding as bytes, byte pieces as their raw bytes.
+    fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {
+        let out = py
+            .detach(|| self.enc.decode(&ids, true))
+            .map_err(value_error)?;
+        Ok(PyBytes::new(py, &out))
+    }
+
+    /// SentencePiece's decoding (an invalid byte of a byte-piece run is U+FFFD).
+    fn decode_text(&self, py: Python<'_>, ids: Vec<i64>) -> PyResult<String> {
+        let out = py
+            .detach(|| self.enc.decode(&ids, false))
+            .map_err(value_error)?;
+        String::from_utf8(out).map_err(|_| value_error("decoded text is not UTF-8"))
+    }
+}
