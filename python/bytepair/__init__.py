@@ -16,11 +16,13 @@ from bytepair.counts.sources import CountSpec
 from bytepair.dataset import TokenShards, encode_dataset
 from bytepair.encoding import cache_budget, set_cache_budget
 from bytepair.formats.by_name import get_encoding, list_encodings
+from bytepair.spm_tokenizer import SentencePieceTokenizer
 from bytepair.tokenizer import Tokenizer
 from bytepair.train import TrainingStats, train, train_from_counts, train_from_iterator
 
 __all__ = [
     "CountSpec",
+    "SentencePieceTokenizer",
     "TokenShards",
     "Tokenizer",
     "TrainingStats",

@@ -306,6 +306,19 @@ impl CoreSPM {
         Ok(PyBytes::new(py, &out))
     }
 
+    /// The raw decoding (no denormalizer) and the byte offset where each
+    /// id's text starts in it.
+    fn decode_with_starts<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Vec<i64>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Vec<usize>)> {
+        let (out, starts) = py
+            .detach(|| self.enc.decode_with_starts(&ids))
+            .map_err(value_error)?;
+        Ok((PyBytes::new(py, &out), starts))
+    }
+
     /// SentencePiece's decoding (an invalid byte of a byte-piece run is U+FFFD).
     fn decode_text(&self, py: Python<'_>, ids: Vec<i64>) -> PyResult<String> {
         let out = py

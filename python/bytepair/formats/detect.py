@@ -3,6 +3,7 @@ between formats (`convert`), and the ``bytepair convert`` / ``bytepair info``
 subcommands.
 
 Detection looks at the content, then at the neighbours:
+  - a protobuf whose first field is a piece: a SentencePiece ``.model`` file;
   - a JSON object with a ``"model"`` object: HuggingFace tokenizer.json;
   - a JSON object with a ``"config"`` object and a ``"vocab"`` list: Mistral's
     tekken.json;
@@ -35,6 +36,7 @@ from bytepair.formats.reading import (
     maybe_gunzip,
     parse_json,
 )
+from bytepair.formats.spm import from_model_file, looks_like_model_file
 from bytepair.formats.tekken import from_tekken, looks_like_tekken, save_tekken
 from bytepair.formats.tiktoken_files import (
     SIDECAR_SUFFIX,
@@ -46,8 +48,9 @@ from bytepair.formats.tiktoken_files import (
 if TYPE_CHECKING:
     from bytepair.tokenizer import Tokenizer
 
-FORMATS = ("hf", "tiktoken", "gpt2", "tekken")
+FORMATS = ("hf", "tiktoken", "gpt2", "tekken", "spm")
 _FORMAT_NAMES = {
+    "spm": "SentencePiece .model",
     "hf": "HuggingFace tokenizer.json",
     "tiktoken": "tiktoken rank file",
     "gpt2": "GPT-2 vocab.json + merges.txt",
@@ -102,6 +105,8 @@ def _detect_pipe(path: str) -> tuple[str, dict[str, Any]]:
     if len(data) > MAX_INFLATED_BYTES:
         raise ValueError(f"{path}: more than {MAX_INFLATED_BYTES:,} bytes; not a tokenizer file")
     data = maybe_gunzip(data, source=path)
+    if looks_like_model_file(data[:64]):
+        return "spm", {"path": path, "data": data}
     if data.lstrip()[:1] in (b"{", b"[", b""):
         doc = parse_json(data, source=path)
         if isinstance(doc, dict) and isinstance(doc.get("model"), dict):
@@ -122,7 +127,8 @@ def detect_format(path: str | os.PathLike) -> tuple[str, dict[str, Any]]:
 
     Returns:
         ``("hf", {"path", "doc"})``, ``("tekken", {"path", "doc"})``,
-        ``("gpt2", {"vocab", "merges"})`` or ``("tiktoken", {"path"})``.
+        ``("gpt2", {"vocab", "merges"})``, ``("tiktoken", {"path"})`` or
+        ``("spm", {"path"})``.
 
     Raises:
         FileNotFoundError: no such file or directory.
@@ -152,6 +158,8 @@ def detect_format(path: str | os.PathLike) -> tuple[str, dict[str, Any]]:
     if not os.path.isfile(path):
         return _detect_pipe(path)
     head = _read_head(path)
+    if looks_like_model_file(head):
+        return "spm", {"path": path}
     if head.lstrip()[:1] in (b"{", b"[", b""):
         with open(path, "rb") as f:
             data = f.read()
@@ -220,6 +228,13 @@ def load(
 def _load_detected(
     kind: str, parts: dict[str, Any], *, pattern=None, special_tokens=None
 ) -> "Tokenizer":
+    if kind == "spm":
+        if pattern is not None or special_tokens is not None:
+            raise ValueError(
+                f"{parts['path']}: a SentencePiece model holds its normalizer and special tokens; "
+                "do not pass them"
+            )
+        return from_model_file(parts["path"], parts.get("data"))
     if kind == "hf":
         if pattern is not None or special_tokens is not None:
             raise ValueError(
@@ -251,6 +266,8 @@ def infer_target(out: str) -> str:
     """
     if out.endswith(".tiktoken"):
         return "tiktoken"
+    if out.endswith(".model"):
+        return "spm"
     if out.endswith(".json") and "tekken" in os.path.basename(
         out
     ):  # mistral-common's own rule (is_tekken)
@@ -278,6 +295,14 @@ def save_as(tok: "Tokenizer", out: str | os.PathLike, to: str) -> list[str]:
         return list(save_gpt2(tok, out))
     if to == "tekken":
         save_tekken(tok, out)
+        return [out]
+    if to == "spm":
+        if not hasattr(tok, "save_model"):
+            raise ValueError(
+                "only a SentencePiece model can be written as a .model file; "
+                "this is a byte-level BPE"
+            )
+        tok.save_model(out)
         return [out]
     raise ValueError(f"unknown format {to!r} (expected one of {', '.join(FORMATS)})")
 

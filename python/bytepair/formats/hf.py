@@ -107,6 +107,10 @@ def to_hf_json(tok: "Tokenizer") -> str:
         UserWarning: a special token whose text is also the printable form of a
             vocabulary token with another id (HF would give it that id).
     """
+    if hasattr(tok, "save_model"):  # a SentencePiece model: its own layout
+        from bytepair.formats import spm
+
+        return spm.to_hf_json(tok)
     special_ids = set(tok.special_tokens.values())
     vocab = {token_to_str(b): i for i, b in sorted(tok.vocab.items()) if i not in special_ids}
     if len(vocab) != len(tok.vocab) - len(special_ids & tok.vocab.keys()):

@@ -65,12 +65,15 @@ fn push_unescaped(piece: &[u8], out: &mut Vec<u8>) {
 
 impl Model {
     /// Decode `ids` as SentencePiece does; with `raw`, runs of byte pieces
-    /// are their bytes as they are (which need not be UTF-8).
+    /// are their bytes as they are (which need not be UTF-8). With `starts`,
+    /// also the byte offset in the output where each id's text starts (raw
+    /// output, no denormalizer: only then is each id's text a span of it).
     pub fn decode(
         &self,
         ids: &[i64],
         denormalizer: Option<&Normalizer>,
         raw: bool,
+        mut starts: Option<&mut Vec<usize>>,
     ) -> Result<Vec<u8>, UnknownId> {
         let mut out = Vec::with_capacity(ids.len() * 4);
         let mut bytes = Vec::new();
@@ -84,6 +87,9 @@ impl Model {
                 .ok()
                 .and_then(|i| self.pieces.get(i))
                 .ok_or(UnknownId(id))?;
+            if let Some(starts) = starts.as_deref_mut() {
+                starts.push(out.len() + bytes.len());
+            }
             if piece.kind == Kind::Byte {
                 bytes.push(byte_of_piece(&piece.text).expect("checked when loaded"));
                 continue;

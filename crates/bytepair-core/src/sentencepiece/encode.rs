@@ -332,23 +332,13 @@ impl SpmEncoder {
                 for_each_word(&self.vocab, t.as_bytes(), |a, b| {
                     let word = &t[a..b];
                     merge_word(&self.vocab, word, &mut syms);
-                    for (k, sym) in syms.iter().enumerate() {
-                        let s0 = sym.start as usize;
-                        let s1 = syms.get(k + 1).map_or(word.len(), |n| n.start as usize);
-                        let mut one = Vec::new();
-                        let mut last = false;
-                        push_ids(
-                            &self.vocab,
-                            word.as_bytes(),
-                            &syms[k..k + 1],
-                            false,
-                            &mut last,
-                            &mut one,
-                        );
-                        let _ = (s0, s1);
-                        for id in one {
-                            tokens.push((id, at + a + s0, at + a + s1));
-                        }
+                    for k in 0..syms.len() {
+                        let end = syms.get(k + 1).map_or(word.len(), |n| n.start as usize);
+                        let (s0, s1) = (at + a + syms[k].start as usize, at + a + end);
+                        let (mut one, mut last) = (Vec::new(), false);
+                        let (bytes, sym) = (&word.as_bytes()[..end], &syms[k..k + 1]);
+                        push_ids(&self.vocab, bytes, sym, false, &mut last, &mut one);
+                        tokens.extend(one.into_iter().map(|id| (id, s0, s1)));
                     }
                 });
             };
@@ -378,7 +368,16 @@ impl SpmEncoder {
 
     /// Decode as SentencePiece does (`raw`: byte pieces as their bytes).
     pub fn decode(&self, ids: &[i64], raw: bool) -> Result<Vec<u8>, UnknownId> {
-        self.model.decode(ids, self.denormalizer.as_ref(), raw)
+        self.model
+            .decode(ids, self.denormalizer.as_ref(), raw, None)
+    }
+
+    /// `decode(ids, raw = true)` with no denormalizer, and the byte offset
+    /// where each id's text starts in it.
+    pub fn decode_with_starts(&self, ids: &[i64]) -> Result<(Vec<u8>, Vec<usize>), UnknownId> {
+        let mut starts = Vec::with_capacity(ids.len());
+        let out = self.model.decode(ids, None, true, Some(&mut starts))?;
+        Ok((out, starts))
     }
 }
 

@@ -14,6 +14,8 @@ pub mod model;
 pub mod normalize;
 pub mod proto;
 pub mod reference;
+#[cfg(test)]
+mod tests;
 mod vocab;
 
 pub use encode::{Spans, SpmEncoder};

@@ -281,21 +281,23 @@ impl Model {
     /// The merge priority of every mergeable piece: the rank of its score
     /// among the distinct scores, highest first (equal scores, equal ranks;
     /// SentencePiece then merges the leftmost pair). None for the others.
+    /// Scores are ordered as sentencepiece 0.2.3 orders them (by their bit
+    /// patterns: -0.0 below 0.0), which is `f32::total_cmp` for finite ones.
     pub fn score_ranks(&self) -> Vec<Option<u32>> {
         let mut scores: Vec<f32> = self
             .pieces
             .iter()
             .filter(|p| p.kind.is_mergeable())
-            .map(|p| p.score + 0.0) // -0.0 and 0.0 tie, as `<` has them
+            .map(|p| p.score)
             .collect();
         scores.sort_by(|a, b| b.total_cmp(a));
-        scores.dedup();
+        scores.dedup_by(|a, b| a.to_bits() == b.to_bits());
         self.pieces
             .iter()
             .map(|p| {
                 p.kind.is_mergeable().then(|| {
                     scores
-                        .binary_search_by(|s| (p.score + 0.0).total_cmp(s))
+                        .binary_search_by(|s| p.score.total_cmp(s))
                         .expect("every score is listed") as u32
                 })
             })

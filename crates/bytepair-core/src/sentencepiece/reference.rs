@@ -45,8 +45,8 @@ impl PartialOrd for Candidate {
 impl Ord for Candidate {
     /// The greater candidate is taken first: higher score, then smaller `left`.
     fn cmp(&self, other: &Self) -> Ordering {
-        (self.score + 0.0)
-            .total_cmp(&(other.score + 0.0))
+        self.score
+            .total_cmp(&other.score)
             .then(other.left.cmp(&self.left))
     }
 }
@@ -196,16 +196,18 @@ pub fn sample_encode<'t>(
 
 /// The ids of `SampleEncode`'s pieces as `PopulateSentencePieceText` gives
 /// them: an unknown piece as its `<0xNN>` bytes (byte fallback) or as
-/// `<unk>`, a run of unknown pieces fused into one.
+/// `<unk>`, a run of unknown pieces fused into one. An UNUSED piece left
+/// after the split back (a single character) is unknown too: what
+/// sentencepiece 0.2.3 does (its 0.2.1 source would output the piece's id).
 pub fn populate_ids(model: &Model, pieces: &[(&str, u32)], byte_ids: &[u32; 256]) -> Vec<u32> {
     let mut out = Vec::with_capacity(pieces.len());
     let mut prev_unk = false;
     for &(w, id) in pieces {
-        let is_unk = id == model.unk_id;
+        let is_unk = id == model.unk_id || model.pieces[id as usize].kind == Kind::Unused;
         if is_unk && model.byte_fallback {
             out.extend(w.bytes().map(|b| byte_ids[b as usize]));
         } else if !(is_unk && prev_unk) {
-            out.push(id);
+            out.push(if is_unk { model.unk_id } else { id });
         }
         prev_unk = is_unk;
     }

@@ -1,0 +1,121 @@
+//! The fast encoder (words, caches, scan and heap merges) against
+//! `reference` (SentencePiece's whole-text priority queue), on a model built
+//! here with tied scores (the leftmost-on-ties rule), pieces that chain
+//! (`c` runs: long words take the heap), byte fallback and `<unk>` fusion.
+
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use super::model::{Kind, Model, Normalization, Piece};
+use super::reference::{populate_ids, sample_encode};
+use super::SpmEncoder;
+
+fn model(byte_fallback: bool) -> Model {
+    let mut pieces = vec![
+        ("<unk>", 0.0, Kind::Unknown),
+        ("<s>", 0.0, Kind::Control),
+        ("</s>", 0.0, Kind::Control),
+    ];
+    let bytes: Vec<String> = (0..=255u8).map(|b| format!("<0x{b:02X}>")).collect();
+    if byte_fallback {
+        pieces.extend(bytes.iter().map(|b| (b.as_str(), 0.0, Kind::Byte)));
+    }
+    // Ties: "ab" and "bc" (-1), the runs of "▁" and of "c" (-5), "x" merges nothing.
+    let normal = [
+        ("ab", -1.0),
+        ("bc", -1.0),
+        ("abc", -2.0),
+        ("\u{2581}a", -3.0),
+        ("\u{2581}ab", -4.0),
+        ("\u{2581}\u{2581}", -5.0),
+        ("\u{2581}\u{2581}\u{2581}", -5.0),
+        ("\u{2581}\u{2581}\u{2581}\u{2581}", -5.0),
+        ("cc", -5.0),
+        ("ccc", -5.0),
+        ("cccc", -6.0),
+        ("ca", -7.0),
+        ("a", -10.0),
+        ("b", -10.0),
+        ("c", -10.0),
+        ("\u{2581}", -10.0),
+        ("x", -11.0),
+    ];
+    pieces.extend(normal.iter().map(|&(p, s)| (p, s, Kind::Normal)));
+    let pieces = pieces
+        .into_iter()
+        .map(|(text, score, kind)| Piece {
+            text: text.to_string(),
+            score,
+            kind,
+        })
+        .collect();
+    let normalization = Normalization {
+        charsmap: None,
+        add_dummy_prefix: true,
+        remove_extra_whitespaces: false,
+        escape_whitespaces: true,
+        treat_whitespace_as_suffix: false,
+    };
+    Model::new(
+        pieces,
+        normalization,
+        None,
+        byte_fallback,
+        " \u{2047} ".into(),
+    )
+    .unwrap()
+}
+
+fn reference_ids(enc: &SpmEncoder, text: &str) -> Vec<u32> {
+    let mut norm = String::from("\u{2581}");
+    norm.push_str(&text.replace(' ', "\u{2581}"));
+    if text.is_empty() {
+        norm.clear();
+    }
+    let m = enc.model();
+    let mut byte_ids = [0u32; 256];
+    for (id, p) in m.pieces.iter().enumerate() {
+        if let Some(b) = super::model::byte_of_piece(&p.text) {
+            byte_ids[b as usize] = id as u32;
+        }
+    }
+    populate_ids(m, &sample_encode(m, &norm, None), &byte_ids)
+}
+
+#[test]
+fn fast_path_equals_sentencepieces_whole_text_queue() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+    let alphabet = ['a', 'b', 'c', ' ', 'x', 'é', '日'];
+    for byte_fallback in [true, false] {
+        let enc = SpmEncoder::new(model(byte_fallback), vec![]).unwrap();
+        for round in 0..3000 {
+            let len = if round % 10 == 0 {
+                300
+            } else {
+                rng.random_range(0..24)
+            };
+            let text: String = (0..len)
+                .map(|_| alphabet[rng.random_range(0..alphabet.len())])
+                .collect();
+            let mut fast = Vec::new();
+            enc.encode_ordinary_into(&text, &mut fast).unwrap();
+            assert_eq!(fast, reference_ids(&enc, &text), "{text:?}");
+            let (spans_ids, _) = enc.encode_with_spans(&text, &[], &[]).unwrap();
+            assert_eq!(spans_ids, fast, "{text:?}");
+        }
+    }
+}
+
+#[test]
+fn ties_go_to_the_leftmost_pair_and_unknowns_fuse() {
+    let enc = SpmEncoder::new(model(false), vec![]).unwrap();
+    let id = |p: &str| enc.model().pieces.iter().position(|x| x.text == p).unwrap() as u32;
+    let mut out = Vec::new();
+    // "▁abc": "ab" and "bc" tie; the leftmost merges, then "abc" (before "▁ab").
+    enc.encode_ordinary_into("abc", &mut out).unwrap();
+    assert_eq!(out, [id("\u{2581}"), id("abc")]);
+    out.clear();
+    // Without byte fallback a run of unknown characters is one <unk>.
+    enc.encode_ordinary_into("é日é a", &mut out).unwrap();
+    assert_eq!(out, [id("\u{2581}"), 0, id("\u{2581}a")]);
+}
