@@ -302,3 +302,75 @@ def test_offsets_streams_counts_and_bytes_work_as_for_byte_level_tokenizers():
     assert text.startswith(ours.decode(cut)) and len(cut) <= 12
     decoded, starts = ours.decode_with_offsets(ids)
     assert decoded == text and starts[0] == 0 and starts == sorted(starts)
+
+
+def hf_layouts(data: bytes, ours: SentencePieceTokenizer) -> dict[str, dict]:
+    """The tokenizer.json layouts SentencePiece models ship in: transformers'
+    converter, ours, Llama 2's legacy normalizer (Prepend + Replace, no
+    pre-tokenizer), and Metaspace with prepend_scheme first / always."""
+    import json
+
+    convert = pytest.importorskip("transformers.convert_slow_tokenizer")
+    proto = model_proto(data)
+    vocab = {p.piece: i for i, p in enumerate(proto.pieces)}
+    converted = convert.SpmConverter.build_tokenizer_from_spm_proto(proto, vocab)
+    layouts = {"transformers": json.loads(converted.to_str())}
+    base = json.loads(bytepair.formats.spm.to_hf_json(ours))
+    layouts["ours"] = base
+    prepend = {"type": "Prepend", "prepend": "\u2581"}
+    escape = {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}
+    layouts["llama-legacy"] = base | {
+        "normalizer": {"type": "Sequence", "normalizers": [prepend, escape]}
+    }
+    for scheme in ("first", "always"):
+        meta = {
+            "type": "Metaspace",
+            "replacement": "\u2581",
+            "prepend_scheme": scheme,
+            "split": False,
+        }
+        layouts[f"metaspace-{scheme}"] = base | {"normalizer": None, "pre_tokenizer": meta}
+    return layouts
+
+
+def test_sentencepiece_style_tokenizer_json_layouts_load_with_hfs_ids(tmp_path, corpus_text):
+    import json
+
+    tokenizers = pytest.importorskip("tokenizers")
+    texts = texts_for(corpus_text, 25_000) + [" lead", "<s>x</s> [INST]y"]
+    models = [mistral_path("mistral_instruct_tokenizer_240323.model.v3").read_bytes()]
+    models.append(trained("user-and-control"))
+    for data in models:
+        ours = SentencePieceTokenizer(data)
+        for label, doc in hf_layouts(data, ours).items():
+            path = tmp_path / f"{label}.json"
+            path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+            hf = tokenizers.Tokenizer.from_file(str(path))
+            loaded = bytepair.Tokenizer.load(path)
+            assert isinstance(loaded, SentencePieceTokenizer), label
+            for text in texts:
+                if ours.normalizer_spec["precompiled_charsmap"]:
+                    text = text.replace("\r\n", "\n")  # HF's grapheme rule, as above
+                want = hf.encode(text, add_special_tokens=False).ids
+                assert loaded.encode(text, allowed_special="all") == want, (label, text[:40])
+            loaded.save(tmp_path / "again.json")
+            assert json.loads((tmp_path / "again.json").read_text()) == doc  # written back as read
+
+
+def test_tokenizer_json_parts_outside_the_sentencepiece_layouts_are_refused(tmp_path):
+    import json
+
+    ours = mistral("tokenizer.model.v1")[0]
+    base = json.loads(bytepair.formats.spm.to_hf_json(ours))
+    bad = {
+        "normalizer NFKD": base | {"normalizer": {"type": "NFKD"}},
+        "split true": base
+        | {"pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "split": True}},
+        "continuing_subword_prefix": base
+        | {"model": base["model"] | {"continuing_subword_prefix": "##"}},
+    }
+    for label, doc in bad.items():
+        path = tmp_path / "bad.json"
+        path.write_text(json.dumps(doc), encoding="utf-8")
+        with pytest.raises(ValueError, match="not supported"):
+            bytepair.Tokenizer.load(path)

@@ -32,6 +32,7 @@ tests/test_sentencepiece.py):
 from __future__ import annotations
 
 import codecs
+import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -89,6 +90,7 @@ class SentencePieceTokenizer(Tokenizer):
         special_tokens: Mapping[str, int] | None = None,
         *,
         source: str = "the model",
+        hf: dict | None = None,
     ) -> None:
         if isinstance(model, (bytes, bytearray, memoryview)):
             try:
@@ -119,8 +121,12 @@ class SentencePieceTokenizer(Tokenizer):
         for t, i in self.special_tokens.items():
             if not 0 <= i < len(self._pieces) or self._pieces[i][0] != t:
                 raise ValueError(f"{source}: special token {t!r} is not piece {i} of the model")
+        # A tokenizer.json read as HF runs it (`formats.spm.from_hf_spm`): its
+        # departures from SentencePiece, and the document, written back by `save`.
+        self._hf = dict(hf or {})
+        self._hf_doc = None
         try:
-            self._core = _core.CoreSPM(model, list(self.special_tokens.items()))
+            self._core = _core.CoreSPM(model, list(self.special_tokens.items()), **self._hf)
         except ValueError as e:
             raise ValueError(f"{source}: {e}") from None
 
@@ -221,7 +227,7 @@ class SentencePieceTokenizer(Tokenizer):
         ) and self._trainer == other._trainer
 
     def __reduce__(self):
-        return (_from_pickle, (self.model_bytes(), self.special_tokens))
+        return (_from_pickle, (self.model_bytes(), self.special_tokens, self._hf, self._hf_doc))
 
     # ---- encoding --------------------------------------------------------------
 
@@ -361,6 +367,10 @@ class SentencePieceTokenizer(Tokenizer):
 
         atomic_write(path, to_hf_json(self).encode("utf-8"))
 
+    def _hf_json_as_read(self) -> str | None:
+        """The tokenizer.json this tokenizer was read from, if it was."""
+        return None if self._hf_doc is None else json.dumps(self._hf_doc, ensure_ascii=False)
+
     def save_model(self, path: str | os.PathLike) -> None:
         """Write the SentencePiece ``.model`` file, which
         ``sentencepiece.SentencePieceProcessor`` loads with our ids. Atomic."""
@@ -400,8 +410,10 @@ def _replace_runs(ids: list[int], pattern: list[int], by: int) -> list[int]:
     return out
 
 
-def _from_pickle(data: bytes, special_tokens: dict[str, int]) -> SentencePieceTokenizer:
-    return SentencePieceTokenizer(data, special_tokens)
+def _from_pickle(data: bytes, special_tokens: dict, hf: dict, doc) -> SentencePieceTokenizer:
+    tok = SentencePieceTokenizer(data, special_tokens, hf=hf)
+    tok._hf_doc = doc
+    return tok
 
 
 class SpmDecodeStream:

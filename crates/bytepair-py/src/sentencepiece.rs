@@ -4,7 +4,7 @@
 //! the names and arguments of `CoreBPE`'s, so `bytepair.Tokenizer` drives both.
 
 use bytepair_core::sentencepiece::proto::{ModelProto, NormalizerSpec, SentencePiece, TrainerSpec};
-use bytepair_core::sentencepiece::{Model, Spans, SpmEncoder};
+use bytepair_core::sentencepiece::{Model, Spans, SpmEncoder, SpmOptions};
 use numpy::PyArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -212,17 +212,37 @@ impl CoreSPM {
 impl CoreSPM {
     /// The encoder of `model` (ValueError: not a BPE model, or a model
     /// SentencePiece would refuse); `specials`: (string, id) of the tokens a
-    /// text may hold as special tokens.
+    /// text may hold as special tokens. The keywords run a tokenizer.json as
+    /// HF tokenizers does (see `SpmOptions`, `Normalization`): `hf_chars`
+    /// (a character that is no piece never merges), `never_merged` (ids),
+    /// `whole_lookup` (`ignore_merges`), `fuse_unk`, `metaspace_prefix` and
+    /// `prefix_first_only` (Metaspace's dummy prefix).
     #[new]
+    #[pyo3(signature = (model, specials, *, hf_chars=false, never_merged=vec![], whole_lookup=false, fuse_unk=true, metaspace_prefix=false, prefix_first_only=false))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         model: &SentencePieceModel,
         specials: Vec<(String, u32)>,
+        hf_chars: bool,
+        never_merged: Vec<u32>,
+        whole_lookup: bool,
+        fuse_unk: bool,
+        metaspace_prefix: bool,
+        prefix_first_only: bool,
     ) -> PyResult<Self> {
+        let options = SpmOptions {
+            chars_merge: !hf_chars,
+            never_merged,
+            whole_lookup,
+            fuse_unk,
+        };
         let enc = py
             .detach(|| {
-                let model = Model::from_proto(&model.proto).map_err(|e| e.to_string())?;
-                SpmEncoder::new(model, specials).map_err(|e| e.to_string())
+                let mut model = Model::from_proto(&model.proto).map_err(|e| e.to_string())?;
+                model.normalization.metaspace_prefix = metaspace_prefix;
+                model.normalization.prefix_first_only = prefix_first_only;
+                SpmEncoder::with_options(model, specials, options).map_err(|e| e.to_string())
             })
             .map_err(PyValueError::new_err)?;
         Ok(CoreSPM {

@@ -373,6 +373,10 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
     doc = data if isinstance(data, dict) else parse_json(data, source=source)
     if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict):
         raise ValueError(f"{source}: no 'model' object; not a tokenizer.json file")
+    from bytepair.formats import spm
+
+    if spm.is_spm_style(doc):  # Llama 1/2, Mistral 7B, Gemma, ...: merges over characters
+        return spm.from_hf_spm(doc, source=source)
     model = doc["model"]
     _check_model_options(model, source)
     post = doc.get("post_processor")

@@ -118,7 +118,7 @@ impl Model {
         push_byte_run(&bytes, raw, &mut out);
         if let Some(d) = denormalizer {
             let text = String::from_utf8_lossy(&out).into_owned();
-            d.normalize(&text, &mut out, None);
+            d.normalize(&text, true, &mut out, None);
         }
         Ok(out)
     }

@@ -26,6 +26,34 @@ use super::vocab::{PieceSpec, Vocab};
 /// Byte spans of the original text, one per id.
 pub type Spans = Vec<(usize, usize)>;
 
+/// How an encoder departs from SentencePiece to run a tokenizer.json of a
+/// SentencePiece-style BPE as HF tokenizers runs it (the default is
+/// SentencePiece itself).
+#[derive(Clone, Debug)]
+pub struct SpmOptions {
+    /// A character that is no piece still merges into pieces holding it
+    /// (SentencePiece); HF makes it byte or unknown tokens first.
+    pub chars_merge: bool,
+    /// Ids of pieces no merge makes (HF: pieces no merge rule produces).
+    pub never_merged: Vec<u32>,
+    /// A text (between user-defined pieces) that is a piece whole is that
+    /// piece (HF's `ignore_merges`).
+    pub whole_lookup: bool,
+    /// Fuse a run of `<unk>` into one (SentencePiece always; HF `fuse_unk`).
+    pub fuse_unk: bool,
+}
+
+impl Default for SpmOptions {
+    fn default() -> Self {
+        SpmOptions {
+            chars_merge: true,
+            never_merged: Vec::new(),
+            whole_lookup: false,
+            fuse_unk: true,
+        }
+    }
+}
+
 /// A SentencePiece BPE model ready to encode and decode. Immutable, `Sync`.
 pub struct SpmEncoder {
     model: Model,
@@ -42,6 +70,8 @@ pub struct SpmEncoder {
     whole_text: bool,
     /// Can an `<unk>` follow another (no byte fallback)? Then runs fuse.
     fuses_unk: bool,
+    /// Pieces by text, for `SpmOptions::whole_lookup`.
+    whole: Option<rustc_hash::FxHashMap<Box<[u8]>, u32>>,
     tag: u64,
 }
 
@@ -75,7 +105,21 @@ impl SpmEncoder {
     /// The encoder of `model`; `specials` (string, id) are the tokens a text
     /// may name with `allowed` (control pieces and `<unk>`, usually).
     pub fn new(model: Model, specials: Vec<(String, u32)>) -> Result<Self, SpmBuildError> {
-        let ranks = model.score_ranks();
+        Self::with_options(model, specials, SpmOptions::default())
+    }
+
+    /// `new`, departing from SentencePiece as `options` say.
+    pub fn with_options(
+        model: Model,
+        specials: Vec<(String, u32)>,
+        options: SpmOptions,
+    ) -> Result<Self, SpmBuildError> {
+        let mut ranks = model.score_ranks();
+        for &id in &options.never_merged {
+            if let Some(rank) = ranks.get_mut(id as usize) {
+                *rank = None;
+            }
+        }
         let specs: Vec<PieceSpec<'_>> = model
             .pieces
             .iter()
@@ -88,7 +132,12 @@ impl SpmEncoder {
                 rank,
             })
             .collect();
-        let vocab = Vocab::new(&specs, model.unk_id, model.byte_fallback, true);
+        let vocab = Vocab::new(
+            &specs,
+            model.unk_id,
+            model.byte_fallback,
+            options.chars_merge,
+        );
         let user_pieces: Vec<(&str, u32)> = model
             .pieces
             .iter()
@@ -104,9 +153,16 @@ impl SpmEncoder {
             .clone()
             .map(|rules| Normalizer::new(rules, None));
         let names: Vec<String> = specials.iter().map(|(s, _)| s.clone()).collect();
+        let whole = options.whole_lookup.then(|| {
+            let pieces = model.pieces.iter().enumerate();
+            pieces
+                .map(|(id, p)| (p.text.as_bytes().into(), id as u32))
+                .collect()
+        });
         Ok(SpmEncoder {
             whole_text: model.has_unused(),
-            fuses_unk: !model.byte_fallback,
+            fuses_unk: options.fuse_unk && !model.byte_fallback,
+            whole,
             vocab,
             normalizer,
             denormalizer,
@@ -149,7 +205,7 @@ impl SpmEncoder {
     ) -> Result<(), EncodeError> {
         self.split_specials(text, allowed, disallowed, &mut |part| match part {
             Part::Special(id, _) => out.push(id),
-            Part::Text(t, _) => self.encode_text(t, out),
+            Part::Text(t, start) => self.encode_text(t, start == 0, out),
         })
     }
 
@@ -211,14 +267,15 @@ impl SpmEncoder {
         Ok(())
     }
 
-    /// Encode one text (no special tokens), appending its ids.
-    pub fn encode_text(&self, text: &str, out: &mut Vec<u32>) {
+    /// Encode one text (no special tokens), appending its ids; `at_start`:
+    /// it starts the input (see `Normalization::prefix_first_only`).
+    pub fn encode_text(&self, text: &str, at_start: bool, out: &mut Vec<u32>) {
         if text.is_empty() {
             return;
         }
         with_scratch(self.tag, |s| {
             let mut norm = std::mem::take(&mut s.norm);
-            self.normalizer.normalize(text, &mut norm, None);
+            self.normalizer.normalize(text, at_start, &mut norm, None);
             self.encode_normalized(&norm, s, out);
             s.norm = norm;
         });
@@ -249,6 +306,11 @@ impl SpmEncoder {
     /// The ids of normalized text holding no user-defined piece, word by word.
     fn encode_words(&self, text: &str, s: &mut Scratch, last_unk: &mut bool, out: &mut Vec<u32>) {
         let b = text.as_bytes();
+        if let Some(&id) = self.whole.as_ref().and_then(|w| w.get(b)) {
+            out.push(id);
+            *last_unk = false;
+            return;
+        }
         for_each_word(&self.vocab, b, |start, end| {
             let len = end - start;
             let first = out.len();
@@ -309,7 +371,8 @@ impl SpmEncoder {
         }
         let mut norm = Vec::new();
         let mut map = Vec::new();
-        self.normalizer.normalize(text, &mut norm, Some(&mut map));
+        self.normalizer
+            .normalize(text, base == 0, &mut norm, Some(&mut map));
         let span = |a: usize, b: usize| (base + map[a], base + map[b].max(map[a]));
         let norm_str = std::str::from_utf8(&norm).expect("normalized text is UTF-8");
         // Token by token: each id's bytes of the normalized text.
@@ -329,6 +392,10 @@ impl SpmEncoder {
             let mut start = 0;
             let mut syms = Vec::new();
             let mut words = |t: &str, at: usize, tokens: &mut Vec<(u32, usize, usize)>| {
+                if let Some(&id) = self.whole.as_ref().and_then(|w| w.get(t.as_bytes())) {
+                    tokens.push((id, at, at + t.len()));
+                    return;
+                }
                 for_each_word(&self.vocab, t.as_bytes(), |a, b| {
                     let word = &t[a..b];
                     merge_word(&self.vocab, word, &mut syms);

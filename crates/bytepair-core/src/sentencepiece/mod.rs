@@ -18,6 +18,6 @@ pub mod reference;
 mod tests;
 mod vocab;
 
-pub use encode::{Spans, SpmEncoder};
+pub use encode::{Spans, SpmEncoder, SpmOptions};
 pub use model::{Kind, Model, ModelError, Normalization, Piece};
 pub use proto::ModelProto;

@@ -71,6 +71,12 @@ pub struct Normalization {
     pub remove_extra_whitespaces: bool,
     pub escape_whitespaces: bool,
     pub treat_whitespace_as_suffix: bool,
+    /// HF tokenizers' Metaspace instead of SentencePiece's rule: no dummy
+    /// prefix for a text whose normalized form starts with the space symbol.
+    pub metaspace_prefix: bool,
+    /// HF's `prepend_scheme: first`: only a text at the start of the input
+    /// (not one after a special token) gets the dummy prefix.
+    pub prefix_first_only: bool,
 }
 
 impl Normalization {
@@ -87,6 +93,8 @@ impl Normalization {
             remove_extra_whitespaces: spec.remove_extra_whitespaces(),
             escape_whitespaces: spec.escape_whitespaces(),
             treat_whitespace_as_suffix: suffix,
+            metaspace_prefix: false,
+            prefix_first_only: false,
         })
     }
 }

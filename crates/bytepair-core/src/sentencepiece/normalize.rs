@@ -34,8 +34,46 @@ impl Normalizer {
 
     /// Normalize `text` into `out` (cleared first); with `offsets`, also
     /// `offsets[i]` = the original byte normalized byte i came from, and one
-    /// more entry for the end (SentencePiece's `norm_to_orig`).
-    pub fn normalize(&self, text: &str, out: &mut Vec<u8>, offsets: Option<&mut Vec<usize>>) {
+    /// more entry for the end (SentencePiece's `norm_to_orig`). `at_start`:
+    /// the text starts the input (see `Normalization::prefix_first_only`).
+    pub fn normalize(
+        &self,
+        text: &str,
+        at_start: bool,
+        out: &mut Vec<u8>,
+        offsets: Option<&mut Vec<usize>>,
+    ) {
+        let r = &self.rules;
+        let dummy = r.add_dummy_prefix && (at_start || !r.prefix_first_only);
+        if dummy && r.metaspace_prefix {
+            // Normalized without it, then prefixed unless it starts with "▁".
+            let mut map = offsets;
+            self.normalize_with(text, false, out, map.as_deref_mut());
+            let space: &[u8] = if r.escape_whitespaces { SPACE } else { b" " };
+            if !out.is_empty() && !out.starts_with(space) {
+                let at = if r.treat_whitespace_as_suffix {
+                    out.len()
+                } else {
+                    0
+                };
+                out.splice(at..at, space.iter().copied());
+                if let Some(map) = map {
+                    let origin = map.get(at).copied().unwrap_or(0);
+                    map.splice(at..at, std::iter::repeat_n(origin, space.len()));
+                }
+            }
+            return;
+        }
+        self.normalize_with(text, dummy, out, offsets);
+    }
+
+    fn normalize_with(
+        &self,
+        text: &str,
+        dummy: bool,
+        out: &mut Vec<u8>,
+        offsets: Option<&mut Vec<usize>>,
+    ) {
         out.clear();
         let mut no_offsets = Vec::new();
         let (map, track) = match offsets {
@@ -47,17 +85,16 @@ impl Normalizer {
             return;
         }
         if self.is_plain() && !track {
-            self.normalize_plain(text.as_bytes(), out);
+            self.normalize_plain(text.as_bytes(), dummy, out);
             return;
         }
         let mut w = Writer { out, map, track };
-        self.normalize_general(text.as_bytes(), &mut w);
+        self.normalize_general(text.as_bytes(), dummy, &mut w);
     }
 
     /// The plain case without offsets: escape spaces, add the dummy prefix.
-    fn normalize_plain(&self, text: &[u8], out: &mut Vec<u8>) {
+    fn normalize_plain(&self, text: &[u8], dummy: bool, out: &mut Vec<u8>) {
         let r = &self.rules;
-        let dummy = r.add_dummy_prefix;
         let space: &[u8] = if r.escape_whitespaces { SPACE } else { b" " };
         out.reserve(text.len() + text.len() / 2 + 8);
         if dummy && !r.treat_whitespace_as_suffix {
@@ -97,7 +134,7 @@ impl Normalizer {
         (&input[..len], len)
     }
 
-    fn normalize_general(&self, mut input: &[u8], w: &mut Writer<'_>) {
+    fn normalize_general(&self, mut input: &[u8], dummy: bool, w: &mut Writer<'_>) {
         let r = &self.rules;
         let mut consumed = 0;
         if r.remove_extra_whitespaces {
@@ -113,7 +150,7 @@ impl Normalizer {
         if input.is_empty() {
             return;
         }
-        if !r.treat_whitespace_as_suffix && r.add_dummy_prefix {
+        if !r.treat_whitespace_as_suffix && dummy {
             w.add_space(r.escape_whitespaces, consumed);
         }
         let mut is_prev_space = r.remove_extra_whitespaces;
@@ -149,7 +186,7 @@ impl Normalizer {
                 w.out.truncate(length);
             }
         }
-        if r.treat_whitespace_as_suffix && r.add_dummy_prefix {
+        if r.treat_whitespace_as_suffix && dummy {
             w.add_space(r.escape_whitespaces, consumed);
         }
         if w.track {

@@ -55,6 +55,8 @@ fn model(byte_fallback: bool) -> Model {
         remove_extra_whitespaces: false,
         escape_whitespaces: true,
         treat_whitespace_as_suffix: false,
+        metaspace_prefix: false,
+        prefix_first_only: false,
     };
     Model::new(
         pieces,
