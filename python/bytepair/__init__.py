@@ -17,6 +17,7 @@ from bytepair.dataset import TokenShards, encode_dataset
 from bytepair.encoding import cache_budget, set_cache_budget
 from bytepair.formats.by_name import get_encoding, list_encodings
 from bytepair.spm_tokenizer import SentencePieceTokenizer
+from bytepair.spm_train import train_sentencepiece, train_sentencepiece_from_iterator
 from bytepair.tokenizer import Tokenizer
 from bytepair.train import TrainingStats, train, train_from_counts, train_from_iterator
 
@@ -37,5 +38,7 @@ __all__ = [
     "train",
     "train_from_counts",
     "train_from_iterator",
+    "train_sentencepiece",
+    "train_sentencepiece_from_iterator",
 ]
 __version__ = "0.1.0"

@@ -234,5 +234,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RankTable>()?;
     m.add_class::<sentencepiece::SentencePieceModel>()?;
     m.add_class::<sentencepiece::CoreSPM>()?;
+    m.add_function(wrap_pyfunction!(sentencepiece::train_sentencepiece, m)?)?;
     Ok(())
 }

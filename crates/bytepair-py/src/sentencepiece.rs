@@ -347,3 +347,101 @@ impl CoreSPM {
         String::from_utf8(out).map_err(|_| value_error("decoded text is not UTF-8"))
     }
 }
+
+/// Train a SentencePiece-style BPE model on `texts` (each split into lines;
+/// see `bytepair_core::sentencepiece::train`) and return it. `normalizer`:
+/// name, precompiled_charsmap, add_dummy_prefix, remove_extra_whitespaces
+/// (escape_whitespaces is always on: pieces hold "▁"). Returns the model and
+/// the bytes counted. ValueError: a vocabulary too small for the characters
+/// kept, a duplicate special piece, or an empty corpus.
+#[pyfunction]
+#[pyo3(signature = (texts, normalizer, vocab_size, character_coverage, byte_fallback, split_digits, allow_whitespace_only_pieces, max_piece_chars, control_symbols, user_defined_symbols, min_frequency, num_threads=None, callback=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn train_sentencepiece(
+    py: Python<'_>,
+    texts: Vec<Bound<'_, PyString>>,
+    normalizer: &Bound<'_, PyDict>,
+    vocab_size: usize,
+    character_coverage: f64,
+    byte_fallback: bool,
+    split_digits: bool,
+    allow_whitespace_only_pieces: bool,
+    max_piece_chars: usize,
+    control_symbols: Vec<String>,
+    user_defined_symbols: Vec<String>,
+    min_frequency: u64,
+    num_threads: Option<usize>,
+    callback: Option<Py<PyAny>>,
+) -> PyResult<(SentencePieceModel, u64)> {
+    use bytepair_core::sentencepiece::normalize::Normalizer;
+    use bytepair_core::sentencepiece::train::{count_texts, train, SpmTrainOptions};
+    use bytepair_core::sentencepiece::Normalization;
+
+    let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
+    let get_bool = |k: &str, default: bool| -> PyResult<bool> {
+        Ok(normalizer
+            .get_item(k)?
+            .map(|v| v.extract())
+            .transpose()?
+            .unwrap_or(default))
+    };
+    let charsmap: Vec<u8> = normalizer
+        .get_item("precompiled_charsmap")?
+        .map(|v| v.extract())
+        .transpose()?
+        .unwrap_or_default();
+    let spec = NormalizerSpec {
+        name: Some(
+            normalizer
+                .get_item("name")?
+                .map(|v| v.extract())
+                .transpose()?
+                .unwrap_or_else(|| "identity".to_string()),
+        ),
+        precompiled_charsmap: Some(charsmap.clone()),
+        add_dummy_prefix: Some(get_bool("add_dummy_prefix", true)?),
+        remove_extra_whitespaces: Some(get_bool("remove_extra_whitespaces", false)?),
+        escape_whitespaces: Some(true),
+        normalization_rule_tsv: None,
+    };
+    let rules = Normalization {
+        charsmap: if charsmap.is_empty() {
+            None
+        } else {
+            Some(
+                bytepair_core::sentencepiece::charsmap::CharsMap::new(&charsmap)
+                    .map_err(value_error)?,
+            )
+        },
+        add_dummy_prefix: spec.add_dummy_prefix(),
+        remove_extra_whitespaces: spec.remove_extra_whitespaces(),
+        escape_whitespaces: true,
+        treat_whitespace_as_suffix: false,
+        metaspace_prefix: false,
+        prefix_first_only: false,
+    };
+    let symbols: Vec<&str> = user_defined_symbols.iter().map(String::as_str).collect();
+    let user = bytepair_core::sentencepiece::encode::user_matcher(&symbols).map_err(value_error)?;
+    let options = SpmTrainOptions {
+        vocab_size,
+        character_coverage,
+        byte_fallback,
+        split_digits,
+        allow_whitespace_only_pieces,
+        max_piece_chars,
+        control_symbols,
+        user_defined_symbols,
+        min_frequency,
+    };
+    let normalizer = Normalizer::new(rules, user.clone());
+    let result = crate::runtime::run_with_progress(py, num_threads, callback, |progress| {
+        let counts = count_texts(&texts, &normalizer, user.as_ref(), &options, progress)
+            .map_err(|e| e.to_string())?;
+        let bytes = counts.bytes;
+        train(counts, spec, &options, progress)
+            .map(|proto| (proto, bytes))
+            .map_err(|e| e.to_string())
+    })?;
+    let (proto, bytes) = result.map_err(PyValueError::new_err)?;
+    Ok((SentencePieceModel { proto }, bytes))
+}

@@ -149,7 +149,7 @@ impl<K: SlotKey, const N: usize> PieceCache<K, N> {
 
     /// Ask for the cache line of `hash`'s home slot ahead of its probe.
     #[inline]
-    pub(super) fn prefetch(&self, hash: u64) {
+    pub(crate) fn prefetch(&self, hash: u64) {
         // SAFETY: a home slot is below 2^(64 - shift), the table's length.
         let slot = unsafe { self.slots.get_unchecked(self.home(hash)) };
         crate::memory::prefetch(slot);
@@ -162,7 +162,7 @@ impl<K: SlotKey, const N: usize> PieceCache<K, N> {
     /// `prefetch` into L2 only: far ahead of the probe, without taking L1's
     /// few slots for outstanding misses (faster warm calls on English, gpt2).
     #[inline]
-    pub(super) fn prefetch_l2(&self, hash: u64) {
+    pub(crate) fn prefetch_l2(&self, hash: u64) {
         // SAFETY: a home slot is below 2^(64 - shift), the table's length.
         crate::memory::prefetch_l2(unsafe { self.slots.get_unchecked(self.home(hash)) });
     }

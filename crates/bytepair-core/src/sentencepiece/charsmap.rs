@@ -22,6 +22,8 @@ pub enum CharsMapError {
     NoHeader,
     #[error("the precompiled charsmap's trie ({0} bytes) does not fit in the blob or is not whole 4-byte units")]
     BadTrieSize(usize),
+    #[error("the precompiled charsmap's replacement at byte {0} is not UTF-8")]
+    NotUtf8(usize),
 }
 
 /// The rules of a precompiled charsmap.
@@ -43,6 +45,14 @@ impl CharsMap {
         let rest = &blob[4..];
         if trie_len > rest.len() || !trie_len.is_multiple_of(4) {
             return Err(CharsMapError::BadTrieSize(trie_len));
+        }
+        // Every replacement must be UTF-8: normalized text is built from them.
+        let mut at = 0;
+        for part in rest[trie_len..].split(|&b| b == 0) {
+            if std::str::from_utf8(part).is_err() {
+                return Err(CharsMapError::NotUtf8(at));
+            }
+            at += part.len() + 1;
         }
         let units = rest[..trie_len]
             .chunks_exact(4)
@@ -79,6 +89,8 @@ impl CharsMap {
         let (len, start) = best?;
         let tail = self.normalized.get(start..)?;
         let end = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
+        // A corrupt leaf may point inside a character: no rule, then.
+        std::str::from_utf8(&tail[..end]).ok()?;
         Some((len, &tail[..end]))
     }
 }

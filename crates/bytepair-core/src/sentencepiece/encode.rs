@@ -19,9 +19,11 @@ use crate::shortkey::{hash as hash_key, hash_mid, load as load_key, load_mid, MA
 use super::decode::UnknownId;
 use super::merge::{merge_word, push_ids, Sym};
 use super::model::{Kind, Model};
-use super::normalize::Normalizer;
+use super::normalize::{Normalizer, SPACE};
 use super::reference::{populate_ids, sample_encode};
 use super::vocab::{PieceSpec, Vocab};
+
+const SPACE_CHAR: char = '\u{2581}';
 
 /// Byte spans of the original text, one per id.
 pub type Spans = Vec<(usize, usize)>;
@@ -88,7 +90,7 @@ pub enum SpmBuildError {
 /// matches them as they are both in the original text (the normalizer) and
 /// in the normalized one (the model), so a piece with a space never matches
 /// the normalized text, where the space is "▁".
-fn user_matcher(pieces: &[&str]) -> Result<Option<AhoCorasick>, SpmBuildError> {
+pub fn user_matcher(pieces: &[&str]) -> Result<Option<AhoCorasick>, SpmBuildError> {
     if pieces.is_empty() {
         return Ok(None);
     }
@@ -283,8 +285,9 @@ impl SpmEncoder {
 
     /// The ids of a normalized text.
     fn encode_normalized(&self, norm: &[u8], s: &mut Scratch, out: &mut Vec<u32>) {
-        // SAFETY-free: normalized text is built from whole UTF-8 sequences.
-        let norm_str = std::str::from_utf8(norm).expect("normalized text is UTF-8");
+        // SAFETY: normalized text is made of UTF-8 strings only: pieces of the
+        // input, "▁", and charsmap replacements (checked when the map is read).
+        let norm_str = unsafe { std::str::from_utf8_unchecked(norm) };
         if self.whole_text {
             let pieces = sample_encode(&self.model, norm_str, self.user.as_ref());
             out.extend(populate_ids(&self.model, &pieces, &self.vocab.byte_ids));
@@ -303,44 +306,88 @@ impl SpmEncoder {
         self.encode_words(&norm_str[start..], s, &mut last_unk, out);
     }
 
-    /// The ids of normalized text holding no user-defined piece, word by word.
+    /// The ids of normalized text holding no user-defined piece, word by word:
+    /// the words' starts first, then their cache probes in batches, each
+    /// batch's slots fetched ahead (a cache of 10^5 words does not fit in the
+    /// CPU's caches; the byte-level encoder does the same).
     fn encode_words(&self, text: &str, s: &mut Scratch, last_unk: &mut bool, out: &mut Vec<u32>) {
         let b = text.as_bytes();
+        if b.is_empty() {
+            return;
+        }
         if let Some(&id) = self.whole.as_ref().and_then(|w| w.get(b)) {
             out.push(id);
             *last_unk = false;
             return;
         }
-        for_each_word(&self.vocab, b, |start, end| {
-            let len = end - start;
-            let first = out.len();
-            if len <= MAX_SHORT {
-                let key = load_key(b, start, len);
-                let hash = hash_key(key);
-                if !s.short.push_hit(key, hash, out) {
-                    self.merge_into(&text[start..end], &mut s.syms, out);
-                    s.short.insert(key, hash, &out[first..]);
+        let mut starts = std::mem::take(&mut s.starts);
+        starts.clear();
+        word_starts(&self.vocab, b, &mut starts);
+        starts.push(b.len() as u32);
+        let mut hashes = [0u64; WORD_BATCH];
+        let mut keys = [0u128; WORD_BATCH];
+        let words = starts.len() - 1;
+        for batch in (0..words).step_by(WORD_BATCH) {
+            let bounds = &starts[batch..(batch + WORD_BATCH).min(words) + 1];
+            for (k, w) in bounds.windows(2).enumerate() {
+                let (a, len) = (w[0] as usize, (w[1] - w[0]) as usize);
+                if len <= MAX_SHORT {
+                    keys[k] = load_key(b, a, len);
+                    hashes[k] = hash_key(keys[k]);
+                    s.short.prefetch(hashes[k]);
                 }
-            } else if len <= MAX_MID {
-                let key = load_mid(b, start, len);
-                let hash = hash_mid(key);
-                if !s.mid.push_hit(key, hash, out) {
-                    self.merge_into(&text[start..end], &mut s.syms, out);
-                    s.mid.insert(key, hash, &out[first..]);
-                }
-            } else if !s.long.push_hit(&b[start..end], out) {
-                self.merge_into(&text[start..end], &mut s.syms, out);
-                s.long.insert(&b[start..end], &out[first..]);
             }
-            if self.fuses_unk {
-                let unk = self.vocab.unk_id;
-                if *last_unk && out.get(first) == Some(&unk) {
-                    out.remove(first);
+            for (k, w) in bounds.windows(2).enumerate() {
+                let (a, e) = (w[0] as usize, w[1] as usize);
+                let first = out.len();
+                if e - a <= MAX_SHORT {
+                    if !s.short.push_hit(keys[k], hashes[k], out) {
+                        self.merge_into(&text[a..e], &mut s.syms, out);
+                        s.short.insert(keys[k], hashes[k], &out[first..]);
+                    }
+                } else {
+                    self.encode_long_word(text, a, e, s, out);
                 }
-                *last_unk = out.len() > first && out.last() == Some(&unk)
-                    || (out.len() == first && *last_unk);
+                if self.fuses_unk {
+                    self.fuse_after(first, last_unk, out);
+                }
             }
-        });
+        }
+        s.starts = starts;
+    }
+
+    /// A word of more than `MAX_SHORT` bytes, through the caches of longer pieces.
+    fn encode_long_word(
+        &self,
+        text: &str,
+        a: usize,
+        e: usize,
+        s: &mut Scratch,
+        out: &mut Vec<u32>,
+    ) {
+        let (b, first) = (text.as_bytes(), out.len());
+        if e - a <= MAX_MID {
+            let key = load_mid(b, a, e - a);
+            let hash = hash_mid(key);
+            if !s.mid.push_hit(key, hash, out) {
+                self.merge_into(&text[a..e], &mut s.syms, out);
+                s.mid.insert(key, hash, &out[first..]);
+            }
+        } else if !s.long.push_hit(&b[a..e], out) {
+            self.merge_into(&text[a..e], &mut s.syms, out);
+            s.long.insert(&b[a..e], &out[first..]);
+        }
+    }
+
+    /// Fuse a word's leading `<unk>` (its ids start at `first`) with one that
+    /// ended the word before it.
+    fn fuse_after(&self, first: usize, last_unk: &mut bool, out: &mut Vec<u32>) {
+        let unk = self.vocab.unk_id;
+        if *last_unk && out.get(first) == Some(&unk) {
+            out.remove(first);
+        }
+        *last_unk =
+            out.len() > first && out.last() == Some(&unk) || (out.len() == first && *last_unk);
     }
 
     /// Merge one word (its ids fused within it, as if nothing came before).
@@ -487,32 +534,56 @@ fn char_at(b: &[u8], i: usize) -> (char, usize) {
 /// Call `f(start, end)` for each word of `b` (valid UTF-8): the spans between
 /// the places where two characters that no piece holds side by side meet.
 fn for_each_word(v: &Vocab, b: &[u8], mut f: impl FnMut(usize, usize)) {
-    if b.is_empty() {
-        return;
+    let mut starts = Vec::new();
+    word_starts(v, b, &mut starts);
+    starts.push(b.len() as u32);
+    for w in starts.windows(2) {
+        f(w[0] as usize, w[1] as usize);
     }
+}
+
+/// The start of every word of `b` (valid UTF-8, not empty; see `for_each_word`),
+/// appended to `starts`. ASCII and "▁" (nearly every character of most text)
+/// are looked up in bit tables, other pairs in the vocabulary's bigram set.
+fn word_starts(v: &Vocab, b: &[u8], starts: &mut Vec<u32>) {
+    starts.push(0);
+    let spaces_join = v.joins_spaces();
     let (mut prev, mut i) = char_at(b, 0);
-    let mut start = 0;
     while i < b.len() {
         let byte = b[i];
-        let (c, len) = char_at(b, i);
-        let joined = if byte < 0x80 && (prev as u32) < 0x80 {
-            v.joins_ascii(prev as u8, byte)
+        let (c, len, joined) = if byte < 0x80 {
+            let joined = match prev as u32 {
+                p if p < 0x80 => v.joins_ascii(p as u8, byte),
+                _ if prev == SPACE_CHAR => v.joins_space(byte, true),
+                _ => v.joins(prev, byte as char),
+            };
+            (byte as char, 1, joined)
+        } else if b[i..].starts_with(SPACE) {
+            let joined = match prev as u32 {
+                p if p < 0x80 => v.joins_space(p as u8, false),
+                _ if prev == SPACE_CHAR => spaces_join,
+                _ => v.joins(prev, SPACE_CHAR),
+            };
+            (SPACE_CHAR, SPACE.len(), joined)
         } else {
-            v.joins(prev, c)
+            let (c, len) = char_at(b, i);
+            (c, len, v.joins(prev, c))
         };
         if !joined {
-            f(start, i);
-            start = i;
+            starts.push(i as u32);
         }
         prev = c;
         i += len;
     }
-    f(start, b.len());
 }
+
+/// Words probed per batch (their cache slots fetched first).
+const WORD_BATCH: usize = 128;
 
 /// One encoder's caches and buffers on one thread.
 struct Scratch {
     tag: u64,
+    starts: Vec<u32>,
     short: ShortCache,
     mid: MidCache,
     long: LongCache,
@@ -529,6 +600,7 @@ thread_local! {
 fn with_scratch<R>(tag: u64, f: impl FnOnce(&mut Scratch) -> R) -> R {
     let fresh = || Scratch {
         tag,
+        starts: Vec::new(),
         short: ShortCache::new(),
         mid: MidCache::new(),
         long: LongCache::new(),

@@ -16,6 +16,7 @@ pub mod proto;
 pub mod reference;
 #[cfg(test)]
 mod tests;
+pub mod train;
 mod vocab;
 
 pub use encode::{Spans, SpmEncoder, SpmOptions};

@@ -51,6 +51,10 @@ pub struct Vocab {
     /// Bit `y` of `ascii_bigrams[x]`: the ASCII characters x, y are adjacent in some piece.
     ascii_bigrams: [u128; 128],
     bigrams: FxHashSet<u64>,
+    /// The bigrams with "▁" (between most words): bit `x` of `before_space`:
+    /// the ASCII character x, then "▁"; of `after_space`: "▁", then x.
+    before_space: u128,
+    after_space: u128,
     /// Byte -> id of its `<0xNN>` piece (NO_ID: none).
     pub(super) byte_ids: [u32; 256],
     pub(super) unk_id: u32,
@@ -145,8 +149,18 @@ impl Vocab {
                 }
             }
         }
+        let space = '\u{2581}';
+        let ascii_with = |f: &dyn Fn(char) -> u64| {
+            (0..128u8).fold(0u128, |bits, x| {
+                bits | (u128::from(bigrams.contains(&f(x as char))) << x)
+            })
+        };
+        let before_space = ascii_with(&|x| bigram_key(x, space));
+        let after_space = ascii_with(&|y| bigram_key(space, y));
         Vocab {
             pairs: PairTable::new(&pairs, ids.len() + 1),
+            before_space,
+            after_space,
             ids,
             ranks,
             ascii,
@@ -186,11 +200,30 @@ impl Vocab {
     /// May a merge ever join the characters `x` and `y` (adjacent in some piece)?
     #[inline]
     pub(super) fn joins(&self, x: char, y: char) -> bool {
-        if (x as u32) < 128 && (y as u32) < 128 {
-            self.ascii_bigrams[x as usize] >> (y as u32) & 1 == 1
-        } else {
-            self.bigrams.contains(&bigram_key(x, y))
+        let (a, b) = (x as u32, y as u32);
+        match (a < 128, b < 128) {
+            (true, true) => self.ascii_bigrams[a as usize] >> b & 1 == 1,
+            (true, false) if y == '\u{2581}' => self.before_space >> a & 1 == 1,
+            (false, true) if x == '\u{2581}' => self.after_space >> b & 1 == 1,
+            _ => self.bigrams.contains(&bigram_key(x, y)),
         }
+    }
+
+    /// May a merge join the ASCII character `x` and "▁" / "▁" and `y`?
+    #[inline]
+    pub(super) fn joins_space(&self, x: u8, space_first: bool) -> bool {
+        let bits = if space_first {
+            self.after_space
+        } else {
+            self.before_space
+        };
+        bits >> x & 1 == 1
+    }
+
+    /// Does a piece hold "▁▁"?
+    #[inline]
+    pub(super) fn joins_spaces(&self) -> bool {
+        self.bigrams.contains(&bigram_key('\u{2581}', '\u{2581}'))
     }
 
     /// May a merge ever join the ASCII bytes `x` and `y`?

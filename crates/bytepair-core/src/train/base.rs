@@ -81,7 +81,7 @@ pub fn train_on_base(
     let n_base = base.tokens.len() as u32;
     let external: Vec<u32> = base.tokens.iter().map(|&(id, _)| id).collect();
     let token_bytes = base.tokens.into_iter().map(|(_, b)| b).collect();
-    let trainer = Trainer::new(words, freqs, token_bytes, taken, options);
+    let trainer = Trainer::new(words, freqs, token_bytes, taken, options, usize::MAX);
     let (mut merges, stop, tokens) = learn(trainer, single_tokens, num_merges, options, progress)?;
     let to_external = |id: u32| {
         if id < n_base {

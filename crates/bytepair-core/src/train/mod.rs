@@ -45,6 +45,7 @@
 
 mod base;
 mod changes;
+mod symbols;
 mod words;
 
 use std::cmp::Ordering as CmpOrdering;
@@ -60,6 +61,7 @@ use changes::SeamChanges;
 use words::{merge_words, Words};
 
 pub use base::{train_on_base, Base};
+pub use symbols::train_on_symbols;
 pub use words::{merge_in_word, Seam};
 
 type Pair = (u32, u32);
@@ -202,8 +204,9 @@ struct Trainer {
     waiting: Vec<Vec<Pair>>,
     /// The changes of the merge being applied (kept for its tables).
     changes: SeamChanges,
-    /// Longest token allowed, in bytes.
+    /// Longest token allowed, in bytes and in UTF-8 characters.
     max_token_length: usize,
+    max_token_chars: usize,
     /// The bytes of the base's tokens when extending one: a pair that would
     /// make one of them again is skipped (the base's encoder would merge it
     /// with the base's rank anyway, and one token must not have two ids).
@@ -220,13 +223,15 @@ struct PairStats {
 }
 
 impl Trainer {
-    /// A trainer over `words` (token ids indexing `token_bytes`).
+    /// A trainer over `words` (token ids indexing `token_bytes`); no token
+    /// longer than `max_chars` UTF-8 characters (`usize::MAX`: no limit).
     fn new(
         words: Words,
         freqs: Vec<u64>,
         token_bytes: Vec<Vec<u8>>,
         taken: FxHashSet<Vec<u8>>,
         options: &TrainOptions,
+        max_chars: usize,
     ) -> Self {
         let token_prefix = token_bytes.iter().map(|b| TokenPrefix::of(b)).collect();
         let pairs = initial_pair_index(&words, &freqs);
@@ -242,6 +247,7 @@ impl Trainer {
             waiting: vec![Vec::new(); 64],
             changes: SeamChanges::for_vocabulary(vocabulary),
             max_token_length: options.max_token_length.unwrap_or(usize::MAX),
+            max_token_chars: max_chars,
             taken,
         };
         t.rebuild_queue();
@@ -250,8 +256,15 @@ impl Trainer {
 
     /// Whether merging `pair` would make a token longer than allowed.
     fn too_long(&self, pair: Pair) -> bool {
-        self.token_bytes[pair.0 as usize].len() + self.token_bytes[pair.1 as usize].len()
-            > self.max_token_length
+        let (left, right) = (
+            &self.token_bytes[pair.0 as usize],
+            &self.token_bytes[pair.1 as usize],
+        );
+        if left.len() + right.len() > self.max_token_length {
+            return true;
+        }
+        let chars = |b: &[u8]| b.iter().filter(|&&x| x & 0xC0 != 0x80).count();
+        self.max_token_chars != usize::MAX && chars(left) + chars(right) > self.max_token_chars
     }
 
     /// Whether `pair` may be merged: not too long, and not a token of the base.
@@ -602,7 +615,14 @@ pub fn train_with(
     let (words, freqs) = Words::from_counts(&word_counts);
     drop_in_background(word_counts);
     let bytes = (0..=255u8).map(|b| vec![b]).collect();
-    let trainer = Trainer::new(words, freqs, bytes, FxHashSet::default(), options);
+    let trainer = Trainer::new(
+        words,
+        freqs,
+        bytes,
+        FxHashSet::default(),
+        options,
+        usize::MAX,
+    );
     let (merges, stop, tokens) = learn(trainer, single_byte_tokens, num_merges, options, progress)?;
     Ok(Trained {
         merges,

@@ -1,0 +1,428 @@
+//! Training SentencePiece-style BPE (the Llama 2 recipe: characters kept by
+//! coverage, byte fallback, split digits, dummy prefix, user-defined and
+//! control pieces), written as a `ModelProto` that sentencepiece loads.
+//!
+//! 1. Each line is normalized as the model will normalize it (dummy prefix,
+//!    "▁" for spaces) and cut into *units* that no piece may cross, as
+//!    SentencePiece's trainer restricts pieces (`SplitIntoWords`,
+//!    `IsValidSentencePiece`): a word starts at each "▁" (a run of "▁" is a
+//!    unit of its own when whitespace-only pieces are allowed, its last "▁"
+//!    starting the next word), and within a word at a change of character
+//!    class (cased letters, caseless letters, numbers, other; marks join the
+//!    character before them), at every digit with `split_digits`, and around
+//!    user-defined pieces (matched first, never counted). Characters and
+//!    units are counted (per thread, summed).
+//! 2. The most frequent characters covering `character_coverage` of all
+//!    characters are kept; the others are unknown (byte fallback at encode
+//!    time) and cut units.
+//! 3. The byte-level trainer's merge loop (`crate::train::train_on_symbols`)
+//!    runs over the kept characters, pieces at most `max_piece_chars` long.
+//! 4. The vocabulary is SentencePiece's layout: `<unk>`, `<s>`, `</s>`, the
+//!    control and user-defined pieces, the 256 `<0xNN>` pieces, the merged
+//!    pieces (score -k for the k-th), then the kept characters by frequency
+//!    (scores below every merge), so encoding by score replays the merges.
+//!
+//! Differences from `spm_train --model_type=bpe`, which picks its own pairs:
+//! ties go to the lexicographically greatest pair (bytepair's rule), script
+//! boundaries are approximated by character classes, and lines of any length
+//! are counted (spm_train skips those over `max_sentence_length`).
+
+use aho_corasick::AhoCorasick;
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+use super::model::Kind;
+use super::normalize::Normalizer;
+use super::proto::{ModelProto, NormalizerSpec, SentencePiece, TrainerSpec};
+use crate::pretokenize::unicode::{flags, CASELESS, LETTER, LOWER, MARK, NUMBER, UPPER};
+use crate::progress::Progress;
+use crate::train::{train_on_symbols, TrainError, TrainOptions};
+
+const SPACE: char = '\u{2581}';
+
+/// What to train (defaults: the Llama 2 recipe).
+#[derive(Clone, Debug)]
+pub struct SpmTrainOptions {
+    pub vocab_size: usize,
+    /// Keep the most frequent characters covering this share of all characters.
+    pub character_coverage: f64,
+    pub byte_fallback: bool,
+    pub split_digits: bool,
+    pub allow_whitespace_only_pieces: bool,
+    /// Longest piece, in characters (`max_sentencepiece_length`).
+    pub max_piece_chars: usize,
+    pub control_symbols: Vec<String>,
+    pub user_defined_symbols: Vec<String>,
+    /// Stop when the best pair counts fewer than this.
+    pub min_frequency: u64,
+}
+
+impl Default for SpmTrainOptions {
+    fn default() -> Self {
+        SpmTrainOptions {
+            vocab_size: 32000,
+            character_coverage: 0.9995,
+            byte_fallback: true,
+            split_digits: true,
+            allow_whitespace_only_pieces: true,
+            max_piece_chars: 16,
+            control_symbols: Vec::new(),
+            user_defined_symbols: Vec::new(),
+            min_frequency: 0,
+        }
+    }
+}
+
+/// Why training failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SpmTrainError {
+    #[error("the corpus has no characters")]
+    Empty,
+    #[error(
+        "vocab_size {vocab_size} leaves no room for merges: {fixed} pieces are the special, \
+         user-defined and byte pieces and {chars} the characters kept by coverage"
+    )]
+    TooSmall {
+        vocab_size: usize,
+        fixed: usize,
+        chars: usize,
+    },
+    #[error("{0:?} is given twice as a special or user-defined piece")]
+    Duplicate(String),
+    #[error(transparent)]
+    Train(#[from] TrainError),
+}
+
+/// Characters and units of a corpus, counted.
+pub struct SpmCounts {
+    pub chars: FxHashMap<char, u64>,
+    /// ASCII characters' counts (most characters: no hashing), moved into
+    /// `chars` by `finish`.
+    ascii: [u64; 128],
+    pub units: FxHashMap<String, u64>,
+    /// Bytes of text counted.
+    pub bytes: u64,
+}
+
+impl Default for SpmCounts {
+    fn default() -> Self {
+        SpmCounts {
+            chars: FxHashMap::default(),
+            ascii: [0; 128],
+            units: FxHashMap::default(),
+            bytes: 0,
+        }
+    }
+}
+
+impl SpmCounts {
+    #[inline]
+    fn add_char(&mut self, c: char) {
+        match c as usize {
+            a if a < 128 => self.ascii[a] += 1,
+            _ => *self.chars.entry(c).or_default() += 1,
+        }
+    }
+
+    #[inline]
+    fn add_unit(&mut self, unit: &str) {
+        match self.units.get_mut(unit) {
+            Some(n) => *n += 1,
+            None => {
+                self.units.insert(unit.to_string(), 1);
+            }
+        }
+    }
+
+    /// Move the ASCII counts into `chars`.
+    fn finish(mut self) -> Self {
+        for (a, &n) in self.ascii.iter().enumerate() {
+            if n > 0 {
+                *self.chars.entry(a as u8 as char).or_default() += n;
+            }
+        }
+        self.ascii = [0; 128];
+        self
+    }
+
+    fn merge(self, other: SpmCounts) -> SpmCounts {
+        let (mut big, small) = if self.units.len() >= other.units.len() {
+            (self, other)
+        } else {
+            (other, self)
+        };
+        big.bytes += small.bytes;
+        for (a, n) in small.ascii.iter().enumerate() {
+            big.ascii[a] += n;
+        }
+        for (c, n) in small.chars {
+            *big.chars.entry(c).or_default() += n;
+        }
+        for (u, n) in small.units {
+            *big.units.entry(u).or_default() += n;
+        }
+        big
+    }
+}
+
+/// The class a unit keeps throughout (see the module docstring).
+fn class_of(c: char) -> u8 {
+    let f = flags(c);
+    match () {
+        _ if f & NUMBER != 0 => 1,
+        _ if f & MARK != 0 => 0, // joins the character before it
+        _ if f & (UPPER | LOWER) != 0 => 2,
+        _ if f & (LETTER | CASELESS) != 0 => 3,
+        _ => 4,
+    }
+}
+
+/// Count the units and characters of one normalized line into `counts`.
+fn count_normalized(text: &str, options: &SpmTrainOptions, counts: &mut SpmCounts) {
+    let mut start: Option<usize> = None; // the open unit
+    let mut class = 0u8;
+    let close = |counts: &mut SpmCounts, a: Option<usize>, b: usize| {
+        if let Some(a) = a.filter(|&a| a < b) {
+            counts.add_unit(&text[a..b]);
+        }
+    };
+    let mut prev_space = false;
+    for (i, c) in text.char_indices() {
+        counts.add_char(c);
+        if c == SPACE {
+            // A run of "▁" stays one unit only when whitespace-only pieces are allowed.
+            if !(prev_space && options.allow_whitespace_only_pieces) {
+                close(counts, start, i);
+                start = Some(i);
+            }
+            prev_space = true;
+            class = 0;
+            continue;
+        }
+        let k = class_of(c);
+        if prev_space {
+            // The run's last "▁" starts the word that follows it.
+            let last = i - SPACE.len_utf8();
+            if let Some(a) = start.filter(|&a| a < last) {
+                close(counts, Some(a), last);
+            }
+            start = Some(last);
+        } else {
+            let digit_alone = options.split_digits && (k == 1 || class == 1);
+            if start.is_none() || digit_alone || (k != 0 && class != 0 && k != class) {
+                close(counts, start, i);
+                start = Some(i);
+            }
+        }
+        prev_space = false;
+        if k != 0 {
+            class = k;
+        }
+    }
+    close(counts, start, text.len());
+}
+
+/// Count `texts` (each split into lines) on the current rayon pool: each line
+/// normalized by `normalizer`, user-defined pieces (`user`) cut out.
+pub fn count_texts(
+    texts: &[&str],
+    normalizer: &Normalizer,
+    user: Option<&AhoCorasick>,
+    options: &SpmTrainOptions,
+    progress: &Progress,
+) -> Result<SpmCounts, TrainError> {
+    let lines: Vec<&str> = texts
+        .iter()
+        .flat_map(|t| t.split('\n'))
+        .filter(|l| !l.is_empty())
+        .collect();
+    let counts = lines
+        .par_chunks(4096)
+        .map(|chunk| {
+            let mut counts = SpmCounts::default();
+            let mut norm = Vec::new();
+            if progress.is_cancelled() {
+                return counts;
+            }
+            for line in chunk {
+                counts.bytes += line.len() as u64 + 1;
+                normalizer.normalize(line, true, &mut norm, None);
+                let text = std::str::from_utf8(&norm).expect("normalized text is UTF-8");
+                let mut start = 0;
+                for m in user.into_iter().flat_map(|u| u.find_iter(text)) {
+                    count_normalized(&text[start..m.start()], options, &mut counts);
+                    start = m.end();
+                }
+                count_normalized(&text[start..], options, &mut counts);
+            }
+            progress.add(chunk.iter().map(|l| l.len() as u64 + 1).sum());
+            counts
+        })
+        .reduce(SpmCounts::default, SpmCounts::merge);
+    if progress.is_cancelled() {
+        return Err(TrainError::Cancelled);
+    }
+    Ok(counts.finish())
+}
+
+/// The characters kept: the most frequent ones covering `coverage` of all
+/// character occurrences ("▁" always), most frequent first.
+fn kept_chars(chars: &FxHashMap<char, u64>, coverage: f64) -> Vec<char> {
+    let mut by_count: Vec<(char, u64)> = chars.iter().map(|(&c, &n)| (c, n)).collect();
+    by_count.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let total: u64 = by_count.iter().map(|&(_, n)| n).sum();
+    let mut kept = Vec::new();
+    let mut covered = 0u64;
+    for (c, n) in by_count {
+        if !kept.is_empty() && covered as f64 / total as f64 >= coverage && c != SPACE {
+            continue;
+        }
+        covered += n;
+        kept.push(c);
+    }
+    kept
+}
+
+/// Train from `counts`; `normalizer_spec` is written into the model as given.
+pub fn train(
+    counts: SpmCounts,
+    normalizer_spec: NormalizerSpec,
+    options: &SpmTrainOptions,
+    progress: &Progress,
+) -> Result<ModelProto, SpmTrainError> {
+    if counts.chars.is_empty() {
+        return Err(SpmTrainError::Empty);
+    }
+    let chars = kept_chars(&counts.chars, options.character_coverage);
+    let mut fixed: Vec<(String, Kind)> = vec![
+        ("<unk>".into(), Kind::Unknown),
+        ("<s>".into(), Kind::Control),
+        ("</s>".into(), Kind::Control),
+    ];
+    fixed.extend(
+        options
+            .control_symbols
+            .iter()
+            .map(|s| (s.clone(), Kind::Control)),
+    );
+    fixed.extend(
+        options
+            .user_defined_symbols
+            .iter()
+            .map(|s| (s.clone(), Kind::UserDefined)),
+    );
+    if options.byte_fallback {
+        fixed.extend((0..=255u8).map(|b| (format!("<0x{b:02X}>"), Kind::Byte)));
+    }
+    let mut taken: FxHashMap<String, ()> = FxHashMap::default();
+    for (s, _) in &fixed {
+        if taken.insert(s.clone(), ()).is_some() {
+            return Err(SpmTrainError::Duplicate(s.clone()));
+        }
+    }
+    let chars: Vec<char> = chars
+        .into_iter()
+        .filter(|c| !taken.contains_key(&c.to_string()))
+        .collect();
+    let room = options.vocab_size.checked_sub(fixed.len() + chars.len());
+    let num_merges = match room {
+        Some(n) if n > 0 => n,
+        _ => {
+            return Err(SpmTrainError::TooSmall {
+                vocab_size: options.vocab_size,
+                fixed: fixed.len(),
+                chars: chars.len(),
+            })
+        }
+    };
+    let code: FxHashMap<char, u32> = chars
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| (c, i as u32))
+        .collect();
+    // Units as symbol sequences, cut at unknown characters.
+    let mut words: Vec<(Vec<u32>, u64)> = Vec::with_capacity(counts.units.len());
+    for (unit, n) in counts.units {
+        let mut run = Vec::new();
+        for c in unit.chars() {
+            match code.get(&c) {
+                Some(&id) => run.push(id),
+                None if !run.is_empty() => words.push((std::mem::take(&mut run), n)),
+                None => {}
+            }
+        }
+        if !run.is_empty() {
+            words.push((run, n));
+        }
+    }
+    let symbols: Vec<Vec<u8>> = chars.iter().map(|c| c.to_string().into_bytes()).collect();
+    let train_options = TrainOptions {
+        min_frequency: options.min_frequency,
+        max_token_length: None,
+    };
+    let trained = train_on_symbols(
+        words,
+        symbols.clone(),
+        num_merges,
+        &train_options,
+        options.max_piece_chars,
+        progress,
+    )?;
+    let mut tokens = symbols;
+    let mut pieces: Vec<SentencePiece> =
+        fixed.iter().map(|(s, kind)| piece(s, 0.0, *kind)).collect();
+    for m in &trained.merges {
+        let text = [&tokens[m.left as usize][..], &tokens[m.right as usize][..]].concat();
+        let text_str = String::from_utf8(text.clone()).expect("characters joined");
+        if taken.insert(text_str.clone(), ()).is_none() {
+            pieces.push(piece(
+                &text_str,
+                -((pieces.len() - fixed.len()) as f32),
+                Kind::Normal,
+            ));
+        }
+        tokens.push(text);
+    }
+    let first_char_score = pieces.len() - fixed.len();
+    for (j, c) in chars.iter().enumerate() {
+        pieces.push(piece(
+            &c.to_string(),
+            -((first_char_score + j) as f32),
+            Kind::Normal,
+        ));
+    }
+    Ok(ModelProto {
+        pieces,
+        trainer_spec: Some(trainer_spec(options)),
+        normalizer_spec: Some(normalizer_spec),
+        self_test_data: None,
+        denormalizer_spec: None,
+    })
+}
+
+fn piece(text: &str, score: f32, kind: Kind) -> SentencePiece {
+    SentencePiece {
+        piece: Some(text.to_string()),
+        score: Some(score),
+        r#type: Some(kind.proto_type()),
+    }
+}
+
+fn trainer_spec(options: &SpmTrainOptions) -> TrainerSpec {
+    TrainerSpec {
+        model_type: Some(2),
+        vocab_size: Some(options.vocab_size as i32),
+        character_coverage: Some(options.character_coverage as f32),
+        byte_fallback: Some(options.byte_fallback),
+        split_digits: Some(options.split_digits),
+        allow_whitespace_only_pieces: Some(options.allow_whitespace_only_pieces),
+        max_sentencepiece_length: Some(options.max_piece_chars as i32),
+        control_symbols: options.control_symbols.clone(),
+        user_defined_symbols: options.user_defined_symbols.clone(),
+        unk_id: Some(0),
+        bos_id: Some(1),
+        eos_id: Some(2),
+        pad_id: Some(-1),
+        ..Default::default()
+    }
+}

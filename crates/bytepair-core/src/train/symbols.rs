@@ -1,0 +1,56 @@
+//! Training from any initial symbols, not the 256 bytes: SentencePiece-style
+//! BPE starts from characters (`crate::sentencepiece::train`). The words are
+//! given as symbol sequences; the loop, its limits and its tie-break are
+//! `train_with`'s.
+
+use rustc_hash::FxHashSet;
+
+use super::words::Words;
+use super::{learn, TokenPrefix, TrainError, TrainOptions, Trained, Trainer};
+use crate::progress::Progress;
+
+/// Learn up to `num_merges` merges over `words` (each a sequence of indexes
+/// into `symbols`, the symbols' bytes, with its count); merge `r` creates id
+/// `symbols.len() + r`. `max_chars`: no token longer than this many UTF-8
+/// characters (SentencePiece's `max_sentencepiece_length`; `usize::MAX`: no
+/// limit). Limits, tie-break (by the tokens' bytes) and `progress` as in
+/// `train_with`.
+///
+/// # Errors
+/// [`TrainError::Cancelled`] when cancelled through `progress`.
+pub fn train_on_symbols(
+    words: Vec<(Vec<u32>, u64)>,
+    symbols: Vec<Vec<u8>>,
+    num_merges: usize,
+    options: &TrainOptions,
+    max_chars: usize,
+    progress: &Progress,
+) -> Result<Trained, TrainError> {
+    let single: u64 = words
+        .iter()
+        .filter(|(w, _)| w.len() == 1)
+        .map(|&(_, c)| c)
+        .sum();
+    let prefixed = words
+        .into_iter()
+        .map(|(ids, count)| {
+            let first = ids.first().map_or(&[][..], |&i| &symbols[i as usize][..]);
+            (TokenPrefix::of(first).prefix, ids, count)
+        })
+        .collect();
+    let (words, freqs) = Words::from_token_words(prefixed);
+    let trainer = Trainer::new(
+        words,
+        freqs,
+        symbols,
+        FxHashSet::default(),
+        options,
+        max_chars,
+    );
+    let (merges, stop, tokens) = learn(trainer, single, num_merges, options, progress)?;
+    Ok(Trained {
+        merges,
+        stop,
+        tokens,
+    })
+}

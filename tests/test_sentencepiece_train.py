@@ -1,0 +1,108 @@
+"""Training SentencePiece-style BPE (`bytepair.train_sentencepiece`): the
+models it writes load in sentencepiece and HF tokenizers with our ids, honour
+the recipe's options, and compress held-out text as well as sentencepiece's
+own BPE trainer on the same input and options.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+
+import pytest
+
+import bytepair
+
+spm = pytest.importorskip("sentencepiece", reason="sentencepiece (the oracle) not installed")
+
+HELD_OUT = ("enwiki.txt", "code.txt", "multilingual.txt")
+
+
+@functools.cache
+def corpus_slices() -> tuple[str, tuple[str, ...]]:
+    from conftest import corpus_path, read_slice
+
+    train = (
+        read_slice(corpus_path("enwiki.txt"), 250_000)
+        + read_slice(corpus_path("multilingual.txt"), 150_000, at=0.2)
+        + read_slice(corpus_path("code.txt"), 100_000, at=0.3)
+    )
+    held = tuple(read_slice(corpus_path(c), 40_000, at=0.6) for c in HELD_OUT)
+    return train, held
+
+
+@functools.cache
+def trained(vocab_size: int = 2000, **options) -> bytepair.SentencePieceTokenizer:
+    train, _ = corpus_slices()
+    return bytepair.train_sentencepiece_from_iterator([train], vocab_size, **options)
+
+
+RECIPE = dict(user_defined_symbols=("<sep>", "[DOC]"), control_symbols=("<ctl>",))
+
+
+def test_trained_model_loads_in_sentencepiece_and_hf_with_our_ids(tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = trained(**RECIPE)
+    assert tok.vocab_size == 2000
+    assert tok.byte_fallback and tok.special_tokens == {"<unk>": 0, "<s>": 1, "</s>": 2, "<ctl>": 3}
+    tok.save_model(tmp_path / "t.model")
+    tok.save(tmp_path / "t.json")
+    sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "t.model"))
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "t.json"))
+    _, held = corpus_slices()
+    for text in held + ("a<sep>b [DOC] 12345 😀 x  y", "", "   "):
+        ids = tok.encode_ordinary(text)
+        assert sp.encode(text) == ids, text[:40]
+        assert hf.encode(text).ids == tok.encode(text, allowed_special="all"), text[:40]
+        assert sp.decode(ids) == tok.decode(ids)
+    assert bytepair.Tokenizer.load(tmp_path / "t.model") == tok
+
+
+def test_recipe_options_shape_the_vocabulary():
+    tok = trained(**RECIPE)
+    pieces = {p: kind for p, _, kind in tok.pieces}
+    assert pieces["<sep>"] == "USER_DEFINED" and pieces["<ctl>"] == "CONTROL"
+    assert sum(kind == "BYTE" for kind in pieces.values()) == 256
+    normal = [p for p, k in pieces.items() if k == "NORMAL"]
+    assert not any(len(p) > 16 for p in normal), "max_piece_length"
+    assert not any(sum(c.isdigit() for c in p) and len(p.lstrip("\u2581")) > 1 for p in normal)
+    assert any(set(p) == {"\u2581"} and len(p) > 1 for p in normal), "whitespace-only pieces"
+    # Coverage: the rarest characters are not pieces; they encode as their bytes.
+    full = trained(character_coverage=1.0)
+    rare = {p for p, _, k in full.pieces if len(p) == 1} - {p for p, _, k in tok.pieces}
+    assert rare
+    c = sorted(rare)[0]
+    assert tok.encode_ordinary(c)[-len(c.encode()) :] == [
+        tok.piece_to_id(f"<0x{b:02X}>") for b in c.encode()
+    ]
+    no_digits = trained(split_digits=False, byte_fallback=False)
+    assert any(len(p) > 1 and p.isdigit() for p, _, _ in no_digits.pieces)
+    assert not no_digits.byte_fallback
+    with pytest.raises(ValueError, match="leaves no room for merges"):
+        bytepair.train_sentencepiece_from_iterator(["some text here"], 50)
+
+
+def test_compression_matches_sentencepieces_bpe_trainer():
+    train, held = corpus_slices()
+    lines = [line for line in train.split("\n") if line.strip()]
+    out = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines),
+        model_writer=out,
+        model_type="bpe",
+        vocab_size=2000,
+        character_coverage=0.9995,
+        byte_fallback=True,
+        split_digits=True,
+        allow_whitespace_only_pieces=True,
+        normalization_rule_name="identity",
+        remove_extra_whitespaces=False,
+        max_sentence_length=1 << 20,
+        minloglevel=2,
+    )
+    theirs = spm.SentencePieceProcessor(model_proto=out.getvalue())
+    ours = trained()
+    text = "\n".join(held)
+    ours_bpt = len(text.encode()) / len(ours.encode_ordinary(text))
+    theirs_bpt = len(text.encode()) / len(theirs.encode(text))
+    assert ours_bpt >= 0.98 * theirs_bpt, (ours_bpt, theirs_bpt)
