@@ -7,23 +7,21 @@
 //! caches: the ids of `SentencePieceProcessor.encode` on any text.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
 
 use aho_corasick::{AhoCorasick, MatchKind, StartKind};
 
-use crate::encode::cache::{new_encoder_tag, LongCache, MidCache, ShortCache};
+use crate::encode::cache::new_encoder_tag;
 use crate::encode::{DisallowedSpecial, EncodeError};
 use crate::pretokenize::{special_matcher, PatternError};
-use crate::shortkey::{hash as hash_key, hash_mid, load as load_key, load_mid, MAX_MID, MAX_SHORT};
+use crate::shortkey::{hash as hash_key, pack, MAX_SHORT};
 
 use super::decode::UnknownId;
-use super::merge::{merge_word, push_ids, Sym};
+use super::merge::{merge_word, push_ids};
 use super::model::{Kind, Model};
-use super::normalize::{Normalizer, SPACE};
+use super::normalize::Normalizer;
 use super::reference::{populate_ids, sample_encode};
 use super::vocab::{PieceSpec, Vocab};
-
-const SPACE_CHAR: char = '\u{2581}';
+use super::words::{for_each_word, with_scratch, word_starts, Scratch, SPACE_CHAR};
 
 /// Byte spans of the original text, one per id.
 pub type Spans = Vec<(usize, usize)>;
@@ -58,23 +56,26 @@ impl Default for SpmOptions {
 
 /// A SentencePiece BPE model ready to encode and decode. Immutable, `Sync`.
 pub struct SpmEncoder {
-    model: Model,
-    vocab: Vocab,
-    normalizer: Normalizer,
+    pub(super) model: Model,
+    pub(super) vocab: Vocab,
+    pub(super) normalizer: Normalizer,
     denormalizer: Option<Normalizer>,
     /// User-defined pieces over normalized text (leftmost-longest), and their ids.
-    user: Option<AhoCorasick>,
-    user_ids: Vec<u32>,
+    pub(super) user: Option<AhoCorasick>,
+    pub(super) user_ids: Vec<u32>,
     specials: Vec<(String, u32)>,
     all_specials: Option<AhoCorasick>,
     /// Models with UNUSED pieces encode through `reference` (their split
     /// depends on the whole text).
-    whole_text: bool,
+    pub(super) whole_text: bool,
     /// Can an `<unk>` follow another (no byte fallback)? Then runs fuse.
-    fuses_unk: bool,
+    pub(super) fuses_unk: bool,
     /// Pieces by text, for `SpmOptions::whole_lookup`.
-    whole: Option<rustc_hash::FxHashMap<Box<[u8]>, u32>>,
-    tag: u64,
+    pub(super) whole: Option<rustc_hash::FxHashMap<Box<[u8]>, u32>>,
+    /// Normalization is only the escape of spaces and the dummy prefix, and
+    /// no user-defined piece holds a space or "▁": `encode_plain` applies.
+    plain: bool,
+    pub(super) tag: u64,
 }
 
 /// Why an encoder cannot be built.
@@ -161,7 +162,18 @@ impl SpmEncoder {
                 .map(|(id, p)| (p.text.as_bytes().into(), id as u32))
                 .collect()
         });
+        let rules = &model.normalization;
+        let plain = rules.charsmap.is_none()
+            && !rules.remove_extra_whitespaces
+            && rules.escape_whitespaces
+            && !rules.treat_whitespace_as_suffix
+            && whole.is_none()
+            && !model.has_unused()
+            && texts
+                .iter()
+                .all(|t| !t.contains(' ') && !t.contains(SPACE_CHAR));
         Ok(SpmEncoder {
+            plain,
             whole_text: model.has_unused(),
             fuses_unk: options.fuse_unk && !model.byte_fallback,
             whole,
@@ -276,11 +288,66 @@ impl SpmEncoder {
             return;
         }
         with_scratch(self.tag, |s| {
+            if self.plain {
+                return self.encode_plain(text, at_start, s, out);
+            }
             let mut norm = std::mem::take(&mut s.norm);
             self.normalizer.normalize(text, at_start, &mut norm, None);
             self.encode_normalized(&norm, s, out);
             s.norm = norm;
         });
+    }
+
+    /// `encode_text` when normalization only escapes spaces and adds the
+    /// dummy prefix: words are cut and cached on the text as it is (the space
+    /// view: a space stands for "▁"; user-defined pieces, which hold neither,
+    /// match the same), the dummy prefix a space before the first word.
+    fn encode_plain(&self, text: &str, at_start: bool, s: &mut Scratch, out: &mut Vec<u32>) {
+        let rules = self.normalizer.rules();
+        let mut dummy = rules.add_dummy_prefix && (at_start || !rules.prefix_first_only);
+        if rules.metaspace_prefix && (text.starts_with(' ') || text.starts_with(SPACE_CHAR)) {
+            dummy = false;
+        }
+        let mut last_unk = false;
+        let mut start = 0;
+        let view = |t: &str, first: bool, s: &mut Scratch, last: &mut bool, out: &mut Vec<u32>| {
+            if !(first && dummy) {
+                return self.encode_words(t, true, s, last, out);
+            }
+            // The dummy prefix and the first word it joins: " " + text[..end].
+            let mut cut = Vec::new();
+            if !t.is_empty() {
+                word_starts(&self.vocab, t.as_bytes(), true, Some(SPACE_CHAR), &mut cut);
+            }
+            let end = cut.first().map_or(t.len(), |&e| e as usize);
+            let mut word = String::with_capacity(end + 1);
+            word.push(' ');
+            word.push_str(&t[..end]);
+            let first_id = out.len();
+            if word.len() <= MAX_SHORT {
+                let key = pack(word.as_bytes());
+                let hash = hash_key(key);
+                if !s.short.push_hit(key, hash, out) {
+                    self.merge_view(&word, true, s, out);
+                    s.short.insert(key, hash, &out[first_id..]);
+                }
+            } else {
+                self.merge_view(&word, true, s, out);
+            }
+            if self.fuses_unk {
+                self.fuse_after(first_id, last, out);
+            }
+            self.encode_words(&t[end..], true, s, last, out);
+        };
+        if let Some(user) = &self.user {
+            for m in user.find_iter(text) {
+                view(&text[start..m.start()], start == 0, s, &mut last_unk, out);
+                out.push(self.user_ids[m.pattern().as_usize()]);
+                last_unk = false;
+                start = m.end();
+            }
+        }
+        view(&text[start..], start == 0, s, &mut last_unk, out);
     }
 
     /// The ids of a normalized text.
@@ -297,111 +364,13 @@ impl SpmEncoder {
         let mut start = 0;
         if let Some(user) = &self.user {
             for m in user.find_iter(norm) {
-                self.encode_words(&norm_str[start..m.start()], s, &mut last_unk, out);
+                self.encode_words(&norm_str[start..m.start()], false, s, &mut last_unk, out);
                 out.push(self.user_ids[m.pattern().as_usize()]);
                 last_unk = false;
                 start = m.end();
             }
         }
-        self.encode_words(&norm_str[start..], s, &mut last_unk, out);
-    }
-
-    /// The ids of normalized text holding no user-defined piece, word by word:
-    /// the words' starts first, then their cache probes in batches, each
-    /// batch's slots fetched ahead (a cache of 10^5 words does not fit in the
-    /// CPU's caches; the byte-level encoder does the same).
-    fn encode_words(&self, text: &str, s: &mut Scratch, last_unk: &mut bool, out: &mut Vec<u32>) {
-        let b = text.as_bytes();
-        if b.is_empty() {
-            return;
-        }
-        if let Some(&id) = self.whole.as_ref().and_then(|w| w.get(b)) {
-            out.push(id);
-            *last_unk = false;
-            return;
-        }
-        let mut starts = std::mem::take(&mut s.starts);
-        starts.clear();
-        word_starts(&self.vocab, b, &mut starts);
-        starts.push(b.len() as u32);
-        let mut hashes = [0u64; WORD_BATCH];
-        let mut keys = [0u128; WORD_BATCH];
-        let words = starts.len() - 1;
-        for batch in (0..words).step_by(WORD_BATCH) {
-            let bounds = &starts[batch..(batch + WORD_BATCH).min(words) + 1];
-            for (k, w) in bounds.windows(2).enumerate() {
-                let (a, len) = (w[0] as usize, (w[1] - w[0]) as usize);
-                if len <= MAX_SHORT {
-                    keys[k] = load_key(b, a, len);
-                    hashes[k] = hash_key(keys[k]);
-                    s.short.prefetch(hashes[k]);
-                }
-            }
-            for (k, w) in bounds.windows(2).enumerate() {
-                let (a, e) = (w[0] as usize, w[1] as usize);
-                let first = out.len();
-                if e - a <= MAX_SHORT {
-                    if !s.short.push_hit(keys[k], hashes[k], out) {
-                        self.merge_into(&text[a..e], &mut s.syms, out);
-                        s.short.insert(keys[k], hashes[k], &out[first..]);
-                    }
-                } else {
-                    self.encode_long_word(text, a, e, s, out);
-                }
-                if self.fuses_unk {
-                    self.fuse_after(first, last_unk, out);
-                }
-            }
-        }
-        s.starts = starts;
-    }
-
-    /// A word of more than `MAX_SHORT` bytes, through the caches of longer pieces.
-    fn encode_long_word(
-        &self,
-        text: &str,
-        a: usize,
-        e: usize,
-        s: &mut Scratch,
-        out: &mut Vec<u32>,
-    ) {
-        let (b, first) = (text.as_bytes(), out.len());
-        if e - a <= MAX_MID {
-            let key = load_mid(b, a, e - a);
-            let hash = hash_mid(key);
-            if !s.mid.push_hit(key, hash, out) {
-                self.merge_into(&text[a..e], &mut s.syms, out);
-                s.mid.insert(key, hash, &out[first..]);
-            }
-        } else if !s.long.push_hit(&b[a..e], out) {
-            self.merge_into(&text[a..e], &mut s.syms, out);
-            s.long.insert(&b[a..e], &out[first..]);
-        }
-    }
-
-    /// Fuse a word's leading `<unk>` (its ids start at `first`) with one that
-    /// ended the word before it.
-    fn fuse_after(&self, first: usize, last_unk: &mut bool, out: &mut Vec<u32>) {
-        let unk = self.vocab.unk_id;
-        if *last_unk && out.get(first) == Some(&unk) {
-            out.remove(first);
-        }
-        *last_unk =
-            out.len() > first && out.last() == Some(&unk) || (out.len() == first && *last_unk);
-    }
-
-    /// Merge one word (its ids fused within it, as if nothing came before).
-    fn merge_into(&self, word: &str, syms: &mut Vec<Sym>, out: &mut Vec<u32>) {
-        merge_word(&self.vocab, word, syms);
-        let mut last_unk = false;
-        push_ids(
-            &self.vocab,
-            word.as_bytes(),
-            syms,
-            self.fuses_unk,
-            &mut last_unk,
-            out,
-        );
+        self.encode_words(&norm_str[start..], false, s, &mut last_unk, out);
     }
 
     /// `encode_text` with each id's span of the original text, `base` bytes
@@ -514,115 +483,4 @@ enum Part<'a> {
     Special(u32, (usize, usize)),
     /// A text between special tokens and where it starts in the whole text.
     Text(&'a str, usize),
-}
-
-/// The character starting at byte `i` of valid UTF-8 `b`, and its length.
-#[inline]
-fn char_at(b: &[u8], i: usize) -> (char, usize) {
-    let lead = b[i];
-    if lead < 0x80 {
-        return (lead as char, 1);
-    }
-    let len = super::normalize::utf8_len(lead);
-    let mut c = (lead as u32) & (0x7F >> len);
-    for &cont in &b[i + 1..i + len] {
-        c = c << 6 | (cont as u32 & 0x3F);
-    }
-    (char::from_u32(c).expect("valid UTF-8"), len)
-}
-
-/// Call `f(start, end)` for each word of `b` (valid UTF-8): the spans between
-/// the places where two characters that no piece holds side by side meet.
-fn for_each_word(v: &Vocab, b: &[u8], mut f: impl FnMut(usize, usize)) {
-    let mut starts = Vec::new();
-    word_starts(v, b, &mut starts);
-    starts.push(b.len() as u32);
-    for w in starts.windows(2) {
-        f(w[0] as usize, w[1] as usize);
-    }
-}
-
-/// The start of every word of `b` (valid UTF-8, not empty; see `for_each_word`),
-/// appended to `starts`. ASCII and "▁" (nearly every character of most text)
-/// are looked up in bit tables, other pairs in the vocabulary's bigram set.
-fn word_starts(v: &Vocab, b: &[u8], starts: &mut Vec<u32>) {
-    starts.push(0);
-    let spaces_join = v.joins_spaces();
-    let (mut prev, mut i) = char_at(b, 0);
-    while i < b.len() {
-        let byte = b[i];
-        let (c, len, joined) = if byte < 0x80 {
-            let joined = match prev as u32 {
-                p if p < 0x80 => v.joins_ascii(p as u8, byte),
-                _ if prev == SPACE_CHAR => v.joins_space(byte, true),
-                _ => v.joins(prev, byte as char),
-            };
-            (byte as char, 1, joined)
-        } else if b[i..].starts_with(SPACE) {
-            let joined = match prev as u32 {
-                p if p < 0x80 => v.joins_space(p as u8, false),
-                _ if prev == SPACE_CHAR => spaces_join,
-                _ => v.joins(prev, SPACE_CHAR),
-            };
-            (SPACE_CHAR, SPACE.len(), joined)
-        } else {
-            let (c, len) = char_at(b, i);
-            (c, len, v.joins(prev, c))
-        };
-        if !joined {
-            starts.push(i as u32);
-        }
-        prev = c;
-        i += len;
-    }
-}
-
-/// Words probed per batch (their cache slots fetched first).
-const WORD_BATCH: usize = 128;
-
-/// One encoder's caches and buffers on one thread.
-struct Scratch {
-    tag: u64,
-    starts: Vec<u32>,
-    short: ShortCache,
-    mid: MidCache,
-    long: LongCache,
-    syms: Vec<Sym>,
-    norm: Vec<u8>,
-}
-
-thread_local! {
-    static SCRATCH: RefCell<Vec<Scratch>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Run `f` with this thread's caches for the encoder tagged `tag` (two
-/// encoders' caches are kept per thread; a nested call gets fresh ones).
-fn with_scratch<R>(tag: u64, f: impl FnOnce(&mut Scratch) -> R) -> R {
-    let fresh = || Scratch {
-        tag,
-        starts: Vec::new(),
-        short: ShortCache::new(),
-        mid: MidCache::new(),
-        long: LongCache::new(),
-        syms: Vec::new(),
-        norm: Vec::new(),
-    };
-    SCRATCH.with(|cell| {
-        let Ok(mut all) = cell.try_borrow_mut() else {
-            return f(&mut fresh());
-        };
-        match all.iter().position(|s| s.tag == tag) {
-            Some(i) => {
-                let mine = all.remove(i);
-                all.push(mine);
-            }
-            None => {
-                if all.len() >= 2 {
-                    all.remove(0);
-                }
-                all.push(fresh());
-            }
-        }
-        f(all.last_mut().expect("just pushed"))
-    })
 }

@@ -18,6 +18,7 @@ pub mod reference;
 mod tests;
 pub mod train;
 mod vocab;
+mod words;
 
 pub use encode::{Spans, SpmEncoder, SpmOptions};
 pub use model::{Kind, Model, ModelError, Normalization, Piece};

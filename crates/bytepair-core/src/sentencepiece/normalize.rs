@@ -25,6 +25,10 @@ impl Normalizer {
         Normalizer { rules, user }
     }
 
+    pub fn rules(&self) -> &Normalization {
+        &self.rules
+    }
+
     /// Is normalization only the escape of spaces and the dummy prefix (no
     /// charsmap, no whitespace removal)? Then every original byte maps to one
     /// normalized byte, or a space to the three of "▁".

@@ -87,7 +87,7 @@ fn reference_ids(enc: &SpmEncoder, text: &str) -> Vec<u32> {
 #[test]
 fn fast_path_equals_sentencepieces_whole_text_queue() {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
-    let alphabet = ['a', 'b', 'c', ' ', 'x', 'é', '日'];
+    let alphabet = ['a', 'b', 'c', ' ', 'x', 'é', '日', '\u{2581}'];
     for byte_fallback in [true, false] {
         let enc = SpmEncoder::new(model(byte_fallback), vec![]).unwrap();
         for round in 0..3000 {

@@ -55,6 +55,9 @@ pub struct Vocab {
     /// the ASCII character x, then "▁"; of `after_space`: "▁", then x.
     before_space: u128,
     after_space: u128,
+    /// `ascii_bigrams` with the space standing for "▁" (the space view of
+    /// text before normalization).
+    view_bigrams: [u128; 128],
     /// Byte -> id of its `<0xNN>` piece (NO_ID: none).
     pub(super) byte_ids: [u32; 256],
     pub(super) unk_id: u32,
@@ -157,10 +160,19 @@ impl Vocab {
         };
         let before_space = ascii_with(&|x| bigram_key(x, space));
         let after_space = ascii_with(&|y| bigram_key(space, y));
+        let mut view_bigrams = ascii_bigrams;
+        let spaces = bigrams.contains(&bigram_key(space, space));
+        for x in 0..128usize {
+            let (to_space, from_space) = (before_space >> x & 1, after_space >> x & 1);
+            view_bigrams[x] = view_bigrams[x] & !(1u128 << 32) | to_space << 32;
+            view_bigrams[32] = view_bigrams[32] & !(1u128 << x) | from_space << x;
+        }
+        view_bigrams[32] = view_bigrams[32] & !(1u128 << 32) | u128::from(spaces) << 32;
         Vocab {
             pairs: PairTable::new(&pairs, ids.len() + 1),
             before_space,
             after_space,
+            view_bigrams,
             ids,
             ranks,
             ascii,
@@ -226,9 +238,15 @@ impl Vocab {
         self.bigrams.contains(&bigram_key('\u{2581}', '\u{2581}'))
     }
 
-    /// May a merge ever join the ASCII bytes `x` and `y`?
+    /// Rows of ASCII bigrams (bit y of row x: x, y may join), of normalized
+    /// text and of the space view.
     #[inline]
-    pub(super) fn joins_ascii(&self, x: u8, y: u8) -> bool {
-        self.ascii_bigrams[x as usize] >> y & 1 == 1
+    pub(super) fn plain_ascii(&self) -> &[u128; 128] {
+        &self.ascii_bigrams
+    }
+
+    #[inline]
+    pub(super) fn view_ascii(&self) -> &[u128; 128] {
+        &self.view_bigrams
     }
 }
