@@ -307,7 +307,8 @@ def test_offsets_streams_counts_and_bytes_work_as_for_byte_level_tokenizers():
 def hf_layouts(data: bytes, ours: SentencePieceTokenizer) -> dict[str, dict]:
     """The tokenizer.json layouts SentencePiece models ship in: transformers'
     converter, ours, Llama 2's legacy normalizer (Prepend + Replace, no
-    pre-tokenizer), and Metaspace with prepend_scheme first / always."""
+    pre-tokenizer), Gemma's (Replace, no dummy prefix), and Metaspace with
+    prepend_scheme first / always."""
     import json
 
     convert = pytest.importorskip("transformers.convert_slow_tokenizer")
@@ -322,6 +323,7 @@ def hf_layouts(data: bytes, ours: SentencePieceTokenizer) -> dict[str, dict]:
     layouts["llama-legacy"] = base | {
         "normalizer": {"type": "Sequence", "normalizers": [prepend, escape]}
     }
+    layouts["gemma"] = base | {"normalizer": escape}  # spaces as "▁", no dummy prefix
     for scheme in ("first", "always"):
         meta = {
             "type": "Metaspace",
