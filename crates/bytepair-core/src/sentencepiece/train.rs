@@ -236,10 +236,10 @@ pub fn count_texts(
         .flat_map(|t| t.split('\n'))
         .filter(|l| !l.is_empty())
         .collect();
+    // One tally per rayon split (`fold`), summed at the end: few maps to merge.
     let counts = lines
         .par_chunks(4096)
-        .map(|chunk| {
-            let mut counts = SpmCounts::default();
+        .fold(SpmCounts::default, |mut counts, chunk| {
             let mut norm = Vec::new();
             if progress.is_cancelled() {
                 return counts;
@@ -247,7 +247,8 @@ pub fn count_texts(
             for line in chunk {
                 counts.bytes += line.len() as u64 + 1;
                 normalizer.normalize(line, true, &mut norm, None);
-                let text = std::str::from_utf8(&norm).expect("normalized text is UTF-8");
+                // SAFETY: normalized text is UTF-8 (see `SpmEncoder::encode_normalized`).
+                let text = unsafe { std::str::from_utf8_unchecked(&norm) };
                 let mut start = 0;
                 for m in user.into_iter().flat_map(|u| u.find_iter(text)) {
                     count_normalized(&text[start..m.start()], options, &mut counts);
