@@ -85,11 +85,9 @@ def mistral(name: str):
 
 @functools.cache
 def training_lines() -> tuple[str, ...]:
-    from conftest import corpus_path, read_slice
+    from conftest import slice_lines
 
-    text = read_slice(corpus_path("enwiki.txt"), 150_000) + read_slice(
-        corpus_path("multilingual.txt"), 100_000, at=0.3
-    )
+    text = slice_lines("enwiki.txt", 150_000) + slice_lines("multilingual.txt", 100_000, at=0.3)
     return tuple(line for line in text.split("\n") if line.strip())
 
 

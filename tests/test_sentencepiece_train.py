@@ -20,14 +20,14 @@ HELD_OUT = ("enwiki.txt", "code.txt", "multilingual.txt")
 
 @functools.cache
 def corpus_slices() -> tuple[str, tuple[str, ...]]:
-    from conftest import corpus_path, read_slice
+    from conftest import slice_lines
 
     train = (
-        read_slice(corpus_path("enwiki.txt"), 250_000)
-        + read_slice(corpus_path("multilingual.txt"), 150_000, at=0.2)
-        + read_slice(corpus_path("code.txt"), 100_000, at=0.3)
+        slice_lines("enwiki.txt", 250_000)
+        + slice_lines("multilingual.txt", 150_000, at=0.2)
+        + slice_lines("code.txt", 100_000, at=0.3)
     )
-    held = tuple(read_slice(corpus_path(c), 40_000, at=0.6) for c in HELD_OUT)
+    held = tuple(slice_lines(c, 40_000, at=0.6) for c in HELD_OUT)
     return train, held
 
 
