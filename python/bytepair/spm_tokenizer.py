@@ -38,6 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from bytepair import _core
 from bytepair.encoding.text import fits_i64, has_surrogates, replace_surrogates
+from bytepair.formats.spm import merges_of, register_spm_class, to_hf_json
 from bytepair.tokenizer import Tokenizer
 
 # ModelProto.SentencePiece.Type numbers.
@@ -186,8 +187,6 @@ class SentencePieceTokenizer(Tokenizer):
         first), then its id (as ``transformers``' converter orders them);
         sides as the pieces stand in text ("▁" a space)."""
         if self._merges is None:
-            from bytepair.formats.spm import merges_of
-
             self._merges = [
                 (self._surface(a), self._surface(b)) for a, b in merges_of(self._pieces)
             ]
@@ -363,7 +362,6 @@ class SentencePieceTokenizer(Tokenizer):
         ``transformers`` load with our ids (see `bytepair.formats.spm`);
         `save_model` writes the ``.model`` file. Atomic."""
         from bytepair.atomic import atomic_write
-        from bytepair.formats.spm import to_hf_json
 
         atomic_write(path, to_hf_json(self).encode("utf-8"))
 
@@ -395,6 +393,9 @@ class SentencePieceTokenizer(Tokenizer):
 
     def save_tekken(self, path, *, version: str = "v7") -> None:
         self._refuse("tekken.json")
+
+
+register_spm_class(SentencePieceTokenizer)  # the class the file readers build
 
 
 def _replace_runs(ids: list[int], pattern: list[int], by: int) -> list[int]:

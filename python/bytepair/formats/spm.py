@@ -34,6 +34,19 @@ SPACE = "\u2581"
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
 
 
+# The class the readers here build: `bytepair.spm_tokenizer.SentencePieceTokenizer`,
+# which hands itself over when it is defined (`register_spm_class`); that module
+# calls the writers here, so this one does not import it back (no import cycle,
+# as `formats.reading.register_tokenizer_class` for the byte-level Tokenizer).
+_spm_class: "type[SentencePieceTokenizer] | None" = None
+
+
+def register_spm_class(cls: "type[SentencePieceTokenizer]") -> None:
+    """Make `cls` the class the readers build (called by bytepair.spm_tokenizer)."""
+    global _spm_class
+    _spm_class = cls
+
+
 def looks_like_model_file(head: bytes) -> bool:
     """Does `head` start like a SentencePiece ``.model`` file? Its first field
     is a piece: tag 1 (length-delimited), a varint length, then the piece's
@@ -48,12 +61,10 @@ def looks_like_model_file(head: bytes) -> bool:
 
 def from_model_file(path: str, data: bytes | None = None) -> "SentencePieceTokenizer":
     """Read a ``.model`` file (or its bytes `data`)."""
-    from bytepair.spm_tokenizer import SentencePieceTokenizer
-
     if data is None:
         with open(path, "rb") as f:
             data = f.read()
-    return SentencePieceTokenizer(data, source=path)
+    return _spm_class(data, source=path)
 
 
 def merges_of(pieces: list[tuple[str, float, int]]) -> list[tuple[str, str]]:
@@ -290,7 +301,6 @@ def from_hf_spm(doc: dict, *, source: str) -> "SentencePieceTokenizer":
             fallback without the 256 ``<0xNN>`` tokens.
     """
     from bytepair import _core
-    from bytepair.spm_tokenizer import SentencePieceTokenizer
 
     model = doc["model"]
     for key in ("continuing_subword_prefix", "end_of_word_suffix", "dropout"):
@@ -356,7 +366,7 @@ def from_hf_spm(doc: dict, *, source: str) -> "SentencePieceTokenizer":
     except ValueError as e:
         raise ValueError(f"{source}: {e}") from None
     specials = {t: i for i, (t, _, k) in enumerate(pieces) if k in (CONTROL, UNKNOWN)}
-    tok = SentencePieceTokenizer(
+    tok = _spm_class(
         built,
         specials,
         source=source,
