@@ -210,3 +210,77 @@ class CoreBPE:
     def decode_text(self, ids: list[int], errors: str) -> str:
         """The joined bytes of ids decoded as UTF-8 with the error handler `errors`."""
     def pretokenize(self, text: str) -> list[str]: ...
+
+# ---- SentencePiece BPE (src/sentencepiece.rs) ------------------------------------------
+
+class SentencePieceModel:
+    """A SentencePiece .model file parsed (protobuf ModelProto)."""
+    @staticmethod
+    def from_bytes(data: bytes) -> SentencePieceModel:
+        """ValueError: not a ModelProto."""
+    @staticmethod
+    def build(
+        pieces: list[tuple[str, float, int]], normalizer: dict, trainer: dict
+    ) -> SentencePieceModel:
+        """A BPE model of pieces (text, score, type number) and spec fields."""
+    def to_bytes(self) -> bytes: ...
+    def pieces(self) -> list[tuple[str, float, int]]:
+        """(text, score, type number) of every piece, in id order."""
+    def model_type(self) -> int: ...
+    def normalizer(self) -> dict: ...
+    def trainer(self) -> dict: ...
+
+class CoreSPM:
+    """The SentencePiece BPE encoder of a model, with special tokens (string, id)."""
+    def __init__(
+        self,
+        model: SentencePieceModel,
+        specials: list[tuple[str, int]],
+        *,
+        hf_chars: bool = False,
+        never_merged: list[int] = ...,
+        whole_lookup: bool = False,
+        fuse_unk: bool = True,
+        metaspace_prefix: bool = False,
+        prefix_first_only: bool = False,
+    ) -> None:
+        """The keywords run a tokenizer.json as HF tokenizers does."""
+    def encode(self, text: str, allowed: list[str], disallowed: list[str]) -> list[int]: ...
+    def encode_ordinary(self, text: str) -> list[int]: ...
+    def encode_to_numpy(
+        self, text: str, allowed: list[str], disallowed: list[str], num_threads: int | None = 1
+    ) -> numpy.ndarray: ...
+    def encode_batch(
+        self,
+        texts: list[str],
+        allowed: list[str],
+        disallowed: list[str],
+        num_threads: int | None = None,
+    ) -> list[list[int]]: ...
+    def encode_with_spans(
+        self, text: str, allowed: list[str], disallowed: list[str]
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """Each id's (start, end) byte span of `text`."""
+    def decode_bytes(self, ids: list[int]) -> bytes:
+        """SentencePiece's decoding, byte pieces as their raw bytes."""
+    def decode_text(self, ids: list[int]) -> str:
+        """SentencePiece's decoding."""
+    def decode_with_starts(self, ids: list[int]) -> tuple[bytes, list[int]]:
+        """The raw decoding and the byte offset where each id's text starts."""
+
+def train_sentencepiece(
+    texts: list[str],
+    normalizer: dict,
+    vocab_size: int,
+    character_coverage: float,
+    byte_fallback: bool,
+    split_digits: bool,
+    allow_whitespace_only_pieces: bool,
+    max_piece_chars: int,
+    control_symbols: list[str],
+    user_defined_symbols: list[str],
+    min_frequency: int,
+    num_threads: int | None = None,
+    callback: Callable[[int], object] | None = None,
+) -> tuple[SentencePieceModel, int]:
+    """A SentencePiece-style BPE model trained on the lines of `texts`, and the bytes counted."""
