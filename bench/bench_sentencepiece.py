@@ -172,7 +172,8 @@ def main() -> None:
     )
     peers = [t for t in args.tools if t != "bytepair"]
     header = ["model", "corpus"] + [f"{t} warm MB/s" for t in args.tools]
-    header += ["warm ratio", "cold ratio", "ids = sentencepiece"]
+    same_as = "ids = sentencepiece" if "sentencepiece" in args.tools else "ids equal"
+    header += ["warm ratio", "cold ratio", same_as]
     header += [f"{t} peak MiB" for t in args.tools]
     print("| " + " | ".join(header) + " |")
     print("|" + " --- |" * len(header))
