@@ -172,11 +172,15 @@ def _learn(
     start = time.perf_counter()
     with ProgressBar(plan.num_merges, "merges", unit="merge", enabled=progress) as bar:
         learned, stop, stats.tokens = counter.train(
-            plan.num_merges,
+            # Beyond these the core's integers overflow; no run comes near them
+            # (ids are 32-bit, counts 64-bit), so the bounds change nothing.
+            min(plan.num_merges, max(0, (1 << 32) - plan.next_id)),
             num_threads,
             bar.update_to,
-            min_frequency=plan.min_frequency,
-            max_token_length=plan.max_token_length,
+            min_frequency=min(plan.min_frequency, (1 << 64) - 1),
+            max_token_length=None
+            if plan.max_token_length is None
+            else min(plan.max_token_length, 1 << 32),
             **extension,
         )
     stats.merge_seconds = time.perf_counter() - start

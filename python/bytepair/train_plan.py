@@ -135,23 +135,28 @@ def plan_training(
         raise ValueError(
             f"reserve_special_tokens={reserve_special_tokens!r} must be a non-negative integer"
         )
-    taken = set(names) | set(base.special_tokens if base is not None else ())
-    placeholders = (RESERVED_SPECIAL_TOKEN.format(i) for i in itertools.count())
-    reserved = list(
-        itertools.islice((t for t in placeholders if t not in taken), reserve_special_tokens)
-    )
-    specials = names + tuple(reserved)
     if isinstance(vocab_size, numbers.Integral) and not isinstance(vocab_size, bool):
         vocab_size = int(vocab_size)  # numpy integers are accepted as the int they hold
-    floor = (256 if base is None else base.vocab_size) + len(specials)
+    # Checked before the placeholders are made: 10**20 of them never would be.
+    floor = (256 if base is None else base.vocab_size) + len(names) + reserve_special_tokens
     if not isinstance(vocab_size, int) or vocab_size < floor:
         held = (
             "256 (the bytes)" if base is None else f"{base.vocab_size} (the base tokenizer's ids)"
         )
         raise ValueError(
             f"vocab_size={vocab_size!r} is too small: it must be at least {held} "
-            f"+ {len(specials)} (special tokens) = {floor}"
+            f"+ {len(names) + reserve_special_tokens} (special tokens) = {floor}"
         )
+    if floor > 1 << 32:
+        raise ValueError(
+            f"reserve_special_tokens={reserve_special_tokens!r}: more ids than 32-bit ids hold"
+        )
+    taken = set(names) | set(base.special_tokens if base is not None else ())
+    placeholders = (RESERVED_SPECIAL_TOKEN.format(i) for i in itertools.count())
+    reserved = list(
+        itertools.islice((t for t in placeholders if t not in taken), reserve_special_tokens)
+    )
+    specials = names + tuple(reserved)
     plan = TrainPlan(
         vocab_size,
         vocab_size - floor,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -16,15 +17,39 @@ from bytepair.atomic import atomic_open
 STDIN_PATH = "/dev/stdin"
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer of at least 1 (a thread, part or worker count)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
-    return value
+#: Token ids are 32-bit: no vocabulary, merge count or id reaches this.
+MAX_IDS = 1 << 32
+#: Upper bound of a count flag (threads, workers, parts): far above any machine,
+#: far below what would make the core overflow or a loop run for ever.
+MAX_COUNT = 1 << 16
+
+
+def int_between(low: int, high: int):
+    """argparse type: an integer in [low, high] (a flag's bounds, so a value
+    such as ``-1`` or ``10**20`` is a usage error naming the flag, never an
+    overflow deep in the core)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{text} must be at least {low:,}")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"{text} must be at most {high:,}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+#: argparse type: a thread, part or worker count.
+positive_int = int_between(1, MAX_COUNT)
+#: argparse type: a number of ids (vocabulary sizes, special tokens, merges to print).
+id_count = int_between(0, MAX_IDS)
+#: argparse type: a pair count (counts are 64-bit).
+pair_count = int_between(0, (1 << 64) - 1)
 
 
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -112,3 +137,37 @@ def message(args: argparse.Namespace, text: str) -> None:
     """Print a message (not a result) to stderr, unless ``-q``."""
     if not getattr(args, "quiet", False):
         print(text, file=sys.stderr)
+
+
+# The API's names of values the CLI takes under another flag name.
+_FLAG_OF_KEYWORD = {
+    "num_threads": "threads",
+    "num_workers": "workers",
+    "vocab_size": "vocab_sizes",
+}
+
+
+def chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace):
+    """The (sub)parser of the subcommand `args` ran (``counts inspect``: the innermost)."""
+    while True:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs or getattr(args, subs[0].dest, None) not in subs[0].choices:
+            return parser
+        parser = subs[0].choices[getattr(args, subs[0].dest)]
+
+
+def in_cli_words(text: str, parser: argparse.ArgumentParser) -> str:
+    """An API error message in the words of `parser`'s command line: each
+    ``keyword=value`` (``vocab_size=-1``) of a value a flag sets becomes
+    ``--flag value`` (``--vocab-size -1``)."""
+    flags = {
+        a.dest: next((o for o in a.option_strings if o.startswith("--")), a.option_strings[0])
+        for a in parser._actions
+        if a.option_strings
+    }
+    for keyword, dest in _FLAG_OF_KEYWORD.items():
+        if keyword not in flags and dest in flags:
+            flags[keyword] = flags[dest]
+    for keyword, flag in flags.items():
+        text = re.sub(rf"(?<![\w-]){re.escape(keyword)}=", f"{flag} ", text)
+    return text

@@ -9,6 +9,7 @@ import time
 
 from bytepair.cli.args import (
     add_input_options,
+    id_count,
     input_path,
     output_file,
     positive_int,
@@ -159,7 +160,9 @@ def register_counts(sub: "argparse._SubParsersAction") -> None:
     s = p.add_subparsers(dest="counts_command", required=True)
     i = s.add_parser("inspect", help="totals, pattern and the most frequent words")
     i.add_argument("counts", metavar="COUNTS")
-    i.add_argument("--top", type=int, default=10, help="most frequent words to list (default 10)")
+    i.add_argument(
+        "--top", type=id_count, default=10, help="most frequent words to list (default 10)"
+    )
     i.add_argument("--verify", action="store_true", help="also check every part's SHA-256")
     i.set_defaults(run=cmd_counts_inspect)
     m = s.add_parser("merge", help="sum word-counts folders counted with the same pattern")

@@ -11,7 +11,7 @@ import warnings
 from dataclasses import asdict
 from pathlib import Path
 
-from bytepair.cli.args import input_path, positive_int, progress_bars
+from bytepair.cli.args import MAX_IDS, id_count, input_path, positive_int, progress_bars
 from bytepair.inspection.curve import compression_curve, plot_curve, write_csv
 from bytepair.inspection.report import (
     TextStats,
@@ -81,7 +81,11 @@ def register_inspect(sub: "argparse._SubParsersAction") -> None:
         "--json", action="store_true", help="print JSON (all ids of tokens that are not UTF-8)"
     )
     p.add_argument(
-        "--top", type=int, default=10, metavar="N", help="longest tokens and first merges to list"
+        "--top",
+        type=id_count,
+        default=10,
+        metavar="N",
+        help="longest tokens and first merges to list",
     )
     p.set_defaults(run=cmd_inspect)
 
@@ -176,6 +180,10 @@ def parse_sizes(text: str) -> list[int]:
             sizes.append(int(part[:-1]) * 1024 if part.endswith("k") else int(part))
         except ValueError:
             raise argparse.ArgumentTypeError(f"{part!r} is not a vocabulary size") from None
+        if not 0 < sizes[-1] <= MAX_IDS:
+            raise argparse.ArgumentTypeError(
+                f"{part!r} is not a vocabulary size (1 to {MAX_IDS:,}: token ids are 32-bit)"
+            )
     if not sizes:
         raise argparse.ArgumentTypeError("no vocabulary size given")
     return sizes

@@ -34,11 +34,17 @@ import numpy as np
 
 from bytepair import __version__
 from bytepair.cli.args import (
+    MAX_IDS,
     add_input_options,
     byte_size,
+    chosen_parser,
+    id_count,
+    in_cli_words,
     input_path,
+    int_between,
     message,
     output_file,
+    pair_count,
     positive_int,
     progress_bars,
     save_tokenizer_json,
@@ -314,6 +320,16 @@ def cmd_encode(args: argparse.Namespace) -> int:
     return 0
 
 
+def _memory_budget(text: str) -> int:
+    """argparse type of --max-memory: a size (`byte_size`) of at least 64M."""
+    from bytepair.train import MIN_MAX_MEMORY
+
+    value = byte_size(text)
+    if value < MIN_MAX_MEMORY:
+        raise argparse.ArgumentTypeError(f"{text} is below the least budget, 64M")
+    return value
+
+
 def _probability(text: str) -> float:
     """argparse type of --dropout: a float in [0, 1)."""
     try:
@@ -358,20 +374,33 @@ def _reword_disallowed_special(error: ValueError, path: str, read: int) -> None:
 
 def _load_ids(path: str) -> np.ndarray:
     """The .npy array at `path`, memory-mapped; never unpickled (a .npy of
-    Python objects, or an .npz archive, is refused with a one-line error)."""
-    try:
-        if os.path.isfile(path):
-            ids = np.load(path, mmap_mode="r", allow_pickle=False)
-        else:  # a pipe: numpy needs to seek, so read it whole, once
-            with open(path, "rb") as f:
-                ids = np.load(io.BytesIO(f.read()), allow_pickle=False)
-    except ValueError as e:
-        raise ValueError(f"{path}: not a .npy array of integer ids ({e})") from None
-    if not isinstance(ids, np.ndarray):
+    Python objects, an .npz archive or any other file is refused with a
+    one-line error)."""
+    if os.path.isfile(path):
+        with open(path, "rb") as f:
+            head = f.read(6)
+        data = None
+    else:  # a pipe: numpy needs to seek, so read it whole, once
+        with open(path, "rb") as f:
+            data = f.read()
+        head = data[:6]
+    if not head:
+        raise ValueError(f"{path}: an empty file, not a .npy array of ids")
+    if head.startswith(b"PK"):
         raise ValueError(
             f"{path}: an .npz archive, not a .npy array of ids (save one array with numpy.save)"
         )
-    return ids
+    if head != np.lib.format.MAGIC_PREFIX:
+        raise ValueError(f"{path}: not a .npy file (it does not start with numpy's magic bytes)")
+    try:
+        if data is None:
+            return np.load(path, mmap_mode="r", allow_pickle=False)
+        return np.load(io.BytesIO(data), allow_pickle=False)
+    except (ValueError, EOFError) as e:
+        # numpy's own words name its keyword arguments (allow_pickle=): not ours to show.
+        objects = "pickled" in str(e) or "Python objects" in str(e)
+        why = "it holds Python objects" if objects else str(e) or type(e).__name__
+        raise ValueError(f"{path}: not a .npy array of integer ids ({why})") from None
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
@@ -409,7 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     t.add_argument(
         "--vocab-size",
-        type=int,
+        type=id_count,
         required=True,
         help="256 bytes (or the --base's ids) + merges + special tokens",
     )
@@ -430,7 +459,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     t.add_argument(
         "--reserve-special-tokens",
-        type=int,
+        type=id_count,
         default=0,
         metavar="N",
         help="add N placeholder special tokens <|reserved_special_token_{i}|>",
@@ -445,14 +474,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     t.add_argument(
         "--min-frequency",
-        type=int,
+        type=pair_count,
         default=0,
         metavar="K",
         help="no merge of a pair counted fewer than K times",
     )
     t.add_argument(
         "--max-token-length",
-        type=positive_int,
+        type=int_between(1, MAX_IDS),
         default=None,
         metavar="N",
         help="no token longer than N bytes",
@@ -478,7 +507,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     t.add_argument(
         "--max-memory",
-        type=byte_size,
+        type=_memory_budget,
         default=None,
         metavar="SIZE",
         help="memory budget of the word counts, e.g. 4G (at least 64M); past it the rarest words "
@@ -490,7 +519,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bars, no summary")
     t.add_argument(
         "--trace",
-        type=int,
+        type=id_count,
         default=0,
         metavar="N",
         help="print the first N merges with their counts",
@@ -576,7 +605,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     try:
         return args.run(args)
     except KeyboardInterrupt:
@@ -589,8 +619,19 @@ def main(argv: list[str] | None = None) -> int:
         # /dev/null first.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + signal.SIGPIPE
-    except (OSError, ValueError, UnicodeDecodeError) as e:
-        print(f"bytepair {args.command}: error: {e}", file=sys.stderr)
+    except (OSError, ValueError, OverflowError, UnicodeError) as e:
+        text = in_cli_words(str(e), chosen_parser(parser, args))
+        print(f"bytepair {args.command}: error: {text}", file=sys.stderr)
+        return 1
+    except Exception as e:
+        # A bug, not the input's fault: still one line, and the traceback on demand.
+        if os.environ.get("BYTEPAIR_TRACEBACK"):
+            raise
+        print(
+            f"bytepair {args.command}: internal error: {type(e).__name__}: {e} "
+            "(BYTEPAIR_TRACEBACK=1 shows where; please report it)",
+            file=sys.stderr,
+        )
         return 1
 
 
