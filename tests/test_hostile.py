@@ -195,15 +195,44 @@ def test_counts_merge_of_one_folder_is_an_error(tmp_path):
     [
         (lambda m: m["parts"][0].pop("sha256"), "sha256"),
         (lambda m: m["parts"].append(dict(m["parts"][0])), "listed twice"),
-        (lambda m: m.__setitem__("special_tokens", "abc"), "not a list"),
+        (lambda m: m.__setitem__("special_tokens", "abc"), "special_tokens: expected a list"),
         (lambda m: m["pattern"].__setitem__("name", "o200k"), "does not name the preset"),
-        (lambda m: m["pattern"].__setitem__("name", "my-pattern"), "does not name the preset"),
+        (lambda m: m["pattern"].__setitem__("name", "my-pattern"), "pattern.name: expected one of"),
+        # every field is checked, and the message names it
+        (lambda m: m.__setitem__("text", None), "text: expected an object"),
+        (lambda m: m["text"].__setitem__("format", "csv"), "text.format: expected one of"),
+        (lambda m: m["text"].__setitem__("errors", 1), "text.errors: expected one of"),
+        (lambda m: m["text"].pop("text_field"), "text.text_field: missing"),
+        (lambda m: m["totals"].__setitem__("bytes", "12"), "totals.bytes: expected a non-neg"),
+        (lambda m: m["totals"].__setitem__("documents", -1), "totals.documents: expected a non"),
+        (lambda m: m["totals"].__setitem__("pre_tokens", 1.5), "totals.pre_tokens: expected"),
+        (lambda m: m["totals"].__setitem__("distinct", True), "totals.distinct: expected"),
+        (lambda m: m["totals"].__setitem__("distinct", 99), "totals.distinct: 99, but the parts"),
+        (lambda m: m.pop("totals"), "totals: missing"),
+        (lambda m: m.__setitem__("engine", None), "engine: expected a string"),
+        (lambda m: m.__setitem__("bytepair_version", 3), "bytepair_version: expected a string"),
+        (lambda m: m.__setitem__("bucket_hash", []), "bucket_hash: expected a string"),
+        (lambda m: m.__setitem__("format_version", True), "format_version True"),
+        (lambda m: m["parts"][0].__setitem__("rows", -3), r"parts\[0\]\.rows: expected a non"),
+        (lambda m: m["parts"][0].__setitem__("path", "/etc/passwd"), r"parts\[0\]\.path"),
+        (
+            lambda m: m.__setitem__("pattern", {"name": None, "regex": "(unclosed"}),
+            "pattern.regex: ",
+        ),
+        (lambda m: m.__setitem__("special_tokens", ["", "x"]), "special_tokens: special token"),
+        (lambda m: m.__setitem__("parts", {}), "parts: expected a list"),
+        (
+            lambda m: m.clear() or m.update(format="bytepair-word-counts", format_version=1),
+            "missing",
+        ),
     ],
 )
 def test_a_doctored_counts_manifest_is_refused(tmp_path, damage, message):
     """Deleting the checksums turned verification off; a part listed twice
     doubled its counts; "abc" became three special tokens; a pattern name was
-    trusted over its regex."""
+    trusted over its regex; "text": null and totals that are not counts were
+    accepted and `counts inspect` failed with a traceback. Both the API and the
+    CLI name the file and the field."""
     import json
 
     (tmp_path / "a.txt").write_text("hello world\n" * 5, encoding="utf-8")
@@ -212,8 +241,16 @@ def test_a_doctored_counts_manifest_is_refused(tmp_path, damage, message):
     manifest = json.loads(manifest_path.read_text())
     damage(manifest)
     manifest_path.write_text(json.dumps(manifest))
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=message) as caught:
         bytepair.WordCounts.open(tmp_path / "c")
+    assert str(caught.value).startswith(str(manifest_path))
+    result = subprocess.run(
+        [sys.executable, "-m", "bytepair", "counts", "inspect", str(tmp_path / "c")],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+    assert str(manifest_path) in result.stderr and "Traceback" not in result.stderr
 
 
 def test_counts_from_an_artifact_that_would_overflow_pair_counts_are_refused(tmp_path):
@@ -461,3 +498,41 @@ def test_cli_max_memory_takes_sizes_and_reports_what_it_dropped(tmp_path):
         timeout=60,
     )
     assert bad.returncode == 2 and "--max-memory" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda m: m.__setitem__("dtype", "object"), "dtype: expected one of"),
+        (lambda m: m.__setitem__("documents", -1), "documents: expected a non-negative"),
+        (lambda m: m.__setitem__("tokens", 10**6), "tokens: 1,000,000, but the shards add up"),
+        (lambda m: m.__setitem__("input", None), "input: expected an object"),
+        (lambda m: m["input"].__setitem__("files", "2"), "input.files: expected a non-negative"),
+        (lambda m: m.__setitem__("eot", "x"), "eot: expected a non-negative integer"),
+        (lambda m: m["shards"][0].__setitem__("name", "../../x"), r"shards\[0\]\.name: expected"),
+        (lambda m: m["shards"][0].pop("index_sha256"), r"shards\[0\]\.index_sha256: missing"),
+        (lambda m: m.__setitem__("layout", None), "layout: expected one of"),
+    ],
+)
+def test_a_doctored_shards_manifest_is_refused(tmp_path, damage, message):
+    """The token-shards manifest, the same class as the word counts': every
+    field `TokenShards` and `shards inspect` read is checked."""
+    import json
+
+    tok = bytepair.Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"])
+    (tmp_path / "a.txt").write_text("hi<|endoftext|>ho", encoding="utf-8")
+    out = tmp_path / "out"
+    bytepair.encode_dataset(tmp_path / "a.txt", out, tok, separator="<|endoftext|>", progress=False)
+    manifest_path = out / "_manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    damage(manifest)
+    manifest_path.write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match=message) as caught:
+        bytepair.TokenShards.open(out)
+    assert str(caught.value).startswith(str(manifest_path))
+    result = subprocess.run(
+        [sys.executable, "-m", "bytepair", "shards", "inspect", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr

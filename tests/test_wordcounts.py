@@ -241,12 +241,15 @@ def test_open_refuses_incomplete_or_damaged_artifacts(inputs, tmp_path):
         ("{", "not valid JSON"),
         ('{"format": "other"}', "not a bytepair word-counts manifest"),
         (original.replace('"format_version": 1', '"format_version": 99'), "format_version 99"),
-        (original.replace('"rows"', '"rowz"'), "missing or malformed key"),
+        (original.replace('"rows"', '"rowz"'), r"_manifest\.json: parts\[0\]\.rows: missing"),
         (
             original.replace("part-00001.parquet", "part-00009.parquet"),
             "part 'part-00009.parquet' is missing",
         ),
-        (original.replace("part-00001.parquet", "../x.parquet"), "is missing"),
+        (
+            original.replace("part-00001.parquet", "../x.parquet"),
+            r"parts\[1\]\.path: expected a file name inside the folder",
+        ),
     ]:
         manifest.write_text(damaged)
         with pytest.raises(ValueError, match=message):

@@ -1,12 +1,14 @@
 """Output folders whose ``_manifest.json`` is written last (word counts,
-token shards): reading that manifest, and the SHA-256 of the files it lists
-(`sha256_file` after the fact, `HashingWriter` while a file is written)."""
+token shards): reading that manifest, checking its fields, and the SHA-256 of
+the files it lists (`sha256_file` after the fact, `HashingWriter` while a file
+is written)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 from bytepair.counts.sources import MANIFEST
@@ -64,8 +66,124 @@ def read_manifest(path: str, format: str, version: int, kind: str, missing: str)
     if not isinstance(manifest, dict) or manifest.get("format") != format:
         raise ValueError(f"{manifest_path}: not a bytepair {kind} manifest (format != {format!r})")
     found = manifest.get("format_version")
-    if not isinstance(found, int) or found > version:
+    if type(found) is not int or not 1 <= found <= version:
         raise ValueError(
             f"{manifest_path}: format_version {found!r}; this bytepair reads up to {version}"
         )
     return manifest
+
+
+# -- the fields of a manifest ------------------------------------------------------
+#
+# A manifest is read back by other machines and later releases, and may have
+# been edited by hand: each reader checks every field it uses against a schema
+# made of the checks below (`record`, `list_of`, `natural`...), so a malformed
+# field is a ValueError naming the file and the field (``totals.bytes``), not a
+# TypeError or a wrong result much later.
+
+Check = Callable[[Any], None]
+
+
+class FieldError(ValueError):
+    """A field that fails its check: `problem`, at `path` (keys and list indices)."""
+
+    def __init__(self, problem: str, path: tuple[str | int, ...] = ()):
+        super().__init__(problem)
+        self.problem, self.path = problem, path
+
+    def under(self, key: str | int) -> "FieldError":
+        return FieldError(self.problem, (key, *self.path))
+
+    def where(self) -> str:
+        """``totals.bytes``, ``parts[2].sha256``."""
+        text = ""
+        for key in self.path:
+            text += f"[{key}]" if isinstance(key, int) else (f".{key}" if text else key)
+        return text or "the manifest"
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value)[:60]
+
+
+def natural(value: Any) -> None:
+    """An integer >= 0 (a JSON true is not one)."""
+    if type(value) is not int or value < 0:
+        raise FieldError(f"expected a non-negative integer, got {_shown(value)}")
+
+
+def string(value: Any) -> None:
+    if not isinstance(value, str):
+        raise FieldError(f"expected a string, got {_shown(value)}")
+
+
+def sha256_hex(value: Any) -> None:
+    """A SHA-256 digest, 64 lowercase hex digits."""
+    if not isinstance(value, str) or len(value) != 64 or set(value) - set("0123456789abcdef"):
+        raise FieldError(f"expected a SHA-256 hex digest, got {_shown(value)}")
+
+
+def file_name(value: Any) -> None:
+    """A plain file name inside the folder (no directory part: a manifest
+    never points outside its folder)."""
+    string(value)
+    if value in ("", ".", "..") or os.path.basename(value) != value or "\\" in value:
+        raise FieldError(f"expected a file name inside the folder, got {_shown(value)}")
+
+
+def one_of(*values: Any) -> Check:
+    def check(value: Any) -> None:
+        if value not in values or type(value) is bool:
+            raise FieldError(
+                f"expected one of {', '.join(map(_shown, values))}, got {_shown(value)}"
+            )
+
+    return check
+
+
+def optional(inner: Check) -> Check:
+    """`inner`, or null."""
+
+    def check(value: Any) -> None:
+        if value is not None:
+            inner(value)
+
+    return check
+
+
+def list_of(item: Check) -> Check:
+    def check(value: Any) -> None:
+        if not isinstance(value, list):
+            raise FieldError(f"expected a list, got {_shown(value)}")
+        for i, x in enumerate(value):
+            try:
+                item(x)
+            except FieldError as e:
+                raise e.under(i) from None
+
+    return check
+
+
+def record(**fields: Check) -> Check:
+    """An object holding (at least) these keys, each passing its check."""
+
+    def check(value: Any) -> None:
+        if not isinstance(value, dict):
+            raise FieldError(f"expected an object with {', '.join(fields)}, got {_shown(value)}")
+        for key, inner in fields.items():
+            if key not in value:
+                raise FieldError("missing").under(key)
+            try:
+                inner(value[key])
+            except FieldError as e:
+                raise e.under(key) from None
+
+    return check
+
+
+def check_manifest(manifest: Any, schema: Check, manifest_path: str) -> None:
+    """`schema(manifest)`; ValueError naming `manifest_path` and the field at fault."""
+    try:
+        schema(manifest)
+    except FieldError as e:
+        raise ValueError(f"{manifest_path}: {e.where()}: {e.problem}") from None

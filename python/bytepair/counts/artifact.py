@@ -32,13 +32,13 @@ from typing import Any, BinaryIO
 
 from bytepair import _core
 from bytepair.atomic import atomic_open
+from bytepair.counts.manifest import check_word_counts_manifest
 from bytepair.counts.parts import add_part, open_part, part_batches, part_name, write_part
 from bytepair.counts.protocol import (
     FORMAT,
     FORMAT_VERSION,
     bucket_paths,
     finish,
-    pattern_entry,
     reduce_bucket,
     shard_dir,
     staging_dir,
@@ -46,50 +46,6 @@ from bytepair.counts.protocol import (
 from bytepair.counts.sources import MANIFEST, CountSpec
 from bytepair.folders import read_manifest
 from bytepair.folders import sha256_file as _sha256_file
-
-# -- checking a manifest ------------------------------------------------------------
-
-
-def _check_parts(parts: Any) -> None:
-    """The manifest's part list: each part once, with its row count and its
-    SHA-256 (mandatory: a manifest without them would turn verification off)."""
-    if not isinstance(parts, list):
-        raise TypeError("parts is not a list")
-    seen = set()
-    for part in parts:
-        if (
-            not isinstance(part, dict)
-            or not isinstance(part["path"], str)
-            or type(part["rows"]) is not int
-        ):
-            raise TypeError(f"part {part!r} needs a str path and an int rows")
-        digest = part["sha256"]
-        if (
-            not isinstance(digest, str)
-            or len(digest) != 64
-            or set(digest) - set("0123456789abcdef")
-        ):
-            raise ValueError(
-                f"part {part['path']!r}: sha256 {digest!r} is not a SHA-256 hex digest"
-            )
-        if part["path"] in seen:
-            raise ValueError(
-                f"part {part['path']!r} is listed twice (its counts would be added twice)"
-            )
-        seen.add(part["path"])
-
-
-def _check_pattern(entry: Any) -> None:
-    """The manifest's pattern: a regex, and a preset name only where the name
-    is a preset whose regex it is (a name is never trusted over the regex)."""
-    if not isinstance(entry, dict) or not isinstance(entry["regex"], str):
-        raise TypeError("pattern needs a str regex")
-    name = entry["name"]
-    if name is not None and (not isinstance(name, str) or pattern_entry(name) != entry):
-        raise ValueError(
-            f"pattern name {name!r} does not name the preset whose regex the manifest holds"
-        )
-
 
 # -- reading an artifact ---------------------------------------------------------
 
@@ -126,7 +82,9 @@ class WordCounts:
             FileNotFoundError: no folder, or no ``_manifest.json`` in it (an
                 unfinished or interrupted count is not an artifact).
             ValueError: a manifest that is not JSON, of another format or a newer
-                version, or that names a part file that is missing.
+                version, with a malformed field (the message names it:
+                `counts.manifest.check_word_counts_manifest`), or that names a
+                part file that is missing.
         """
         path = os.fspath(path)
         manifest_path = os.path.join(path, MANIFEST)
@@ -137,24 +95,10 @@ class WordCounts:
             "word-counts",
             "not a word-counts artifact (an unfinished or interrupted count?)",
         )
-        try:
-            parts = manifest["parts"]
-            _check_parts(parts)
-            _check_pattern(manifest["pattern"])
-            if not isinstance(manifest["special_tokens"], list):
-                raise TypeError(
-                    f"special_tokens is {type(manifest['special_tokens']).__name__}, not a list"
-                )
-            CountSpec(manifest["pattern"]["regex"], tuple(manifest["special_tokens"]))
-            _Totals(**manifest["totals"])
-        except (KeyError, TypeError) as e:
-            raise ValueError(f"{manifest_path}: missing or malformed key ({e!r})") from None
-        except ValueError as e:
-            raise ValueError(f"{manifest_path}: {e}") from None
+        check_word_counts_manifest(manifest, manifest_path)
+        parts = manifest["parts"]
         for part in parts:
-            if os.path.basename(part["path"]) != part["path"] or not os.path.isfile(
-                os.path.join(path, part["path"])
-            ):
+            if not os.path.isfile(os.path.join(path, part["path"])):
                 raise ValueError(f"{manifest_path}: part {part['path']!r} is missing")
         return cls(path, manifest)
 
@@ -171,7 +115,8 @@ class WordCounts:
 
     @property
     def totals(self) -> _Totals:
-        return _Totals(**self.manifest["totals"])
+        t = self.manifest["totals"]
+        return _Totals(t["documents"], t["bytes"], t["pre_tokens"], t["distinct"])
 
     @property
     def pattern(self) -> str:

@@ -8,7 +8,19 @@ from typing import TYPE_CHECKING, Any
 
 from bytepair.counts.sources import MANIFEST
 from bytepair.dataset.megatron import read_megatron_index
-from bytepair.folders import read_manifest
+from bytepair.folders import (
+    FieldError,
+    check_manifest,
+    file_name,
+    list_of,
+    natural,
+    one_of,
+    optional,
+    read_manifest,
+    record,
+    sha256_hex,
+    string,
+)
 from bytepair.folders import sha256_file as _sha256_file
 
 if TYPE_CHECKING:
@@ -16,6 +28,39 @@ if TYPE_CHECKING:
 
 FORMAT = "bytepair-token-shards"
 FORMAT_VERSION = 1
+
+# Every field `TokenShards` and `bytepair shards inspect` read.
+SCHEMA = record(
+    bytepair_version=string,
+    layout=one_of("shards", "megatron"),
+    tokenizer_sha256=sha256_hex,
+    dtype=one_of("uint16", "uint32", "int32"),
+    byteorder=one_of("little"),
+    eot=optional(natural),
+    documents=natural,
+    tokens=natural,
+    bytes=natural,
+    shard_size=natural,
+    input=record(format=string, errors=one_of("strict", "replace"), files=natural),
+    shards=list_of(
+        record(
+            name=file_name,
+            index=file_name,
+            documents=natural,
+            tokens=natural,
+            sha256=sha256_hex,
+            index_sha256=sha256_hex,
+        )
+    ),
+)
+
+
+def _sums_agree(manifest: dict[str, Any]) -> None:
+    """The totals are the shards' sums (a reader indexes documents by them)."""
+    for key in ("documents", "tokens"):
+        summed = sum(s[key] for s in manifest["shards"])
+        if manifest[key] != summed:
+            raise FieldError(f"{manifest[key]:,}, but the shards add up to {summed:,}").under(key)
 
 
 class TokenShards:
@@ -48,8 +93,9 @@ class TokenShards:
         Raises:
             FileNotFoundError: no folder, or no manifest (an unfinished run:
                 rerun its command to finish it).
-            ValueError: a manifest of another format or a newer version, or one
-                that names a missing shard.
+            ValueError: a manifest of another format or a newer version, with a
+                malformed field (the message names the file and the field), or
+                one that names a missing shard.
         """
         path = os.fspath(path)
         manifest = read_manifest(
@@ -60,16 +106,9 @@ class TokenShards:
             "not a finished dataset (an interrupted encode? run it again to resume)",
         )
         manifest_path = os.path.join(path, MANIFEST)
-        try:
-            names = [name for s in manifest["shards"] for name in (s["name"] + ".bin", s["index"])]
-            (
-                int(manifest["documents"]),
-                int(manifest["tokens"]),
-                manifest["dtype"],
-                manifest["layout"],
-            )
-        except (KeyError, TypeError, ValueError) as e:
-            raise ValueError(f"{manifest_path}: missing or malformed key ({e!r})") from None
+        check_manifest(manifest, SCHEMA, manifest_path)
+        check_manifest(manifest, _sums_agree, manifest_path)
+        names = [name for s in manifest["shards"] for name in (s["name"] + ".bin", s["index"])]
         for name in names:
             if not os.path.isfile(os.path.join(path, name)):
                 raise ValueError(f"{manifest_path}: shard file {name!r} is missing")
