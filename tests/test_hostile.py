@@ -8,6 +8,7 @@ or memory."""
 from __future__ import annotations
 
 import hashlib
+import inspect
 import os
 import re
 import signal
@@ -536,3 +537,84 @@ def test_a_doctored_shards_manifest_is_refused(tmp_path, damage, message):
         text=True,
     )
     assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+
+
+# Every public entry point that takes text, called with lone surrogates (issue 32,
+# class 5). Encoding replaces each with U+FFFD, as tiktoken does; training and
+# the strings that define a tokenizer (pattern, special tokens, separator) refuse
+# them with a ValueError that says where.
+_SURROGATES = "a\ud800b \udcff"
+_REPLACED = "a\ufffdb \ufffd"
+_TAKES_TEXT = {
+    "encode": lambda tok, s: tok.encode(s),
+    "encode_ordinary": lambda tok, s: tok.encode_ordinary(s),
+    "encode_batch": lambda tok, s: tok.encode_batch([s, s])[1],
+    "encode_ordinary_batch": lambda tok, s: tok.encode_ordinary_batch([s])[0],
+    "encode_iterable": lambda tok, s: list(tok.encode_iterable([s])),
+    "encode_to_numpy": lambda tok, s: tok.encode_to_numpy(s).tolist(),
+    "encode_blocks": lambda tok, s: [i for a in tok.encode_blocks([s]) for i in a.tolist()],
+    "encode_with_offsets": lambda tok, s: tok.encode_with_offsets(s)[0],
+    "count_tokens": lambda tok, s: tok.count_tokens(s),
+    "pretokenize": lambda tok, s: tok.pretokenize(s),
+    "encode_single_token": lambda tok, s: tok.encode_single_token(s[1]),
+}
+
+
+def test_lone_surrogates_encode_as_tiktoken_replaces_them_everywhere():
+    pytest.importorskip("tiktoken")
+    tok = bytepair.train_from_iterator(["ab \ufffd\ufffd"] * 9, 261, progress=False)
+    enc = tok.to_tiktoken()
+    public = {
+        name
+        for name in dir(bytepair.Tokenizer)
+        if not name.startswith("_")
+        and inspect.isfunction(getattr(bytepair.Tokenizer, name))
+        and list(inspect.signature(getattr(bytepair.Tokenizer, name)).parameters)[1:2]
+        in (["text"], ["texts"], ["text_or_bytes"])
+    }
+    assert public == set(_TAKES_TEXT), "a new entry point that takes text: add it here"
+    assert enc.encode(_SURROGATES) == tok.encode(_REPLACED)
+    for name, call in _TAKES_TEXT.items():
+        got, want = call(tok, _SURROGATES), call(tok, _REPLACED)
+        assert got == want, name
+    assert tok.encode(_SURROGATES, dropout=0.5, seed=3) == tok.encode(
+        _REPLACED, dropout=0.5, seed=3
+    )
+    assert tok.encode(_SURROGATES, max_tokens=3) == tok.encode(_REPLACED, max_tokens=3)
+
+
+def test_lone_surrogates_in_training_name_the_text_and_position(tmp_path):
+    texts = ["fine", "also fine", "bad \ud800 here"]
+    with pytest.raises(ValueError, match=r"^text 2: a lone surrogate '\\ud800' at character 4"):
+        bytepair.train_from_iterator(texts, 260, progress=False)
+    # The document index counts across batches and lists of texts.
+    with pytest.raises(ValueError, match=r"^text 4: a lone surrogate '\\udcff' at character 0"):
+        bytepair.train_from_iterator([["a", "b"], ["c", "d"], ["\udcff"]], 260, progress=False)
+    replaced = bytepair.train_from_iterator(texts, 262, progress=False, errors="replace")
+    assert (
+        replaced.merges
+        == bytepair.train_from_iterator(
+            [t.replace("\ud800", "\ufffd") for t in texts], 262, progress=False
+        ).merges
+    )
+    with pytest.raises(ValueError, match="word 'x\\\\udc80' holds a lone surrogate at character 1"):
+        bytepair.train_from_counts({"x\udc80": 3}, 260)
+    with pytest.raises(ValueError, match="errors='nope'"):
+        bytepair.train_from_iterator(texts, 260, progress=False, errors="nope")
+    (tmp_path / "a.txt").write_text("hello", encoding="utf-8")
+    tok = bytepair.Tokenizer({i: bytes([i]) for i in range(256)}, [])
+    for call, what in [
+        (lambda: bytepair.train_from_iterator(["a"], 260, pattern="\ud800"), "pattern"),
+        (lambda: bytepair.count(tmp_path / "a.txt", tmp_path / "c", pattern="a\ud800"), "pattern"),
+        (lambda: bytepair.train_from_iterator(["a"], 260, special_tokens=["\ud800"]), "special"),
+        (lambda: bytepair.Tokenizer(tok.vocab, [], ["<\udfff>"]), "special token"),
+        (lambda: bytepair.Tokenizer(tok.vocab, [], pattern="\udfff"), "pattern"),
+        (
+            lambda: bytepair.encode_dataset(
+                tmp_path / "a.txt", tmp_path / "d", tok, separator="\ud800"
+            ),
+            "separator",
+        ),
+    ]:
+        with pytest.raises(ValueError, match=f"{what}.*lone surrogate"):
+            call()

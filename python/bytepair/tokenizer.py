@@ -422,8 +422,10 @@ class Tokenizer(VocabHolder, TokenizerHelpers, TokenizerFiles):
 
     def pretokenize(self, text: str) -> list[str]:
         """The pre-tokens of `text` under this tokenizer's pattern (special tokens
-        not treated): the strings the merges run inside."""
-        return self._core.pretokenize(text)
+        not treated): the strings the merges run inside. Lone surrogates are
+        U+FFFD in them, as in `encode`."""
+        require_str(text, "pretokenize")
+        return with_surrogates_replaced(self._core.pretokenize, text)
 
     # ---- decoding --------------------------------------------------------
 

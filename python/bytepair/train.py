@@ -54,6 +54,7 @@ from bytepair.counts.sources import (
     is_remote,
     local_path,
 )
+from bytepair.encoding.text import has_surrogates, replace_surrogates
 from bytepair.progress import ProgressBar
 from bytepair.tokenizer import Tokenizer
 from bytepair.train_plan import TrainPlan, plan_training, special_ids
@@ -461,6 +462,7 @@ def train_from_iterator(
     progress: bool | None = None,
     trace: int = 0,
     max_memory: int | None = None,
+    errors: str = "strict",
 ) -> Tokenizer:
     """Train on an iterable of strings, each an independent document (pre-tokens
     never span two texts), or of lists of strings (batches, as HF's
@@ -468,6 +470,12 @@ def train_from_iterator(
     ``datasets.Dataset`` column (``ds["text"]``). Texts are consumed in
     batches, so a generator over a huge dataset is fine. The other arguments
     and errors are `train`'s; TypeError for an item that is neither.
+
+    A lone surrogate (``"\\ud800"``: a str no UTF-8 text can hold, as text
+    decoded with ``surrogateescape`` has) is what invalid UTF-8 is to `train`:
+    with ``errors="strict"`` (the default) a ValueError names the text (its
+    index, counting from 0) and the character position; ``"replace"`` counts
+    it as U+FFFD, which is what `Tokenizer.encode` makes of it (as tiktoken).
 
     >>> import bytepair
     >>> bytepair.train_from_iterator(["low lower", "newest widest"], 257, progress=False).merges
@@ -487,6 +495,8 @@ def train_from_iterator(
         max_token_length=max_token_length,
     )
     max_memory = _check_max_memory(max_memory)
+    if errors not in ("strict", "replace"):
+        raise ValueError(f"errors={errors!r}: expected 'strict' or 'replace'")
     show = _show_progress(progress)
     stats = TrainingStats()
     counter = plan.new_counter(max_memory)
@@ -495,11 +505,19 @@ def train_from_iterator(
         done_before = 0
         batch: list[str] = []
         size = 0
+        texts_before = 0
 
         def flush() -> None:
-            nonlocal done_before, batch, size
-            counter.count_texts(batch, num_threads, lambda done: bar.update_to(done_before + done))
+            nonlocal done_before, batch, size, texts_before
+            on_done = lambda done: bar.update_to(done_before + done)  # noqa: E731
+            try:
+                counter.count_texts(batch, num_threads, on_done)
+            except UnicodeEncodeError:  # refused whole, before any counting
+                counter.count_texts(
+                    _surrogates_replaced(batch, texts_before, errors), num_threads, on_done
+                )
             done_before = bar.n
+            texts_before += len(batch)
             batch, size = [], 0
 
         for text in _documents(texts):
@@ -514,6 +532,24 @@ def train_from_iterator(
     _require_text(counter, "the texts")
     _note_pruning(counter, stats, max_memory)
     return _learn(counter, plan, stats, num_threads=num_threads, progress=show)
+
+
+def _surrogates_replaced(batch: list[str], first: int, errors: str) -> list[str]:
+    """`batch` (texts `first`, `first` + 1, ...) with each lone surrogate
+    replaced by U+FFFD; with ``errors="strict"``, a ValueError naming the first
+    text that holds one and where."""
+    out = []
+    for i, text in enumerate(batch):
+        if has_surrogates(text):
+            if errors == "strict":
+                at = next(k for k, c in enumerate(text) if "\ud800" <= c <= "\udfff")
+                raise ValueError(
+                    f"text {first + i}: a lone surrogate {text[at]!r} at character {at}, which "
+                    "UTF-8 cannot hold (errors='replace' counts it as U+FFFD, as encode does)"
+                )
+            text = replace_surrogates(text)
+        out.append(text)
+    return out
 
 
 def _documents(texts: "Iterable[str] | Iterable[Sequence[str]]") -> Iterator[str]:
@@ -567,7 +603,8 @@ def train_from_counts(
     tokenizer for encoding.
 
     Raises:
-        ValueError: a count that is negative or not an integer (names the word),
+        ValueError: a count that is negative or not an integer, or a str word
+            holding a lone surrogate (names the word),
             vocab_size too small, or a WordCounts counted with another pattern or
             other special tokens than those given (reserved placeholders
             aside), or a WordCounts with a base that has a tokenizer.json
@@ -616,7 +653,7 @@ def train_from_counts(
         if not isinstance(word, (str, bytes, bytearray, memoryview)):
             # bytes(5) would be five NUL bytes.
             raise TypeError(f"word {word!r} must be a str or bytes, not {type(word).__name__}")
-        word = word.encode("utf-8") if isinstance(word, str) else bytes(word)
+        word = _word_bytes(word)
         items.append((word, count))
         total_bytes += count * len(word)
     if total_bytes >= 1 << 64:
@@ -630,6 +667,20 @@ def train_from_counts(
     return _learn(
         counter, plan, TrainingStats(), num_threads=num_threads, progress=_show_progress(progress)
     )
+
+
+def _word_bytes(word: str | bytes | bytearray | memoryview) -> bytes:
+    """A word of `train_from_counts` as bytes: a str as UTF-8 (ValueError
+    naming it if it holds a lone surrogate, which UTF-8 cannot hold)."""
+    if not isinstance(word, str):
+        return bytes(word)
+    try:
+        return word.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(
+            f"word {word!r} holds a lone surrogate at character {e.start}, which UTF-8 cannot "
+            "hold (give the word as bytes for bytes that are not UTF-8)"
+        ) from None
 
 
 def _train_from_artifact(

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from bytepair import _core
 from bytepair.counts.sources import check_special_tokens
+from bytepair.encoding.text import check_encodable
 from bytepair.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
@@ -112,6 +113,8 @@ def plan_training(
     if isinstance(trace, bool) or not isinstance(trace, int) or trace < 0:
         raise ValueError(f"trace={trace!r} must be a non-negative integer (merges to print)")
     _check_limits(min_frequency, max_token_length)
+    if pattern is not None:
+        check_encodable(pattern, "pattern")
     if base is not None and not isinstance(base, Tokenizer):
         raise TypeError(
             "base must be a bytepair.Tokenizer (Tokenizer.load, bytepair.get_encoding), not "

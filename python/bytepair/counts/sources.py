@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from bytepair import _core
+from bytepair.encoding.text import check_encodable
 
 FORMATS = ("text", "jsonl", "parquet")
 # A folder holding one is an output (word counts, token shards), never an input
@@ -92,6 +93,7 @@ class CountSpec:
     errors: str = "strict"
 
     def __post_init__(self) -> None:
+        check_encodable(self.pattern, "pattern")
         object.__setattr__(self, "special_tokens", check_special_tokens(self.special_tokens))
         if self.format not in FORMATS:
             raise ValueError(f"format={self.format!r}: expected one of {', '.join(FORMATS)}")

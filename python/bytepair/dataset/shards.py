@@ -66,6 +66,7 @@ from bytepair.dataset.protocol import (
     task_record_path,
 )
 from bytepair.dataset.reader import FORMAT, FORMAT_VERSION, TokenShards
+from bytepair.encoding.text import check_encodable
 from bytepair.folders import sha256_file as _sha256_file
 from bytepair.progress import ProgressBar
 
@@ -229,6 +230,8 @@ def encode_dataset(
         raise ValueError(f"errors={errors!r}: expected 'strict' or 'replace'")
     if separator == "":
         raise ValueError("separator must not be empty")
+    if separator is not None:
+        check_encodable(separator, "separator")
     paths = expand_inputs(inputs, out_dir)
     check_inputs(paths)
     paths = [p if is_remote(p) else os.path.abspath(p) for p in paths]

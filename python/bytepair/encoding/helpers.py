@@ -142,7 +142,7 @@ class TokenizerHelpers:
         if isinstance(text_or_bytes, str):
             if text_or_bytes in self.special_tokens:
                 return self.special_tokens[text_or_bytes]
-            key = text_or_bytes.encode("utf-8")
+            key = replace_surrogates(text_or_bytes).encode("utf-8")  # as encode does
         else:
             key = bytes(text_or_bytes)
         try:
