@@ -346,3 +346,180 @@ def test_rust_panic_becomes_a_python_exception():
     # The interpreter and the core still work.
     tok = _small_tokenizer()
     assert tok.decode(tok.encode("the lazy dog")) == "the lazy dog"
+
+
+# ---- sets of files: vocab.json + merges.txt, .tiktoken + sidecar, transformers folder ----
+#
+# Issue 32 (class 3): a save of several files on a disk that filled up, or
+# killed between its files, left a new file beside an old one, which no longer
+# loaded. Each saver writes a set with `atomic.write_file_set`; the next load or
+# save finishes (committed) or undoes (writer gone) an interrupted one.
+
+_SAVERS = {
+    "gpt2": (lambda tok, d: tok.save_gpt2(d), lambda d: d),
+    "tiktoken": (
+        lambda tok, d: tok.save_tiktoken(d / "tok.tiktoken"),
+        lambda d: d / "tok.tiktoken",
+    ),
+    "pretrained": (lambda tok, d: tok.save_pretrained(d), lambda d: d),
+}
+
+
+def _old_and_new() -> tuple[bytepair.Tokenizer, bytepair.Tokenizer]:
+    """Two tokenizers whose files differ (ids and sizes)."""
+    old = bytepair.train_from_iterator(["hello old world " * 50], 268, progress=False)
+    new = bytepair.train_from_iterator(
+        ["The quick brown fox jumps over the lazy dog. " * 50],
+        291,
+        special_tokens=["<|endoftext|>"],
+        progress=False,
+    )
+    return old, new
+
+
+def _contents(d: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir())}
+
+
+_INTERRUPTED_SAVE = """
+    import os, pickle, signal, sys
+    from pathlib import Path
+    from bytepair import atomic
+    tok = pickle.loads(bytes.fromhex({tok!r}))
+    target = Path({target!r})
+    where, nth = {where!r}, {nth}
+    calls = [0]
+
+    def fail(real, *args):
+        calls[0] += 1
+        if calls[0] == nth:
+            if {kill}:
+                os.kill(os.getpid(), signal.SIGKILL)
+            raise OSError(28, "No space left on device", str(args[-1]))
+        return real(*args)
+
+    if where == "write":  # the nth file of the set fails (disk full) or is killed
+        real_write = atomic._write_new_file
+        atomic._write_new_file = lambda *a: fail(real_write, *a)
+    else:  # killed between renames: the nth rename of a temporary file over its target
+        real_replace = os.replace
+        def replace(src, dst):
+            if not str(src).endswith(".tmp") or ".bytepair-set-" in str(dst):
+                return real_replace(src, dst)
+            return fail(real_replace, src, dst)
+        atomic.os.replace = replace
+    try:
+        {save}
+    except OSError as e:
+        print("OSError", e.errno, e.filename)
+"""
+
+
+def _interrupt(tmp_path, saver: str, new, *, where: str, nth: int, kill: bool):
+    import pickle
+
+    save = {
+        "gpt2": "tok.save_gpt2(target)",
+        "tiktoken": "tok.save_tiktoken(target / 'tok.tiktoken')",
+        "pretrained": "tok.save_pretrained(target)",
+    }[saver]
+    code = _INTERRUPTED_SAVE.format(
+        tok=pickle.dumps(new).hex(),
+        target=str(tmp_path),
+        where=where,
+        nth=nth,
+        kill=kill,
+        save=save,
+    )
+    return _run(code)
+
+
+@pytest.mark.parametrize("saver", sorted(_SAVERS))
+def test_a_file_set_on_a_full_disk_keeps_the_old_set(tmp_path, saver):
+    """The disk fills at the first, second or third file: an OSError naming the
+    file, the old set intact, no temporary file or journal left."""
+    old, new = _old_and_new()
+    save, path = _SAVERS[saver]
+    save(old, tmp_path)
+    before = _contents(tmp_path)
+    for nth in range(1, len(before) + 1):
+        result = _interrupt(tmp_path, saver, new, where="write", nth=nth, kill=False)
+        assert result.returncode == 0, result.stderr
+        _, errno_, filename = result.stdout.split()
+        assert int(errno_) == errno.ENOSPC and Path(filename).name in before
+        assert _contents(tmp_path) == before
+        assert bytepair.Tokenizer.load(path(tmp_path)) == old
+
+
+@pytest.mark.parametrize("saver", sorted(_SAVERS))
+def test_a_file_set_killed_between_renames_is_finished_by_the_next_load(tmp_path, saver):
+    """Killed after the first rename: the journal says the new set is whole, so
+    the next load renames the rest into place and reads the new tokenizer,
+    byte for byte the files an uninterrupted save writes."""
+    old, new = _old_and_new()
+    save, path = _SAVERS[saver]
+    d = tmp_path / "set"
+    d.mkdir()
+    save(old, d)
+    names = set(_contents(d))
+    result = _interrupt(d, saver, new, where="rename", nth=2, kill=True)
+    assert result.returncode == -signal.SIGKILL, result.stderr
+    left = set(os.listdir(d)) - names
+    assert any(n.startswith(".bytepair-set-") for n in left), "the journal is there"
+    assert any(n.endswith(".tmp") for n in left), "a file not yet renamed"
+    assert bytepair.Tokenizer.load(path(d)) == new
+    _only(d, *names)
+    (tmp_path / "fresh").mkdir()
+    save(new, tmp_path / "fresh")
+    assert _contents(d) == _contents(tmp_path / "fresh")
+
+
+@pytest.mark.parametrize("saver", sorted(_SAVERS))
+def test_a_file_set_killed_before_its_commit_is_rolled_back(tmp_path, saver):
+    """Killed while writing the second file: the writer is gone, so the next
+    save (or load) removes what it left; the old set was never touched."""
+    old, new = _old_and_new()
+    save, path = _SAVERS[saver]
+    save(old, tmp_path)
+    before = _contents(tmp_path)
+    result = _interrupt(tmp_path, saver, new, where="write", nth=2, kill=True)
+    assert result.returncode == -signal.SIGKILL, result.stderr
+    assert set(os.listdir(tmp_path)) > set(before), "a journal and a temporary file are left"
+    assert bytepair.Tokenizer.load(path(tmp_path)) == old
+    assert _contents(tmp_path) == before
+    save(new, tmp_path)
+    assert bytepair.Tokenizer.load(path(tmp_path)) == new
+    _only(tmp_path, *before)
+
+
+def test_a_set_of_a_live_writer_is_left_alone(tmp_path):
+    """A journal in state "writing" of a live process (here: this one) is not
+    rolled back by a load: that writer may still be writing."""
+    atomic._write_journal(str(tmp_path / ".bytepair-set-abc.json"), "writing", [(".a.tmp", "a")])
+    (tmp_path / ".a.tmp").write_bytes(b"partial")
+    atomic.recover_file_sets(tmp_path)
+    _only(tmp_path, ".bytepair-set-abc.json", ".a.tmp")
+
+
+def test_a_real_full_disk_mid_set_keeps_the_old_pair(tmp_path):
+    """RLIMIT_FSIZE (write() fails with EFBIG): the rank file fits, the sidecar
+    (thousands of special tokens) does not."""
+    old, _ = _old_and_new()
+    old.save_tiktoken(tmp_path / "tok.tiktoken")
+    before = _contents(tmp_path)
+    code = f"""
+        import bytepair, resource, signal
+        tok = bytepair.train_from_iterator(
+            ["hello new world " * 50], 3300, reserve_special_tokens=3000, progress=False
+        )
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (16384, 16384))
+        try:
+            tok.save_tiktoken({str(tmp_path / "tok.tiktoken")!r})
+        except OSError as e:
+            print(e.errno, e.filename)
+    """
+    result = _run(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [str(errno.EFBIG), str(tmp_path / "tok.tiktoken.json")]
+    assert _contents(tmp_path) == before

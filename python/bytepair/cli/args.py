@@ -169,5 +169,7 @@ def in_cli_words(text: str, parser: argparse.ArgumentParser) -> str:
         if keyword not in flags and dest in flags:
             flags[keyword] = flags[dest]
     for keyword, flag in flags.items():
+        if flag in text:  # worded for both already ("errors='replace' / --errors replace")
+            continue
         text = re.sub(rf"(?<![\w-]){re.escape(keyword)}=", f"{flag} ", text)
     return text

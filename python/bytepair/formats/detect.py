@@ -25,6 +25,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from bytepair.atomic import recover_file_sets
 from bytepair.formats.by_name import get_encoding, list_encodings
 from bytepair.formats.gpt2 import MERGES_NAME, VOCAB_NAME, from_gpt2_files, save_gpt2
 from bytepair.formats.hf import from_hf_json
@@ -216,6 +217,8 @@ def load(
     Raises:
         FileNotFoundError, ValueError: as `detect_format` and the format's reader.
     """
+    path = os.fspath(path)
+    recover_file_sets(path if os.path.isdir(path) else os.path.dirname(path))
     if (
         not os.path.exists(path)
         and os.fspath(path) in list_encodings()

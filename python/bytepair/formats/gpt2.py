@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from bytepair import _core
-from bytepair.atomic import atomic_write
+from bytepair.atomic import recover_file_sets, write_file_set
 from bytepair.formats.bytelevel import is_byte_level, str_to_token, token_to_str
 from bytepair.formats.hf_pipeline import refuse_pipeline
 from bytepair.formats.reading import build_tokenizer, decode_utf8, parse_json
@@ -99,6 +99,8 @@ def from_gpt2_files(
             encoding apply differently; messages name the file and entry.
     """
     vocab_src, merges_src = os.fspath(vocab_path), os.fspath(merges_path)
+    for directory in {os.path.dirname(vocab_src), os.path.dirname(merges_src)}:
+        recover_file_sets(directory)  # a save interrupted between its two files
     with open(vocab_src, "rb") as f:
         entries = parse_json(f.read(), source=vocab_src)
     if not isinstance(entries, dict):
@@ -185,7 +187,8 @@ def save_gpt2(tok: "Tokenizer", directory: str | os.PathLike) -> tuple[str, str]
     """Write `tok` as ``vocab.json`` + ``merges.txt`` in `directory` (created if
     missing), in the form OpenAI's GPT-2 files have: vocab.json is
     ``json.dumps`` of ``{printable token: id}`` sorted by id, special tokens as
-    their own text; merges.txt starts with ``#version: 0.2``. Both writes are atomic.
+    their own text; merges.txt starts with ``#version: 0.2``. The two files are
+    written as one change (`atomic.write_file_set`).
 
     Returns:
         (vocab path, merges path).
@@ -225,6 +228,10 @@ def save_gpt2(tok: "Tokenizer", directory: str | os.PathLike) -> tuple[str, str]
     merges_path = os.path.join(directory, MERGES_NAME)
     vocab_text = json.dumps(dict(sorted(entries.items(), key=lambda kv: kv[1])))
     lines = [VERSION_LINE, *(f"{token_to_str(a)} {token_to_str(b)}" for a, b in tok.merges)]
-    atomic_write(vocab_path, vocab_text.encode("utf-8"))
-    atomic_write(merges_path, ("\n".join(lines) + "\n").encode("utf-8"))
+    write_file_set(
+        {
+            vocab_path: vocab_text.encode("utf-8"),
+            merges_path: ("\n".join(lines) + "\n").encode("utf-8"),
+        }
+    )
     return vocab_path, merges_path

@@ -516,8 +516,9 @@ def save_pretrained(
     ``model_max_length``, the special tokens as ``added_tokens_decoder``) and
     ``special_tokens_map.json``, so that ``transformers.AutoTokenizer.
     from_pretrained(directory)`` gives our ids and knows which special token is
-    ``eos_token`` and so on. Each file is written atomically; other files in
-    the folder (model weights) are left alone.
+    ``eos_token`` and so on. The three files are written as one change
+    (`atomic.write_file_set`); other files in the folder (model weights) are
+    left alone.
 
     Args:
         roles: ``bos_token``, ``eos_token``, ``pad_token``, ``unk_token``: each
@@ -531,7 +532,7 @@ def save_pretrained(
         ValueError: a role that is not a special token of `tok`, or an unknown role.
         TypeError: a role that is not a str.
     """
-    from bytepair.atomic import atomic_write
+    from bytepair.atomic import write_file_set
 
     unknown = sorted(set(roles) - set(ROLES))
     if unknown:
@@ -577,9 +578,6 @@ def save_pretrained(
         "tokenizer_config.json": json.dumps(config, ensure_ascii=False, indent=2),
         "special_tokens_map.json": json.dumps(given, ensure_ascii=False, indent=2),
     }
-    written = []
-    for name, text in files.items():
-        path = os.path.join(os.fspath(directory), name)
-        atomic_write(path, text.encode("utf-8"))
-        written.append(path)
-    return written
+    paths = {os.path.join(os.fspath(directory), name): text for name, text in files.items()}
+    write_file_set({path: text.encode("utf-8") for path, text in paths.items()})
+    return list(paths)

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from bytepair import _core
-from bytepair.atomic import atomic_write
+from bytepair.atomic import recover_file_sets, write_file_set
 from bytepair.formats.hf_regex import preset_name
 from bytepair.formats.reading import build_tokenizer, maybe_gunzip, parse_json
 from bytepair.formats.tables import merges_from_ranks, ranks_of
@@ -167,6 +167,7 @@ def from_tiktoken(
             tokens; the message names its line), or no pattern known for the file.
     """
     path = os.fspath(path)
+    recover_file_sets(os.path.dirname(path))  # a save interrupted between its two files
     data = read_bytes_maybe_gzip(path) if data is None else data
     # The core parses a valid file and recovers its merges; anything else is
     # read again here, where the error gets its words (or a file the core
@@ -265,8 +266,9 @@ def to_tiktoken(tok: "Tokenizer", name: str | None = None) -> "tiktoken.Encoding
 def save_tiktoken(tok: "Tokenizer", path: str | os.PathLike) -> tuple[str, str]:
     """Write `tok`'s ranks as a ``.tiktoken`` file (lines sorted by rank, as
     OpenAI's files are; ``tiktoken.load.load_tiktoken_bpe`` reads it) and the
-    sidecar ``<path>.json`` with ``pat_str`` and ``special_tokens``. Both writes
-    are atomic. tiktoken is not needed.
+    sidecar ``<path>.json`` with ``pat_str`` and ``special_tokens``, as one
+    change (`atomic.write_file_set`: a crash or a full disk never leaves a new
+    rank file beside an old sidecar). tiktoken is not needed.
 
     Returns:
         (rank file path, sidecar path).
@@ -283,9 +285,6 @@ def save_tiktoken(tok: "Tokenizer", path: str | os.PathLike) -> tuple[str, str]:
         "pat_str": tok.pattern_regex,
         "special_tokens": dict(sorted(tok.special_tokens.items(), key=lambda kv: kv[1])),
     }
-    atomic_write(path, body)
-    atomic_write(
-        path + SIDECAR_SUFFIX,
-        (json.dumps(sidecar, ensure_ascii=False, indent=1) + "\n").encode("utf-8"),
-    )
+    side = (json.dumps(sidecar, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+    write_file_set({path: body, path + SIDECAR_SUFFIX: side})
     return path, path + SIDECAR_SUFFIX
