@@ -106,7 +106,12 @@ class Tokenizer(VocabHolder, TokenizerHelpers, TokenizerFiles):
         self.special_tokens: dict[str, int] = {}
         self.special_tokens = self._assign_special_ids(special_tokens or ())
         if _rank_table is None:
-            check_vocab_merges(self.vocab, self.merges, rank_rule=not _merges_checked)
+            check_vocab_merges(
+                self.vocab,
+                self.merges,
+                rank_rule=not _merges_checked,
+                special_ids=frozenset(self.special_tokens.values()),
+            )
         if self._vocab is not None:  # made already (a list of special tokens asks it for their ids)
             self._add_special_entries()
         self._build_core()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import numbers
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from bytepair import _core
@@ -60,7 +60,10 @@ class TrainPlan:
 
     `specials` are the new special tokens in id order (given, then reserved);
     the text is split at them and at the base's. `fixed` maps those given at
-    fixed ids to their id. New merges get ids from `next_id` on.
+    fixed ids to their id. New merges get ids from `next_id` on. `shared` maps
+    the given special tokens that spell an ordinary token (a byte, or a base
+    token) to its id: they take it, as the `Tokenizer` constructor gives them,
+    rather than a new one (tokenizer.json cannot hold two ids for one text).
     """
 
     vocab_size: int
@@ -72,6 +75,7 @@ class TrainPlan:
     trace: int = 0
     min_frequency: int = 0
     max_token_length: int | None = None
+    shared: dict[str, int] = field(default_factory=dict)
 
     @property
     def next_id(self) -> int:
@@ -95,7 +99,8 @@ class TrainPlan:
     @property
     def split_at(self) -> list[str]:
         """Every special-token string that splits the text (the base's first)."""
-        return ([] if self.base is None else list(self.base.special_tokens)) + list(self.specials)
+        base = [] if self.base is None else list(self.base.special_tokens)
+        return base + list(self.shared) + list(self.specials)
 
 
 def plan_training(
@@ -130,6 +135,8 @@ def plan_training(
             "pattern"
         )
     names, fixed = _given_specials(special_tokens, base)
+    shared = _shared_specials(names, fixed, base)
+    names = tuple(t for t in names if t not in shared)
     if (
         isinstance(reserve_special_tokens, bool)
         or not isinstance(reserve_special_tokens, int)
@@ -170,6 +177,7 @@ def plan_training(
         trace=trace,
         min_frequency=int(min_frequency),
         max_token_length=None if max_token_length is None else int(max_token_length),
+        shared=shared,
     )
     _check_fixed_ids(plan)
     return plan
@@ -206,6 +214,29 @@ def _given_specials(
     return new, {t: i for t, i in fixed.items() if t in new}
 
 
+def _shared_specials(
+    names: tuple[str, ...], fixed: dict[str, int], base: Tokenizer | None
+) -> dict[str, int]:
+    """{name: id} of the special tokens whose text is an ordinary token already
+    (a single byte; with a base, any of its tokens); a fixed id must be that
+    one. (No merge learned here can spell a special token: its text is cut out
+    of every word counted.)"""
+    shared = {}
+    for t in names:
+        b = t.encode("utf-8")
+        i = base.mergeable_ranks.get(b) if base is not None else (b[0] if len(b) == 1 else None)
+        if i is None:
+            continue
+        if fixed.get(t, i) != i:
+            raise ValueError(
+                f"special token {t!r} is the vocabulary token {b!r} (id {i}), so it has that id, "
+                f"not {fixed[t]} (tokenizer.json cannot give one text two ids)"
+            )
+        fixed.pop(t, None)
+        shared[t] = i
+    return shared
+
+
 def _check_fixed_ids(plan: TrainPlan) -> None:
     """Fixed ids must lie in the block of ids the new special tokens take, right
     after the planned merges (docs/design.md's layout), once each."""
@@ -229,4 +260,5 @@ def special_ids(plan: TrainPlan, first: int) -> dict[str, int]:
     the others take the free ids from `first` (after the last merge) in order."""
     used = set(plan.fixed.values())
     free = (i for i in itertools.count(first) if i not in used)
-    return {t: plan.fixed[t] if t in plan.fixed else next(free) for t in plan.specials}
+    new = {t: plan.fixed[t] if t in plan.fixed else next(free) for t in plan.specials}
+    return {**plan.shared, **new}

@@ -13,7 +13,9 @@
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-use crate::count::{add_word, WordCounts};
+use aho_corasick::AhoCorasick;
+
+use crate::count::{add_word, for_each_piece, WordCounts};
 
 /// Fixed seed of the bucket hash; changing it changes the artifact layout.
 pub const BUCKET_SEED: u64 = 0x6279_7465_7061_6972; // "bytepair"
@@ -131,23 +133,27 @@ pub fn for_each_row(
     Ok(())
 }
 
-/// Sum rows into `counts`; a sum past u64 is reported as a bad count.
+/// Sum rows into `counts`, each word cut at the special-token strings
+/// `specials` finds ([`for_each_piece`]); a sum past u64 is reported as a bad count.
 pub fn add_rows(
     counts: &mut WordCounts,
     data: &[u8],
     offsets: &[i64],
     n: &[i64],
     unique: bool,
+    specials: Option<&AhoCorasick>,
 ) -> Result<(), ColumnsError> {
     let mut overflow = None;
-    for_each_row(data, offsets, n, unique, |w, c| match counts.get(w) {
-        Some(old) if old.checked_add(c).is_none() => {
-            overflow.get_or_insert(ColumnsError::BadCount {
-                word: w.to_vec(),
-                count: *old as i128 + c as i128,
-            });
-        }
-        _ => add_word(counts, w, c),
+    for_each_row(data, offsets, n, unique, |word, c| {
+        for_each_piece(word, specials, |w| match counts.get(w) {
+            Some(old) if old.checked_add(c).is_none() => {
+                overflow.get_or_insert(ColumnsError::BadCount {
+                    word: w.to_vec(),
+                    count: *old as i128 + c as i128,
+                });
+            }
+            _ => add_word(counts, w, c),
+        })
     })?;
     overflow.map_or(Ok(()), Err)
 }
@@ -181,7 +187,7 @@ mod tests {
             for w in &words {
                 assert_eq!(bucket_of(w, 3), parts.iter().position(|q| q == p).unwrap());
             }
-            add_rows(&mut back, &p.data, &p.offsets, &p.counts, true).unwrap();
+            add_rows(&mut back, &p.data, &p.offsets, &p.counts, true, None).unwrap();
         }
         assert_eq!(back, c);
     }
@@ -201,24 +207,24 @@ mod tests {
     fn rejects_bad_rows() {
         let mut c = WordCounts::default();
         assert!(matches!(
-            add_rows(&mut c, b"ab", &[0, 1], &[1, 2], false),
+            add_rows(&mut c, b"ab", &[0, 1], &[1, 2], false, None),
             Err(ColumnsError::BadOffsets(_))
         ));
         assert!(matches!(
-            add_rows(&mut c, b"ab", &[0, 3], &[1], false),
+            add_rows(&mut c, b"ab", &[0, 3], &[1], false, None),
             Err(ColumnsError::BadOffsets(_))
         ));
         assert!(matches!(
-            add_rows(&mut c, b"ab", &[0, 1], &[-1], false),
+            add_rows(&mut c, b"ab", &[0, 1], &[-1], false, None),
             Err(ColumnsError::BadCount { .. })
         ));
         assert_eq!(
-            add_rows(&mut c, b"aa", &[0, 1, 2], &[1, 1], true),
+            add_rows(&mut c, b"aa", &[0, 1, 2], &[1, 1], true, None),
             Err(ColumnsError::Duplicate(b"a".to_vec()))
         );
         let mut big = counts(&[("a", u64::MAX)]);
         assert!(matches!(
-            add_rows(&mut big, b"a", &[0, 1], &[1], true),
+            add_rows(&mut big, b"a", &[0, 1], &[1], true, None),
             Err(ColumnsError::BadCount { .. })
         ));
         assert!(matches!(

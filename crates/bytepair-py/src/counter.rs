@@ -36,6 +36,9 @@ pub struct WordCounter {
     cut: CutRule,
     limits: Limits,
     counts: Accumulator,
+    /// The special-token strings, which cut words added as counted
+    /// (`add_counts`, `add_columns`) as they cut text.
+    specials: Option<bytepair_core::pretokenize::AhoCorasick>,
 }
 
 #[pymethods]
@@ -83,11 +86,14 @@ impl WordCounter {
             max_word_bytes,
             max_memory,
         };
+        let specials =
+            bytepair_core::pretokenize::special_matcher(&special_tokens).map_err(pattern_error)?;
         Ok(WordCounter {
             pre,
             cut,
             limits,
             counts: Accumulator::new(max_memory),
+            specials,
         })
     }
 
@@ -177,8 +183,9 @@ impl WordCounter {
     }
 
     /// Add the rows of one word-counts part (Arrow `large_binary` words: `data`,
-    /// `offsets`; `counts` n little-endian i64). `unique` also rejects a word
-    /// that repeats within the part (a part holds each word once).
+    /// `offsets`; `counts` n little-endian i64), each word cut at the special
+    /// tokens (`count::for_each_piece`). `unique` also rejects a word that
+    /// repeats within the part (a part holds each word once).
     #[pyo3(signature = (data, offsets, counts, unique=true))]
     fn add_columns(
         &mut self,
@@ -189,8 +196,8 @@ impl WordCounter {
         unique: bool,
     ) -> PyResult<()> {
         let (offsets, n) = (le_i64s(offsets, "offsets")?, le_i64s(counts, "counts")?);
-        let words = self.counts.settled();
-        py.detach(|| wordcounts::add_rows(words, data, &offsets, &n, unique))
+        let (words, specials) = (self.counts.settled(), self.specials.as_ref());
+        py.detach(|| wordcounts::add_rows(words, data, &offsets, &n, unique, specials))
             .map_err(columns_error)
     }
 
@@ -224,11 +231,12 @@ impl WordCounter {
             .collect())
     }
 
-    /// Add (word bytes, count) pairs as given, without pre-tokenizing them.
+    /// Add (word bytes, count) pairs as given, without pre-tokenizing them;
+    /// each word is cut at the special tokens (`count::for_each_piece`).
     fn add_counts(&mut self, items: Vec<(Vec<u8>, u64)>) {
-        let counts = self.counts.settled();
+        let (counts, specials) = (self.counts.settled(), self.specials.as_ref());
         for (w, n) in items {
-            count::add_word(counts, &w, n);
+            count::for_each_piece(&w, specials, |piece| count::add_word(counts, piece, n));
         }
     }
 

@@ -8,7 +8,7 @@ use bytepair_core::encode::documents::{encode_documents, Documents, DocumentsErr
 use bytepair_core::encode::file::{encode_chunks, open_file, FileError};
 use bytepair_core::encode::id_bytes::ItemSize;
 use bytepair_core::encode::segments::{encode_segments_in_parallel, SEGMENT_BYTES};
-use bytepair_core::encode::{cancellable, Spans};
+use bytepair_core::encode::{cancellable, specials_that_are_ordinary, Spans};
 use bytepair_core::{EncodeError, Encoder, VocabTables};
 use numpy::PyArray1;
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
@@ -143,7 +143,8 @@ impl CoreBPE {
 impl CoreBPE {
     /// The encoder of a Tokenizer's own tables, read here rather than
     /// rebuilt as lists in Python: `vocab` (id -> bytes; the ids of
-    /// `specials` are left out), `merges` ((left, right) bytes in rank order),
+    /// `specials` are left out, but for those that are ordinary tokens too:
+    /// `specials_that_are_ordinary`), `merges` ((left, right) bytes in rank order),
     /// `specials` (string, id), `pattern`; `pipeline`: a tokenizer.json
     /// pipeline (see `crate::pipeline`), which then normalizes and
     /// pre-tokenizes instead of `pattern`.
@@ -160,10 +161,14 @@ impl CoreBPE {
         let special_ids: std::collections::HashSet<u32> =
             specials.iter().map(|&(_, id)| id).collect();
         let mut objects: Vec<(Bound<'_, PyBytes>, u32)> = Vec::with_capacity(vocab.len());
+        let mut special_objects: Vec<(Bound<'_, PyBytes>, u32)> = Vec::new();
         for (id, bytes) in vocab.iter() {
             let id: u32 = id.extract()?;
-            if !special_ids.contains(&id) {
-                objects.push((bytes.cast_into::<PyBytes>()?, id));
+            let bytes = bytes.cast_into::<PyBytes>()?;
+            if special_ids.contains(&id) {
+                special_objects.push((bytes, id));
+            } else {
+                objects.push((bytes, id));
             }
         }
         let mut merged = Vec::with_capacity(merges.len());
@@ -172,7 +177,19 @@ impl CoreBPE {
             merged.push([left.as_bytes(), right.as_bytes()].concat());
         }
         // Borrowed, not copied: the bytes objects live until the tables are built.
-        let tokens: Vec<(&[u8], u32)> = objects.iter().map(|(b, id)| (b.as_bytes(), *id)).collect();
+        let mut tokens: Vec<(&[u8], u32)> =
+            objects.iter().map(|(b, id)| (b.as_bytes(), *id)).collect();
+        if !special_objects.is_empty() {
+            let held: Vec<&[u8]> = special_objects.iter().map(|(b, _)| b.as_bytes()).collect();
+            let keep = specials_that_are_ordinary(&tokens, &held, &merged);
+            tokens.extend(
+                special_objects
+                    .iter()
+                    .zip(keep)
+                    .filter(|(_, ordinary)| *ordinary)
+                    .map(|((b, id), _)| (b.as_bytes(), *id)),
+            );
+        }
         let vocab = crate::runtime::run_parallel(py, || VocabTables::new(&tokens, merged))?
             .map_err(encoder_error)?;
         Self::with_vocab(vocab, specials, pattern, pipeline)

@@ -156,10 +156,9 @@ class TokenizerHelpers:
         return [self.decode_single_token_bytes(t) for t in tokens]
 
     def token_byte_values(self) -> list[bytes]:
-        """The bytes of every vocabulary token, special tokens excluded, sorted
+        """The bytes of every ordinary token (those of `mergeable_ranks`), sorted
         (tiktoken's ``token_byte_values``)."""
-        special = self._special_ids()
-        return sorted(b for i, b in self.vocab.items() if i not in special)
+        return sorted(self._ids_by_bytes())
 
     def decode_batch(self, batch: Sequence[Sequence[int]], *, errors: str = "replace") -> list[str]:
         """`decode` of each list of ids (tiktoken's ``decode_batch``)."""
@@ -301,10 +300,11 @@ class TokenizerHelpers:
         return frozenset(self.special_tokens.values())
 
     def _ids_by_bytes(self) -> dict[bytes, int]:
-        """Token bytes -> id, special tokens excluded (built once)."""
+        """Token bytes -> id of the ordinary tokens: special tokens excluded,
+        but for those that are ordinary tokens too (built once)."""
         table = self.__dict__.get("_ids_by_bytes_table")
         if table is None:
-            special = self._special_ids()
+            special = self._special_ids() - self._shared_special_ids()
             table = {b: i for i, b in self.vocab.items() if i not in special}
             self.__dict__["_ids_by_bytes_table"] = table
         return table

@@ -48,6 +48,28 @@ def copy_tables(
     return vocab, merges
 
 
+def shared_special_ids(
+    vocab: Mapping[int, bytes],
+    merges: Sequence[tuple[bytes, bytes]],
+    special_tokens: Mapping[str, int],
+) -> frozenset[int]:
+    """The ids of `special_tokens` that are also ordinary tokens (see
+    `VocabHolder._shared_special_ids`); the core's encoder keeps the same ids
+    (``CoreBPE.new``)."""
+    special_ids = set(special_tokens.values())
+    if not special_ids:
+        return frozenset()
+    held = {b for i, b in vocab.items() if i not in special_ids}
+    made = {a + b for a, b in merges}
+    return frozenset(
+        i
+        for i in special_ids
+        if (token := vocab.get(i)) is not None
+        and (len(token) == 1 or token in made)
+        and token not in held
+    )
+
+
 class VocabHolder:
     """`vocab`, `merges` and `special_tokens` of a Tokenizer, made on demand
     from `_rank_table` when it is set."""
@@ -130,6 +152,18 @@ class VocabHolder:
             out[t] = i
             owner[i] = t
         return out
+
+    def _shared_special_ids(self) -> frozenset[int]:
+        """Special tokens that are ordinary tokens too, under one id: a special
+        token whose bytes are one byte or what a merge makes, which no other
+        id holds (HF's added token that is in ``model.vocab``; tiktoken's
+        special token at the rank of its bytes). Merges may make them and
+        `encode_ordinary` gives that id; `mergeable_ranks` lists them."""
+        shared = self.__dict__.get("_shared_ids")
+        if shared is None:
+            shared = shared_special_ids(self.vocab, self.merges, self.special_tokens)
+            self.__dict__["_shared_ids"] = shared
+        return shared
 
     @property
     def vocab_size(self) -> int:

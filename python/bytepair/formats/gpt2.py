@@ -197,7 +197,7 @@ def save_gpt2(tok: "Tokenizer", directory: str | os.PathLike) -> tuple[str, str]
         ValueError: `tok` has a tokenizer.json pipeline (GPT-2 files hold none),
             two ids with the same printable form (the same bytes twice,
             or a special token spelled like a token), or a special token that is
-            also made by a merge: vocab.json cannot tell them apart.
+            a byte or made by a merge: vocab.json cannot tell them apart.
     """
     refuse_pipeline(tok, "vocab.json + merges.txt")
     directory = os.fspath(directory)
@@ -212,16 +212,22 @@ def save_gpt2(tok: "Tokenizer", directory: str | os.PathLike) -> tuple[str, str]
             raise ValueError(f"vocab.json: ids {entries[s]} and {i} have the same bytes {b!r}")
         entries[s] = i
     made = {a + b for a, b in tok.merges}
+    shared = tok._shared_special_ids()
     for t, i in tok.special_tokens.items():
+        if i in shared:
+            raise ValueError(
+                f"vocab.json: special token {t!r} is also the ordinary token {tok.vocab[i]!r} "
+                f"(id {i}); GPT-2 files cannot mark a token as special"
+            )
         if t in entries:
             raise ValueError(
                 f"vocab.json: special token {t!r} (id {i}) is spelled like the token with id "
                 f"{entries[t]}"
             )
-        if is_byte_level(t) and str_to_token(t) in made:
+        if is_byte_level(t) and (len(str_to_token(t)) == 1 or str_to_token(t) in made):
             raise ValueError(
-                f"vocab.json: special token {t!r} reads as {str_to_token(t)!r}, which a merge "
-                "makes; GPT-2 files would load it as an ordinary token"
+                f"vocab.json: special token {t!r} reads as {str_to_token(t)!r}, a byte or what a "
+                "merge makes; GPT-2 files would load it as an ordinary token"
             )
         entries[t] = i
     vocab_path = os.path.join(directory, VOCAB_NAME)

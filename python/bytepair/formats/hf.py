@@ -56,7 +56,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bytepair import _core
-from bytepair.formats.bytelevel import strs_to_tokens, token_to_str
+from bytepair.formats.bytelevel import is_byte_level, strs_to_tokens, token_to_str
 from bytepair.formats.hf_pipeline import HFPipeline, read_pipeline
 from bytepair.formats.hf_regex import (
     PRESETS,
@@ -98,22 +98,25 @@ def to_hf_json(tok: "Tokenizer") -> str:
     """Serialize `tok` as a HuggingFace tokenizer.json document (str).
 
     Special tokens keep their ids in HF: one that HF would renumber (a gap
-    after the vocab, ids out of order) is also written into ``model.vocab``.
+    after the vocab, ids out of order) is also written into ``model.vocab``. A
+    special token that is an ordinary token too (one id: HF's added token that
+    is in ``model.vocab``) is in both.
 
     Raises:
-        ValueError: the vocabulary holds the same bytes under two ids.
-
-    Warns:
-        UserWarning: a special token whose text is also the printable form of a
-            vocabulary token with another id (HF would give it that id).
+        ValueError: the vocabulary holds the same bytes under two ids, or a
+            special token is spelled like a vocabulary token with another id
+            (its bytes, or the printable form of other bytes: HF gives an added
+            token the id of the ``model.vocab`` entry spelled like it, so the
+            file would load with other ids).
     """
     if hasattr(tok, "save_model"):  # a SentencePiece model: its own layout
         from bytepair.formats import spm
 
         return spm.to_hf_json(tok)
-    special_ids = set(tok.special_tokens.values())
-    vocab = {token_to_str(b): i for i, b in sorted(tok.vocab.items()) if i not in special_ids}
-    if len(vocab) != len(tok.vocab) - len(special_ids & tok.vocab.keys()):
+    only_special = set(tok.special_tokens.values()) - tok._shared_special_ids()
+    ordinary = [(i, b) for i, b in sorted(tok.vocab.items()) if i not in only_special]
+    vocab = {token_to_str(b): i for i, b in ordinary}
+    if len(vocab) != len(ordinary):
         raise ValueError(
             "the vocabulary holds the same bytes under two ids; tokenizer.json cannot store that"
         )
@@ -124,13 +127,21 @@ def to_hf_json(tok: "Tokenizer") -> str:
         fix = [(t, i) for t, i in added if got[t] != i and t not in model_vocab]
         if not fix:
             break
+        for t, i in fix:
+            if i in tok.vocab and i not in only_special:  # " " at the id of the byte "Ġ"
+                raise ValueError(
+                    f"tokenizer.json: special token {t!r} has id {i}, the ordinary token "
+                    f"{tok.vocab[i]!r}, which tokenizer.json spells {token_to_str(tok.vocab[i])!r}: "
+                    "HuggingFace cannot give the added token that id (save_tiktoken can)"
+                )
         model_vocab.update(fix)
     for t, i in added:
         if got[t] != i:
-            warnings.warn(
+            raise ValueError(
                 f"tokenizer.json: special token {t!r} (id {i}) is spelled like the vocabulary "
-                f"token with id {model_vocab[t]}; HuggingFace will give it id {got[t]}",
-                stacklevel=3,
+                f"token with id {model_vocab[t]} ({tok.vocab[model_vocab[t]]!r}); HuggingFace "
+                f"gives an added token the id of the model token spelled like it, so the file "
+                f"would load with {t!r} at id {got[t]} (save_tiktoken keeps both ids)"
             )
     doc: dict[str, Any] = {
         "version": "1.0",
@@ -426,16 +437,24 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
                 ),
             )
         )
-    # An added token listed in model.vocab too (GPT-2 style) is not an ordinary token.
+    if not isinstance(raw_merges, list):
+        raise ValueError(f"{source}: model.merges must be a list, got {type(raw_merges).__name__}")
+    merges = fast[2] if fast else _merges_of(raw_merges, source)
     contents = {c for _, c, _ in stored}
     if fast:
         vocab: dict[int, bytes] = dict(zip(fast[0], fast[1]))
-        for content in contents.intersection(raw_vocab):
+    else:  # an added token's text need not be byte-level
+        kept = [(i, s) for i, s in by_id.items() if s not in contents or is_byte_level(s)]
+        tokens = strs_to_tokens([s for _, s in kept], lambda n: f"{source}: model.vocab")
+        vocab = dict(zip([i for i, _ in kept], tokens))
+    # An added token listed in model.vocab too has that id (HF's rule). It is an
+    # ordinary token as well when it is one byte or a merge makes it; else (GPT-2
+    # style: <|endoftext|> in the vocab, made by no merge) it is special only.
+    made = set(map(operator.add, *zip(*merges))) if merges else set()
+    for content in contents.intersection(raw_vocab):
+        token = vocab.get(raw_vocab[content])
+        if token is not None and len(token) > 1 and token not in made:
             del vocab[raw_vocab[content]]
-    else:
-        ordinary = [(i, s) for i, s in by_id.items() if s not in contents]
-        tokens = strs_to_tokens([s for _, s in ordinary], lambda n: f"{source}: model.vocab")
-        vocab = dict(zip([i for i, _ in ordinary], tokens))
     effective = hf_added_token_ids([c for _, c, _ in stored], raw_vocab)
     specials: dict[str, int] = {}
     for n, content, i in stored:
@@ -461,12 +480,8 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
             )
         specials[content] = hf_id
 
-    if not isinstance(raw_merges, list):
-        raise ValueError(f"{source}: model.merges must be a list, got {type(raw_merges).__name__}")
-    merges = fast[2] if fast else _merges_of(raw_merges, source)
     check_merges(merges, source=source, what="model.merges")
     if not model.get("ignore_merges", False):
-        made = set(map(operator.add, *zip(*merges))) if merges else set()
         unmade = set(vocab.values()) - made
         for i, b in vocab.items():
             if len(b) > 1 and b in unmade:

@@ -135,15 +135,22 @@ def check_merges(
 
 
 def check_vocab_merges(
-    vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, bytes]], *, rank_rule: bool
+    vocab: Mapping[int, bytes],
+    merges: Sequence[tuple[bytes, bytes]],
+    *,
+    rank_rule: bool,
+    special_ids: frozenset[int] = frozenset(),
 ) -> None:
-    """The `Tokenizer` constructor's check: every merge's parts and result are
-    in `vocab`; with `rank_rule`, also the loaders' rule (`check_merges`), so
-    that what the constructor accepts `save` writes and `load` reads back.
+    """The `Tokenizer` constructor's check: no empty token and no bytes under
+    two ids (but for a special token's: tiktoken lets a special token spell an
+    ordinary one), every merge's parts and result in `vocab`; with
+    `rank_rule`, also the loaders' rule (`check_merges`), so that what the
+    constructor accepts `save` writes and `load` reads back.
 
     Raises:
-        ValueError: naming the merge and the bytes at fault.
+        ValueError: naming the token, or the merge and the bytes at fault.
     """
+    _check_tokens(vocab, special_ids)
     if isinstance(merges, list) and _core.merge_table_passes(
         merges, list(vocab.values()), rank_rule
     ):
@@ -155,6 +162,30 @@ def check_vocab_merges(
                 raise ValueError(f"merge {r} ({a!r}, {b!r}): {part!r} is not in the vocab")
     if rank_rule:
         check_merges(merges, source="Tokenizer", what="merges")
+
+
+def _check_tokens(vocab: Mapping[int, bytes], special_ids: frozenset[int]) -> None:
+    """ValueError for an empty token (no text encodes to it, and a rank file
+    line cannot hold it) or for bytes under two ordinary ids (tiktoken, HF and
+    GPT-2 files key each token by its bytes)."""
+    ordinary = [b for i, b in vocab.items() if i not in special_ids]
+    if b"" not in ordinary and len(set(ordinary)) == len(ordinary):
+        return
+    first: dict[bytes, int] = {}
+    for i, b in vocab.items():
+        if i in special_ids:
+            continue
+        if not b:
+            raise ValueError(
+                f"vocab[{i}] is empty: no text encodes to an empty token, and a .tiktoken "
+                "file cannot hold one"
+            )
+        if b in first:
+            raise ValueError(
+                f"vocab[{first[b]}] and vocab[{i}] are both {b!r}: a vocabulary holds each "
+                "token once (tiktoken, HF and GPT-2 files key tokens by their bytes)"
+            )
+        first[b] = i
 
 
 def ranks_of(tok, *, purpose: str = "tiktoken") -> dict[bytes, int]:
@@ -170,7 +201,9 @@ def ranks_of(tok, *, purpose: str = "tiktoken") -> dict[bytes, int]:
             the message names the token and ids.
     """
     refuse_pipeline(tok, purpose)
-    special_ids = set(tok.special_tokens.values())
+    # A special token that is an ordinary token too keeps its rank (tiktoken
+    # allows a special token at the id of its bytes).
+    special_ids = set(tok.special_tokens.values()) - tok._shared_special_ids()
     ranks: dict[bytes, int] = {}
     for i, b in sorted(tok.vocab.items()):
         if i in special_ids:

@@ -18,6 +18,7 @@ mod words;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
+use aho_corasick::AhoCorasick;
 use rustc_hash::FxHashMap;
 
 use crate::cut::CutRule;
@@ -243,6 +244,31 @@ pub fn count_text(
     Ok(())
 }
 
+/// `f` on each piece of `word` between the special-token strings `specials`
+/// finds in it (leftmost-longest; the strings themselves are dropped, and so
+/// are empty pieces), or on `word` whole when it holds none. Words given as
+/// counted (a word-counts part, a mapping) are cut with it, so a special token
+/// is a hard boundary there as in counted text, and no merge can spell one.
+pub fn for_each_piece(word: &[u8], specials: Option<&AhoCorasick>, mut f: impl FnMut(&[u8])) {
+    let Some(specials) = specials else {
+        return f(word);
+    };
+    let mut start = 0;
+    let mut cut = false;
+    for m in specials.find_iter(word) {
+        if m.start() > start {
+            f(&word[start..m.start()]);
+        }
+        start = m.end();
+        cut = true;
+    }
+    if !cut {
+        f(word);
+    } else if start < word.len() {
+        f(&word[start..]);
+    }
+}
+
 /// `counts[word] += n`, allocating only for a word not seen before.
 #[inline]
 pub fn add_word(counts: &mut WordCounts, word: &[u8], n: u64) {
@@ -448,6 +474,26 @@ mod tests {
     use super::*;
     use crate::pretokenize::PreTokenizer;
     use std::io::Write;
+
+    #[test]
+    fn words_given_as_counted_are_cut_at_special_tokens() {
+        let specials = crate::pretokenize::special_matcher(&["<s>".into(), "<s>x".into()])
+            .unwrap()
+            .unwrap();
+        let pieces = |word: &[u8]| {
+            let mut out = Vec::new();
+            for_each_piece(word, Some(&specials), |p| out.push(p.to_vec()));
+            out
+        };
+        assert_eq!(pieces(b"ab"), vec![b"ab".to_vec()]);
+        assert_eq!(pieces(b"<s>"), Vec::<Vec<u8>>::new());
+        assert_eq!(pieces(b"a<s>b<s><s>"), vec![b"a".to_vec(), b"b".to_vec()]);
+        assert_eq!(pieces(b"a<s>xb"), vec![b"a".to_vec(), b"b".to_vec()]); // the longest wins
+        assert_eq!(pieces(b""), vec![b"".to_vec()]);
+        let mut whole = Vec::new();
+        for_each_piece(b"a<s>", None, |p| whole.push(p.to_vec()));
+        assert_eq!(whole, vec![b"a<s>".to_vec()]);
+    }
 
     fn counts_of(pre: &PreTokenizer, text: &str) -> WordCounts {
         let mut c = WordCounts::default();

@@ -51,7 +51,7 @@ pub use cache::{cache_budget, set_cache_budget, DEFAULT_CACHE_BYTES};
 pub use decode::push_inline;
 pub use general::Spans;
 pub(crate) use merge::merge_by_rank;
-pub use vocab::VocabTables;
+pub use vocab::{specials_that_are_ordinary, VocabTables};
 
 /// Pieces the pre-tokenizer hands over at a time (see `encode_preset_pieces`):
 /// with the L2 prefetch a batch ahead, a longer batch hides more of the

@@ -4,7 +4,7 @@
 
 use std::sync::OnceLock;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::decode::Decoder;
 use super::tables::{PairRanks, TokenIds};
@@ -77,5 +77,41 @@ impl ByteRanks {
             map
         });
         map.get(bytes).copied()
+    }
+}
+
+/// Which special tokens are ordinary tokens too, one flag per entry of
+/// `specials` (their bytes): those that are one byte, or the bytes a merge
+/// makes (`merged`), and that no ordinary token (`ordinary`) holds already. Such
+/// a token has one id, produced by merges and by the special-token match alike:
+/// HF's added token listed in `model.vocab`, tiktoken's special token at the
+/// rank of its bytes. (`Tokenizer._shared_special_ids` in Python is the same rule.)
+pub fn specials_that_are_ordinary(
+    ordinary: &[(&[u8], u32)],
+    specials: &[&[u8]],
+    merged: &[Vec<u8>],
+) -> Vec<bool> {
+    let made: FxHashSet<&[u8]> = merged.iter().map(Vec::as_slice).collect();
+    let held: FxHashSet<&[u8]> = ordinary.iter().map(|&(b, _)| b).collect();
+    specials
+        .iter()
+        .map(|&b| (b.len() == 1 || made.contains(b)) && !held.contains(b))
+        .collect()
+}
+
+#[cfg(test)]
+mod shared_tests {
+    use super::*;
+
+    #[test]
+    fn a_special_token_is_ordinary_when_a_byte_or_a_merge_makes_it_and_no_token_has_it() {
+        let ordinary: Vec<(&[u8], u32)> = vec![(b"a", 97), (b"b", 98), (b"ab", 256)];
+        let merged = vec![b"ab".to_vec(), b"<s>".to_vec()];
+        let specials: Vec<&[u8]> = vec![b"<s>", b"c", b"ab", b"<|eot|>"];
+        assert_eq!(
+            specials_that_are_ordinary(&ordinary, &specials, &merged),
+            // merged, a byte, held by id 256 already, made by no merge
+            vec![true, true, false, false]
+        );
     }
 }

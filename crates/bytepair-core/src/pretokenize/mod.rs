@@ -20,7 +20,8 @@ mod scalar;
 mod special;
 pub mod unicode;
 
-use aho_corasick::AhoCorasick;
+/// The special-token matcher's type (re-exported for crates that hold one).
+pub use aho_corasick::AhoCorasick;
 use fancy_regex::Regex as FancyRegex;
 
 pub use presets::{
