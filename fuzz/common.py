@@ -351,3 +351,34 @@ def message_shape(e: BaseException) -> str:
     failing on many inputs is one finding."""
     text = re.sub(r"b?'(?:[^'\\]|\\.)*'|b?\"(?:[^\"\\]|\\.)*\"", "<v>", str(e))
     return re.sub(r"\d+", "<n>", text)[:100]
+
+
+ROUND_TRIP_FORMATS = ("hf", "tiktoken", "gpt2")
+
+
+def check_round_trip(tok, work: Path) -> None:
+    """Issue 32's rule: what a format accepts loads back equal. Each format
+    either refuses `tok` with a ValueError before writing anything, or writes
+    files that `Tokenizer.load` reads back as `tok` (AssertionError otherwise;
+    a load that raises is a finding too)."""
+    import tempfile
+
+    import bytepair
+
+    for fmt in ROUND_TRIP_FORMATS:
+        d = Path(tempfile.mkdtemp(dir=work))
+        try:
+            if fmt == "hf":
+                tok.save(d / "tokenizer.json")
+                path = d / "tokenizer.json"
+            elif fmt == "tiktoken":
+                tok.save_tiktoken(d / "t.tiktoken")
+                path = d / "t.tiktoken"
+            else:
+                tok.save_gpt2(d)
+                path = d
+        except ValueError:
+            assert not any(d.iterdir()), f"{fmt}: refused, but wrote {sorted(os.listdir(d))}"
+            continue
+        loaded = bytepair.Tokenizer.load(path)
+        assert loaded == tok, f"{fmt}: saved and loaded back, not equal"

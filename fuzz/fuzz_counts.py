@@ -32,7 +32,15 @@ from pathlib import Path
 import atheris
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import EOT, SENTENCES, Findings, edit_json, fuzz_main, message_shape  # noqa: E402
+from common import (  # noqa: E402
+    EOT,
+    SENTENCES,
+    Findings,
+    check_round_trip,
+    edit_json,
+    fuzz_main,
+    message_shape,
+)
 
 bytepair = None  # imported by setup()
 FINDINGS = Findings("counts")
@@ -109,9 +117,17 @@ def exercise(d: Path) -> None:
     counts = bytepair.WordCounts.open(d)
     counts.verify()
     try:
-        bytepair.train_from_counts(counts, 300)
+        tok = bytepair.train_from_counts(counts, 300)
     except OverflowError:
-        pass
+        return
+    try:
+        check_round_trip(tok, WORK)  # issue 32: what trains saves and loads back
+    except AssertionError as e:
+        raise RoundTripError(str(e)) from e
+
+
+class RoundTripError(Exception):
+    """A trained tokenizer that did not save and load back (a finding)."""
 
 
 def test_one_input(data: bytes) -> None:

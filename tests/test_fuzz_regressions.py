@@ -299,12 +299,12 @@ def test_counts_part_with_a_column_name_that_is_not_utf8(tmp_path):
     data = part.read_bytes()
     assert data.count(b"zzzz") >= 1
     part.write_bytes(data.replace(b"zzzz", b"\xc5\xc5\xc5\xc5"))
-    _rewrite_manifest(
-        folder,
-        lambda m: m["parts"][0].update(
-            sha256=hashlib.sha256(part.read_bytes()).hexdigest(), rows=1
-        ),
-    )
+
+    def change(m):
+        m["parts"][0].update(sha256=hashlib.sha256(part.read_bytes()).hexdigest(), rows=1)
+        m["totals"]["distinct"] = sum(p["rows"] for p in m["parts"])  # as the manifest must
+
+    _rewrite_manifest(folder, change)
     counts = bytepair.WordCounts.open(folder)
     assert_value_error_naming(
         part, lambda: bytepair.train_from_counts(counts, 300), "not a word-counts part"
@@ -322,3 +322,35 @@ def test_counts_that_add_up_past_2_64_are_totalled_exactly(tmp_path):
     assert counter.total() == (1 << 64) + 5
     with pytest.raises(OverflowError, match="beyond 2\\*\\*64"):
         bytepair.train_from_counts({"ab": 1 << 63, "cd": 1 << 63}, 300)
+
+
+# ---- issue 32: what loads saves and loads back (fuzz/common.py check_round_trip) ----------
+
+
+def test_gpt2_files_refuse_a_pattern_they_cannot_hold(tok, tmp_path):
+    """A tokenizer with a custom pattern (here from a .tiktoken sidecar) saved
+    as vocab.json + merges.txt loaded back with GPT-2's pattern."""
+    tok.save_tiktoken(tmp_path / "t.tiktoken")
+    side = tmp_path / "t.tiktoken.json"
+    side.write_text(json.dumps(json.loads(side.read_text()) | {"pat_str": r"\w+|\s+"}))
+    custom = bytepair.Tokenizer.load(tmp_path / "t.tiktoken")
+    with pytest.raises(ValueError, match="hold no pattern and load with GPT-2's"):
+        custom.save_gpt2(tmp_path / "gpt2")
+    assert not (tmp_path / "gpt2").exists() or not any((tmp_path / "gpt2").iterdir())
+    cl100k = bytepair.train_from_iterator(["a b c"] * 3, 258, pattern="cl100k", progress=False)
+    with pytest.raises(ValueError, match="'cl100k'"):
+        cl100k.save_gpt2(tmp_path / "gpt2")
+    tok.save_gpt2(tmp_path / "gpt2")  # GPT-2's own pattern: fine
+    assert bytepair.Tokenizer.load(tmp_path / "gpt2") == tok
+
+
+def test_added_token_flag_that_is_not_a_boolean(tok, tmp_path):
+    """ "lstrip": "Ġ" was read as true (HF refuses the file: serde wants a bool)."""
+    path = tmp_path / "tokenizer.json"
+    tok.save(path)
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["added_tokens"][0]["lstrip"] = "Ġ"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    assert_value_error_naming(
+        path, lambda: bytepair.Tokenizer.load(path), "added_tokens[0].lstrip must be true or false"
+    )

@@ -290,7 +290,7 @@ def test_what_the_constructor_accepts_saves_and_loads_back(tmp_path_factory):
 
 
 def test_a_special_token_that_is_a_byte_tokenizer_json_spells_otherwise(tmp_path):
-    """" " at the id of the byte b" " (which tokenizer.json spells "Ġ"): HF
+    """ " " at the id of the byte b" " (which tokenizer.json spells "Ġ"): HF
     cannot give the added token " " that id, so tokenizer.json refuses; a rank
     file keeps it."""
     tok = Tokenizer(BYTES, [], [" "])

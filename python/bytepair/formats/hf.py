@@ -427,6 +427,12 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
             raise ValueError(f"{source}: added_tokens[{n}].id {t['id']} must be in [0, 2**32)")
         if not t["content"]:
             raise ValueError(f"{source}: added_tokens[{n}] has an empty 'content'")
+        for flag in ("single_word", "lstrip", "rstrip", "normalized", "special"):
+            if not isinstance(t.get(flag, False), bool):  # HF refuses the file too
+                raise ValueError(
+                    f"{source}: added_tokens[{n}].{flag} must be true or false, got "
+                    f"{json.dumps(t[flag])[:40]}"
+                )
         stored.append((n, t["content"], t["id"]))
         rules.append(
             (
