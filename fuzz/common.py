@@ -357,7 +357,7 @@ ROUND_TRIP_FORMATS = ("hf", "tiktoken", "gpt2")
 
 
 def check_round_trip(tok, work: Path) -> None:
-    """Issue 32's rule: what a format accepts loads back equal. Each format
+    """What a format accepts loads back equal: each format
     either refuses `tok` with a ValueError before writing anything, or writes
     files that `Tokenizer.load` reads back as `tok` (AssertionError otherwise;
     a load that raises is a finding too)."""

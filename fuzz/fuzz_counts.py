@@ -121,7 +121,7 @@ def exercise(d: Path) -> None:
     except OverflowError:
         return
     try:
-        check_round_trip(tok, WORK)  # issue 32: what trains saves and loads back
+        check_round_trip(tok, WORK)  # what trains saves and loads back
     except AssertionError as e:
         raise RoundTripError(str(e)) from e
 

@@ -1,9 +1,9 @@
 """Every subcommand, every numeric flag and every file argument, given bad
 values: each failure is one line in CLI words (exit 1), or argparse's usage
 error (exit 2); never a traceback, never a Python keyword argument
-(``vocab_size=``, ``allow_pickle=``), never an ``internal error`` (issue 32,
-class 6: ``train --threads -1``, ``train --vocab-size 10**20``, ``decode`` of
-an .npz or of an empty file).
+(``vocab_size=``, ``allow_pickle=``), never an ``internal error``
+(``train --threads -1``, ``train --vocab-size 10**20`` and ``decode`` of an
+.npz or of an empty file once showed tracebacks).
 
 The walk reads the flags from the parser itself, so a new flag is covered as
 soon as it exists; a new subcommand fails `test_every_subcommand_has_a_baseline`

@@ -350,7 +350,7 @@ def test_rust_panic_becomes_a_python_exception():
 
 # ---- sets of files: vocab.json + merges.txt, .tiktoken + sidecar, transformers folder ----
 #
-# Issue 32 (class 3): a save of several files on a disk that filled up, or
+# A save of several files on a disk that filled up, or
 # killed between its files, left a new file beside an old one, which no longer
 # loaded. Each saver writes a set with `atomic.write_file_set`; the next load or
 # save finishes (committed) or undoes (writer gone) an interrupted one.

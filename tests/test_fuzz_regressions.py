@@ -324,7 +324,7 @@ def test_counts_that_add_up_past_2_64_are_totalled_exactly(tmp_path):
         bytepair.train_from_counts({"ab": 1 << 63, "cd": 1 << 63}, 300)
 
 
-# ---- issue 32: what loads saves and loads back (fuzz/common.py check_round_trip) ----------
+# ---- what loads saves and loads back (fuzz/common.py check_round_trip) ---------------------
 
 
 def test_gpt2_files_refuse_a_pattern_they_cannot_hold(tok, tmp_path):

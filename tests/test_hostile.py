@@ -539,8 +539,8 @@ def test_a_doctored_shards_manifest_is_refused(tmp_path, damage, message):
     assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
 
 
-# Every public entry point that takes text, called with lone surrogates (issue 32,
-# class 5). Encoding replaces each with U+FFFD, as tiktoken does; training and
+# Every public entry point that takes text, called with lone surrogates.
+# Encoding replaces each with U+FFFD, as tiktoken does; training and
 # the strings that define a tokenizer (pattern, special tokens, separator) refuse
 # them with a ValueError that says where.
 _SURROGATES = "a\ud800b \udcff"

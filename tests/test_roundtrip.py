@@ -1,4 +1,4 @@
-"""What is accepted saves and loads back (issue 32, classes 1 and 2).
+"""What is accepted saves and loads back.
 
 - A special token is a hard boundary everywhere: words given as counted (a
   mapping, a word-counts artifact) are cut at its text as counted text is, so

@@ -54,7 +54,7 @@ from bytepair.counts.sources import (
     is_remote,
     local_path,
 )
-from bytepair.encoding.text import has_surrogates, replace_surrogates
+from bytepair.encoding.text import surrogates_replaced, utf8_word
 from bytepair.progress import ProgressBar
 from bytepair.tokenizer import Tokenizer
 from bytepair.train_plan import TrainPlan, plan_training, special_ids
@@ -514,7 +514,7 @@ def train_from_iterator(
                 counter.count_texts(batch, num_threads, on_done)
             except UnicodeEncodeError:  # refused whole, before any counting
                 counter.count_texts(
-                    _surrogates_replaced(batch, texts_before, errors), num_threads, on_done
+                    surrogates_replaced(batch, texts_before, errors), num_threads, on_done
                 )
             done_before = bar.n
             texts_before += len(batch)
@@ -532,24 +532,6 @@ def train_from_iterator(
     _require_text(counter, "the texts")
     _note_pruning(counter, stats, max_memory)
     return _learn(counter, plan, stats, num_threads=num_threads, progress=show)
-
-
-def _surrogates_replaced(batch: list[str], first: int, errors: str) -> list[str]:
-    """`batch` (texts `first`, `first` + 1, ...) with each lone surrogate
-    replaced by U+FFFD; with ``errors="strict"``, a ValueError naming the first
-    text that holds one and where."""
-    out = []
-    for i, text in enumerate(batch):
-        if has_surrogates(text):
-            if errors == "strict":
-                at = next(k for k, c in enumerate(text) if "\ud800" <= c <= "\udfff")
-                raise ValueError(
-                    f"text {first + i}: a lone surrogate {text[at]!r} at character {at}, which "
-                    "UTF-8 cannot hold (errors='replace' counts it as U+FFFD, as encode does)"
-                )
-            text = replace_surrogates(text)
-        out.append(text)
-    return out
 
 
 def _documents(texts: "Iterable[str] | Iterable[Sequence[str]]") -> Iterator[str]:
@@ -653,7 +635,7 @@ def train_from_counts(
         if not isinstance(word, (str, bytes, bytearray, memoryview)):
             # bytes(5) would be five NUL bytes.
             raise TypeError(f"word {word!r} must be a str or bytes, not {type(word).__name__}")
-        word = _word_bytes(word)
+        word = utf8_word(word)
         items.append((word, count))
         total_bytes += count * len(word)
     if total_bytes >= 1 << 64:
@@ -667,20 +649,6 @@ def train_from_counts(
     return _learn(
         counter, plan, TrainingStats(), num_threads=num_threads, progress=_show_progress(progress)
     )
-
-
-def _word_bytes(word: str | bytes | bytearray | memoryview) -> bytes:
-    """A word of `train_from_counts` as bytes: a str as UTF-8 (ValueError
-    naming it if it holds a lone surrogate, which UTF-8 cannot hold)."""
-    if not isinstance(word, str):
-        return bytes(word)
-    try:
-        return word.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise ValueError(
-            f"word {word!r} holds a lone surrogate at character {e.start}, which UTF-8 cannot "
-            "hold (give the word as bytes for bytes that are not UTF-8)"
-        ) from None
 
 
 def _train_from_artifact(

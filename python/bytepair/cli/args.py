@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import os
 import re
 import sys
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from bytepair.atomic import atomic_open
+
+if TYPE_CHECKING:
+    import numpy
 
 # `-` as an input is read through this path, so every reader that takes a path
 # (the Rust file counter included) reads the pipe.
@@ -173,3 +177,68 @@ def in_cli_words(text: str, parser: argparse.ArgumentParser) -> str:
             continue
         text = re.sub(rf"(?<![\w-]){re.escape(keyword)}=", f"{flag} ", text)
     return text
+
+
+def memory_budget(text: str) -> int:
+    """argparse type of --max-memory: a size (`byte_size`) of at least 64M."""
+    from bytepair.train import MIN_MAX_MEMORY
+
+    value = byte_size(text)
+    if value < MIN_MAX_MEMORY:
+        raise argparse.ArgumentTypeError(f"{text} is below the least budget, 64M")
+    return value
+
+
+def probability(text: str) -> float:
+    """argparse type of --dropout: a float in [0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a probability in [0, 1)")
+    return value
+
+
+def seed_value(text: str) -> int:
+    """argparse type of --seed: an integer in [0, 2**64)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= value < 1 << 64:
+        raise argparse.ArgumentTypeError(f"{text} is not in [0, 2**64)")
+    return value
+
+
+def load_ids(path: str) -> "numpy.ndarray":
+    """The .npy array at `path`, memory-mapped; never unpickled (a .npy of
+    Python objects, an .npz archive or any other file is refused with a
+    one-line error)."""
+    import numpy as np
+
+    if os.path.isfile(path):
+        with open(path, "rb") as f:
+            head = f.read(6)
+        data = None
+    else:  # a pipe: numpy needs to seek, so read it whole, once
+        with open(path, "rb") as f:
+            data = f.read()
+        head = data[:6]
+    if not head:
+        raise ValueError(f"{path}: an empty file, not a .npy array of ids")
+    if head.startswith(b"PK"):
+        raise ValueError(
+            f"{path}: an .npz archive, not a .npy array of ids (save one array with numpy.save)"
+        )
+    if head != np.lib.format.MAGIC_PREFIX:
+        raise ValueError(f"{path}: not a .npy file (it does not start with numpy's magic bytes)")
+    try:
+        if data is None:
+            return np.load(path, mmap_mode="r", allow_pickle=False)
+        return np.load(io.BytesIO(data), allow_pickle=False)
+    except (ValueError, EOFError) as e:
+        # numpy's own words name its keyword arguments (allow_pickle=): not ours to show.
+        objects = "pickled" in str(e) or "Python objects" in str(e)
+        why = "it holds Python objects" if objects else str(e) or type(e).__name__
+        raise ValueError(f"{path}: not a .npy array of integer ids ({why})") from None

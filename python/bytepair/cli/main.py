@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import glob
-import io
 import os
 import re
 import resource
@@ -36,18 +35,21 @@ from bytepair import __version__
 from bytepair.cli.args import (
     MAX_IDS,
     add_input_options,
-    byte_size,
     chosen_parser,
     id_count,
     in_cli_words,
     input_path,
     int_between,
+    load_ids,
+    memory_budget,
     message,
     output_file,
     pair_count,
     positive_int,
+    probability,
     progress_bars,
     save_tokenizer_json,
+    seed_value,
 )
 from bytepair.progress import ProgressBar
 from bytepair.textfile import read_text_blocks
@@ -320,38 +322,6 @@ def cmd_encode(args: argparse.Namespace) -> int:
     return 0
 
 
-def _memory_budget(text: str) -> int:
-    """argparse type of --max-memory: a size (`byte_size`) of at least 64M."""
-    from bytepair.train import MIN_MAX_MEMORY
-
-    value = byte_size(text)
-    if value < MIN_MAX_MEMORY:
-        raise argparse.ArgumentTypeError(f"{text} is below the least budget, 64M")
-    return value
-
-
-def _probability(text: str) -> float:
-    """argparse type of --dropout: a float in [0, 1)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not a probability in [0, 1)")
-    return value
-
-
-def _seed(text: str) -> int:
-    """argparse type of --seed: an integer in [0, 2**64)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if not 0 <= value < 1 << 64:
-        raise argparse.ArgumentTypeError(f"{text} is not in [0, 2**64)")
-    return value
-
-
 def _reword_disallowed_special(error: ValueError, path: str, read: int) -> None:
     """Raise a disallowed-special-token error again in CLI words (flags, not
     keyword arguments); any other error is left alone."""
@@ -372,40 +342,9 @@ def _reword_disallowed_special(error: ValueError, path: str, read: int) -> None:
     ) from None
 
 
-def _load_ids(path: str) -> np.ndarray:
-    """The .npy array at `path`, memory-mapped; never unpickled (a .npy of
-    Python objects, an .npz archive or any other file is refused with a
-    one-line error)."""
-    if os.path.isfile(path):
-        with open(path, "rb") as f:
-            head = f.read(6)
-        data = None
-    else:  # a pipe: numpy needs to seek, so read it whole, once
-        with open(path, "rb") as f:
-            data = f.read()
-        head = data[:6]
-    if not head:
-        raise ValueError(f"{path}: an empty file, not a .npy array of ids")
-    if head.startswith(b"PK"):
-        raise ValueError(
-            f"{path}: an .npz archive, not a .npy array of ids (save one array with numpy.save)"
-        )
-    if head != np.lib.format.MAGIC_PREFIX:
-        raise ValueError(f"{path}: not a .npy file (it does not start with numpy's magic bytes)")
-    try:
-        if data is None:
-            return np.load(path, mmap_mode="r", allow_pickle=False)
-        return np.load(io.BytesIO(data), allow_pickle=False)
-    except (ValueError, EOFError) as e:
-        # numpy's own words name its keyword arguments (allow_pickle=): not ours to show.
-        objects = "pickled" in str(e) or "Python objects" in str(e)
-        why = "it holds Python objects" if objects else str(e) or type(e).__name__
-        raise ValueError(f"{path}: not a .npy array of integer ids ({why})") from None
-
-
 def cmd_decode(args: argparse.Namespace) -> int:
     tok = Tokenizer.load(args.tokenizer)
-    ids = _load_ids(args.ids)
+    ids = load_ids(args.ids)
     if ids.ndim != 1 or ids.dtype.kind not in "iu":
         raise ValueError(
             f"{args.ids}: expected a 1-D integer array, got shape {ids.shape} dtype {ids.dtype}"
@@ -507,7 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     t.add_argument(
         "--max-memory",
-        type=_memory_budget,
+        type=memory_budget,
         default=None,
         metavar="SIZE",
         help="memory budget of the word counts, e.g. 4G (at least 64M); past it the rarest words "
@@ -560,13 +499,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument(
         "--dropout",
-        type=_probability,
+        type=probability,
         default=0.0,
         metavar="P",
         help="BPE-dropout: skip each merge with probability P (subword regularization; default 0)",
     )
     e.add_argument(
-        "--seed", type=_seed, default=0, metavar="S", help="seed of --dropout's draws (default 0)"
+        "--seed",
+        type=seed_value,
+        default=0,
+        metavar="S",
+        help="seed of --dropout's draws (default 0)",
     )
     e.add_argument(
         "--threads", type=positive_int, default=None, help="encoding threads (default: all cores)"

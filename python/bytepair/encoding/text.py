@@ -1,6 +1,7 @@
 """Text and id checks the Tokenizer's encode and decode share: lone
 surrogates (UTF-8 cannot hold them; tiktoken replaces them with U+FFFD), token
-ids, and the safe cuts that let `encode_iterable` stream."""
+ids, and the safe cuts that let `encode_iterable` stream. Training's rule for
+lone surrogates (refused where they are, or replaced) is here too."""
 
 from __future__ import annotations
 
@@ -109,3 +110,35 @@ def safe_blocks(
         pending, size, threshold = [buffer[cut:]], tail, STREAM_BLOCK_CHARS
     if pending:
         yield "".join(pending)
+
+
+def surrogates_replaced(batch: list[str], first: int, errors: str) -> list[str]:
+    """`batch` (texts `first`, `first` + 1, ...) with each lone surrogate
+    replaced by U+FFFD; with ``errors="strict"``, a ValueError naming the first
+    text that holds one and where."""
+    out = []
+    for i, text in enumerate(batch):
+        if has_surrogates(text):
+            if errors == "strict":
+                at = next(k for k, c in enumerate(text) if "\ud800" <= c <= "\udfff")
+                raise ValueError(
+                    f"text {first + i}: a lone surrogate {text[at]!r} at character {at}, which "
+                    "UTF-8 cannot hold (errors='replace' counts it as U+FFFD, as encode does)"
+                )
+            text = replace_surrogates(text)
+        out.append(text)
+    return out
+
+
+def utf8_word(word: str | bytes | bytearray | memoryview) -> bytes:
+    """A word of `train_from_counts` as bytes: a str as UTF-8 (ValueError
+    naming it if it holds a lone surrogate, which UTF-8 cannot hold)."""
+    if not isinstance(word, str):
+        return bytes(word)
+    try:
+        return word.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(
+            f"word {word!r} holds a lone surrogate at character {e.start}, which UTF-8 cannot "
+            "hold (give the word as bytes for bytes that are not UTF-8)"
+        ) from None

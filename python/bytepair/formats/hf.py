@@ -129,9 +129,10 @@ def to_hf_json(tok: "Tokenizer") -> str:
             break
         for t, i in fix:
             if i in tok.vocab and i not in only_special:  # " " at the id of the byte "Ġ"
+                spelled = token_to_str(tok.vocab[i])
                 raise ValueError(
                     f"tokenizer.json: special token {t!r} has id {i}, the ordinary token "
-                    f"{tok.vocab[i]!r}, which tokenizer.json spells {token_to_str(tok.vocab[i])!r}: "
+                    f"{tok.vocab[i]!r}, which tokenizer.json spells {spelled!r}: "
                     "HuggingFace cannot give the added token that id (save_tiktoken can)"
                 )
         model_vocab.update(fix)
