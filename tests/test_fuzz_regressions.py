@@ -327,23 +327,6 @@ def test_counts_that_add_up_past_2_64_are_totalled_exactly(tmp_path):
 # ---- what loads saves and loads back (fuzz/common.py check_round_trip) ---------------------
 
 
-def test_gpt2_files_refuse_a_pattern_they_cannot_hold(tok, tmp_path):
-    """A tokenizer with a custom pattern (here from a .tiktoken sidecar) saved
-    as vocab.json + merges.txt loaded back with GPT-2's pattern."""
-    tok.save_tiktoken(tmp_path / "t.tiktoken")
-    side = tmp_path / "t.tiktoken.json"
-    side.write_text(json.dumps(json.loads(side.read_text()) | {"pat_str": r"\w+|\s+"}))
-    custom = bytepair.Tokenizer.load(tmp_path / "t.tiktoken")
-    with pytest.raises(ValueError, match="hold no pattern and load with GPT-2's"):
-        custom.save_gpt2(tmp_path / "gpt2")
-    assert not (tmp_path / "gpt2").exists() or not any((tmp_path / "gpt2").iterdir())
-    cl100k = bytepair.train_from_iterator(["a b c"] * 3, 258, pattern="cl100k", progress=False)
-    with pytest.raises(ValueError, match="'cl100k'"):
-        cl100k.save_gpt2(tmp_path / "gpt2")
-    tok.save_gpt2(tmp_path / "gpt2")  # GPT-2's own pattern: fine
-    assert bytepair.Tokenizer.load(tmp_path / "gpt2") == tok
-
-
 def test_added_token_flag_that_is_not_a_boolean(tok, tmp_path):
     """ "lstrip": "Ġ" was read as true (HF refuses the file: serde wants a bool)."""
     path = tmp_path / "tokenizer.json"

@@ -23,7 +23,6 @@ from bytepair import _core
 from bytepair.atomic import recover_file_sets, write_file_set
 from bytepair.formats.bytelevel import is_byte_level, str_to_token, token_to_str
 from bytepair.formats.hf_pipeline import refuse_pipeline
-from bytepair.formats.hf_regex import preset_name
 from bytepair.formats.reading import build_tokenizer, decode_utf8, parse_json
 from bytepair.formats.tables import check_merges
 
@@ -189,25 +188,20 @@ def save_gpt2(tok: "Tokenizer", directory: str | os.PathLike) -> tuple[str, str]
     missing), in the form OpenAI's GPT-2 files have: vocab.json is
     ``json.dumps`` of ``{printable token: id}`` sorted by id, special tokens as
     their own text; merges.txt starts with ``#version: 0.2``. The two files are
-    written as one change (`atomic.write_file_set`).
+    written as one change (`atomic.write_file_set`). They hold no pattern (as
+    HF's ``BPE.from_file`` files): one other than GPT-2's is given again when
+    they are read (``Tokenizer.load(directory, pattern=...)``).
 
     Returns:
         (vocab path, merges path).
 
     Raises:
-        ValueError: `tok` has a tokenizer.json pipeline or a pattern other than
-            GPT-2's (GPT-2 files hold neither: they load with GPT-2's pattern),
+        ValueError: `tok` has a tokenizer.json pipeline (GPT-2 files hold none),
             two ids with the same printable form (the same bytes twice,
             or a special token spelled like a token), or a special token that is
             a byte or made by a merge: vocab.json cannot tell them apart.
     """
     refuse_pipeline(tok, "vocab.json + merges.txt")
-    if preset_name(tok.pattern_regex) != "gpt2":
-        raise ValueError(
-            f"vocab.json + merges.txt hold no pattern and load with GPT-2's; this tokenizer "
-            f"splits text with {preset_name(tok.pattern_regex)[:80]!r} (save a tokenizer.json "
-            "or a .tiktoken file, which keep it)"
-        )
     directory = os.fspath(directory)
     os.makedirs(directory, exist_ok=True)
     special_ids = set(tok.special_tokens.values())
