@@ -337,3 +337,16 @@ def test_added_token_flag_that_is_not_a_boolean(tok, tmp_path):
     assert_value_error_naming(
         path, lambda: bytepair.Tokenizer.load(path), "added_tokens[0].lstrip must be true or false"
     )
+
+
+def test_gpt2_files_load_back_with_the_pattern_given_even_an_empty_one(tok, tmp_path):
+    """GPT-2 files hold no pattern: the one given at load is used, and an empty
+    pattern (a .tiktoken sidecar's "pat_str": "") was read as no pattern, GPT-2's."""
+    tok.save_tiktoken(tmp_path / "t.tiktoken")
+    side = tmp_path / "t.tiktoken.json"
+    for pat in ("", r"\w+|\s+"):
+        side.write_text(json.dumps(json.loads(side.read_text()) | {"pat_str": pat}))
+        odd = bytepair.Tokenizer.load(tmp_path / "t.tiktoken")
+        odd.save_gpt2(tmp_path / "gpt2")
+        back = bytepair.formats.load(tmp_path / "gpt2", pattern=odd.pattern)
+        assert back == odd and back.pattern == pat

@@ -253,7 +253,8 @@ def _load_detected(
             )
         return from_tekken(parts["doc"], source=parts["path"])
     if kind == "gpt2":
-        return from_gpt2_files(parts["vocab"], parts["merges"], special_tokens, pattern or "gpt2")
+        gpt2_pattern = "gpt2" if pattern is None else pattern  # "" is a pattern too
+        return from_gpt2_files(parts["vocab"], parts["merges"], special_tokens, gpt2_pattern)
     return from_tiktoken(
         parts["path"], pattern=pattern, special_tokens=special_tokens, data=parts.get("data")
     )
