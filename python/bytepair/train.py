@@ -30,70 +30,33 @@ sentencepiece users ask for):
 
 from __future__ import annotations
 
-import itertools
-import math
 import numbers
 import os
 import sys
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from bytepair import _core
 from bytepair.counts.sources import (
     CountSpec,
     check_inputs,
-    compression_of,
-    count_file,
     expand_inputs,
     infer_format,
     input_size,
-    is_plain_local,
-    is_remote,
-    local_path,
 )
 from bytepair.encoding.text import surrogates_replaced, utf8_word
 from bytepair.progress import ProgressBar
 from bytepair.tokenizer import Tokenizer
-from bytepair.train_plan import TrainPlan, plan_training, special_ids
+from bytepair.train_inputs import count_inputs, weight_groups
+from bytepair.train_plan import TrainingStats, TrainPlan, plan_training, special_ids
 
 if TYPE_CHECKING:
     from bytepair.counts.artifact import WordCounts
 
 # train_from_iterator hands texts to Rust in batches of about this many characters.
 _BATCH_CHARS = 16 << 20
-
-
-@dataclass
-class TrainingStats:
-    """What a training run did; attached to the result as ``tokenizer.training_stats``.
-
-    ``tokens`` is the length of the counted text (special tokens excluded) in
-    tokens after all merges, so ``input_bytes / tokens`` is bytes per token.
-    """
-
-    input_bytes: int = 0
-    pre_tokens: int = 0
-    tokens: int = 0
-    distinct_words: int = 0
-    merges: int = 0
-    stopped_early: bool = False
-    # Why: None (every merge asked for was learned), "no_pair" or "min_frequency".
-    stop_reason: str | None = None
-    count_seconds: float = 0.0
-    merge_seconds: float = 0.0
-    merge_counts: list[int] = field(default_factory=list, repr=False)
-    # What a `max_memory` budget dropped while counting (0 when nothing was):
-    # distinct words, their pre-tokens, and the highest minimum count applied.
-    pruned_words: int = 0
-    pruned_pre_tokens: int = 0
-    pruned_min_count: int = 0
-    # Ids kept from a base tokenizer (0 without one).
-    base_ids: int = 0
-    # Each source counted by `train`: (name, bytes read, weight).
-    sources: list[tuple[str, int, float]] = field(default_factory=list)
 
 
 # A memory budget below this leaves too little room for the counts of one
@@ -355,7 +318,7 @@ def train(
     spec = CountSpec(
         plan.pattern, tuple(plan.split_at), format or infer_format(paths), text_field, errors
     )
-    groups = _weight_groups(paths, weights)
+    groups = weight_groups(paths, weights)
     max_memory = _check_max_memory(max_memory)
     show = _show_progress(progress)
     stats = TrainingStats()
@@ -365,7 +328,7 @@ def train(
     with ProgressBar(sum(sizes.values()), "counting", unit="B", scale=True, enabled=show) as bar:
         for weight, group in groups:
             part = counter if weight == 1 else plan.new_counter(max_memory)
-            done = _count_inputs(part, group, spec, num_threads, chunk_size, bar, sizes)
+            done = count_inputs(part, group, spec, num_threads, chunk_size, bar, sizes)
             stats.input_bytes += done
             stats.sources.append((_describe_files(group), done, weight))
             if part is not counter:
@@ -374,78 +337,6 @@ def train(
     _require_text(counter, _describe_files(paths))
     _note_pruning(counter, stats, max_memory)
     return _learn(counter, plan, stats, num_threads=num_threads, progress=show)
-
-
-def _count_inputs(
-    counter: _core.WordCounter,
-    paths: list[str],
-    spec: CountSpec,
-    num_threads: int | None,
-    chunk_size: int,
-    bar: ProgressBar,
-    sizes: dict[str, int],
-) -> int:
-    """Count `paths` into `counter` (`counts.sources.count_file`); runs of local
-    plain text files go to the Rust reader in one call, so many small files
-    share its threads. Returns the bytes of text read (decompressed, for
-    compressed files). The bar moves by file sizes (`sizes`), as stored."""
-    done = 0
-    for streamed, run in itertools.groupby(
-        paths, key=lambda p: spec.format == "text" and is_plain_local(p)
-    ):
-        run = list(run)
-        before = bar.n
-        if streamed:
-            counter.count_files(
-                [local_path(p) for p in run],
-                num_threads,
-                chunk_size,
-                spec.errors == "replace",
-                lambda n: bar.update_to(before + n),
-            )
-            # Pipes (/dev/stdin, <(...)) have no size: the bytes read are the input.
-            done += max(sum(sizes[p] for p in run), bar.n - before)
-            continue
-        for path in run:
-            at = bar.n
-            # Decompressed bytes are not file bytes: a compressed file moves the bar once, when
-            # done.
-            on_bytes = None if compression_of(path) else (lambda n: bar.update_to(at + n))
-            done += count_file(
-                counter, path, spec, num_threads=num_threads, on_bytes=on_bytes
-            ).bytes
-            bar.update_to(at + sizes[path])
-    return done
-
-
-def _weight_groups(
-    paths: list[str], weights: Mapping[str, float] | None
-) -> list[tuple[float, list[str]]]:
-    """`paths` grouped by weight, in input order within each group: (1, the
-    inputs no key names) first, then one group per key of `weights`."""
-    if not weights:
-        return [(1, paths)]
-    if not isinstance(weights, Mapping):
-        raise TypeError(
-            f"weights must be a mapping {{path_or_glob: weight}}, not {type(weights).__name__}"
-        )
-    owner: dict[str, str] = {}
-    for key, w in weights.items():
-        if isinstance(w, bool) or not isinstance(w, numbers.Real) or not math.isfinite(w) or w < 0:
-            raise ValueError(f"weight of {key!r} must be a finite number >= 0, got {w!r}")
-        named = {_identity(p) for p in expand_inputs(key)}
-        hits = [p for p in paths if _identity(p) in named]
-        if not hits:
-            raise ValueError(f"weight of {key!r}: it names none of the inputs")
-        owner.update((p, key) for p in hits if p not in owner)
-    groups = [(1, [p for p in paths if p not in owner])]
-    groups += [(weights[k], [p for p in paths if owner.get(p) == k]) for k in weights]
-    return [(w, g) for w, g in groups if g]
-
-
-def _identity(path: str) -> str:
-    """One spelling per input: URLs as given, local paths resolved (``./a.txt`` is ``a.txt``)."""
-    return path if is_remote(path) else os.path.realpath(local_path(path))
 
 
 def train_from_iterator(

@@ -1,6 +1,7 @@
 """What a training run will make, planned and checked before any counting:
 the number of merges, the ids of the new special tokens, the limits and the
-base tokenizer (`bytepair.train`'s shared arguments).
+base tokenizer (`bytepair.train`'s shared arguments); and what it did
+(`TrainingStats`).
 
 Id layout (docs/design.md): merges get ids after the 256 bytes (or after a
 base's largest id); special tokens take the block of ids after the merges.
@@ -28,6 +29,36 @@ from bytepair.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
     from bytepair.formats.hf_pipeline import HFPipeline
+
+
+@dataclass
+class TrainingStats:
+    """What a training run did; attached to the result as ``tokenizer.training_stats``.
+
+    ``tokens`` is the length of the counted text (special tokens excluded) in
+    tokens after all merges, so ``input_bytes / tokens`` is bytes per token.
+    """
+
+    input_bytes: int = 0
+    pre_tokens: int = 0
+    tokens: int = 0
+    distinct_words: int = 0
+    merges: int = 0
+    stopped_early: bool = False
+    # Why: None (every merge asked for was learned), "no_pair" or "min_frequency".
+    stop_reason: str | None = None
+    count_seconds: float = 0.0
+    merge_seconds: float = 0.0
+    merge_counts: list[int] = field(default_factory=list, repr=False)
+    # What a `max_memory` budget dropped while counting (0 when nothing was):
+    # distinct words, their pre-tokens, and the highest minimum count applied.
+    pruned_words: int = 0
+    pruned_pre_tokens: int = 0
+    pruned_min_count: int = 0
+    # Ids kept from a base tokenizer (0 without one).
+    base_ids: int = 0
+    # Each source counted by `train`: (name, bytes read, weight).
+    sources: list[tuple[str, int, float]] = field(default_factory=list)
 
 
 def _check_limits(min_frequency: int, max_token_length: int | None) -> None:
