@@ -98,16 +98,12 @@ def to_hf_json(tok: "Tokenizer") -> str:
     """Serialize `tok` as a HuggingFace tokenizer.json document (str).
 
     Special tokens keep their ids in HF: one that HF would renumber (a gap
-    after the vocab, ids out of order) is also written into ``model.vocab``. A
-    special token that is an ordinary token too (one id: HF's added token that
-    is in ``model.vocab``) is in both.
+    after the vocab, ids out of order) is also written into ``model.vocab``, as
+    is one that is an ordinary token too (HF's added token in ``model.vocab``).
 
     Raises:
-        ValueError: the vocabulary holds the same bytes under two ids, or a
-            special token is spelled like a vocabulary token with another id
-            (its bytes, or the printable form of other bytes: HF gives an added
-            token the id of the ``model.vocab`` entry spelled like it, so the
-            file would load with other ids).
+        ValueError: the same bytes under two ids, or a special token spelled like
+            a vocabulary token with another id (HF would give it that id).
     """
     if hasattr(tok, "save_model"):  # a SentencePiece model: its own layout
         from bytepair.formats import spm
@@ -430,10 +426,7 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
             raise ValueError(f"{source}: added_tokens[{n}] has an empty 'content'")
         for flag in ("single_word", "lstrip", "rstrip", "normalized", "special"):
             if not isinstance(t.get(flag, False), bool):  # HF refuses the file too
-                raise ValueError(
-                    f"{source}: added_tokens[{n}].{flag} must be true or false, got "
-                    f"{json.dumps(t[flag])[:40]}"
-                )
+                raise ValueError(f"{source}: added_tokens[{n}].{flag} must be true or false")
         stored.append((n, t["content"], t["id"]))
         rules.append(
             (
@@ -454,9 +447,8 @@ def from_hf_json(data: bytes | str | dict, *, source: str = "<tokenizer.json>") 
         kept = [(i, s) for i, s in by_id.items() if s not in contents or is_byte_level(s)]
         tokens = strs_to_tokens([s for _, s in kept], lambda n: f"{source}: model.vocab")
         vocab = dict(zip([i for i, _ in kept], tokens))
-    # An added token listed in model.vocab too has that id (HF's rule). It is an
-    # ordinary token as well when it is one byte or a merge makes it; else (GPT-2
-    # style: <|endoftext|> in the vocab, made by no merge) it is special only.
+    # An added token in model.vocab has that id (HF's rule), and is an ordinary token too when
+    # one byte or made by a merge (else special only: GPT-2's <|endoftext|>).
     made = set(map(operator.add, *zip(*merges))) if merges else set()
     for content in contents.intersection(raw_vocab):
         token = vocab.get(raw_vocab[content])
