@@ -11,6 +11,7 @@ MODULES = [
     "bytepair",
     "bytepair.tokenizer",
     "bytepair.train",
+    "bytepair.superbpe",
     "bytepair.formats.bytelevel",
     "bytepair.counts.artifact",
     "bytepair.dataset.reader",

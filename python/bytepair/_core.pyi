@@ -67,12 +67,14 @@ class WordCounter:
         max_word_bytes: int = 65536,
         max_memory: int | None = None,
         pipeline: PipelineSpec | None = None,
+        sample: bool = False,
     ) -> None:
         """Pre-tokens longer than max_word_bytes (>= 4) count as several words of at most that many
         bytes; max_memory (bytes) bounds the counts, dropping the rarest words past it (lossy
-        counting); pipeline: count the pieces of this tokenizer.json pipeline (normalized,
-        pre-tokenized as encoding does, its added-token rules on the special tokens) instead of the
-        pattern's."""
+        counting), or with sample=True keeping a hash sample of them (threshold sampling:
+        SuperBPE's stage 2); pipeline: count the pieces of this tokenizer.json pipeline
+        (normalized, pre-tokenized as encoding does, its added-token rules on the special tokens)
+        instead of the pattern's."""
     @property
     def pruned(self) -> tuple[int, int, int]:
         """What max_memory dropped: (distinct words, pre-tokens, highest minimum count applied)."""
@@ -128,11 +130,14 @@ class WordCounter:
         base: CoreBPE | None = None,
         base_tokens: list[tuple[int, bytes]] = ...,
         first_new_id: int = 256,
+        superbpe: bool = False,
+        max_words: int | None = None,
     ) -> tuple[list[tuple[int, int, int]], str | None, int]:
         """Consume the counts; return ([(left id, right id, pair count)], why it stopped early
         (None, "no_pair" or "min_frequency"), tokens in the counted text after all merges).
         With base (its ordinary (id, bytes) tokens and the first new id), words are split by
-        the base's merges first."""
+        the base's merges first. superbpe (with base, the stage-1 tokenizer): SuperBPE's stage 2
+        over counts of stage-2 pieces, tokens of at most max_words words and no ': '."""
 
 class CoreBPE:
     """Encoder over a Tokenizer's vocab and merges, special tokens, pattern."""

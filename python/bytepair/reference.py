@@ -19,6 +19,11 @@ What it covers:
   on top of a base tokenizer's merges (`base_ranks`: each word split by the
   base first, pairs making a base token again never chosen);
 * `encode`: tiktoken's encoding of text with a trained merge table;
+* `superbpe_pieces` / `train_superbpe`: SuperBPE (Liu et al., COLM 2025) as
+  its authors run it: stage 2 splits each line of the text (HF's trainer
+  reads files line by line) with their regex as HF's ``Split(regex,
+  Isolated)`` does, and never merges a pair that makes ``": "``, more than
+  four words or a token that exists already;
 * `train_chars` / `segment_chars`: the paper's classic character-level
   variant with an end-of-word marker ``</w>``, to replay its worked example
   ({low, lower, newest, widest}: ``e s``, ``es t``, ``est </w>``, ... and the
@@ -361,6 +366,104 @@ def segment_chars(
     return list(symbols)
 
 
+# ---- SuperBPE ----------------------------------------------------------------
+
+# The authors' stage-2 regex (PythonNut/superbpe, scripts/extend_tokenizer.sh).
+SUPERBPE_REGEX = r"""\p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r\n/]*| +(?!\S)"""
+
+
+def superbpe_pieces(text: str, special_tokens: Iterable[str] = ()) -> list[str]:
+    r"""SuperBPE's stage-2 pieces of `text`: cut at special tokens, then each line
+    (up to and with its ``\n``) split as HF's ``Split(SUPERBPE_REGEX, Isolated)``
+    splits it: every match, and every run of text between two matches.
+
+    >>> superbpe_pieces("By the way, it's 2024!!\nOK  \n")
+    ["By the way, it's ", '202', '4', '!!\n', 'OK', '  ', '\n']
+    """
+    import regex
+
+    compiled = regex.compile(SUPERBPE_REGEX)
+    out = []
+    for part in split_special(text, special_tokens):
+        for line in _lines(part):
+            pos = 0
+            for m in compiled.finditer(line):
+                out += [line[pos : m.start()], m[0]]
+                pos = m.end()
+            out.append(line[pos:])
+    return [p for p in out if p]
+
+
+def _lines(text: str) -> list[str]:
+    r"""`text` cut after each ``\n`` (only there, unlike `str.splitlines`)."""
+    lines, start = [], 0
+    while (end := text.find("\n", start)) >= 0:
+        lines.append(text[start : end + 1])
+        start = end + 1
+    return lines + [text[start:]]
+
+
+def superbpe_allows(token: bytes, max_words: int | None = 4) -> bool:
+    """May stage 2 make `token`? Not if it holds ``b": "``, or more than
+    `max_words` words (runs of bytes other than the space).
+
+    >>> [superbpe_allows(t) for t in (b" by the way", b"Note: the", b" a b c d e")]
+    [True, False, False]
+    """
+    words = [w for w in token.split(b" ") if w]
+    return b": " not in token and (max_words is None or len(words) <= max_words)
+
+
+def train_superbpe(
+    texts: Iterable[str],
+    stage1_merges: int,
+    stage2_merges: int,
+    pattern: str = "gpt2",
+    special_tokens: Iterable[str] = (),
+    max_words: int | None = 4,
+) -> list[Pair]:
+    """SuperBPE's merge table: `stage1_merges` merges of ordinary BPE (`train`),
+    then up to `stage2_merges` over the stage-2 pieces, each first split by
+    the stage-1 merges (`bpe`), recounting every step; a pair is never merged
+    if `superbpe_allows` refuses its result or the result is a token already.
+
+    >>> text = "of the cat, of the dog. Of the cats: of the dogs!!"
+    >>> [a + b for a, b in train_superbpe([text], 6, 3)]
+    [b'th', b'the', b' the', b'of', b'og', b'dog', b' the ', b'of the ', b'of the dog']
+    """
+    texts = list(texts)
+    special_tokens = list(special_tokens)
+    stage1 = train(texts, stage1_merges, pattern, special_tokens)
+    ranks = {bytes([i]): i for i in range(256)}
+    for r, (a, b) in enumerate(stage1):
+        ranks.setdefault(a + b, 256 + r)
+    pieces = Counter(p.encode("utf-8") for t in texts for p in superbpe_pieces(t, special_tokens))
+    words = {w: f for w, f in _base_words(pieces, ranks).items() if len(w) > 1}
+    taken = set(ranks)
+    merges = list(stage1)
+    for _ in range(stage2_merges):
+        counts = {
+            p: c
+            for p, c in pair_counts(words).items()
+            if p[0] + p[1] not in taken and superbpe_allows(p[0] + p[1], max_words)
+        }
+        if not counts:
+            break
+        pair = best_pair(counts)
+        merges.append(pair)
+        taken.add(pair[0] + pair[1])
+        words = {w: f for w, f in _merged_words(words, pair).items() if len(w) > 1}
+    return merges
+
+
+def _merged_words(words: Mapping[tuple, int], pair: tuple) -> dict[tuple, int]:
+    merged: dict[tuple, int] = {}
+    for w, f in words.items():
+        w = merge_word(w, pair)
+        merged[w] = merged.get(w, 0) + f
+    return merged
+
+
 # ---- encoding -------------------------------------------------------------
 
 
@@ -457,8 +560,11 @@ __all__ = [
     "resolve_pattern",
     "segment_chars",
     "split_special",
+    "superbpe_allows",
+    "superbpe_pieces",
     "train",
     "train_chars",
     "train_from_counts",
+    "train_superbpe",
     "train_trace",
 ]

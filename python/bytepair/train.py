@@ -25,17 +25,17 @@ sentencepiece users ask for):
 * ``base=tokenizer``: extend an existing tokenizer, keeping its ids, merges,
   special tokens and pattern (or tokenizer.json pipeline, through which the
   corpus is then counted); new merges get ids after its largest id;
-* ``weights={path_or_glob: w}``: a data mixture, each source's counts times w.
+* ``weights={path_or_glob: w}``: a data mixture, each source's counts times w;
+* ``superbpe_transition=T``: SuperBPE, merges across words after the vocabulary
+  reaches T (`bytepair.superbpe`).
 """
 
 from __future__ import annotations
 
-import numbers
 import os
-import sys
 import time
-import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from bytepair import _core
@@ -46,153 +46,27 @@ from bytepair.counts.sources import (
     infer_format,
     input_size,
 )
-from bytepair.encoding.text import surrogates_replaced, utf8_word
+from bytepair.encoding.text import surrogates_replaced
 from bytepair.progress import ProgressBar
+from bytepair.superbpe import MAX_WORDS, STAGE2_PATTERN, plan_superbpe, run_superbpe
 from bytepair.tokenizer import Tokenizer
 from bytepair.train_inputs import count_inputs, weight_groups
-from bytepair.train_plan import TrainingStats, TrainPlan, plan_training, special_ids
+from bytepair.train_learn import (
+    check_max_memory,
+    counts_counter,
+    describe_files,
+    learn,
+    note_pruning,
+    require_text,
+    show_progress,
+)
+from bytepair.train_plan import TrainingStats, TrainPlan, plan_training
 
 if TYPE_CHECKING:
     from bytepair.counts.artifact import WordCounts
 
 # train_from_iterator hands texts to Rust in batches of about this many characters.
 _BATCH_CHARS = 16 << 20
-
-
-# A memory budget below this leaves too little room for the counts of one
-# block of text per thread, and would prune nearly every word.
-MIN_MAX_MEMORY = 64 << 20
-
-
-def _check_max_memory(max_memory: int | None) -> int | None:
-    if max_memory is None:
-        return None
-    if (
-        isinstance(max_memory, bool)
-        or not isinstance(max_memory, numbers.Integral)
-        or max_memory < MIN_MAX_MEMORY
-    ):
-        raise ValueError(
-            f"max_memory={max_memory!r} must be None or a number of bytes of at least "
-            f"{MIN_MAX_MEMORY:,} (64 MiB)"
-        )
-    return int(max_memory)
-
-
-def _note_pruning(counter: _core.WordCounter, stats: TrainingStats, max_memory: int | None) -> None:
-    """Copy what the budget dropped into `stats`, with a warning when it dropped anything."""
-    stats.pruned_words, stats.pruned_pre_tokens, stats.pruned_min_count = counter.pruned
-    if stats.pruned_words:
-        share = stats.pruned_pre_tokens / max(stats.pruned_pre_tokens + counter.total(), 1)
-        warnings.warn(
-            f"to stay within max_memory={max_memory:,} bytes, counting dropped "
-            f"{stats.pruned_words:,} distinct words seen fewer than {stats.pruned_min_count} times "
-            f"({stats.pruned_pre_tokens:,} pre-tokens, {share:.2%} of all); the counts, and so the "
-            "merges, are approximate",
-            stacklevel=3,
-        )
-
-
-def _show_progress(progress: bool | None) -> bool:
-    return sys.stderr.isatty() if progress is None else bool(progress)
-
-
-def _require_text(counter: _core.WordCounter, source: str) -> None:
-    """An empty corpus is a mistake (wrong file, wrong glob), not a tokenizer."""
-    if counter.total() == 0:
-        raise ValueError(
-            f"{source}: empty corpus, no text to train on (0 pre-tokens outside special tokens)"
-        )
-
-
-def _describe_files(paths: Sequence[str]) -> str:
-    if len(paths) == 1:
-        return paths[0]
-    return f"{len(paths)} files ({', '.join(paths[:3])}{', ...' if len(paths) > 3 else ''})"
-
-
-def _learn(
-    counter: _core.WordCounter,
-    plan: TrainPlan,
-    stats: TrainingStats,
-    *,
-    num_threads: int | None,
-    progress: bool,
-) -> Tokenizer:
-    """Run the merge loop on `counter` and build the Tokenizer; print the
-    first `plan.trace` new merges (`bytepair.inspection.report.trace_lines`)."""
-    stats.distinct_words = len(counter)
-    stats.pre_tokens = counter.total()
-    base = plan.base
-    extension = (
-        {}
-        if base is None
-        else {
-            "base": base._core,
-            "base_tokens": [(i, b) for b, i in base.mergeable_ranks.items()],
-            "first_new_id": plan.next_id,
-        }
-    )
-    start = time.perf_counter()
-    with ProgressBar(plan.num_merges, "merges", unit="merge", enabled=progress) as bar:
-        learned, stop, stats.tokens = counter.train(
-            # Beyond these the core's integers overflow; no run comes near them
-            # (ids are 32-bit, counts 64-bit), so the bounds change nothing.
-            min(plan.num_merges, max(0, (1 << 32) - plan.next_id)),
-            num_threads,
-            bar.update_to,
-            min_frequency=min(plan.min_frequency, (1 << 64) - 1),
-            max_token_length=None
-            if plan.max_token_length is None
-            else min(plan.max_token_length, 1 << 32),
-            **extension,
-        )
-    stats.merge_seconds = time.perf_counter() - start
-    stats.merges = len(learned)
-    stats.base_ids = 0 if base is None else base.vocab_size
-    stats.stopped_early = stop is not None
-    stats.stop_reason = stop
-    stats.merge_counts = [c for _, _, c in learned]
-    if base is None:
-        vocab, merges, specials = {i: bytes([i]) for i in range(256)}, [], {}
-    else:
-        vocab, merges, specials = dict(base.vocab), list(base.merges), dict(base.special_tokens)
-    for rank, (a, b, _) in enumerate(learned):
-        merges.append((vocab[a], vocab[b]))
-        vocab[plan.next_id + rank] = vocab[a] + vocab[b]
-    specials |= special_ids(plan, plan.next_id + len(learned))
-    pipeline = (
-        None
-        if plan.pipeline is None
-        else plan.pipeline.with_tokens(sorted(specials, key=specials.__getitem__))
-    )
-    tok = Tokenizer._trusted(vocab, merges, specials, plan.pattern, pipeline)
-    tok.training_stats = stats
-    if stop is not None:
-        _warn_stopped(stop, plan, tok.vocab_size)
-    if plan.trace:
-        from bytepair.inspection.report import trace_lines
-
-        for line in trace_lines(
-            merges[len(merges) - len(learned) :], stats.merge_counts, plan.trace
-        ):
-            print(line)
-        sys.stdout.flush()
-    return tok
-
-
-def _warn_stopped(stop: str, plan: TrainPlan, vocab_size: int) -> None:
-    if stop == "min_frequency":
-        why = f"the best pair left counts fewer than min_frequency={plan.min_frequency}"
-    else:
-        why = "no pair left to merge" + (
-            f" within max_token_length={plan.max_token_length}" if plan.max_token_length else ""
-        )
-    warnings.warn(
-        f"{why} after {vocab_size - (plan.vocab_size - plan.num_merges)} merges: the vocabulary "
-        f"has {vocab_size} ids, fewer than the {plan.vocab_size} asked for",
-        stacklevel=4,
-    )
 
 
 def train(
@@ -214,6 +88,9 @@ def train(
     chunk_size: int = 1 << 20,
     trace: int = 0,
     max_memory: int | None = None,
+    superbpe_transition: int | None = None,
+    superbpe_pattern: str = STAGE2_PATTERN,
+    superbpe_max_words: int | None = MAX_WORDS,
 ) -> Tokenizer:
     """Train a byte-level BPE tokenizer on files.
 
@@ -279,6 +156,20 @@ def train(
             of more distinct words than RAM still trains. What was dropped is in
             ``training_stats`` (``pruned_*``) and a warning. Peak memory is
             about the budget plus the merge loop's copy of the kept words.
+        superbpe_transition: SuperBPE (Liu et al. 2025, `bytepair.superbpe`):
+            ordinary merges until the vocabulary holds this many ids (bytes or
+            the base's, merges and the special tokens), then merges across
+            words up to `vocab_size`: the inputs are counted again with
+            `superbpe_pattern` and each piece is split by the first merges.
+            The tokenizer gets that pattern. With `base`, the base's size puts
+            stage 2 straight on top of it. Under `max_memory` stage 2 keeps a
+            hash sample of its rare pieces (``training_stats.superbpe_*``).
+            None (default): ordinary BPE.
+        superbpe_pattern: stage 2's pre-tokenization, ``"superbpe"`` (the
+            authors' stage-2 regex, and a split after each newline) or a regex.
+        superbpe_max_words: stage 2 makes no token of more than this many
+            words (runs of bytes other than the space; the authors' 4), nor
+            one holding ``": "``; None: no word limit.
 
     Returns:
         Tokenizer, with ``training_stats`` (a `TrainingStats`).
@@ -313,30 +204,42 @@ def train(
     )
     if errors not in ("strict", "replace"):
         raise ValueError(f"errors={errors!r}: expected 'strict' or 'replace'")
+    sp = plan_superbpe(plan, superbpe_transition, superbpe_pattern, superbpe_max_words)
     paths = expand_inputs(files)
     check_inputs(paths)
-    spec = CountSpec(
-        plan.pattern, tuple(plan.split_at), format or infer_format(paths), text_field, errors
-    )
+    fmt = format or infer_format(paths)
     groups = weight_groups(paths, weights)
-    max_memory = _check_max_memory(max_memory)
-    show = _show_progress(progress)
+    max_memory = check_max_memory(max_memory)
+    show = show_progress(progress)
     stats = TrainingStats()
-    counter = plan.new_counter(max_memory)
-    start = time.perf_counter()
     sizes = {p: input_size(p) for p in paths}
-    with ProgressBar(sum(sizes.values()), "counting", unit="B", scale=True, enabled=show) as bar:
-        for weight, group in groups:
-            part = counter if weight == 1 else plan.new_counter(max_memory)
-            done = count_inputs(part, group, spec, num_threads, chunk_size, bar, sizes)
-            stats.input_bytes += done
-            stats.sources.append((_describe_files(group), done, weight))
-            if part is not counter:
-                counter.add_scaled(part, weight)
-    stats.count_seconds = time.perf_counter() - start
-    _require_text(counter, _describe_files(paths))
-    _note_pruning(counter, stats, max_memory)
-    return _learn(counter, plan, stats, num_threads=num_threads, progress=show)
+
+    def count(run: TrainPlan, sample: bool) -> _core.WordCounter:
+        """Count every input into a new counter of `run`'s pattern and special tokens."""
+        spec = CountSpec(run.pattern, tuple(run.split_at), fmt, text_field, errors)
+        counter = run.new_counter(max_memory, sample)
+        stats.input_bytes, stats.sources = 0, []
+        start = time.perf_counter()
+        label = "counting pieces" if sample else "counting"
+        with ProgressBar(sum(sizes.values()), label, unit="B", scale=True, enabled=show) as bar:
+            for weight, group in groups:
+                part = counter if weight == 1 else run.new_counter(max_memory, sample)
+                done = count_inputs(part, group, spec, num_threads, chunk_size, bar, sizes)
+                stats.input_bytes += done
+                stats.sources.append((describe_files(group), done, weight))
+                if part is not counter:
+                    counter.add_scaled(part, weight)
+        stats.count_seconds += time.perf_counter() - start
+        require_text(counter, describe_files(paths))
+        return counter
+
+    if sp is not None:
+        return run_superbpe(
+            sp, stats, count, max_memory=max_memory, num_threads=num_threads, progress=show
+        )
+    counter = count(plan, False)
+    note_pruning(counter, stats, max_memory)
+    return learn(counter, plan, stats, num_threads=num_threads, progress=show)
 
 
 def train_from_iterator(
@@ -354,13 +257,18 @@ def train_from_iterator(
     trace: int = 0,
     max_memory: int | None = None,
     errors: str = "strict",
+    superbpe_transition: int | None = None,
+    superbpe_pattern: str = STAGE2_PATTERN,
+    superbpe_max_words: int | None = MAX_WORDS,
 ) -> Tokenizer:
     """Train on an iterable of strings, each an independent document (pre-tokens
     never span two texts), or of lists of strings (batches, as HF's
     ``train_from_iterator`` takes them), such as a HuggingFace
     ``datasets.Dataset`` column (``ds["text"]``). Texts are consumed in
     batches, so a generator over a huge dataset is fine. The other arguments
-    and errors are `train`'s; TypeError for an item that is neither.
+    and errors are `train`'s; TypeError for an item that is neither. With
+    `superbpe_transition` the texts are read once and counted for both
+    stages at once (both counts are held together).
 
     A lone surrogate (``"\\ud800"``: a str no UTF-8 text can hold, as text
     decoded with ``surrogateescape`` has) is what invalid UTF-8 is to `train`:
@@ -385,12 +293,19 @@ def train_from_iterator(
         min_frequency=min_frequency,
         max_token_length=max_token_length,
     )
-    max_memory = _check_max_memory(max_memory)
+    sp = plan_superbpe(plan, superbpe_transition, superbpe_pattern, superbpe_max_words)
+    max_memory = check_max_memory(max_memory)
     if errors not in ("strict", "replace"):
         raise ValueError(f"errors={errors!r}: expected 'strict' or 'replace'")
-    show = _show_progress(progress)
+    show = show_progress(progress)
     stats = TrainingStats()
-    counter = plan.new_counter(max_memory)
+    # (plan, sample) of each count: one, or SuperBPE's stage 1 (if any) and stage 2.
+    runs = [(plan, False)]
+    if sp is not None:
+        runs = [(sp.stage1, False)] * (sp.stage1 is not None) + [
+            (replace(plan, pattern=sp.pattern), True)
+        ]
+    counters = [run.new_counter(max_memory, sample) for run, sample in runs]
     start = time.perf_counter()
     with ProgressBar(None, "counting", unit="B", scale=True, enabled=show) as bar:
         done_before = 0
@@ -402,11 +317,12 @@ def train_from_iterator(
             nonlocal done_before, batch, size, texts_before
             on_done = lambda done: bar.update_to(done_before + done)  # noqa: E731
             try:
-                counter.count_texts(batch, num_threads, on_done)
+                counters[0].count_texts(batch, num_threads, on_done)
             except UnicodeEncodeError:  # refused whole, before any counting
-                counter.count_texts(
-                    surrogates_replaced(batch, texts_before, errors), num_threads, on_done
-                )
+                batch = surrogates_replaced(batch, texts_before, errors)
+                counters[0].count_texts(batch, num_threads, on_done)
+            for other in counters[1:]:
+                other.count_texts(batch, num_threads)
             done_before = bar.n
             texts_before += len(batch)
             batch, size = [], 0
@@ -420,9 +336,20 @@ def train_from_iterator(
             flush()
         stats.input_bytes = done_before
     stats.count_seconds = time.perf_counter() - start
-    _require_text(counter, "the texts")
-    _note_pruning(counter, stats, max_memory)
-    return _learn(counter, plan, stats, num_threads=num_threads, progress=show)
+    for counter in counters:
+        require_text(counter, "the texts")
+    if sp is not None:
+        counted = {sample: counter for (_, sample), counter in zip(runs, counters)}
+        return run_superbpe(
+            sp,
+            stats,
+            lambda _, sample: counted[sample],
+            max_memory=max_memory,
+            num_threads=num_threads,
+            progress=show,
+        )
+    note_pruning(counters[0], stats, max_memory)
+    return learn(counters[0], plan, stats, num_threads=num_threads, progress=show)
 
 
 def _documents(texts: "Iterable[str] | Iterable[Sequence[str]]") -> Iterator[str]:
@@ -457,6 +384,10 @@ def train_from_counts(
     num_threads: int | None = None,
     progress: bool | None = None,
     trace: int = 0,
+    superbpe_transition: int | None = None,
+    superbpe_counts: "Mapping[str | bytes, int] | WordCounts | None" = None,
+    superbpe_pattern: str = STAGE2_PATTERN,
+    superbpe_max_words: int | None = MAX_WORDS,
 ) -> Tokenizer:
     """Train from word counts made elsewhere: a `bytepair.WordCounts` artifact
     (from `bytepair.count`, on any engine), or a mapping whose keys are
@@ -474,6 +405,12 @@ def train_from_counts(
     buffers after their SHA-256 is checked. With a mapping they default to
     ``"gpt2"`` (the base's with `base`) and none; `pattern` is stored in the
     tokenizer for encoding.
+
+    SuperBPE (`superbpe_transition`, see `train`) takes its stage-2 counts
+    from `superbpe_counts`, counted with `superbpe_pattern` (a WordCounts
+    from ``bytepair.count(..., pattern="superbpe")``, or a mapping of pieces
+    as ``Tokenizer.pretokenize`` gives them with that pattern); `word_counts`
+    are stage 1's (unused when the base is stage 1).
 
     Raises:
         ValueError: a count that is negative or not an integer, or a str word
@@ -503,6 +440,12 @@ def train_from_counts(
         min_frequency=min_frequency,
         max_token_length=max_token_length,
     )
+    superbpe = dict(
+        transition=superbpe_transition,
+        counts=superbpe_counts,
+        pattern=superbpe_pattern,
+        max_words=superbpe_max_words,
+    )
     if isinstance(word_counts, WordCounts):
         return _train_from_artifact(
             word_counts,
@@ -510,35 +453,43 @@ def train_from_counts(
             special_tokens,
             pattern,
             options,
+            superbpe,
             num_threads=num_threads,
             progress=progress,
         )
     plan = plan_training(
         vocab_size, () if special_tokens is None else special_tokens, pattern=pattern, **options
     )
-    items = []
-    total_bytes = 0
-    for word, count in word_counts.items():
-        if not isinstance(count, int) or isinstance(count, bool) or count < 0 or count >= 1 << 64:
-            raise ValueError(
-                f"count of word {word!r} must be an integer in [0, 2**64), got {count!r}"
-            )
-        if not isinstance(word, (str, bytes, bytearray, memoryview)):
-            # bytes(5) would be five NUL bytes.
-            raise TypeError(f"word {word!r} must be a str or bytes, not {type(word).__name__}")
-        word = utf8_word(word)
-        items.append((word, count))
-        total_bytes += count * len(word)
-    if total_bytes >= 1 << 64:
-        # Every pair count and token total is at most this sum, so below it u64 is exact.
-        raise OverflowError(
-            f"the counts add up to {total_bytes} bytes of text, beyond 2**64: pair counts would "
-            "overflow u64"
-        )
-    counter = plan.new_counter()
-    counter.add_counts(items)
-    return _learn(
-        counter, plan, TrainingStats(), num_threads=num_threads, progress=_show_progress(progress)
+    counter = counts_counter(plan, word_counts)
+    return _finish(counter, plan, TrainingStats(), superbpe, num_threads, progress)
+
+
+def _finish(
+    counter: _core.WordCounter,
+    plan: TrainPlan,
+    stats: TrainingStats,
+    superbpe: dict,
+    num_threads: int | None,
+    progress: bool | None,
+) -> Tokenizer:
+    """`learn` on counts made elsewhere, or both SuperBPE stages when
+    ``superbpe["transition"]`` is set (`counter`: stage 1's)."""
+    show = show_progress(progress)
+    sp = plan_superbpe(plan, superbpe["transition"], superbpe["pattern"], superbpe["max_words"])
+    if sp is None:
+        if superbpe["counts"] is not None:
+            raise ValueError("superbpe_counts needs superbpe_transition")
+        return learn(counter, plan, stats, num_threads=num_threads, progress=show)
+    from bytepair.superbpe import piece_counter
+
+    pieces = superbpe["counts"]
+    return run_superbpe(
+        sp,
+        stats,
+        lambda run, sample: piece_counter(run, pieces) if sample else counter,
+        max_memory=None,
+        num_threads=num_threads,
+        progress=show,
     )
 
 
@@ -548,6 +499,7 @@ def _train_from_artifact(
     special_tokens: Sequence[str] | Mapping[str, int] | None,
     pattern: str | None,
     options: dict,
+    superbpe: dict,
     *,
     num_threads: int | None,
     progress: bool | None,
@@ -582,7 +534,7 @@ def _train_from_artifact(
     counter = plan.new_counter()
     counts.load_into(counter)
     stats = TrainingStats(input_bytes=counts.totals.bytes)
-    return _learn(counter, plan, stats, num_threads=num_threads, progress=_show_progress(progress))
+    return _finish(counter, plan, stats, superbpe, num_threads, progress)
 
 
 def _is_placeholder(token: str, given: Sequence[str] | Mapping[str, int]) -> bool:

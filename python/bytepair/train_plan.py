@@ -59,6 +59,16 @@ class TrainingStats:
     base_ids: int = 0
     # Each source counted by `train`: (name, bytes read, weight).
     sources: list[tuple[str, int, float]] = field(default_factory=list)
+    # SuperBPE (0 without): the vocabulary size where stage 2 began, its merges
+    # and distinct pieces (`merges`, `tokens` and `distinct_words` cover both
+    # stages, stage 2's text); what its budget left out of the sample, and the
+    # sample's threshold (1: every piece kept, counts exact).
+    superbpe_transition: int = 0
+    superbpe_merges: int = 0
+    superbpe_pieces: int = 0
+    superbpe_pruned_pieces: int = 0
+    superbpe_pruned_occurrences: int = 0
+    superbpe_sample_threshold: int = 0
 
 
 def _check_limits(min_frequency: int, max_token_length: int | None) -> None:
@@ -118,13 +128,14 @@ class TrainPlan:
         pattern)."""
         return None if self.base is None else self.base.pipeline
 
-    def new_counter(self, max_memory: int | None = None) -> _core.WordCounter:
+    def new_counter(self, max_memory: int | None = None, sample: bool = False) -> _core.WordCounter:
         """An empty counter that cuts words as this run's tokenizer will encode them: the
         pattern, or the base's pipeline (normalized and pre-tokenized, the base's
-        added-token rules applied), split at `split_at`."""
+        added-token rules applied), split at `split_at`. `sample`: under the
+        budget, keep a sample of the rare words (SuperBPE's stage-2 pieces)."""
         pipeline = None if self.pipeline is None else self.pipeline.core_spec()
         return _core.WordCounter(
-            self.pattern, self.split_at, max_memory=max_memory, pipeline=pipeline
+            self.pattern, self.split_at, max_memory=max_memory, pipeline=pipeline, sample=sample
         )
 
     @property

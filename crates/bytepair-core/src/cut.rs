@@ -27,11 +27,16 @@
 ///   pre-token crosses the cut; and no match that ends before the cut can end
 ///   with a look-ahead there, because the character before it is not whitespace.
 ///
+/// SuperBPE's stage-2 pattern (`superbpe`) ends a pre-token at every `\n`
+/// (no branch matches past one, and none looks behind), so its rule cuts
+/// right after any `\n`, and only there.
+///
 /// A cut inside (or at the end of the buffer, possibly inside) an occurrence
 /// of a special token is never taken.
 #[derive(Clone, Debug)]
 pub struct CutRule {
     newline: bool,
+    any_newline: bool,
     letter_punct: bool,
     specials: Vec<Vec<u8>>,
 }
@@ -41,6 +46,7 @@ impl CutRule {
     pub fn new(pattern: &str, special_tokens: &[String]) -> Self {
         CutRule {
             letter_punct: crate::pretokenize::is_preset(pattern),
+            any_newline: crate::pretokenize::is_superbpe(pattern),
             ..CutRule::newlines(special_tokens)
         }
     }
@@ -49,6 +55,7 @@ impl CutRule {
     pub fn newlines(special_tokens: &[String]) -> Self {
         CutRule {
             newline: true,
+            any_newline: false,
             letter_punct: false,
             specials: special_tokens
                 .iter()
@@ -61,16 +68,18 @@ impl CutRule {
     pub fn never() -> Self {
         CutRule {
             newline: false,
+            any_newline: false,
             letter_punct: false,
             specials: vec![],
         }
     }
 
-    /// Are the cuts proven for this pattern? True for the presets; for a custom
+    /// Are the cuts proven for this pattern? True for the presets and
+    /// `superbpe`; for a custom
     /// pattern the newline cut is an assumption (fine for streaming counts of a
     /// corpus, not for encoding one text).
     pub fn is_exact(&self) -> bool {
-        self.letter_punct
+        self.letter_punct || self.any_newline
     }
 
     /// The last safe cut in `buf` (an index in `1..buf.len()`), if any.
@@ -93,6 +102,9 @@ impl CutRule {
 
     fn is_cut(&self, buf: &[u8], i: usize) -> bool {
         let (before, after) = (buf[i - 1], buf[i]);
+        if self.any_newline {
+            return before == b'\n';
+        }
         let newline = self.newline
             && before == b'\n'
             && i >= 2
@@ -179,6 +191,19 @@ mod tests {
             rule.last_cut(b"word."),
             None,
             "letter-punctuation cuts are for presets only"
+        );
+    }
+
+    #[test]
+    fn superbpe_cuts_after_every_newline_only() {
+        let rule = CutRule::new("superbpe", &[]);
+        assert!(rule.is_exact());
+        assert_eq!(rule.last_cut(b"a\n  b"), Some(2));
+        assert_eq!(rule.last_cut(b"a\n\n"), Some(2));
+        assert_eq!(
+            rule.last_cut(b"ab.cd"),
+            None,
+            "a line is one piece up to its punctuation"
         );
     }
 

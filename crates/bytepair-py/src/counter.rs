@@ -3,7 +3,7 @@
 //! then trained on (`train`).
 
 use bytepair_core::count::{
-    self, Accumulated, Accumulator, CountError, Limits, PipelineWords, ScaleError, Words,
+    self, Accumulated, Accumulator, CountError, Limits, PipelineWords, Prune, ScaleError, Words,
 };
 use bytepair_core::pipeline::AddedRule;
 use bytepair_core::{train, wordcounts, CutRule, PreTokenizer};
@@ -48,11 +48,13 @@ impl WordCounter {
     /// budget of the counts (`count::Limits::max_memory`), None for no bound.
     /// `pipeline`: a tokenizer.json pipeline (see `crate::pipeline`), whose
     /// pieces are the words instead of `pattern`'s; its added-token rules apply
-    /// to the special tokens they name.
+    /// to the special tokens they name. `sample`: the budget keeps a sample of
+    /// the rare words (`count::Prune::Sample`, for SuperBPE's stage-2 pieces)
+    /// instead of dropping them all.
     #[new]
     #[pyo3(signature = (
         pattern, special_tokens, max_word_bytes=count::DEFAULT_MAX_WORD_BYTES, max_memory=None,
-        pipeline=None
+        pipeline=None, sample=false
     ))]
     fn new(
         pattern: &str,
@@ -60,6 +62,7 @@ impl WordCounter {
         max_word_bytes: usize,
         max_memory: Option<usize>,
         pipeline: Option<PipelineSpec>,
+        sample: bool,
     ) -> PyResult<Self> {
         if max_word_bytes < 4 {
             return Err(PyValueError::new_err(format!(
@@ -82,9 +85,11 @@ impl WordCounter {
                 (Words::Pipeline(words), cut)
             }
         };
+        let prune = if sample { Prune::Sample } else { Prune::Rare };
         let limits = Limits {
             max_word_bytes,
             max_memory,
+            prune,
         };
         let specials =
             bytepair_core::pretokenize::special_matcher(&special_tokens).map_err(pattern_error)?;
@@ -92,7 +97,7 @@ impl WordCounter {
             pre,
             cut,
             limits,
-            counts: Accumulator::new(max_memory),
+            counts: Accumulator::new(max_memory).with_pruning(prune),
             specials,
         })
     }
@@ -278,10 +283,14 @@ impl WordCounter {
     /// and `first_new_id`, words are encoded with the base first and merge `r`
     /// makes id `first_new_id + r` (`train::train_on_base`).
     /// Returns ([(left id, right id, count)], stop reason, tokens after merging);
-    /// progress reports merges.
+    /// progress reports merges. `superbpe` (with `base`, the stage-1
+    /// tokenizer): SuperBPE's stage 2 over these counts of stage-2 pieces
+    /// (`train::train_superwords`), tokens of at most `max_words` words; a
+    /// sample the budget kept stands for the counts it was drawn from
+    /// (`count::Accumulator::take_estimates`).
     #[pyo3(signature = (
         num_merges, num_threads=None, progress=None, min_frequency=0, max_token_length=None,
-        base=None, base_tokens=Vec::new(), first_new_id=256
+        base=None, base_tokens=Vec::new(), first_new_id=256, superbpe=false, max_words=None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn train(
@@ -295,17 +304,38 @@ impl WordCounter {
         base: Option<PyRef<'_, CoreBPE>>,
         base_tokens: Vec<(u32, Vec<u8>)>,
         first_new_id: u32,
+        superbpe: bool,
+        max_words: Option<usize>,
     ) -> PyResult<TrainResult> {
+        if superbpe && base.is_none() {
+            return Err(PyValueError::new_err(
+                "superbpe training needs base, the stage-1 tokenizer",
+            ));
+        }
         // Counts of files and texts only come as a tally: trained on as they are.
-        let counts = self.counts.take();
+        let counts = if superbpe {
+            Accumulated::Counts(self.counts.take_estimates())
+        } else {
+            self.counts.take()
+        };
         let options = train::TrainOptions {
             min_frequency,
             max_token_length,
         };
         let encoder = base.as_ref().map(|b| &b.enc);
+        let rules = train::SuperwordRules { max_words };
         let trained = run_with_progress(py, num_threads, progress, |p| match (encoder, counts) {
             (None, Accumulated::Tally(tally)) => train::train_with(tally, num_merges, &options, p),
             (None, Accumulated::Counts(words)) => train::train_with(words, num_merges, &options, p),
+            (Some(encoder), counts) if superbpe => {
+                let base = train::Base {
+                    encoder,
+                    tokens: base_tokens,
+                    first_new_id,
+                };
+                let pieces = counts.into_counts();
+                train::train_superwords(pieces, base, num_merges, rules, &options, p)
+            }
             (Some(encoder), counts) => {
                 let base = train::Base {
                     encoder,

@@ -18,6 +18,7 @@ from bytepair.inspection.report import (
     file_stats,
     format_inspection,
     format_stats_table,
+    format_token,
     inspect_tokenizer,
 )
 from bytepair.inspection.show import render_html, render_terminal, summary, token_views
@@ -56,20 +57,46 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if args.json:
         out = [
             {"file": label}
-            | {k: v for k, v in asdict(results[0]).items() if k != "tokens"}
-            | {"tokenizers": [{"tokenizer": n} | r.as_dict() for n, r in zip(names, results)]}
+            | {k: v for k, v in asdict(results[0]).items() if k not in _PER_TOKENIZER}
+            | {
+                "tokenizers": [
+                    {"tokenizer": n}
+                    | r.as_dict()
+                    | {"top_superwords": _top_superwords(t, r, args.top)}
+                    for n, t, r in zip(names, toks, results)
+                ]
+            }
             for label, results in rows
         ]
         print(json.dumps(out, indent=2))
     else:
         print(format_stats_table(names, rows))
+        _, totals = rows[-1]
+        for name, t, r in zip(names, toks, totals):
+            top = _top_superwords(t, r, args.top)
+            if top:
+                listed = ", ".join(f"{e['token']} {e['count']:,}" for e in top)
+                print(f"\nmost frequent superword tokens of {name}: {listed}")
     return 0
+
+
+# TextStats fields that belong to one tokenizer, not to the file.
+_PER_TOKENIZER = ("tokens", "superwords", "superword_counts")
+
+
+def _top_superwords(tok, stats: TextStats, n: int) -> list[dict]:
+    """The `n` superword tokens `stats` saw most often: id, token, occurrences."""
+    return [
+        {"id": i, "token": format_token(tok.vocab[i]), "count": c}
+        for i, c in stats.top_superwords(n)
+    ]
 
 
 def register_inspect(sub: "argparse._SubParsersAction") -> None:
     """Add ``bytepair inspect`` to the CLI's subcommands."""
     p = sub.add_parser(
-        "inspect", help="summarise a tokenizer: sizes, pattern, token lengths, odd tokens"
+        "inspect",
+        help="summarise a tokenizer: sizes, pattern, token lengths, odd tokens, superwords",
     )
     p.add_argument(
         "tokenizer",
@@ -85,7 +112,7 @@ def register_inspect(sub: "argparse._SubParsersAction") -> None:
         type=id_count,
         default=10,
         metavar="N",
-        help="longest tokens and first merges to list",
+        help="longest tokens, first merges and first superword tokens to list",
     )
     p.set_defaults(run=cmd_inspect)
 
@@ -102,6 +129,13 @@ def register_stats(sub: "argparse._SubParsersAction") -> None:
         "--errors", choices=("strict", "replace"), default="strict", help="bytes that are not UTF-8"
     )
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument(
+        "--top",
+        type=id_count,
+        default=10,
+        metavar="N",
+        help="superword tokens (two words or more) to list, most frequent first",
+    )
     p.set_defaults(run=cmd_stats)
 
 

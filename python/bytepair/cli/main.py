@@ -51,6 +51,7 @@ from bytepair.cli.args import (
     save_tokenizer_json,
     seed_value,
 )
+from bytepair.cli.superbpe_flags import add_superbpe_flags, superbpe_summary
 from bytepair.progress import ProgressBar
 from bytepair.textfile import read_text_blocks
 from bytepair.tokenizer import Tokenizer
@@ -93,6 +94,7 @@ def _train_from_counts(args: argparse.Namespace):
 
     counts = WordCounts.open(args.from_counts)
     specials = _special_tokens(args)
+    pieces = WordCounts.open(args.superbpe_counts) if args.superbpe_counts else None
     return train_from_counts(
         counts,
         args.vocab_size,
@@ -100,6 +102,7 @@ def _train_from_counts(args: argparse.Namespace):
         pattern=args.pattern,
         num_threads=args.threads,
         progress=progress_bars(args),
+        superbpe_counts=pieces,
         **_training_options(args),
     ), f"{counts.path} (word counts)"
 
@@ -120,6 +123,9 @@ def _training_options(args: argparse.Namespace) -> dict:
         max_token_length=args.max_token_length,
         reserve_special_tokens=args.reserve_special_tokens,
         base=_load_base(args.base),
+        superbpe_transition=args.superbpe_transition,
+        superbpe_pattern=args.superbpe_pattern,
+        superbpe_max_words=args.superbpe_max_words or None,
     )
 
 
@@ -218,12 +224,14 @@ def _report_training(args: argparse.Namespace, tok, source: str, start: float) -
         "min_frequency": " (stopped early: below --min-frequency)",
     }
     held = f"{s.base_ids:,} ids of the base" if s.base_ids else "256 bytes"
+    superbpe = superbpe_summary(s)
     new_specials = tok.vocab_size - (s.base_ids or 256) - s.merges
     print(
         f"wrote {'tokenizer.json to stdout' if args.output == '-' else args.output}\n"
         f"  input          {_fmt_bytes(s.input_bytes)} in {source}\n{sources}"
-        f"  pre-tokens     {s.pre_tokens:,} ({s.distinct_words:,} distinct words)\n{pruned}"
-        f"  merges         {s.merges:,} learned{stop.get(s.stop_reason, '')}\n"
+        f"  {'stage-2 pieces' if s.superbpe_transition else 'pre-tokens    '} {s.pre_tokens:,} "
+        f"({s.distinct_words:,} distinct)\n{pruned}"
+        f"  merges         {s.merges:,} learned{stop.get(s.stop_reason, '')}\n{superbpe}"
         f"  vocab size     {tok.vocab_size:,} ({held} + {s.merges:,} merges + {new_specials} "
         "special)\n"
         f"  time           {total:.2f} s (counting {s.count_seconds:.2f} s, merging "
@@ -411,6 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="extend this tokenizer (a file bytepair loads, or gpt2, cl100k_base...): keep its "
         "ids, merges, special tokens and pattern; learn --vocab-size minus its ids new merges",
     )
+    add_superbpe_flags(t)
     t.add_argument(
         "--min-frequency",
         type=pair_count,

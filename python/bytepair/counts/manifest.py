@@ -27,7 +27,8 @@ from bytepair.folders import (
     string,
 )
 
-PRESETS = ("gpt2", "cl100k", "o200k")
+# The patterns a manifest names (``superbpe``: SuperBPE's stage-2 pieces).
+PRESETS = ("gpt2", "cl100k", "o200k", "superbpe")
 
 SCHEMA = record(
     bytepair_version=string,

@@ -219,7 +219,8 @@ def reduce_bucket(paths: Sequence[str], out: str) -> dict[str, Any]:
 def pattern_entry(pattern: str) -> dict[str, str | None]:
     """``{"name": preset or None, "regex": full regex}`` for the manifest."""
     regex = _core.resolve_pattern(pattern)
-    name = next((p for p in ("gpt2", "cl100k", "o200k") if _core.resolve_pattern(p) == regex), None)
+    names = ("gpt2", "cl100k", "o200k", "superbpe")
+    name = next((p for p in names if _core.resolve_pattern(p) == regex), None)
     return {"name": name, "regex": regex}
 
 

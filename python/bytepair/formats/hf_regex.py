@@ -13,7 +13,9 @@ import re
 
 from bytepair import _core
 
-PRESETS = ("gpt2", "cl100k", "o200k")
+# The patterns with a name (``superbpe``: SuperBPE's stage 2, `bytepair.superbpe`;
+# every regex here matches each character, so an Isolated Split keeps no gaps).
+PRESETS = ("gpt2", "cl100k", "o200k", "superbpe")
 
 # Preset spellings for tokenizer.json. HF's regex engine (Oniguruma, Ruby syntax)
 # reads tiktoken's possessive interval `\p{N}{1,3}+` as `(\p{N}{1,3})+`, any

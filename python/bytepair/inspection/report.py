@@ -8,7 +8,9 @@ what texts cost in tokens.
   tokens, pattern, a histogram of token lengths in bytes, the longest tokens and
   the tokens that are not valid UTF-8 on their own (``bytepair inspect``);
 * `text_stats` / `file_stats`: bytes, characters, whitespace-separated words and
-  tokens of a text, and the ratios between them (``bytepair stats``).
+  tokens of a text, and the ratios between them (``bytepair stats``);
+* `superword_ids`: the tokens that bridge a space (SuperBPE's superwords, two
+  words or more), which both reports count and list.
 
 Not here: the coloured view of a text (`bytepair.inspection.show`), compression against
 vocabulary size (`bytepair.inspection.curve`). This module only reads tokenizers; the
@@ -27,7 +29,7 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from bytepair.textfile import read_text_blocks
@@ -137,6 +139,37 @@ def print_trace(tok: "Tokenizer", limit: int, file: TextIO | None = None) -> Non
     out.flush()
 
 
+# ---- superwords ------------------------------------------------------------
+
+
+def word_count(token: bytes) -> int:
+    """Words in a token: maximal runs of bytes other than the space (0x20), as
+    SuperBPE counts them (``Ġ`` in its byte-level strings).
+
+    >>> word_count(b" by the way"), word_count(b", and"), word_count(b"  ")
+    (3, 2, 0)
+    """
+    return sum(1 for w in token.split(b" ") if w)
+
+
+def superword_ids(tok: "Tokenizer") -> list[int]:
+    """Ids of the ordinary tokens of two words or more (`word_count`): the
+    superwords of a SuperBPE tokenizer (``" by the way"``, ``". The"``), in id
+    order, which for a tokenizer we train is the order learned (most frequent
+    first). Ordinary BPE has none: its pre-tokens never hold a space after text."""
+    special = set(tok.special_tokens.values())
+    return sorted(i for i, b in tok.vocab.items() if i not in special and word_count(b) >= 2)
+
+
+def _superword_summary(tok: "Tokenizer", top: int) -> dict[str, Any]:
+    ids = superword_ids(tok)
+    return {
+        "count": len(ids),
+        "by_words": dict(sorted(Counter(word_count(tok.vocab[i]) for i in ids).items())),
+        "first": [_token_entry(i, tok.vocab[i]) for i in ids[:top]],
+    }
+
+
 # ---- inspection ------------------------------------------------------------
 
 
@@ -161,7 +194,9 @@ def inspect_tokenizer(tok: "Tokenizer", top: int = 10) -> dict[str, Any]:
         ({length in bytes: number of tokens}), ``mean_token_bytes``,
         ``longest`` and ``first_merges`` (lists of dicts with ``token`` as
         `format_token` shows it and ``hex``), ``not_utf8`` (``count``,
-        ``single_bytes``: how many of them are one byte, ``ids``: all of them).
+        ``single_bytes``: how many of them are one byte, ``ids``: all of them),
+        ``superwords`` (``count``, ``by_words``: {words: tokens}, ``first``:
+        the first `top` in id order, see `superword_ids`).
 
     >>> import bytepair
     >>> info = inspect_tokenizer(bytepair.Tokenizer({i: bytes([i]) for i in range(256)}, []))
@@ -204,6 +239,7 @@ def inspect_tokenizer(tok: "Tokenizer", top: int = 10) -> dict[str, Any]:
             "single_bytes": sum(1 for i in not_utf8 if len(tok.vocab[i]) == 1),
             "ids": not_utf8,
         },
+        "superwords": _superword_summary(tok, top),
     }
 
 
@@ -255,6 +291,15 @@ def format_inspection(info: dict[str, Any], name: str = "tokenizer", examples: i
         f"not valid UTF-8 on their own: {bad['count']:,} tokens "
         f"({bad['single_bytes']:,} single bytes, {bad['count'] - bad['single_bytes']:,} longer)",
     ]
+    sw = info.get("superwords")
+    if sw and sw["count"]:
+        share = sw["count"] / max(info["vocab_size"], 1)
+        words = ", ".join(f"{n:,} of {w} words" for w, n in sw["by_words"].items())
+        lines += [
+            "",
+            f"superword tokens (two words or more): {sw['count']:,} ({share:.1%}): {words}",
+        ]
+        lines += [f"  id {t['id']:>7}  {t['token']}" for t in sw["first"]]
     return "\n".join(lines)
 
 
@@ -273,6 +318,9 @@ class TextStats:
     chars: int = 0
     words: int = 0
     tokens: int = 0
+    # Tokens that are superwords (`superword_ids`), and their ids -> occurrences.
+    superwords: int = 0
+    superword_counts: dict[int, int] = field(default_factory=dict, repr=False)
 
     @property
     def bytes_per_token(self) -> float:
@@ -287,12 +335,19 @@ class TextStats:
         return self.tokens / self.words if self.words else float("nan")
 
     def __add__(self, other: "TextStats") -> "TextStats":
+        counts = Counter(self.superword_counts) + Counter(other.superword_counts)
         return TextStats(
             self.bytes + other.bytes,
             self.chars + other.chars,
             self.words + other.words,
             self.tokens + other.tokens,
+            self.superwords + other.superwords,
+            dict(counts),
         )
+
+    def top_superwords(self, n: int) -> list[tuple[int, int]]:
+        """The `n` superword ids seen most often, with their occurrences (ties: lower id first)."""
+        return sorted(self.superword_counts.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
 
     def as_dict(self) -> dict[str, float | None]:
         """Counts and ratios, JSON-ready (a ratio is None when its denominator is 0)."""
@@ -301,7 +356,8 @@ class TextStats:
             "chars_per_token": self.chars_per_token,
             "tokens_per_word": self.tokens_per_word,
         }
-        return asdict(self) | {k: None if v != v else v for k, v in ratios.items()}
+        plain = {k: v for k, v in asdict(self).items() if k != "superword_counts"}
+        return plain | {k: None if v != v else v for k, v in ratios.items()}
 
 
 def text_stats(tok: "Tokenizer", texts: Iterable[str]) -> TextStats:
@@ -315,7 +371,7 @@ def text_stats(tok: "Tokenizer", texts: Iterable[str]) -> TextStats:
         texts: strings, taken as one text (a word may span two of them).
 
     Returns:
-        TextStats.
+        TextStats (superword tokens counted too, see `superword_ids`).
 
     >>> import bytepair
     >>> s = text_stats(bytepair.Tokenizer({i: bytes([i]) for i in range(256)}, []), ["hé ", "llo"])
@@ -337,8 +393,19 @@ def text_stats(tok: "Tokenizer", texts: Iterable[str]) -> TextStats:
             ends_in_word = not text[-1].isspace()
             yield text
 
+    import numpy as np
+
+    superwords = np.zeros(tok.n_vocab, dtype=bool)
+    superwords[superword_ids(tok)] = True
+    seen = np.zeros(tok.n_vocab, dtype=np.int64)
     for ids in tok.encode_blocks(counted(), disallowed_special=()):
         stats.tokens += len(ids)
+        if superwords.any():
+            hits = ids[superwords[ids]]
+            seen += np.bincount(hits, minlength=tok.n_vocab)
+    nonzero = np.flatnonzero(seen)
+    stats.superword_counts = dict(zip(nonzero.tolist(), seen[nonzero].tolist()))
+    stats.superwords = int(seen.sum())
     return stats
 
 
@@ -362,6 +429,7 @@ def _ratio_rows(results: list[TextStats]) -> list[tuple[str, list[str]]]:
         ("bytes/token", [f"{r.bytes_per_token:.3f}" for r in results]),
         ("chars/token", [f"{r.chars_per_token:.3f}" for r in results]),
         ("tokens/word", [f"{r.tokens_per_word:.3f}" for r in results]),
+        ("superwords", [f"{r.superwords / r.tokens:.1%}" if r.tokens else "-" for r in results]),
     ]
 
 

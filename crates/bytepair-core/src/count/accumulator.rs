@@ -6,7 +6,10 @@
 //! key, while nothing else is added: training reads a tally as it is, and only
 //! the other operations need the counts as byte strings (`settle`).
 
-use super::{add_word, merge_counts, prune_to_budget, Pruned, WordCounts, WordTally};
+use super::{
+    add_word, merge_counts, prune_to_budget, sampled_estimates, Prune, Pruned, WordCounts,
+    WordTally,
+};
 
 /// 2^64 as an f64 (exact): the first weighted count a u64 cannot hold.
 const TWO_POW_64: f64 = (1u128 << 64) as f64;
@@ -22,6 +25,8 @@ pub struct Accumulator {
     pruned: Pruned,
     /// The budget of the counts in bytes (`count::Limits::max_memory`).
     max_memory: Option<usize>,
+    /// Which words the budget drops (`count::Limits::prune`).
+    prune: Prune,
 }
 
 /// The counts an `Accumulator` hands to training (`Accumulator::take`).
@@ -105,6 +110,12 @@ impl Accumulator {
         }
     }
 
+    /// Drop words by `rule` when over the budget (`Prune::Rare` unless set).
+    pub fn with_pruning(mut self, rule: Prune) -> Self {
+        self.prune = rule;
+        self
+    }
+
     /// What the memory budget dropped so far.
     pub fn pruned(&self) -> Pruned {
         self.pruned
@@ -121,8 +132,13 @@ impl Accumulator {
         }
         if let Some(budget) = self.max_memory {
             self.settle();
-            self.pruned
-                .add(prune_to_budget(&mut self.counts, budget / 2));
+            // A sample's threshold only rises; lossy counting starts again at 2.
+            let start = match self.prune {
+                Prune::Sample => self.pruned.min_count,
+                Prune::Rare => 2,
+            };
+            let pruned = prune_to_budget(&mut self.counts, budget / 2, self.prune, start);
+            self.pruned.add(pruned);
         }
     }
 
@@ -204,6 +220,19 @@ impl Accumulator {
             }
         }
         Accumulated::Counts(std::mem::take(self.settled()))
+    }
+
+    /// The counts as byte strings, as a sample stands for them: with a
+    /// `Prune::Sample` budget each word kept counts for the occurrences it
+    /// was drawn from (`sampled_estimates`; its last pruning is added to
+    /// `pruned`); otherwise as they are.
+    pub fn take_estimates(&mut self) -> WordCounts {
+        let mut counts = self.take().into_counts();
+        if self.prune == Prune::Sample {
+            let last = sampled_estimates(&mut counts, self.pruned.min_count);
+            self.pruned.add(last);
+        }
+        counts
     }
 }
 

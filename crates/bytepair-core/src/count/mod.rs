@@ -26,7 +26,7 @@ use crate::pretokenize::SearchError;
 use crate::progress::Progress;
 pub use accumulator::{Accumulated, Accumulator, ScaleError, Weight};
 pub use chunks::{split_documents, Chunk, ChunkReader};
-pub use tally::{Pruned, WordTally};
+pub use tally::{sampled_estimates, Prune, Pruned, WordTally};
 pub use words::{PipelineWords, SplitWords, Words};
 
 /// Word (pre-token bytes) -> number of occurrences.
@@ -100,6 +100,10 @@ pub struct Limits {
     /// budget again. What was dropped is reported ([`Pruned`]); counts are then
     /// approximate and can depend on the thread count.
     pub max_memory: Option<usize>,
+    /// Which words the budget drops: the rarest ([`Prune::Rare`], above), or
+    /// a sample of the rare ones ([`Prune::Sample`], for pieces that mostly
+    /// occur once: SuperBPE's stage 2).
+    pub prune: Prune,
 }
 
 impl Default for Limits {
@@ -107,6 +111,7 @@ impl Default for Limits {
         Limits {
             max_word_bytes: DEFAULT_MAX_WORD_BYTES,
             max_memory: None,
+            prune: Prune::Rare,
         }
     }
 }
@@ -177,12 +182,19 @@ pub fn memory_bytes(counts: &WordCounts) -> usize {
     counts.capacity() * MAP_ENTRY_BYTES + counts.keys().map(Vec::len).sum::<usize>()
 }
 
-/// Remove the words of `counts` seen fewer than `min_count` times, adding them
-/// to `pruned`, and shrink the map. Returns the bytes of the words removed.
-pub(crate) fn drop_rare(counts: &mut WordCounts, min_count: u64, pruned: &mut Pruned) -> usize {
+/// Remove the words of `counts` that a pruning at `min_count` drops by `rule`
+/// (for `Prune::Rare`, those seen fewer times), adding them to `pruned`, and
+/// shrink the map. Returns the bytes of the words removed.
+pub(crate) fn drop_rare(
+    counts: &mut WordCounts,
+    min_count: u64,
+    rule: Prune,
+    pruned: &mut Pruned,
+) -> usize {
+    pruned.min_count = pruned.min_count.max(min_count);
     let mut bytes = 0;
     counts.retain(|word, &mut n| {
-        let keep = n >= min_count;
+        let keep = rule.keeps(word, n, min_count);
         if !keep {
             pruned.words += 1;
             pruned.pre_tokens += n;
@@ -194,15 +206,15 @@ pub(crate) fn drop_rare(counts: &mut WordCounts, min_count: u64, pruned: &mut Pr
     bytes
 }
 
-/// Drop the rarest words of `counts` until it holds at most `budget` bytes
-/// (the lossy counting of [`Limits::max_memory`]). Nothing happens below it.
-pub fn prune_to_budget(counts: &mut WordCounts, budget: usize) -> Pruned {
+/// Drop words of `counts` by `rule` until it holds at most `budget` bytes
+/// (the pruning of [`Limits::max_memory`]), at thresholds doubling from
+/// `start` (at least 2). Nothing happens below it.
+pub fn prune_to_budget(counts: &mut WordCounts, budget: usize, rule: Prune, start: u64) -> Pruned {
     let mut pruned = Pruned::default();
-    let mut min_count = 2;
+    let mut min_count = start.max(2);
     while memory_bytes(counts) > budget && !counts.is_empty() {
-        drop_rare(counts, min_count, &mut pruned);
+        drop_rare(counts, min_count, rule, &mut pruned);
         crate::memory::release_freed_memory();
-        pruned.min_count = min_count;
         min_count = min_count.saturating_mul(2);
     }
     pruned
@@ -313,7 +325,8 @@ fn count_parallel<J: Send>(
         .max_memory
         .map(|m| m / (2 * rayon::current_num_threads()));
     let tallies: Vec<Result<WordTally, CountError>> = rayon::broadcast(|_| {
-        let mut tally = WordTally::with_budget(limits.max_word_bytes, thread_budget);
+        let mut tally =
+            WordTally::with_budget(limits.max_word_bytes, thread_budget).with_pruning(limits.prune);
         tally.expect_text_bytes(text_bytes / rayon::current_num_threads() as u64);
         loop {
             if progress.is_cancelled() {
@@ -338,7 +351,7 @@ fn count_parallel<J: Send>(
     let mut tallies = tallies.into_iter();
     let mut total = tallies
         .next()
-        .unwrap_or_else(|| WordTally::new(limits.max_word_bytes))
+        .unwrap_or_else(|| WordTally::new(limits.max_word_bytes).with_pruning(limits.prune))
         .unbounded();
     for tally in tallies {
         total.merge(tally);

@@ -425,6 +425,7 @@ pub(super) struct Scratch {
     pub(super) mid: MidCache,
     pub(super) long: LongCache,
     pub(super) hot: HotPairs,
+    pub(super) words: super::superwords::WordScratch,
 }
 
 impl Scratch {
@@ -437,6 +438,7 @@ impl Scratch {
             mid: MidCache::new(),
             long: LongCache::new(),
             hot: HotPairs::empty(),
+            words: Default::default(),
         }
     }
 }

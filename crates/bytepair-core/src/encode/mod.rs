@@ -20,6 +20,7 @@
 //! skipped is applied; when every candidate is skipped the piece is done.
 
 pub(crate) mod cache;
+mod code_merge;
 mod decode;
 pub mod documents;
 pub mod file;
@@ -27,6 +28,7 @@ mod general;
 pub mod id_bytes;
 mod merge;
 pub mod segments;
+mod superwords;
 pub(crate) mod tables;
 #[cfg(test)]
 mod tests;
@@ -45,6 +47,7 @@ use crate::shortkey::{hash_mid, load_mid, MAX_MID as MID_PIECE};
 use cache::{hash_key, new_encoder_tag, with_scratch, Scratch};
 use general::PipelineEncoding;
 use merge::{merge_long, merge_short, LONG_PIECE};
+use superwords::has_cut;
 use tables::{load_key, piece_key, CACHED_PIECE, NO_ID};
 
 pub use cache::{cache_budget, set_cache_budget, DEFAULT_CACHE_BYTES};
@@ -694,6 +697,9 @@ impl Encoder {
             .find(|&&b| self.vocab.pair_ranks.byte_ids[b as usize] == NO_ID)
         {
             return Err(EncodeError::NotInVocabulary(vec![b]));
+        }
+        if has_cut(piece) && piece.len() < u32::MAX as usize {
+            return self.merge_words(piece, scratch, out);
         }
         if piece.len() < LONG_PIECE {
             merge_short(

@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::decode::Decoder;
+use super::superwords::Seams;
 use super::tables::{PairRanks, TokenIds};
 use super::EncoderError;
 
@@ -21,6 +22,9 @@ pub struct VocabTables {
     pub(super) pair_ranks: PairRanks,
     /// Id -> bytes, for decoding.
     pub(super) decoder: Decoder,
+    /// What merging a piece word by word needs (`superwords`), made on first
+    /// use: only pieces that hold a space after text (SuperBPE's) take it.
+    seams: OnceLock<Seams>,
 }
 
 impl VocabTables {
@@ -54,7 +58,14 @@ impl VocabTables {
             },
             pair_ranks,
             decoder,
+            seams: OnceLock::new(),
         })
+    }
+
+    /// The tables of merging word by word, made on first use.
+    pub(super) fn seams(&self) -> &Seams {
+        self.seams
+            .get_or_init(|| Seams::new(&self.pair_ranks, &self.ranks.merged))
     }
 }
 

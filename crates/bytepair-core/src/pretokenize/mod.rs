@@ -9,6 +9,9 @@
 //!   the look-ahead `\s+(?!\S)` and the backtracking of o200k's optional
 //!   prefix written out (`scalar`), over a table of Unicode character classes
 //!   built from the regex engine's own property data (`unicode`).
+//! * SuperBPE's stage-2 pattern (`superbpe`) runs on its scalar state machine
+//!   too (`scalar::superbpe`); its pieces are long (the rest of a line), so it
+//!   has no block scanner.
 //! * Custom patterns run on `fancy-regex`, the backtracking engine tiktoken uses.
 //!
 //! Special tokens are found with Aho-Corasick, leftmost-longest: when two special
@@ -25,7 +28,8 @@ pub use aho_corasick::AhoCorasick;
 use fancy_regex::Regex as FancyRegex;
 
 pub use presets::{
-    is_preset, resolve_pattern, Preset, CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN,
+    is_preset, is_superbpe, resolve_pattern, Preset, CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN,
+    SUPERBPE_PATTERN,
 };
 pub use special::special_matcher;
 
@@ -97,6 +101,28 @@ fn preset_batches<'t>(preset: Preset, text: &'t str, mut f: impl FnMut(&'t [u8],
     }
 }
 
+/// `preset_batches` for a scalar scanner without a block scanner (`advance`:
+/// the end of the pre-token that starts at a position).
+fn scalar_batches<'t>(
+    advance: fn(&[u8], usize) -> usize,
+    text: &'t str,
+    mut f: impl FnMut(&'t [u8], &[usize]),
+) {
+    let b = text.as_bytes();
+    let mut bounds = [0usize; 129];
+    let mut pos = 0;
+    while pos < b.len() {
+        bounds[0] = pos;
+        let mut n = 0;
+        while n < 128 && pos < b.len() {
+            pos = advance(b, pos);
+            n += 1;
+            bounds[n] = pos;
+        }
+        f(b, &bounds[..=n]);
+    }
+}
+
 /// The backtracking engine gave up on a text (a catastrophic custom pattern
 /// exceeded its backtrack limit); the presets never fail.
 #[derive(Debug, thiserror::Error)]
@@ -105,6 +131,7 @@ pub struct SearchError(pub String);
 
 enum Engine {
     Preset(Preset),
+    SuperBpe,
     Fancy(FancyRegex),
 }
 
@@ -120,6 +147,7 @@ impl PreTokenizer {
         let pattern = resolve_pattern(pattern);
         let engine = match Preset::of(pattern) {
             Some(preset) => Engine::Preset(preset),
+            None if pattern == SUPERBPE_PATTERN => Engine::SuperBpe,
             None => Engine::Fancy(FancyRegex::new(pattern).map_err(|e| PatternError::Invalid {
                 pattern: pattern.to_string(),
                 message: e.to_string(),
@@ -135,7 +163,7 @@ impl PreTokenizer {
     pub fn preset(&self) -> Option<Preset> {
         match self.engine {
             Engine::Preset(preset) => Some(preset),
-            Engine::Fancy(_) => None,
+            Engine::SuperBpe | Engine::Fancy(_) => None,
         }
     }
 
@@ -167,6 +195,10 @@ impl PreTokenizer {
                 preset_batches(*preset, text, f);
                 Ok(())
             }
+            Engine::SuperBpe => {
+                scalar_batches(scalar::superbpe, text, f);
+                Ok(())
+            }
             Engine::Fancy(_) => self.for_each_match(text, |start, end| {
                 if start < end {
                     f(&text.as_bytes()[start..end], &[0, end - start]);
@@ -186,6 +218,14 @@ impl PreTokenizer {
         match &self.engine {
             Engine::Preset(preset) => {
                 preset_batches(*preset, text, |_, bounds| {
+                    for w in bounds.windows(2) {
+                        f(w[0], w[1]);
+                    }
+                });
+                Ok(())
+            }
+            Engine::SuperBpe => {
+                scalar_batches(scalar::superbpe, text, |_, bounds| {
                     for w in bounds.windows(2) {
                         f(w[0], w[1]);
                     }
@@ -329,7 +369,12 @@ mod tests {
                 "\u{410}\u{431}\u{432}'\u{434} \u{ab}\u{41c}\u{438}\u{440}\u{bb}",
             ),
         ];
-        for pattern in [GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN] {
+        for pattern in [
+            GPT2_PATTERN,
+            CL100K_PATTERN,
+            O200K_PATTERN,
+            SUPERBPE_PATTERN,
+        ] {
             let re = FancyRegex::new(pattern).unwrap();
             for t in texts {
                 let want: Vec<String> = re

@@ -1,4 +1,5 @@
-//! The preset patterns (`gpt2`, `cl100k`, `o200k`, as tiktoken ships them).
+//! The preset patterns (`gpt2`, `cl100k`, `o200k`, as tiktoken ships them),
+//! and SuperBPE's stage-2 pre-tokenization (`superbpe`).
 
 /// GPT-2's pattern (tiktoken `gpt2`, HF ByteLevel).
 pub const GPT2_PATTERN: &str =
@@ -17,6 +18,20 @@ pub const O200K_PATTERN: &str = concat!(
     r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*",
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
     r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+);
+
+/// SuperBPE's stage-2 pre-tokenization (Liu et al., "SuperBPE: Space Travel
+/// for Language Models", COLM 2025), as `regex.findall` takes it. The authors'
+/// stage-2 regex (PythonNut/superbpe @ bbd0976, scripts/extend_tokenizer.sh),
+/// run by HF tokenizers as `Split(regex, Isolated)` on each line of the corpus
+/// (its trainer reads files line by line, each line with its `\n`): the runs
+/// it isolates (1 to 3 digits; 2 or more punctuation characters with an
+/// optional space before and the `\r`, `/` and `\n` after them; spaces not
+/// followed by text) and the rest of each line between them, up to and with
+/// its `\n`. docs/design.md (SuperBPE) has the derivation.
+pub const SUPERBPE_PATTERN: &str = concat!(
+    r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r/]*\n?| +(?!\S)",
+    r"|(?:(?!\p{N}| ?[^\s\p{L}\p{N}]{2,}| +(?!\S))[^\n])+\n?|\n"
 );
 
 /// A preset pattern, run by its scalar state machine (`super::scalar`) and
@@ -57,8 +72,14 @@ pub fn resolve_pattern(name_or_pattern: &str) -> &str {
         "gpt2" | "r50k_base" | "p50k_base" => GPT2_PATTERN,
         "cl100k" | "cl100k_base" => CL100K_PATTERN,
         "o200k" | "o200k_base" => O200K_PATTERN,
+        "superbpe" => SUPERBPE_PATTERN,
         other => other,
     }
+}
+
+/// Is `name_or_pattern` SuperBPE's stage-2 pattern (by name or regex)?
+pub fn is_superbpe(name_or_pattern: &str) -> bool {
+    resolve_pattern(name_or_pattern) == SUPERBPE_PATTERN
 }
 
 /// Is `name_or_pattern` one of the presets (gpt2, cl100k, o200k; by name or regex)?

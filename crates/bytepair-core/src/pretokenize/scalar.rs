@@ -291,6 +291,99 @@ fn o200k_upper_branch(b: &[u8], q: usize) -> Option<usize> {
     (u_end > q).then(|| set_run_end(b, u_end, LOWER_SET))
 }
 
+/// SuperBPE's stage 2 (`super::presets::SUPERBPE_PATTERN`): the isolated
+/// runs `\p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r/]*\n?| +(?!\S)`, and between them
+/// the rest of each line, its `\n` included (`(?:(?!...)[^\n])+\n?|\n`).
+pub fn superbpe(b: &[u8], pos: usize) -> usize {
+    if let Some(end) = superbpe_isolated(b, pos) {
+        return end;
+    }
+    if b[pos] == b'\n' {
+        return pos + 1;
+    }
+    let mut i = pos + flags_at(b, pos).1;
+    while i < b.len() && b[i] != b'\n' && !superbpe_isolates_at(b, i) {
+        i += flags_at(b, i).1;
+    }
+    if b.get(i) == Some(&b'\n') {
+        i + 1
+    } else {
+        i
+    }
+}
+
+/// The end of the isolated run of SuperBPE's stage 2 that starts at `pos`, if any.
+#[inline]
+fn superbpe_isolated(b: &[u8], pos: usize) -> Option<usize> {
+    let (f, len) = flags_at(b, pos);
+    match kind(f) {
+        NUMBER => return Some(digits3(b, pos)),
+        OTHER => return other_run2(b, pos, len),
+        _ => {}
+    }
+    if b[pos] != b' ' {
+        return None;
+    }
+    if pos + 1 < b.len() {
+        let (next, next_len) = flags_at(b, pos + 1);
+        if kind(next) == OTHER {
+            if let Some(end) = other_run2(b, pos + 1, next_len) {
+                return Some(end);
+            }
+        }
+    }
+    // ` +(?!\S)`: the spaces, less the last one when text follows them.
+    let mut end = pos + 1;
+    while b.get(end) == Some(&b' ') {
+        end += 1;
+    }
+    if end == b.len() || has_at(b, end, SPACE) {
+        Some(end)
+    } else {
+        (end - pos >= 2).then_some(end - 1)
+    }
+}
+
+/// `[^\s\p{L}\p{N}]{2,}[\r/]*\n?` from the "other" character at `pos`
+/// (`len` bytes); None when the run holds one character only.
+#[inline]
+fn other_run2(b: &[u8], pos: usize, len: usize) -> Option<usize> {
+    let end = run_end(b, pos + len, OTHER);
+    if end == pos + len {
+        return None;
+    }
+    let end = newlines_end(b, end, |c| c == b'\r' || c == b'/');
+    Some(if b.get(end) == Some(&b'\n') {
+        end + 1
+    } else {
+        end
+    })
+}
+
+/// Does an isolated run start at `i` (`superbpe_isolated(b, i).is_some()`,
+/// without finding its end)?
+#[inline]
+fn superbpe_isolates_at(b: &[u8], i: usize) -> bool {
+    let (f, len) = flags_at(b, i);
+    let after = |j: usize| (j < b.len()).then(|| kind(flags_at(b, j).0));
+    match kind(f) {
+        NUMBER => true,
+        OTHER => after(i + len) == Some(OTHER),
+        _ if b[i] == b' ' => match b.get(i + 1) {
+            None | Some(b' ') => true,
+            Some(_) => {
+                let next_len = flags_at(b, i + 1).1;
+                match after(i + 1) {
+                    Some(SPACE) => true,
+                    Some(OTHER) => after(i + 1 + next_len) == Some(OTHER),
+                    _ => false,
+                }
+            }
+        },
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,5 +436,30 @@ mod tests {
         assert_eq!(split(o200k, "\u{301}!x"), ["\u{301}", "!x"]);
         assert_eq!(split(o200k, "A\u{3042}B"), ["A\u{3042}", "B"]);
         assert_eq!(split(o200k, "}\n/x"), ["}\n/", "x"]);
+    }
+
+    #[test]
+    fn superbpe_examples() {
+        assert_eq!(
+            split(superbpe, "By the way, it's 12345 dollars!!\nNext line  \n"),
+            [
+                "By the way, it's ",
+                "123",
+                "45",
+                " dollars",
+                "!!\n",
+                "Next line",
+                "  ",
+                "\n"
+            ]
+        );
+        assert_eq!(split(superbpe, "a  b"), ["a", " ", " b"]);
+        assert_eq!(split(superbpe, "x .. y"), ["x", " ..", " y"]);
+        assert_eq!(split(superbpe, "end.\n\n"), ["end.\n", "\n"]);
+        assert_eq!(split(superbpe, "a}\r/\nb"), ["a}\r/\n", "b"]);
+        assert_eq!(split(superbpe, "a}}\r/\nb"), ["a", "}}\r/\n", "b"]);
+        assert_eq!(split(superbpe, "a }\r\r"), ["a }\r\r"]);
+        assert_eq!(split(superbpe, " \t x"), [" ", "\t x"]);
+        assert_eq!(split(superbpe, "tail "), ["tail", " "]);
     }
 }

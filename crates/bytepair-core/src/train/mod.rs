@@ -45,6 +45,7 @@
 
 mod base;
 mod changes;
+mod superbpe;
 mod symbols;
 mod words;
 
@@ -61,6 +62,7 @@ use changes::SeamChanges;
 use words::{merge_words, Words};
 
 pub use base::{train_on_base, Base};
+pub use superbpe::{train_superwords, SuperwordRules};
 pub use symbols::train_on_symbols;
 pub use words::{merge_in_word, Seam};
 
@@ -210,7 +212,10 @@ struct Trainer {
     /// The bytes of the base's tokens when extending one: a pair that would
     /// make one of them again is skipped (the base's encoder would merge it
     /// with the base's rank anyway, and one token must not have two ids).
+    /// With superword rules, every token made joins it too.
     taken: FxHashSet<Vec<u8>>,
+    /// SuperBPE stage 2's limits (`set_rules`), and every token's shape.
+    rules: Option<(superbpe::SuperwordRules, Vec<superbpe::Shape>)>,
 }
 
 #[derive(Default)]
@@ -249,9 +254,20 @@ impl Trainer {
             max_token_length: options.max_token_length.unwrap_or(usize::MAX),
             max_token_chars: max_chars,
             taken,
+            rules: None,
         };
         t.rebuild_queue();
         t
+    }
+
+    /// Whether `pair` may ever be merged: not too long, and allowed by the rules.
+    fn may_merge(&self, pair: Pair) -> bool {
+        if self.too_long(pair) {
+            return false;
+        }
+        self.rules.as_ref().is_none_or(|(rules, shapes)| {
+            rules.allows(shapes[pair.0 as usize], shapes[pair.1 as usize])
+        })
     }
 
     /// Whether merging `pair` would make a token longer than allowed.
@@ -267,9 +283,9 @@ impl Trainer {
         self.max_token_chars != usize::MAX && chars(left) + chars(right) > self.max_token_chars
     }
 
-    /// Whether `pair` may be merged: not too long, and not a token of the base.
+    /// Whether `pair` may be merged: `may_merge`, and not a token already.
     fn eligible(&self, pair: Pair) -> bool {
-        if self.too_long(pair) {
+        if !self.may_merge(pair) {
             return false;
         }
         self.taken.is_empty()
@@ -307,6 +323,10 @@ impl Trainer {
         ]
         .concat();
         self.token_prefix.push(TokenPrefix::of(&bytes));
+        if let Some((_, shapes)) = &mut self.rules {
+            shapes.push(superbpe::Shape::of(&bytes));
+            self.taken.insert(bytes.clone());
+        }
         self.token_bytes.push(bytes);
     }
 
@@ -343,9 +363,9 @@ impl Trainer {
 
     /// Queue `pair` with its live `count` (positive): on the heap if it is at
     /// least the threshold, else in its bucket.
-    /// A pair too long to merge is never queued.
+    /// A pair too long to merge (or that the rules forbid) is never queued.
     fn enqueue(&mut self, pair: Pair, count: u64) {
-        if self.too_long(pair) {
+        if !self.may_merge(pair) {
             return;
         }
         if count >= self.threshold {

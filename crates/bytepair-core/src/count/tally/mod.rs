@@ -16,7 +16,7 @@ use crate::pretokenize::SearchError;
 use crate::shortkey::{self, MAX_MID, MAX_SHORT};
 
 mod budget;
-pub use budget::Pruned;
+pub use budget::{sampled_estimates, Prune, Pruned};
 
 /// Slots of a new tally's narrow table (which grows by doubling).
 const INITIAL_NARROW: usize = 1 << 12;
@@ -54,6 +54,8 @@ pub struct WordTally {
     table_budget: usize,
     /// The count below which the next pruning drops a word (doubles as needed).
     min_count: u64,
+    /// Which words a pruning drops (`with_pruning`).
+    rule: Prune,
     pruned: Pruned,
 }
 
@@ -82,6 +84,7 @@ impl WordTally {
             budget,
             table_budget: budget.map_or(usize::MAX, |b| b / 2),
             min_count: 2,
+            rule: Prune::Rare,
             pruned: Pruned::default(),
             max_word_bytes: max_word_bytes.max(4),
             narrow: Table::new(INITIAL_NARROW),
@@ -224,6 +227,9 @@ impl WordTally {
             self.add_long_word(&word, n);
         }
         self.pruned.add(other.pruned);
+        if self.rule == Prune::Sample {
+            self.min_count = self.min_count.max(other.min_count);
+        }
     }
 
     /// Total pre-tokens counted (exact: a u128).
