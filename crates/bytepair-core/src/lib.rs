@@ -6,7 +6,7 @@
 //! The Python package `bytepair` is a thin layer over this crate; nothing here
 //! depends on Python.
 //!
-//! One module per stage of the pipeline:
+//! One module per stage ("pipeline" below means a tokenizer.json pipeline):
 //!
 //! - [`pretokenize`]: split text into pre-tokens with a preset or custom
 //!   regex; special tokens.

@@ -1,4 +1,4 @@
-//! The two slot tables of a word tally, both open addressing with linear
+//! The three slot tables of a word tally, all open addressing with linear
 //! probing, kept at most half full:
 //!
 //! - `Narrow`: words of at most 11 bytes (99.7% of distinct words and of
