@@ -1,4 +1,4 @@
-"""SuperBPE (issue 35): the stage-2 pre-tokenization against the authors' split
+"""SuperBPE (Liu et al. 2025): the stage-2 pre-tokenization against the authors' split
 (HF's ``Split(regex, Isolated)`` on each line) and the reference; the merges
 against the pure-Python reference (corpus slices and hypothesis texts); the
 saved tokenizer against HF tokenizers, transformers and tiktoken; extension
