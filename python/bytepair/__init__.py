@@ -16,6 +16,7 @@ from bytepair.counts.sources import CountSpec
 from bytepair.dataset import TokenShards, encode_dataset
 from bytepair.encoding import cache_budget, set_cache_budget
 from bytepair.formats.by_name import get_encoding, list_encodings
+from bytepair.integrations.transformers import patch_transformers, unpatch_transformers
 from bytepair.spm_tokenizer import SentencePieceTokenizer
 from bytepair.spm_train import train_sentencepiece, train_sentencepiece_from_iterator
 from bytepair.tokenizer import Tokenizer
@@ -33,6 +34,7 @@ __all__ = [
     "encode_dataset",
     "get_encoding",
     "list_encodings",
+    "patch_transformers",
     "resolve_pattern",
     "set_cache_budget",
     "train",
@@ -40,5 +42,6 @@ __all__ = [
     "train_from_iterator",
     "train_sentencepiece",
     "train_sentencepiece_from_iterator",
+    "unpatch_transformers",
 ]
 __version__ = "0.1.0"

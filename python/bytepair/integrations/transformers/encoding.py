@@ -1,0 +1,274 @@
+"""`Encoding`: what transformers gets in place of a ``tokenizers.Encoding``.
+
+The ids are made when the call is served; every other attribute (type ids,
+masks, offsets, tokens, sequence ids, overflowing) is made from the encoding's
+parts (`model.Enc`) the first time it is read. Word ids and what depends on
+them (``word_to_tokens``, ``char_to_word``...) are HF's pre-token indices for
+raw text, which bytepair does not keep: the first such read encodes the same
+input with a private copy of HF's backend (`MirrorContext`) and answers from
+that encoding, as do the mutating methods (``pad``, ``truncate``). Pickled or
+copied, an `Encoding` becomes that ``tokenizers.Encoding``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bytepair.integrations.transformers.model import Enc
+from bytepair.integrations.transformers.processors import Padding, Truncation
+
+
+class MirrorContext:
+    """How to encode one input with HF to get the same encoding: the input as
+    HF's ``encode`` takes it, the call's settings, the padding targets applied
+    (per input, then for the batch) and the path to it among the overflowing."""
+
+    __slots__ = (
+        "state",
+        "inputs",
+        "pretokenized",
+        "add_special",
+        "split",
+        "truncation",
+        "padding",
+        "targets",
+        "path",
+    )
+
+    def __init__(
+        self,
+        state,
+        inputs: tuple,
+        pretokenized: bool,
+        add_special: bool,
+        split: bool,
+        truncation: Truncation | None,
+        padding: Padding | None,
+        targets: tuple = (),
+        path: tuple = (),
+    ):
+        self.state, self.inputs, self.pretokenized = state, inputs, pretokenized
+        self.add_special, self.split = add_special, split
+        self.truncation, self.padding, self.targets, self.path = truncation, padding, targets, path
+
+    def child(self, k: int) -> "MirrorContext":
+        return MirrorContext(*(getattr(self, f) for f in self.__slots__[:-1]), self.path + (k,))
+
+    def with_targets(self, targets: tuple) -> "MirrorContext":
+        return MirrorContext(*(getattr(self, f) for f in self.__slots__[:-2]), targets, self.path)
+
+    def context(self) -> "MirrorContext":
+        return self
+
+    def model(self):
+        raise AssertionError("an encoding served the long way has its model")
+
+    def hf_encoding(self):
+        """The ``tokenizers.Encoding`` HF makes of this input with these settings."""
+        state = self.state
+        with state.lock:
+            hf = state.mirror()
+            t = self.truncation
+            if t is None:
+                hf.no_truncation()
+            else:
+                hf.enable_truncation(
+                    t.max_length, stride=t.stride, strategy=t.strategy, direction=t.direction
+                )
+            hf.no_padding()
+            hf.encode_special_tokens = self.split
+            enc = hf.encode(
+                *self.inputs, is_pretokenized=self.pretokenized, add_special_tokens=self.add_special
+            )
+        p = self.padding
+        for target in self.targets:
+            enc.pad(
+                target,
+                direction=p.direction,
+                pad_id=p.pad_id,
+                pad_type_id=p.pad_type_id,
+                pad_token=p.pad_token,
+            )
+        for k in self.path:
+            enc = enc.overflowing[k]
+        return enc
+
+
+class Encoding:
+    """Stands in for ``tokenizers.Encoding`` (the same attributes and methods).
+
+    Args:
+        ids: list[int], the token ids.
+        how: what made it: ``how.context()`` is its `MirrorContext`,
+            ``how.model()`` its `model.Enc` (asked only when `enc` is None).
+        enc: its `model.Enc`, or None to make it when first needed.
+        n_sequences: HF's ``n_sequences`` when known without the model.
+        padded: False when no padding was asked for (every attention 1).
+    """
+
+    __slots__ = ("_ids", "_how", "_enc", "_n_seq", "_padded", "_hf", "_mutated", "_memo")
+
+    def __init__(self, ids: list[int], how, enc: Enc | None = None, n_sequences=None, padded=True):
+        self._ids, self._how, self._enc, self._n_seq, self._padded = (
+            ids,
+            how,
+            enc,
+            n_sequences,
+            padded,
+        )
+        self._hf = self._memo = None
+        self._mutated = False
+
+    def _model(self) -> Enc:
+        if self._enc is None:
+            self._enc = self._how.model()
+        return self._enc
+
+    def _mirror(self):
+        if self._hf is None:
+            self._hf = self._how.context().hf_encoding()
+        return self._hf
+
+    def _made(self, name: str, make: Callable[[], object]):
+        """Attribute `name`, made once from the model (or HF's, after a mutation)."""
+        if self._mutated:
+            return getattr(self._hf, name)
+        if self._memo is None:
+            self._memo = {}
+        value = self._memo.get(name)
+        if value is None:
+            value = self._memo[name] = make()
+        return value
+
+    # ---- attributes ------------------------------------------------------------
+
+    @property
+    def ids(self) -> list[int]:
+        return self._hf.ids if self._mutated else self._ids
+
+    @property
+    def attention_mask(self) -> list[int]:
+        if not self._padded and not self._mutated:
+            return [1] * len(self._ids)
+        return self._made("attention_mask", lambda: self._model().attention_mask())
+
+    @property
+    def type_ids(self) -> list[int]:
+        return self._made("type_ids", lambda: self._model().type_ids())
+
+    @property
+    def special_tokens_mask(self) -> list[int]:
+        return self._made("special_tokens_mask", lambda: self._model().special_tokens_mask())
+
+    @property
+    def offsets(self) -> list[tuple[int, int]]:
+        return self._made(
+            "offsets", lambda: self._model().offsets(self._how.context().state.token_of)
+        )
+
+    @property
+    def tokens(self) -> list[str]:
+        return self._made(
+            "tokens", lambda: self._model().tokens(self._how.context().state.token_of)
+        )
+
+    @property
+    def sequence_ids(self) -> list:
+        return self._made("sequence_ids", lambda: self._model().sequence_ids())
+
+    @property
+    def word_ids(self) -> list:
+        return self._made("word_ids", self._words)
+
+    @property
+    def words(self) -> list:
+        return self._made("words", self._words)
+
+    def _words(self) -> list:
+        try:
+            return self._model().words()
+        except LookupError:  # raw text: HF's pre-token indices
+            return self._mirror().word_ids
+
+    @property
+    def n_sequences(self) -> int:
+        if self._mutated:
+            return self._hf.n_sequences
+        if self._n_seq is None:
+            self._n_seq = self._model().n_sequences()
+        return self._n_seq
+
+    @property
+    def overflowing(self) -> list["Encoding"]:
+        return self._made(
+            "overflowing",
+            lambda: [
+                Encoding(o.ids(), self._how.context().child(k), enc=o)
+                for k, o in enumerate(self._model().overflowing)
+            ],
+        )
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __repr__(self) -> str:
+        return (
+            f"Encoding(num_tokens={len(self)}, attributes=[ids, type_ids, tokens, offsets, "
+            "attention_mask, special_tokens_mask, overflowing])"
+        )
+
+    # ---- lookups -----------------------------------------------------------------
+
+    def token_to_sequence(self, token_index: int) -> int | None:
+        if self._mutated:
+            return self._hf.token_to_sequence(token_index)
+        return self._model().token_to_sequence(token_index)
+
+    def token_to_chars(self, token_index: int) -> tuple[int, int] | None:
+        if self._mutated:
+            return self._hf.token_to_chars(token_index)
+        if self.token_to_sequence(token_index) is None:
+            return None
+        offsets = self.offsets
+        return offsets[token_index] if 0 <= token_index < len(offsets) else None
+
+    def char_to_token(self, char_pos: int, sequence_index: int = 0) -> int | None:
+        if self._mutated:
+            return self._hf.char_to_token(char_pos, sequence_index)
+        n = len(self._ids)
+        start, stop = self._model().ranges.get(sequence_index, (0, n))
+        if stop > n:
+            return None
+        for k, (a, b) in enumerate(self.offsets[start:stop]):
+            if a <= char_pos < b:
+                return start + k
+        return None
+
+    # Word lookups and mutations: HF's encoding of the same input answers.
+
+    def token_to_word(self, token_index: int) -> int | None:
+        return self._mirror().token_to_word(token_index)
+
+    def word_to_tokens(self, word_index: int, sequence_index: int = 0):
+        return self._mirror().word_to_tokens(word_index, sequence_index)
+
+    def word_to_chars(self, word_index: int, sequence_index: int = 0):
+        return self._mirror().word_to_chars(word_index, sequence_index)
+
+    def char_to_word(self, char_pos: int, sequence_index: int = 0) -> int | None:
+        return self._mirror().char_to_word(char_pos, sequence_index)
+
+    def pad(self, length: int, **kwargs) -> None:
+        self._mirror().pad(length, **kwargs)
+        self._mutated = True
+
+    def truncate(self, max_length: int, stride: int = 0, direction: str = "right") -> None:
+        self._mirror().truncate(max_length, stride, direction)
+        self._mutated = True
+
+    def set_sequence_id(self, sequence_id: int) -> None:
+        self._mirror().set_sequence_id(sequence_id)
+        self._mutated = True
+
+    def __reduce__(self):
+        return self._mirror().__reduce__()

@@ -1,0 +1,217 @@
+"""What serving one transformers tokenizer with bytepair takes, read from its
+HF backend (a ``tokenizers.Tokenizer``): a `bytepair.Tokenizer` of the same
+model, pipeline and added tokens, the added tokens' roles, the token strings,
+the decoding table, and the post-processor (`processors`).
+
+A backend bytepair cannot load (``bytepair.formats.from_hf_json`` refuses
+it: WordPiece, Unigram, Metaspace, byte fallback...) gives `Unserved` with
+the loader's reason, and HF keeps that tokenizer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import warnings
+import weakref
+
+from bytepair.integrations.transformers.model import Enc, Source, Unserved
+from bytepair.integrations.transformers.processors import parse, post_process
+
+# bytepair Tokenizers by the sha256 of the backend's JSON: copies of one
+# tokenizer (deepcopy, two loads of one folder) share one.
+_TOKENIZERS: "weakref.WeakValueDictionary[bytes, object]" = weakref.WeakValueDictionary()
+_BUILD_LOCK = threading.Lock()
+
+
+class Plan:
+    """A post-processor as served: the processor (`processors.parse`) and, for
+    one sequence with no truncation or padding, the ids it puts before and after
+    the text (with and without special tokens) and its ``n_sequences``."""
+
+    def __init__(self, node: dict | None):
+        self.proc = parse(node)
+        self.single = {add: _single_layout(self.proc, add) for add in (True, False)}
+
+
+def _single_layout(proc, add_special: bool):
+    """(ids before, ids after, n_sequences) of one sequence without truncation
+    or padding, found by post-processing a one-token stand-in; None when the
+    template does not put the sequence exactly once."""
+    src = Source([-1], lambda: [(0, 0)])
+    final = post_process(proc, [Enc.of(src, 0)], add_special, None)
+    ids = final.ids()
+    if ids.count(-1) != 1:
+        return None
+    k = ids.index(-1)
+    return ids[:k], ids[k + 1 :], final.n_sequences()
+
+
+class TokenizerState:
+    """bytepair's view of one HF backend, checked against it on each call.
+
+    Attributes:
+        backend: the ``tokenizers.Tokenizer`` it was read from.
+        size: the backend's vocabulary size with added tokens when read.
+        bp: the `bytepair.Tokenizer` (every added token a special token, with
+            its added-token rules).
+        allowed_all, allowed_plain: the added tokens to split out of text
+            without and with ``split_special_tokens`` (then only those not
+            special); ``split_unserved``: True when a plain added token is
+            inside a special one (HF's matcher would skip over both).
+        special_ids: ids of added tokens marked special (``skip_special_tokens``).
+        token_of: id -> token string (HF's ``id_to_token``), None in gaps.
+        decodes: whether decoding is served (a ByteLevel decoder);
+            ``odd_bytes``: added tokens HF decodes to other bytes than their
+            UTF-8 (all their characters are byte-level ones).
+        lock: held around every use of HF's backend that mutates it.
+    """
+
+    def __init__(self, backend):
+        self.backend = backend
+        self.size = backend.get_vocab_size(True)
+        text = backend.to_str()
+        doc = json.loads(text)
+        self.bp = _bytepair_tokenizer(text, doc)
+        added = doc.get("added_tokens") or []
+        for t in added:
+            if self.bp.special_tokens.get(t["content"]) != t["id"]:
+                raise Unserved(f"added token {t['content']!r} would get another id")
+        self.core = self.bp._core
+        self.allowed_all = sorted(t["content"] for t in added)
+        self.allowed_plain = sorted(t["content"] for t in added if not t.get("special"))
+        specials = [t["content"] for t in added if t.get("special")]
+        self.split_unserved = any(p in s for p in self.allowed_plain for s in specials)
+        self.special_ids = frozenset(t["id"] for t in added if t.get("special"))
+        self.token_of = _token_strings(doc["model"]["vocab"], added)
+        decoder = doc.get("decoder") or {}
+        self.decodes = decoder.get("type") == "ByteLevel"
+        self.odd_bytes = {t["id"]: b for t in added if (b := _hf_bytes(t["content"])) is not None}
+        self.lock = threading.RLock()
+        self._plans: dict[bytes | None, Plan | str] = {}  # str: why not served
+        self._mirror = None
+
+    # ---- per call ---------------------------------------------------------------
+
+    def plan(self) -> Plan:
+        """The plan of the backend's current post-processor; `Unserved` if it is not served."""
+        node = self.backend.post_processor
+        plan = self._plans.get(None if node is None else node.__getstate__())
+        if plan.__class__ is Plan:
+            return plan
+        if plan is None:
+            key = None if node is None else node.__getstate__()
+            try:
+                plan = Plan(None if key is None else json.loads(key))
+            except Unserved as e:
+                plan = str(e)
+            except (KeyError, TypeError, ValueError) as e:
+                plan = f"post_processor not understood ({e})"
+            self._plans[key] = plan
+        if isinstance(plan, str):
+            raise Unserved(plan)
+        return plan
+
+    def allowed(self, split: bool) -> list[str]:
+        if not split:
+            return self.allowed_all
+        if self.split_unserved:
+            raise Unserved("split_special_tokens with a plain added token inside a special one")
+        return self.allowed_plain
+
+    def encode_texts(self, texts: list[str], allowed: list[str]) -> list[list[int]]:
+        """Ids of each text, the added tokens in `allowed` split out (the others are text)."""
+        try:
+            if len(texts) == 1:
+                return [self.core.encode(texts[0], allowed, [])]
+            return self.core.encode_batch(texts, allowed, [], None)
+        except UnicodeEncodeError:
+            raise Unserved("a lone surrogate in the text (HF raises)") from None
+        except TypeError:
+            raise Unserved("an input that is not a str (HF raises)") from None
+
+    def offsets(self, text: str, allowed: list[str]) -> list[tuple[int, int]]:
+        """HF's offsets of `text`'s tokens, in characters."""
+        return self.bp.encode_with_offsets(
+            text, allowed_special=frozenset(allowed), disallowed_special=()
+        )[1]
+
+    def decode(self, ids: list[int], skip_special: bool) -> str | None:
+        """HF's ``Tokenizer.decode`` with a ByteLevel decoder; None where HF
+        must answer (an id outside the vocabulary, which HF drops)."""
+        if skip_special and not self.special_ids.isdisjoint(ids):
+            ids = [i for i in ids if i not in self.special_ids]
+        try:
+            if self.odd_bytes and not self.odd_bytes.keys().isdisjoint(ids):
+                return self._decode_odd(ids)
+            return self.core.decode_text(ids, "replace")
+        except (ValueError, TypeError, OverflowError):
+            return None
+
+    def _decode_odd(self, ids: list[int]) -> str:
+        data, run = [], []
+        for i in ids:
+            if i in self.odd_bytes:
+                data.append(self.core.decode_bytes(run))
+                data.append(self.odd_bytes[i])
+                run = []
+            else:
+                run.append(i)
+        data.append(self.core.decode_bytes(run))
+        return b"".join(data).decode("utf-8", "replace")
+
+    def mirror(self):
+        """A private copy of HF's backend, for the attributes asked of HF (word
+        ids); rebuilt when the backend's post-processor changed. Hold `lock`."""
+        key = self.backend.post_processor
+        key = None if key is None else key.__getstate__()
+        if self._mirror is None or self._mirror[0] != key:
+            import tokenizers
+
+            self._mirror = (key, tokenizers.Tokenizer.from_str(self.backend.to_str()))
+        return self._mirror[1]
+
+
+def _bytepair_tokenizer(text: str, doc: dict):
+    """The bytepair Tokenizer of a backend's tokenizer.json (shared by equal files);
+    `Unserved` with the loader's reason when bytepair cannot load it."""
+    from bytepair.formats import from_hf_json
+
+    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    with _BUILD_LOCK:
+        tok = _TOKENIZERS.get(key)
+        if tok is not None:
+            return tok
+    plain = {**doc, "post_processor": None, "truncation": None, "padding": None}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tok = from_hf_json(plain, source="tokenizer.json")
+    except (ValueError, KeyError, TypeError) as e:
+        raise Unserved(str(e).removeprefix("tokenizer.json: ")) from None
+    with _BUILD_LOCK:
+        return _TOKENIZERS.setdefault(key, tok)
+
+
+def _token_strings(vocab: dict, added: list) -> list:
+    """id -> token string, as HF's ``id_to_token`` (added tokens by their content)."""
+    top = max([*vocab.values(), *(t["id"] for t in added)], default=-1)
+    out: list = [None] * (top + 1)
+    for s, i in vocab.items():
+        out[i] = s
+    for t in added:
+        out[t["id"]] = t["content"]
+    return out
+
+
+def _hf_bytes(content: str) -> bytes | None:
+    """The bytes HF's ByteLevel decoder gives an added token, when they are not
+    its UTF-8: a token made only of byte-level characters is read as bytes."""
+    from bytepair.formats.bytelevel import unicode_to_bytes
+
+    table = unicode_to_bytes()
+    if not all(c in table for c in content):
+        return None
+    data = bytes(table[c] for c in content)
+    return None if data == content.encode("utf-8") else data
