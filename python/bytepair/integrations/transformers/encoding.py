@@ -12,6 +12,7 @@ copied, an `Encoding` becomes that ``tokenizers.Encoding``.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 
 from bytepair.integrations.transformers.model import Enc
@@ -33,6 +34,7 @@ class MirrorContext:
         "padding",
         "targets",
         "path",
+        "_root",
     )
 
     def __init__(
@@ -46,16 +48,22 @@ class MirrorContext:
         padding: Padding | None,
         targets: tuple = (),
         path: tuple = (),
+        root: list | None = None,
     ):
         self.state, self.inputs, self.pretokenized = state, inputs, pretokenized
         self.add_special, self.split = add_special, split
         self.truncation, self.padding, self.targets, self.path = truncation, padding, targets, path
+        # HF's encoding of the input, padded: shared with the overflowing's contexts.
+        self._root = [None] if root is None else root
+
+    def _fields(self) -> list:
+        return [getattr(self, f) for f in self.__slots__[:7]]
 
     def child(self, k: int) -> "MirrorContext":
-        return MirrorContext(*(getattr(self, f) for f in self.__slots__[:-1]), self.path + (k,))
+        return MirrorContext(*self._fields(), self.targets, self.path + (k,), self._root)
 
     def with_targets(self, targets: tuple) -> "MirrorContext":
-        return MirrorContext(*(getattr(self, f) for f in self.__slots__[:-2]), targets, self.path)
+        return MirrorContext(*self._fields(), targets, self.path)
 
     def context(self) -> "MirrorContext":
         return self
@@ -64,34 +72,36 @@ class MirrorContext:
         raise AssertionError("an encoding served the long way has its model")
 
     def hf_encoding(self):
-        """The ``tokenizers.Encoding`` HF makes of this input with these settings."""
-        state = self.state
-        with state.lock:
-            hf = state.mirror()
-            t = self.truncation
-            if t is None:
-                hf.no_truncation()
-            else:
-                hf.enable_truncation(
-                    t.max_length, stride=t.stride, strategy=t.strategy, direction=t.direction
+        """The ``tokenizers.Encoding`` HF makes of this input with these settings
+        (shared: copy it before changing it)."""
+        cache = self._root
+        if cache[0] is None:
+            root = self.state.mirror_encode(
+                self.inputs, self.pretokenized, self.add_special, self.split, self.truncation
+            )
+            p = self.padding
+            for target in self.targets:
+                root.pad(
+                    target,
+                    direction=p.direction,
+                    pad_id=p.pad_id,
+                    pad_type_id=p.pad_type_id,
+                    pad_token=p.pad_token,
                 )
-            hf.no_padding()
-            hf.encode_special_tokens = self.split
-            enc = hf.encode(
-                *self.inputs, is_pretokenized=self.pretokenized, add_special_tokens=self.add_special
-            )
-        p = self.padding
-        for target in self.targets:
-            enc.pad(
-                target,
-                direction=p.direction,
-                pad_id=p.pad_id,
-                pad_type_id=p.pad_type_id,
-                pad_token=p.pad_token,
-            )
-        for k in self.path:
-            enc = enc.overflowing[k]
-        return enc
+            cache[0] = {(): root}
+        return _node(cache[0], self.path)
+
+
+def _node(nodes: dict, path: tuple):
+    """The encoding at `path` among the overflowing of `nodes[()]`; each
+    ``overflowing`` list (a copy on every read in tokenizers) is read once."""
+    if path not in nodes:
+        parent = _node(nodes, path[:-1])
+        kids = nodes.get(("overflowing",) + path[:-1])
+        if kids is None:
+            kids = nodes[("overflowing",) + path[:-1]] = parent.overflowing
+        nodes[path] = kids[path[-1]]
+    return nodes[path]
 
 
 class Encoding:
@@ -162,15 +172,11 @@ class Encoding:
 
     @property
     def offsets(self) -> list[tuple[int, int]]:
-        return self._made(
-            "offsets", lambda: self._model().offsets(self._how.context().state.token_of)
-        )
+        return self._made("offsets", lambda: self._model().offsets())
 
     @property
     def tokens(self) -> list[str]:
-        return self._made(
-            "tokens", lambda: self._model().tokens(self._how.context().state.token_of)
-        )
+        return self._made("tokens", lambda: self._model().tokens())
 
     @property
     def sequence_ids(self) -> list:
@@ -258,17 +264,22 @@ class Encoding:
     def char_to_word(self, char_pos: int, sequence_index: int = 0) -> int | None:
         return self._mirror().char_to_word(char_pos, sequence_index)
 
+    def _own(self):
+        """HF's encoding of this one, a copy of its own to change."""
+        if not self._mutated:
+            self._hf = copy.deepcopy(self._mirror())
+            self._mutated = True
+        return self._hf
+
     def pad(self, length: int, **kwargs) -> None:
-        self._mirror().pad(length, **kwargs)
-        self._mutated = True
+        self._own().pad(length, **kwargs)
 
     def truncate(self, max_length: int, stride: int = 0, direction: str = "right") -> None:
-        self._mirror().truncate(max_length, stride, direction)
-        self._mutated = True
+        self._own().truncate(max_length, stride, direction)
 
     def set_sequence_id(self, sequence_id: int) -> None:
-        self._mirror().set_sequence_id(sequence_id)
-        self._mutated = True
+        self._own().set_sequence_id(sequence_id)
 
     def __reduce__(self):
-        return self._mirror().__reduce__()
+        hf = self._mirror()
+        return (type(hf), (), hf.__getstate__())

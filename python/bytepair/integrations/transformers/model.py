@@ -17,8 +17,6 @@ Not here: the post-processors (`processors`), what transformers sees
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 # The byte-level alphabet's space (what ``Ġhello`` starts with).
 BYTE_LEVEL_SPACE = "\u0120"
 # Rust's `char::is_whitespace` (Unicode White_Space), which `str.isspace` is not
@@ -39,23 +37,49 @@ class Source:
 
     Args:
         ids: list[int], its token ids.
-        offsets_fn: () -> list[(start, end)], HF's offsets of those ids in
-            characters of the input (made on first use: few calls read them).
-        words: list[int] | None, the word of each token when the input was
-            pre-tokenized (HF's ``word_ids``); None for raw text (HF's words
-            are then its pre-token indices, which transformers rarely reads:
-            `encoding.Encoding` asks HF for them).
+        state: the `state.TokenizerState` that encoded it (None for a stand-in).
+        texts: the text, or the words of a pre-tokenized input, each encoded on
+            its own; offsets are relative to each.
+        allowed: the added tokens split out of them.
+        words: list[int] | None, the word of each token of a pre-tokenized
+            input (HF's ``word_ids``); None for raw text (HF's words are then
+            its pre-token indices, which `encoding.Encoding` asks HF for).
+
+    Offsets and token strings are made on first use: few calls read them.
     """
 
-    __slots__ = ("ids", "offsets_fn", "words", "_offsets")
+    __slots__ = ("ids", "state", "texts", "allowed", "words", "_offsets", "_tokens")
 
-    def __init__(self, ids: list[int], offsets_fn: Callable[[], list], words=None):
-        self.ids, self.offsets_fn, self.words, self._offsets = ids, offsets_fn, words, None
+    def __init__(self, ids: list[int], state=None, texts=(), allowed=(), words=None):
+        self.ids, self.state, self.texts, self.allowed, self.words = (
+            ids,
+            state,
+            texts,
+            allowed,
+            words,
+        )
+        self._offsets = self._tokens = None
 
     def offsets(self) -> list[tuple[int, int]]:
+        """HF's offsets of the ids, in characters of their text (or word)."""
         if self._offsets is None:
-            self._offsets = self.offsets_fn()
+            self._offsets = [o for t in self.texts for o in self.state.offsets(t, self.allowed)]
         return self._offsets
+
+    def tokens(self) -> list[str]:
+        """HF's token strings: the vocabulary's, and for an added token that
+        strips spaces (lstrip, rstrip) the text it was matched on, spaces included."""
+        if self._tokens is None:
+            token_of, stripping = self.state.token_of, self.state.stripping_ids
+            tokens = [token_of[i] for i in self.ids]
+            if stripping and not stripping.isdisjoint(self.ids):
+                offsets = self.offsets()
+                for k, i in enumerate(self.ids):
+                    if i in stripping:
+                        text = self.texts[0 if self.words is None else self.words[k]]
+                        tokens[k] = text[offsets[k][0] : offsets[k][1]]
+            self._tokens = tokens
+        return self._tokens
 
 
 class Window:
@@ -77,14 +101,14 @@ class Window:
     def ids(self) -> list[int]:
         return self.src.ids[self.start : self.stop]
 
-    def offsets(self, token_of: list) -> list[tuple[int, int]]:
+    def offsets(self) -> list[tuple[int, int]]:
         offsets = self.src.offsets()[self.start : self.stop]
         for add_prefix_space in self.trims:
-            offsets = trim_offsets(self.tokens(token_of), offsets, add_prefix_space)
+            offsets = trim_offsets(self.tokens(), offsets, add_prefix_space)
         return offsets
 
-    def tokens(self, token_of: list) -> list[str]:
-        return [token_of[i] for i in self.ids()]
+    def tokens(self) -> list[str]:
+        return self.src.tokens()[self.start : self.stop]
 
     def words(self) -> list:
         if self.src.words is None:
@@ -112,10 +136,10 @@ class Special:
     def ids(self) -> list[int]:
         return list(self._ids)
 
-    def offsets(self, token_of: list) -> list[tuple[int, int]]:
+    def offsets(self) -> list[tuple[int, int]]:
         return [(0, 0)] * len(self._ids)
 
-    def tokens(self, token_of: list) -> list[str]:
+    def tokens(self) -> list[str]:
         return list(self._tokens)
 
     def words(self) -> list:
@@ -140,10 +164,10 @@ class Pad:
     def ids(self) -> list[int]:
         return [self.pad_id] * self.n
 
-    def offsets(self, token_of: list) -> list[tuple[int, int]]:
+    def offsets(self) -> list[tuple[int, int]]:
         return [(0, 0)] * self.n
 
-    def tokens(self, token_of: list) -> list[str]:
+    def tokens(self) -> list[str]:
         return [self.token] * self.n
 
     def words(self) -> list:
@@ -284,11 +308,11 @@ class Enc:
     def attention_mask(self) -> list[int]:
         return [p.attention for p in self.parts for _ in range(len(p))]
 
-    def offsets(self, token_of: list) -> list[tuple[int, int]]:
-        return [o for p in self.parts for o in p.offsets(token_of)]
+    def offsets(self) -> list[tuple[int, int]]:
+        return [o for p in self.parts for o in p.offsets()]
 
-    def tokens(self, token_of: list) -> list[str]:
-        return [t for p in self.parts for t in p.tokens(token_of)]
+    def tokens(self) -> list[str]:
+        return [t for p in self.parts for t in p.tokens()]
 
     def words(self) -> list:
         """HF's word ids; LookupError when a window is raw text (HF knows its pre-tokens)."""

@@ -100,7 +100,7 @@ class OneText:
 
 
 def _text_source(state, text: str, ids: list[int], allowed: list[str]) -> Source:
-    return Source(ids, lambda: state.offsets(text, allowed))
+    return Source(ids, state, (text,), allowed)
 
 
 def _words_source(state, words: list[str], ids: list[list[int]], allowed: list[str]) -> Source:
@@ -108,11 +108,7 @@ def _words_source(state, words: list[str], ids: list[list[int]], allowed: list[s
     index, offsets relative to each word."""
     flat = [i for word_ids in ids for i in word_ids]
     word_of = [k for k, word_ids in enumerate(ids) for _ in word_ids]
-
-    def offsets() -> list[tuple[int, int]]:
-        return [o for w in words for o in state.offsets(w, allowed)]
-
-    return Source(flat, offsets, word_of)
+    return Source(flat, state, words, allowed, word_of)
 
 
 def _sequences(item, pretokenized: bool) -> tuple:

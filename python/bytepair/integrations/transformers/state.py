@@ -39,7 +39,7 @@ def _single_layout(proc, add_special: bool):
     """(ids before, ids after, n_sequences) of one sequence without truncation
     or padding, found by post-processing a one-token stand-in; None when the
     template does not put the sequence exactly once."""
-    src = Source([-1], lambda: [(0, 0)])
+    src = Source([-1])
     final = post_process(proc, [Enc.of(src, 0)], add_special, None)
     ids = final.ids()
     if ids.count(-1) != 1:
@@ -62,6 +62,9 @@ class TokenizerState:
             inside a special one (HF's matcher would skip over both).
         special_ids: ids of added tokens marked special (``skip_special_tokens``).
         token_of: id -> token string (HF's ``id_to_token``), None in gaps.
+        stripping_ids: added tokens with lstrip or rstrip (their token string
+            is the text matched); ``unserved_ids``: those of them matched in
+            normalized text (HF serves a call that meets one).
         decodes: whether decoding is served (a ByteLevel decoder);
             ``odd_bytes``: added tokens HF decodes to other bytes than their
             UTF-8 (all their characters are byte-level ones).
@@ -84,6 +87,14 @@ class TokenizerState:
         specials = [t["content"] for t in added if t.get("special")]
         self.split_unserved = any(p in s for p in self.allowed_plain for s in specials)
         self.special_ids = frozenset(t["id"] for t in added if t.get("special"))
+        # Added tokens that strip spaces: their token string is the text matched.
+        # Matched in normalized text, that is text bytepair does not keep: HF serves them.
+        strips = [t for t in added if t.get("lstrip") or t.get("rstrip")]
+        self.stripping_ids = frozenset(t["id"] for t in strips)
+        normalizes = doc.get("normalizer") not in (None, {})
+        self.unserved_ids = frozenset(
+            t["id"] for t in strips if normalizes and t.get("normalized", True)
+        )
         self.token_of = _token_strings(doc["model"]["vocab"], added)
         decoder = doc.get("decoder") or {}
         self.decodes = decoder.get("type") == "ByteLevel"
@@ -124,12 +135,16 @@ class TokenizerState:
         """Ids of each text, the added tokens in `allowed` split out (the others are text)."""
         try:
             if len(texts) == 1:
-                return [self.core.encode(texts[0], allowed, [])]
-            return self.core.encode_batch(texts, allowed, [], None)
+                out = [self.core.encode(texts[0], allowed, [])]
+            else:
+                out = self.core.encode_batch(texts, allowed, [], None)
         except UnicodeEncodeError:
             raise Unserved("a lone surrogate in the text (HF raises)") from None
         except TypeError:
             raise Unserved("an input that is not a str (HF raises)") from None
+        if self.unserved_ids and any(not self.unserved_ids.isdisjoint(ids) for ids in out):
+            raise Unserved("a normalized added token that strips spaces")
+        return out
 
     def offsets(self, text: str, allowed: list[str]) -> list[tuple[int, int]]:
         """HF's offsets of `text`'s tokens, in characters."""
@@ -161,16 +176,35 @@ class TokenizerState:
         data.append(self.core.decode_bytes(run))
         return b"".join(data).decode("utf-8", "replace")
 
-    def mirror(self):
-        """A private copy of HF's backend, for the attributes asked of HF (word
-        ids); rebuilt when the backend's post-processor changed. Hold `lock`."""
-        key = self.backend.post_processor
-        key = None if key is None else key.__getstate__()
-        if self._mirror is None or self._mirror[0] != key:
-            import tokenizers
+    def mirror_encode(
+        self, inputs: tuple, pretokenized: bool, add_special: bool, split: bool, truncation
+    ):
+        """HF's ``encode`` of `inputs` with these settings and no padding, by a
+        private copy of the backend (rebuilt when the backend's post-processor
+        changed), for the attributes asked of HF (word ids)."""
+        node = self.backend.post_processor
+        key = None if node is None else node.__getstate__()
+        with self.lock:
+            if self._mirror is None or self._mirror[0] != key:
+                import tokenizers
 
-            self._mirror = (key, tokenizers.Tokenizer.from_str(self.backend.to_str()))
-        return self._mirror[1]
+                hf = tokenizers.Tokenizer.from_str(self.backend.to_str())
+                hf.no_padding()
+                self._mirror = [key, hf, None, None]
+            _, hf, had_truncation, had_split = self._mirror
+            if truncation != had_truncation:
+                if truncation is None:
+                    hf.no_truncation()
+                else:
+                    t = truncation
+                    hf.enable_truncation(
+                        t.max_length, stride=t.stride, strategy=t.strategy, direction=t.direction
+                    )
+                self._mirror[2] = truncation
+            if split != had_split:
+                hf.encode_special_tokens = split
+                self._mirror[3] = split
+            return hf.encode(*inputs, is_pretokenized=pretokenized, add_special_tokens=add_special)
 
 
 def _bytepair_tokenizer(text: str, doc: dict):
