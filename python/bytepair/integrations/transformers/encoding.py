@@ -108,7 +108,7 @@ class Encoding:
     """Stands in for ``tokenizers.Encoding`` (the same attributes and methods).
 
     Args:
-        ids: list[int], the token ids.
+        ids: list[int], the token ids (None: made from the model when read).
         how: what made it: ``how.context()`` is its `MirrorContext`,
             ``how.model()`` its `model.Enc` (asked only when `enc` is None).
         enc: its `model.Enc`, or None to make it when first needed.
@@ -154,12 +154,16 @@ class Encoding:
 
     @property
     def ids(self) -> list[int]:
-        return self._hf.ids if self._mutated else self._ids
+        if self._mutated:
+            return self._hf.ids
+        if self._ids is None:
+            self._ids = self._model().ids()
+        return self._ids
 
     @property
     def attention_mask(self) -> list[int]:
         if not self._padded and not self._mutated:
-            return [1] * len(self._ids)
+            return [1] * len(self.ids)
         return self._made("attention_mask", lambda: self._model().attention_mask())
 
     @property
@@ -241,7 +245,7 @@ class Encoding:
     def char_to_token(self, char_pos: int, sequence_index: int = 0) -> int | None:
         if self._mutated:
             return self._hf.char_to_token(char_pos, sequence_index)
-        n = len(self._ids)
+        n = len(self.ids)
         start, stop = self._model().ranges.get(sequence_index, (0, n))
         if stop > n:
             return None

@@ -34,6 +34,7 @@ from transformers.tokenization_utils_base import (
 from transformers.tokenization_utils_tokenizers import TokenizersBackend
 from transformers.tokenization_utils_tokenizers import logger as transformers_logger
 
+from bytepair.integrations.transformers.arrays import padded_batch
 from bytepair.integrations.transformers.encoding import Encoding
 from bytepair.integrations.transformers.model import Unserved
 from bytepair.integrations.transformers.processors import Padding, Truncation
@@ -164,16 +165,46 @@ def _serve_encode_plus(tok, state, text, text_pair, kw: dict) -> BatchEncoding:
         raise Unserved("empty batch")
     split = kw.get("split_special_tokens")
     split = tok.split_special_tokens if split is None else split
+    add_special = kw.get("add_special_tokens", True)
+    truncation, padding = _truncation(tok, kw), _padding(tok, kw)
+    if _as_arrays(tok, items, split_words, padding, kw):
+        made = padded_batch(
+            state, list(items), add_special, bool(split), truncation, padding, _wanted_keys(tok, kw)
+        )
+        if made is not None:
+            arrays, encodings = made
+            if kw.get("max_length") is None:
+                tok._eventual_warn_about_too_long_sequence(
+                    arrays["input_ids"][0], None, kw.get("verbose", True)
+                )
+            return _batch_encoding(arrays, encodings, encodings[0].n_sequences)
     encodings = encode_batch(
-        state,
-        list(items),
-        bool(split_words),
-        kw.get("add_special_tokens", True),
-        bool(split),
-        _truncation(tok, kw),
-        _padding(tok, kw),
+        state, list(items), bool(split_words), add_special, bool(split), truncation, padding
     )
     return _batch_output(tok, encodings, batched, kw)
+
+
+def _as_arrays(tok, items, split_words, padding, kw: dict) -> bool:
+    """Whether the call is a padded batch of texts asked for as numpy arrays (`arrays`)."""
+    return (
+        kw.get("return_tensors") == "np"
+        and padding is not None
+        and not split_words
+        and not kw.get("return_overflowing_tokens")
+        and not kw.get("return_offsets_mapping")
+        and type(tok)._convert_encoding is TokenizersBackend._convert_encoding
+        and all(type(item) is str for item in items)
+    )
+
+
+def _wanted_keys(tok, kw: dict) -> dict[str, bool]:
+    """The keys transformers' ``_convert_encoding`` would return besides input_ids."""
+    return {
+        "token_type_ids": _wanted(tok, kw, "return_token_type_ids", "token_type_ids"),
+        "attention_mask": _wanted(tok, kw, "return_attention_mask", "attention_mask"),
+        "special_tokens_mask": bool(kw.get("return_special_tokens_mask")),
+        "length": bool(kw.get("return_length")),
+    }
 
 
 def _valid_text(t) -> bool:
@@ -399,7 +430,7 @@ def _one_text(
         raise Unserved("a template that does not hold one sequence once")
     allowed = state.allowed(split)
     core_ids = state.encode_texts([text], allowed)[0]
-    before, after, n_seq = layout
+    before, after, n_seq = layout.before, layout.after, layout.n_sequences
     ids = before + core_ids + after if before or after else core_ids
     if len(ids) > self.model_max_length:
         self._eventual_warn_about_too_long_sequence(ids, None, kwargs.get("verbose", True))

@@ -297,26 +297,42 @@ class Enc:
     def ids(self) -> list[int]:
         if len(self.parts) == 1:
             return self.parts[0].ids()
-        return [i for p in self.parts for i in p.ids()]
+        out: list[int] = []
+        for p in self.parts:
+            out += p.ids()
+        return out
 
     def type_ids(self) -> list[int]:
-        return [p.type_id for p in self.parts for _ in range(len(p))]
+        return self._per_part("type_id")
 
     def special_tokens_mask(self) -> list[int]:
-        return [p.special for p in self.parts for _ in range(len(p))]
+        return self._per_part("special")
 
     def attention_mask(self) -> list[int]:
-        return [p.attention for p in self.parts for _ in range(len(p))]
+        return self._per_part("attention")
+
+    def _per_part(self, name: str) -> list[int]:
+        """Each part's attribute `name` for each of its tokens."""
+        out: list[int] = []
+        for p in self.parts:
+            out += [getattr(p, name)] * len(p)
+        return out
 
     def offsets(self) -> list[tuple[int, int]]:
-        return [o for p in self.parts for o in p.offsets()]
+        return self._joined("offsets")
 
     def tokens(self) -> list[str]:
-        return [t for p in self.parts for t in p.tokens()]
+        return self._joined("tokens")
 
     def words(self) -> list:
         """HF's word ids; LookupError when a window is raw text (HF knows its pre-tokens)."""
-        return [w for p in self.parts for w in p.words()]
+        return self._joined("words")
+
+    def _joined(self, name: str) -> list:
+        out: list = []
+        for p in self.parts:
+            out += getattr(p, name)()
+        return out
 
     def n_sequences(self) -> int:
         return len(self.ranges) or 1

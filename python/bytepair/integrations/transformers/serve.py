@@ -35,7 +35,7 @@ def encode_batch(
 
     layout = plan.single.get(add_special)
     if truncation is None and padding is None and layout is not None and not pretokenized:
-        before, after, n_seq = layout
+        before, after, n_seq = layout.before, layout.after, layout.n_sequences
         out = []
         for seqs in sequences:
             if len(seqs) != 1:

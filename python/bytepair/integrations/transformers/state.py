@@ -15,6 +15,7 @@ import json
 import threading
 import warnings
 import weakref
+from typing import NamedTuple
 
 from bytepair.integrations.transformers.model import Enc, Source, Unserved
 from bytepair.integrations.transformers.processors import parse, post_process
@@ -25,27 +26,45 @@ _TOKENIZERS: "weakref.WeakValueDictionary[bytes, object]" = weakref.WeakValueDic
 _BUILD_LOCK = threading.Lock()
 
 
+class Layout(NamedTuple):
+    """Where one sequence's ids go when it is post-processed whole (no
+    truncation, no padding): the ids before and after it and their type ids,
+    its own type id, HF's ``n_sequences``, and the count of tokens the
+    processor says it adds (what truncation leaves room for)."""
+
+    before: list[int]
+    after: list[int]
+    n_sequences: int
+    before_types: list[int]
+    seq_type: int
+    after_types: list[int]
+    added: int
+
+
 class Plan:
-    """A post-processor as served: the processor (`processors.parse`) and, for
-    one sequence with no truncation or padding, the ids it puts before and after
-    the text (with and without special tokens) and its ``n_sequences``."""
+    """A post-processor as served: the processor (`processors.parse`) and, with
+    and without special tokens, the `Layout` of one sequence (None when the
+    template does not hold it exactly once)."""
 
     def __init__(self, node: dict | None):
         self.proc = parse(node)
         self.single = {add: _single_layout(self.proc, add) for add in (True, False)}
 
 
-def _single_layout(proc, add_special: bool):
-    """(ids before, ids after, n_sequences) of one sequence without truncation
-    or padding, found by post-processing a one-token stand-in; None when the
-    template does not put the sequence exactly once."""
-    src = Source([-1])
-    final = post_process(proc, [Enc.of(src, 0)], add_special, None)
+def _single_layout(proc, add_special: bool) -> Layout | None:
+    """The `Layout`, found by post-processing a one-token stand-in."""
+    final = post_process(proc, [Enc.of(Source([-1]), 0)], add_special, None)
     ids = final.ids()
     if ids.count(-1) != 1:
         return None
     k = ids.index(-1)
-    return ids[:k], ids[k + 1 :], final.n_sequences()
+    types = final.type_ids()
+    added = proc.added_tokens(False) if add_special and proc is not None else 0
+    if added != len(ids) - 1:
+        return None
+    return Layout(
+        ids[:k], ids[k + 1 :], final.n_sequences(), types[:k], types[k], types[k + 1 :], added
+    )
 
 
 class TokenizerState:

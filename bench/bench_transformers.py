@@ -1,0 +1,326 @@
+"""transformers' fast tokenizers as served by bytepair (``bytepair.patch_transformers()``)
+against unpatched transformers (HF tokenizers' backend) and fastokens' patch
+(``fastokens.patch_transformers()``), on the same tokenizer folder and input,
+in the same run; tiktoken's ``encode`` beside them for the per-call cost of a
+short prompt.
+
+Tokenizer folders (made once under bench/out/transformers/, offline):
+
+  - ``llama3``: OpenAI's cl100k_base ranks (the ``bpe-openai`` wheel) with the
+    cl100k pre-tokenizer (Split + ByteLevel), Llama 3's special tokens after the
+    ranks and its post-processor (ByteLevel, then a template that puts
+    ``<|begin_of_text|>`` first): the layout of Llama 3's tokenizer.json;
+  - ``qwen``: the same ranks with Qwen2's pipeline (NFC, Split(Qwen2's regex),
+    ByteLevel), which bytepair runs on its general pipeline path;
+  - ``gpt2``: GPT-2's own vocab.json and merges.txt (../shared/corpora/cs336), ByteLevel.
+
+Rows, each a median over ``--repeat`` rounds (tools interleaved, one fresh
+process per tool and round):
+
+  - ``batch``: ``tok(docs)``, 1,000 documents (paragraphs of the corpus);
+  - ``batch padded``: ``tok(docs, padding=True, truncation=True, max_length=512,
+    return_tensors="np")``;
+  - ``prompt call`` / ``prompt encode``: ``tok(p)`` / ``tok.encode(p)`` for
+    prompts of ~100 characters (1,000 distinct, cycled), microseconds per call;
+    tiktoken's ``encode(p)`` of the same prompts with the same ranks;
+  - ``decode 1 token``: ``tok.decode([i])`` for each id of a generated text (the
+    ids of a 1,000-token document), microseconds per token.
+
+Every tool's outputs are compared with unpatched transformers' (column "= HF").
+
+    python bench/bench_transformers.py                       # llama3 and qwen on enwiki, 5 rounds
+    python bench/bench_transformers.py --tokenizer gpt2 --corpus code --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import (  # noqa: E402
+    DEFAULT_CORPORA,
+    OUT_DIR,
+    corpus_label,
+    corpus_path,
+    emit,
+    fmt,
+    log,
+    markdown_table,
+    median,
+    peak_rss_mib,
+    run_child,
+)
+
+FOLDERS = OUT_DIR / "transformers"
+TOOLS = ("hf", "bytepair", "fastokens", "tiktoken")
+ROWS = ("batch", "batch padded", "prompt call", "prompt encode", "decode 1 token")
+LLAMA3_SPECIALS = [
+    "<|begin_of_text|>",
+    "<|end_of_text|>",
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+    "<|eot_id|>",
+]
+QWEN2 = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+
+
+# ---- the tokenizer folders ------------------------------------------------------------------
+
+
+def folder(name: str, corpora: Path) -> Path:
+    """The transformers folder of tokenizer `name`, made on first use."""
+    path = FOLDERS / name
+    if (path / "tokenizer.json").exists():
+        return path
+    import bytepair
+
+    if name == "gpt2":
+        tok = bytepair.Tokenizer.from_gpt2_files(
+            corpora / "cs336" / "gpt2_vocab.json", corpora / "cs336" / "gpt2_merges.txt"
+        )
+        tok.save_pretrained(path, bos_token="<|endoftext|>", eos_token="<|endoftext|>")
+        return path
+    base = bytepair.get_encoding("cl100k_base")
+    vocab = {i: b for b, i in base.mergeable_ranks.items()}
+    specials = {t: len(vocab) + k for k, t in enumerate(LLAMA3_SPECIALS)}
+    tok = bytepair.Tokenizer(vocab, base.merges, specials, pattern="cl100k", _merges_checked=True)
+    tok.save_pretrained(
+        path, bos_token="<|begin_of_text|>", eos_token="<|eot_id|>", pad_token="<|end_of_text|>"
+    )
+    doc = json.loads((path / "tokenizer.json").read_text(encoding="utf-8"))
+    if name == "llama3":
+        doc["post_processor"] = llama3_post_processor(specials["<|begin_of_text|>"])
+    else:
+        doc["normalizer"] = {"type": "NFC"}
+        split = {"type": "Split", "pattern": {"Regex": QWEN2}, "behavior": "Isolated"}
+        doc["pre_tokenizer"]["pretokenizers"][0] = {**split, "invert": False}
+    (path / "tokenizer.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def llama3_post_processor(bos_id: int) -> dict:
+    bos = "<|begin_of_text|>"
+    byte_level = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False}
+    return {
+        "type": "Sequence",
+        "processors": [
+            {**byte_level, "use_regex": True},
+            {
+                "type": "TemplateProcessing",
+                "single": [
+                    {"SpecialToken": {"id": bos, "type_id": 0}},
+                    {"Sequence": {"id": "A", "type_id": 0}},
+                ],
+                "pair": [
+                    {"SpecialToken": {"id": bos, "type_id": 0}},
+                    {"Sequence": {"id": "A", "type_id": 0}},
+                    {"SpecialToken": {"id": bos, "type_id": 1}},
+                    {"Sequence": {"id": "B", "type_id": 1}},
+                ],
+                "special_tokens": {bos: {"id": bos, "ids": [bos_id], "tokens": [bos]}},
+            },
+        ],
+    }
+
+
+# ---- inputs ---------------------------------------------------------------------------------
+
+
+def documents(corpus: Path, n: int) -> list[str]:
+    """The first `n` paragraphs (blank-line separated, over 40 characters) of the corpus."""
+    text = corpus.read_bytes()[:20_000_000].decode("utf-8", "ignore")
+    return [p for p in text.split("\n\n") if len(p.strip()) > 40][:n]
+
+
+def prompts(docs: list[str], n: int = 1000) -> list[str]:
+    """`n` prompts of ~100 characters: the start of each document, cut at a space."""
+    out = []
+    for d in docs:
+        cut = d.find(" ", 95)
+        out.append(d[: cut if 0 < cut < 120 else 100])
+    return (out * (n // max(len(out), 1) + 1))[:n]
+
+
+# ---- one measurement (child) ----------------------------------------------------------------
+
+
+def per_call(call, items: list, min_seconds: float = 0.5) -> float:
+    """Seconds per call of `call(item)` over `items`, repeated for at least `min_seconds`."""
+    calls, start = 0, time.perf_counter()
+    while True:
+        for item in items:
+            call(item)
+        calls += len(items)
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_seconds:
+            return elapsed / calls
+
+
+def digest(value) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def child(args: argparse.Namespace) -> None:
+    docs = documents(Path(args.corpus), args.docs)
+    short = prompts(docs)
+    out: dict = {"seconds": {}, "digest": {}}
+    if args.tool == "tiktoken":
+        import bytepair
+
+        enc = bytepair.get_encoding("gpt2" if args.name == "gpt2" else "cl100k_base").to_tiktoken()
+        enc.encode(short[0])
+        out["seconds"]["prompt encode"] = per_call(enc.encode, short)
+        out["peak_mib"] = peak_rss_mib()
+        emit(out)
+        return
+    import transformers
+
+    if args.tool == "bytepair":
+        import bytepair
+
+        bytepair.patch_transformers()
+    elif args.tool == "fastokens":
+        import fastokens
+
+        fastokens.patch_transformers()
+    tok = transformers.AutoTokenizer.from_pretrained(args.folder)
+    tok(docs[:2])  # bytepair reads the backend on the first call
+    rows = {
+        "batch": lambda: tok(docs),
+        "batch padded": lambda: tok(
+            docs, padding=True, truncation=True, max_length=512, return_tensors="np"
+        ),
+    }
+    for row, call in rows.items():
+        times = []
+        for _ in range(args.inner):
+            start = time.perf_counter()
+            result = call()
+            times.append(time.perf_counter() - start)
+        out["seconds"][row] = median(times)
+        out["digest"][row] = digest({k: _plain(v) for k, v in result.items()})
+    out["seconds"]["prompt call"] = per_call(tok, short)
+    out["seconds"]["prompt encode"] = per_call(tok.encode, short)
+    out["digest"]["prompt"] = digest([tok.encode(p) for p in short[:100]])
+    generated = tok.encode(max(docs, key=len), add_special_tokens=False)[:1000]
+    singles = [[i] for i in generated]
+    out["seconds"]["decode 1 token"] = per_call(tok.decode, singles)
+    out["digest"]["decode"] = digest([tok.decode(s) for s in singles])
+    out["peak_mib"] = peak_rss_mib()
+    emit(out)
+
+
+def _plain(value):
+    return value.tolist() if hasattr(value, "tolist") else value
+
+
+# ---- the table (parent) ---------------------------------------------------------------------
+
+
+def measure(name: str, corpus: Path, args: argparse.Namespace) -> list[list[str]]:
+    path = folder(name, args.corpora_dir)
+    runs: dict[str, list[dict]] = {t: [] for t in args.tools}
+    for r in range(args.repeat):
+        order = args.tools if r % 2 == 0 else list(reversed(args.tools))
+        for tool in order:
+            child_args = ["--tool", tool, "--name", name, "--folder", str(path)]
+            child_args += ["--corpus", str(corpus), "--docs", str(args.docs)]
+            child_args += ["--inner", str(args.inner)]
+            runs[tool].append(run_child(Path(__file__), child_args))
+            log(f"{name} {corpus_label(corpus)} round {r + 1} {tool}: {runs[tool][-1]['seconds']}")
+    return table_rows(name, corpus, runs)
+
+
+def table_rows(name: str, corpus: Path, runs: dict) -> list[list[str]]:
+    def med(tool: str, row: str) -> float | None:
+        values = [r["seconds"][row] for r in runs.get(tool, []) if row in r["seconds"]]
+        return median(values) if values else None
+
+    def same(tool: str, row: str) -> str:
+        key = {"prompt call": "prompt", "prompt encode": "prompt", "decode 1 token": "decode"}
+        key = key.get(row, row)
+        if tool not in runs or "hf" not in runs or key not in runs[tool][0]["digest"]:
+            return "–"
+        return "yes" if runs[tool][0]["digest"][key] == runs["hf"][0]["digest"][key] else "NO"
+
+    rows = []
+    for row in ROWS:
+        unit, scale = ("ms", 1e3) if row.startswith("batch") else ("µs", 1e6)
+        hf, ours, fast = med("hf", row), med("bytepair", row), med("fastokens", row)
+        tk = med("tiktoken", row)
+        rows.append(
+            [
+                name,
+                corpus_label(corpus),
+                f"{row} ({unit})",
+                fmt(hf and hf * scale, 1),
+                fmt(ours and ours * scale, 1),
+                fmt(fast and fast * scale, 1),
+                fmt(tk and tk * scale, 1),
+                fmt(hf and ours and hf / ours),
+                fmt(fast and ours and fast / ours),
+                fmt(tk and ours and ours / tk) if row == "prompt encode" else "–",
+                same("bytepair", row),
+                same("fastokens", row),
+            ]
+        )
+    peak = {t: max(r["peak_mib"] for r in rs) for t, rs in runs.items() if rs}
+    rows.append(
+        [name, corpus_label(corpus), "peak RSS (MiB)"]
+        + [fmt(peak.get(t), 0) for t in ("hf", "bytepair", "fastokens", "tiktoken")]
+        + ["–"] * 5
+    )
+    return rows
+
+
+HEADER = [
+    "tokenizer",
+    "corpus",
+    "row",
+    "HF",
+    "bytepair",
+    "fastokens",
+    "tiktoken",
+    "HF / bytepair",
+    "fastokens / bytepair",
+    "bytepair / tiktoken",
+    "bytepair = HF",
+    "fastokens = HF",
+]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--tokenizer", nargs="+", default=["llama3", "qwen"], choices=["llama3", "qwen", "gpt2"]
+    )
+    ap.add_argument("--corpus", nargs="+", default=["enwiki"])
+    ap.add_argument("--tools", nargs="+", default=list(TOOLS), choices=TOOLS)
+    ap.add_argument("--repeat", type=int, default=5, help="rounds, tools interleaved (default 5)")
+    ap.add_argument("--inner", type=int, default=3, help="batch calls per round (median)")
+    ap.add_argument("--docs", type=int, default=1000, help="documents per batch (default 1000)")
+    ap.add_argument("--corpora-dir", type=Path, default=DEFAULT_CORPORA)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    for hidden in ("--tool", "--name", "--folder"):
+        ap.add_argument(hidden, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        args.corpus = args.corpus[0]
+        return child(args)
+    rows = []
+    for name in args.tokenizer:
+        for c in args.corpus:
+            rows += measure(name, corpus_path(c, args.corpora_dir), args)
+    print(markdown_table(HEADER, rows))
+
+
+if __name__ == "__main__":
+    main()
