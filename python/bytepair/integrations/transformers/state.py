@@ -20,9 +20,8 @@ from typing import NamedTuple
 from bytepair.integrations.transformers.model import Enc, Source, Unserved
 from bytepair.integrations.transformers.processors import parse, post_process
 
-# bytepair Tokenizers by the sha256 of the backend's JSON: copies of one
-# tokenizer (deepcopy, two loads of one folder) share one.
-_TOKENIZERS: "weakref.WeakValueDictionary[bytes, object]" = weakref.WeakValueDictionary()
+# `Loaded` by the sha256 of the backend's JSON, while a tokenizer uses it.
+_LOADED: "weakref.WeakValueDictionary[bytes, Loaded]" = weakref.WeakValueDictionary()
 _BUILD_LOCK = threading.Lock()
 
 
@@ -67,14 +66,13 @@ def _single_layout(proc, add_special: bool) -> Layout | None:
     )
 
 
-class TokenizerState:
-    """bytepair's view of one HF backend, checked against it on each call.
+class Loaded:
+    """What a backend's tokenizer.json gives (shared by backends with equal JSON:
+    copies of one tokenizer, two loads of one folder).
 
     Attributes:
-        backend: the ``tokenizers.Tokenizer`` it was read from.
-        size: the backend's vocabulary size with added tokens when read.
         bp: the `bytepair.Tokenizer` (every added token a special token, with
-            its added-token rules).
+            its added-token rules); ``core`` its encoder.
         allowed_all, allowed_plain: the added tokens to split out of text
             without and with ``split_special_tokens`` (then only those not
             special); ``split_unserved``: True when a plain added token is
@@ -87,15 +85,11 @@ class TokenizerState:
         decodes: whether decoding is served (a ByteLevel decoder);
             ``odd_bytes``: added tokens HF decodes to other bytes than their
             UTF-8 (all their characters are byte-level ones).
-        lock: held around every use of HF's backend that mutates it.
     """
 
-    def __init__(self, backend):
-        self.backend = backend
-        self.size = backend.get_vocab_size(True)
-        text = backend.to_str()
+    def __init__(self, text: str):
         doc = json.loads(text)
-        self.bp = _bytepair_tokenizer(text, doc)
+        self.bp = _bytepair_tokenizer(doc)
         added = doc.get("added_tokens") or []
         for t in added:
             if self.bp.special_tokens.get(t["content"]) != t["id"]:
@@ -118,6 +112,30 @@ class TokenizerState:
         decoder = doc.get("decoder") or {}
         self.decodes = decoder.get("type") == "ByteLevel"
         self.odd_bytes = {t["id"]: b for t in added if (b := _hf_bytes(t["content"])) is not None}
+
+
+def _loaded(text: str) -> Loaded:
+    """The `Loaded` of a backend's JSON, from the cache when an equal one is alive."""
+    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    with _BUILD_LOCK:
+        loaded = _LOADED.get(key)
+    if loaded is None:
+        loaded = Loaded(text)
+        with _BUILD_LOCK:
+            loaded = _LOADED.setdefault(key, loaded)
+    return loaded
+
+
+class TokenizerState:
+    """bytepair's view of one HF backend (`Loaded`'s attributes, and the
+    post-processor's `Plan`, read on each call), with a lock held around every
+    use of HF's backend that mutates it (`mirror_encode`, the calls HF serves)."""
+
+    def __init__(self, backend):
+        self.backend = backend
+        self.size = backend.get_vocab_size(True)
+        self.loaded = _loaded(backend.to_str())  # held: the cache keeps it while in use
+        self.__dict__.update(vars(self.loaded))
         self.lock = threading.RLock()
         self._plans: dict[bytes | None, Plan | str] = {}  # str: why not served
         self._mirror = None
@@ -226,25 +244,18 @@ class TokenizerState:
             return hf.encode(*inputs, is_pretokenized=pretokenized, add_special_tokens=add_special)
 
 
-def _bytepair_tokenizer(text: str, doc: dict):
-    """The bytepair Tokenizer of a backend's tokenizer.json (shared by equal files);
-    `Unserved` with the loader's reason when bytepair cannot load it."""
+def _bytepair_tokenizer(doc: dict):
+    """The bytepair Tokenizer of a backend's tokenizer.json; `Unserved` with the
+    loader's reason when bytepair cannot load it."""
     from bytepair.formats import from_hf_json
 
-    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
-    with _BUILD_LOCK:
-        tok = _TOKENIZERS.get(key)
-        if tok is not None:
-            return tok
     plain = {**doc, "post_processor": None, "truncation": None, "padding": None}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tok = from_hf_json(plain, source="tokenizer.json")
+            return from_hf_json(plain, source="tokenizer.json")
     except (ValueError, KeyError, TypeError) as e:
         raise Unserved(str(e).removeprefix("tokenizer.json: ")) from None
-    with _BUILD_LOCK:
-        return _TOKENIZERS.setdefault(key, tok)
 
 
 def _token_strings(vocab: dict, added: list) -> list:
