@@ -18,7 +18,7 @@ from bytepair import _core
 
 PACKAGE = Path(bytepair.__file__).parent
 SOURCE = Path(__file__).resolve().parents[1] / "python" / "bytepair"
-HEAVY = ("loky", "ray", "pyspark", "matplotlib")
+HEAVY = ("loky", "ray", "pyspark", "matplotlib", "transformers", "torch")
 
 
 def _modules() -> dict[str, Path]:

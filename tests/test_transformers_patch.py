@@ -1,4 +1,4 @@
-"""`bytepair.patch_transformers()` (python/bytepair/integrations/transformers/)
+"""`bytepair.patch_transformers()` (python/bytepair/integrations/transformers_backend/)
 against transformers' own backend: every call shape people make, on every
 model family of the README's table, gives the same output patched and
 unpatched (ids, masks, offsets, overflowing, padding, truncation, pairs,
@@ -33,7 +33,7 @@ pytest.importorskip("transformers.tokenization_utils_tokenizers")
 from test_pipeline import FAMILIES, HYPOTHESIS_TEXT, TRICKY, byte_level, document  # noqa: E402
 
 import bytepair  # noqa: E402
-from bytepair.integrations.transformers import (  # noqa: E402
+from bytepair.integrations.transformers_backend import (  # noqa: E402
     hf_calls,
     is_patched,
     served_by_bytepair,

@@ -16,7 +16,7 @@ from bytepair.counts.sources import CountSpec
 from bytepair.dataset import TokenShards, encode_dataset
 from bytepair.encoding import cache_budget, set_cache_budget
 from bytepair.formats.by_name import get_encoding, list_encodings
-from bytepair.integrations.transformers import patch_transformers, unpatch_transformers
+from bytepair.integrations.transformers_backend import patch_transformers, unpatch_transformers
 from bytepair.spm_tokenizer import SentencePieceTokenizer
 from bytepair.spm_train import train_sentencepiece, train_sentencepiece_from_iterator
 from bytepair.tokenizer import Tokenizer

@@ -15,8 +15,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 
-from bytepair.integrations.transformers.model import Enc
-from bytepair.integrations.transformers.processors import Padding, Truncation
+from bytepair.integrations.transformers_backend.model import Enc
+from bytepair.integrations.transformers_backend.processors import Padding, Truncation
 
 
 class MirrorContext:

@@ -34,12 +34,12 @@ from transformers.tokenization_utils_base import (
 from transformers.tokenization_utils_tokenizers import TokenizersBackend
 from transformers.tokenization_utils_tokenizers import logger as transformers_logger
 
-from bytepair.integrations.transformers.arrays import padded_batch
-from bytepair.integrations.transformers.encoding import Encoding
-from bytepair.integrations.transformers.model import Unserved
-from bytepair.integrations.transformers.processors import Padding, Truncation
-from bytepair.integrations.transformers.serve import OneText, encode_batch
-from bytepair.integrations.transformers.state import TokenizerState
+from bytepair.integrations.transformers_backend.arrays import padded_batch
+from bytepair.integrations.transformers_backend.encoding import Encoding
+from bytepair.integrations.transformers_backend.model import Unserved
+from bytepair.integrations.transformers_backend.processors import Padding, Truncation
+from bytepair.integrations.transformers_backend.serve import OneText, encode_batch
+from bytepair.integrations.transformers_backend.state import TokenizerState
 
 logger = logging.getLogger("bytepair.transformers")
 

@@ -10,9 +10,9 @@ its own, offsets relative to it, its index as word id, as HF does).
 
 from __future__ import annotations
 
-from bytepair.integrations.transformers.encoding import Encoding, MirrorContext
-from bytepair.integrations.transformers.model import Enc, Source, Unserved
-from bytepair.integrations.transformers.processors import Padding, Truncation, post_process
+from bytepair.integrations.transformers_backend.encoding import Encoding, MirrorContext
+from bytepair.integrations.transformers_backend.model import Enc, Source, Unserved
+from bytepair.integrations.transformers_backend.processors import Padding, Truncation, post_process
 
 
 def encode_batch(

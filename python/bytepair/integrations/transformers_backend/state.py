@@ -17,8 +17,8 @@ import warnings
 import weakref
 from typing import NamedTuple
 
-from bytepair.integrations.transformers.model import Enc, Source, Unserved
-from bytepair.integrations.transformers.processors import parse, post_process
+from bytepair.integrations.transformers_backend.model import Enc, Source, Unserved
+from bytepair.integrations.transformers_backend.processors import parse, post_process
 
 # `Loaded` by the sha256 of the backend's JSON, while a tokenizer uses it.
 _LOADED: "weakref.WeakValueDictionary[bytes, Loaded]" = weakref.WeakValueDictionary()

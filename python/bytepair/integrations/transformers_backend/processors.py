@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bytepair.integrations.transformers.model import (
+from bytepair.integrations.transformers_backend.model import (
     Enc,
     Special,
     Unserved,

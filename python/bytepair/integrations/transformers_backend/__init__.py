@@ -66,7 +66,7 @@ def patch_transformers() -> TransformersPatch:
         raise ImportError(
             f"bytepair.patch_transformers needs transformers >= 5 (TokenizersBackend): {e}"
         ) from e
-    from bytepair.integrations.transformers import methods
+    from bytepair.integrations.transformers_backend import methods
 
     with _LOCK:
         if _SAVED:
@@ -87,7 +87,7 @@ def unpatch_transformers() -> None:
             return
         from transformers.tokenization_utils_tokenizers import TokenizersBackend
 
-        from bytepair.integrations.transformers import methods
+        from bytepair.integrations.transformers_backend import methods
 
         for name, saved in _SAVED.items():
             if saved is None:
@@ -106,7 +106,7 @@ def hf_calls():
     """A ``collections.Counter`` of the calls HF's backend served while patched,
     by reason (``"tokenizer not served"``, ``"sanitize_control_tokens"``...): a
     copy; it counts from the process's first patch on."""
-    from bytepair.integrations.transformers import methods
+    from bytepair.integrations.transformers_backend import methods
 
     return methods.HF_CALLS.copy()
 
@@ -114,7 +114,7 @@ def hf_calls():
 def served_by_bytepair(tokenizer) -> tuple[bool, str | None]:
     """(True, None) when bytepair serves `tokenizer` (a transformers fast
     tokenizer), else (False, why HF serves it: the loader's reason)."""
-    from bytepair.integrations.transformers import methods
+    from bytepair.integrations.transformers_backend import methods
 
     reason = methods.reason_unserved(tokenizer)
     return reason is None, reason

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from bytepair.integrations.transformers.encoding import Encoding, MirrorContext
-from bytepair.integrations.transformers.model import Enc, Unserved
-from bytepair.integrations.transformers.processors import Padding, Truncation, post_process
+from bytepair.integrations.transformers_backend.encoding import Encoding, MirrorContext
+from bytepair.integrations.transformers_backend.model import Enc, Unserved
+from bytepair.integrations.transformers_backend.processors import Padding, Truncation, post_process
 
 
 class ArrayRow:
@@ -48,7 +48,7 @@ class ArrayRow:
         )
 
     def model(self) -> Enc:
-        from bytepair.integrations.transformers.serve import _text_source
+        from bytepair.integrations.transformers_backend.serve import _text_source
 
         src = _text_source(self.state, self.text, self.ids.tolist(), self.allowed)
         final = post_process(self.plan.proc, [Enc.of(src, 0)], self.add_special, self.truncation)
