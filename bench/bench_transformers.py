@@ -6,10 +6,12 @@ short prompt.
 
 Tokenizer folders (made once under bench/out/transformers/, offline):
 
-  - ``llama3``: OpenAI's cl100k_base ranks (the ``bpe-openai`` wheel) with the
-    cl100k pre-tokenizer (Split + ByteLevel), Llama 3's special tokens after the
-    ranks and its post-processor (ByteLevel, then a template that puts
-    ``<|begin_of_text|>`` first): the layout of Llama 3's tokenizer.json;
+  - ``gpt4``: OpenAI's cl100k_base ranks (the ``bpe-openai`` wheel) with the
+    cl100k pre-tokenizer (Split(cl100k regex) + ByteLevel, one of bytepair's
+    presets), Llama 3's special tokens after the ranks and its post-processor
+    (ByteLevel, then a template that puts ``<|begin_of_text|>`` first);
+  - ``llama3``: the same with Llama 3's own Split regex, which is not a preset
+    (bytepair runs it on fancy-regex): the layout of Llama 3's tokenizer.json;
   - ``qwen``: the same ranks with Qwen2's pipeline (NFC, Split(Qwen2's regex),
     ByteLevel), which bytepair runs on its general pipeline path;
   - ``gpt2``: GPT-2's own vocab.json and merges.txt (../shared/corpora/cs336), ByteLevel.
@@ -22,13 +24,14 @@ process per tool and round):
     return_tensors="np")``;
   - ``prompt call`` / ``prompt encode``: ``tok(p)`` / ``tok.encode(p)`` for
     prompts of ~100 characters (1,000 distinct, cycled), microseconds per call;
-    tiktoken's ``encode(p)`` of the same prompts with the same ranks;
+    tiktoken's ``encode(p)`` of the same prompts with the same ranks and regex
+    (no NFC for ``qwen``);
   - ``decode 1 token``: ``tok.decode([i])`` for each id of a generated text (the
     ids of a 1,000-token document), microseconds per token.
 
 Every tool's outputs are compared with unpatched transformers' (column "= HF").
 
-    python bench/bench_transformers.py                       # llama3 and qwen on enwiki, 5 rounds
+    python bench/bench_transformers.py              # gpt4, llama3, qwen on enwiki, 5 rounds
     python bench/bench_transformers.py --tokenizer gpt2 --corpus code --repeat 3
 """
 
@@ -70,6 +73,8 @@ QWEN2 = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
     r"|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
+LLAMA3 = QWEN2.replace(r"|\p{N}|", r"|\p{N}{1,3}|")
+REGEX = {"llama3": LLAMA3, "qwen": QWEN2}
 
 
 # ---- the tokenizer folders ------------------------------------------------------------------
@@ -96,12 +101,13 @@ def folder(name: str, corpora: Path) -> Path:
         path, bos_token="<|begin_of_text|>", eos_token="<|eot_id|>", pad_token="<|end_of_text|>"
     )
     doc = json.loads((path / "tokenizer.json").read_text(encoding="utf-8"))
-    if name == "llama3":
-        doc["post_processor"] = llama3_post_processor(specials["<|begin_of_text|>"])
-    else:
-        doc["normalizer"] = {"type": "NFC"}
-        split = {"type": "Split", "pattern": {"Regex": QWEN2}, "behavior": "Isolated"}
+    if name in REGEX:
+        split = {"type": "Split", "pattern": {"Regex": REGEX[name]}, "behavior": "Isolated"}
         doc["pre_tokenizer"]["pretokenizers"][0] = {**split, "invert": False}
+    if name == "qwen":
+        doc["normalizer"] = {"type": "NFC"}
+    else:
+        doc["post_processor"] = llama3_post_processor(specials["<|begin_of_text|>"])
     (path / "tokenizer.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
     return path
 
@@ -173,9 +179,7 @@ def child(args: argparse.Namespace) -> None:
     short = prompts(docs)
     out: dict = {"seconds": {}, "digest": {}}
     if args.tool == "tiktoken":
-        import bytepair
-
-        enc = bytepair.get_encoding("gpt2" if args.name == "gpt2" else "cl100k_base").to_tiktoken()
+        enc = tiktoken_encoding(args.name, Path(args.folder))
         enc.encode(short[0])
         out["seconds"]["prompt encode"] = per_call(enc.encode, short)
         out["peak_mib"] = peak_rss_mib()
@@ -216,6 +220,22 @@ def child(args: argparse.Namespace) -> None:
     out["digest"]["decode"] = digest([tok.decode(s) for s in singles])
     out["peak_mib"] = peak_rss_mib()
     emit(out)
+
+
+def tiktoken_encoding(name: str, path: Path):
+    """A tiktoken Encoding of the folder's ranks and regex (its added tokens as special tokens)."""
+    import tiktoken
+
+    import bytepair
+
+    tok = bytepair.Tokenizer.load(path / "tokenizer.json")
+    regex = REGEX.get(name, tok.pattern_regex)
+    return tiktoken.Encoding(
+        name,
+        pat_str=regex,
+        mergeable_ranks=tok.mergeable_ranks,
+        special_tokens=tok.special_tokens,
+    )
 
 
 def _plain(value):

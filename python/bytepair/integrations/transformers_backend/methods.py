@@ -72,15 +72,18 @@ _ENTRIES: dict[int, _Entry] = {}
 _ENTRIES_LOCK = threading.Lock()
 
 
-def state_of(tok) -> TokenizerState | None:
-    """The bytepair state serving `tok`, or None when HF serves it."""
+def state_of(tok, sized: bool = True) -> TokenizerState | None:
+    """The bytepair state serving `tok`, or None when HF serves it. `sized`:
+    also check the backend's vocabulary size (tokens added to it directly);
+    decoding need not, as an id the state does not know goes to HF."""
     backend = tok._tokenizer
     entry = _ENTRIES.get(id(tok))
     if (
         entry is None
         or entry.backend is not backend
         or entry.owner() is not tok
-        or entry.size != backend.get_vocab_size(True)
+        or entry.size < 0  # marked stale
+        or (sized and entry.size != backend.get_vocab_size(True))
     ):
         entry = _build(tok, backend)
     return entry.state
@@ -490,6 +493,12 @@ def encode(self, text, text_pair=None, *args, **kwargs):
 
 def decode(self, token_ids, skip_special_tokens=False, **kwargs):
     if type(token_ids) is list and (not token_ids or type(token_ids[0]) is int):
+        if not kwargs and type(self)._decode is _decode:
+            state = state_of(self, sized=False)
+            if state is not None and state.decodes and not self.clean_up_tokenization_spaces:
+                text = state.decode(token_ids, skip_special_tokens)
+                if text is not None:
+                    return text
         return self._decode(token_ids=token_ids, skip_special_tokens=skip_special_tokens, **kwargs)
     return ORIGINAL["decode"](self, token_ids, skip_special_tokens, **kwargs)
 
