@@ -320,7 +320,10 @@ HEADER = [
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
-        "--tokenizer", nargs="+", default=["llama3", "qwen"], choices=["llama3", "qwen", "gpt2"]
+        "--tokenizer",
+        nargs="+",
+        default=["gpt4", "llama3", "qwen"],
+        choices=["gpt4", "llama3", "qwen", "gpt2"],
     )
     ap.add_argument("--corpus", nargs="+", default=["enwiki"])
     ap.add_argument("--tools", nargs="+", default=list(TOOLS), choices=TOOLS)

@@ -287,7 +287,13 @@ def documents(corpus_text, specials=()) -> list[str]:
         text = corpus_text(name, 6_000, at=0.37)
         docs += [p for p in text.split("\n\n") if p.strip()][:5]
     joined = "".join(f" {s} x{s}" for s in list(specials)[:4])
-    return docs + [TRICKY, f"a <mask> b{EOT}c{joined}", "", " ", "  lead", "trail  ", "\n\n"]
+    ends = [
+        "line\n  ",
+        f"a\n \t{EOT}b",
+        "\r\n \n\t ",
+        "x.\n\n  ",
+    ]  # where Llama 3 differs from cl100k
+    return docs + [TRICKY, f"a <mask> b{EOT}c{joined}", "", " ", "  lead", "trail  ", "\n\n"] + ends
 
 
 # ---- comparing -------------------------------------------------------------------------------
@@ -701,6 +707,10 @@ def test_calls_bytepair_does_not_serve_go_to_hf_with_the_same_result(folders):
         hf_serves="ids outside the vocabulary",
     )
     assert_both(tok, lambda t: t([]), hf_serves="empty batch")
+    flags = "add_special_tokens or split_special_tokens not a bool"
+    for kwargs in ({"add_special_tokens": None}, {"split_special_tokens": 0}):
+        assert_both(tok, lambda t: t(["a b"], **kwargs), hf_serves=flags)
+        assert_both(tok, lambda t: t.encode("a b", **kwargs), hf_serves=flags)
 
 
 def test_post_processor_not_served_goes_to_hf(folders):
@@ -821,6 +831,59 @@ def test_import_bytepair_does_not_import_transformers():
     code = "import sys, bytepair; print('transformers' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# ---- Llama 3's regex on cl100k's scanner ----------------------------------------------
+
+WHITESPACE_TEXT = st.lists(
+    st.sampled_from(
+        ["\n", "\r", " ", "\t", "\u3000", "\x0b", "a", "B", "1", ".", "'s", EOT, "<mask>"]
+    ),
+    max_size=14,
+).map("".join)
+
+
+@settings(max_examples=150)
+@given(texts=st.lists(WHITESPACE_TEXT, min_size=1, max_size=3))
+def test_llama3_regex_served_by_the_cl100k_scanner(texts, tmp_path_factory):
+    from bytepair.integrations.transformers_backend import methods
+
+    tok = _hypothesis_tokenizer("Llama 3", tmp_path_factory)
+    with bytepair.patch_transformers():
+        assert methods.state_of(tok).twin is not None
+    assert_both(tok, lambda t: t(texts, return_offsets_mapping=True))
+    assert_both(tok, lambda t: t(texts, padding=True, return_tensors="np"))
+
+
+def test_llama3_regex_where_it_differs_from_cl100k(tmp_path, corpus_text):
+    """A vocabulary with tokens that join a line break to the spaces after it
+    (trained on such text with GPT-2's pattern), under Llama 3's regex: where
+    that regex and cl100k's split a text's end differently, the ids differ, and
+    those texts must not go to the cl100k scanner."""
+    from bytepair.formats import keep_gaps
+    from bytepair.integrations.transformers_backend import methods, twins
+
+    code = [p for p in corpus_text("code.txt", 30_000, at=0.5).split("\n\n") if p.strip()][:20]
+    trained = bytepair.train_from_iterator(
+        code + ["x\n  y\n\tz\n  \n    w "] * 300, 600, special_tokens=[EOT], progress=False
+    )
+    args = (trained.vocab, trained.merges, trained.special_tokens)
+    llama = bytepair.Tokenizer(*args, pattern=keep_gaps(twins.LLAMA3))
+    llama.save_pretrained(tmp_path, eos_token=EOT, pad_token=EOT)
+    tok = load(tmp_path)
+    texts = [f"{p} end\n    " for p in code] + [f"{p} end\n  {EOT}x\n\t" for p in code]
+    texts += ["a\n    ", f"a\n  {EOT}b", "x\r\n\t", "x\n\n  y\n ", "\n \n  "]
+    with bytepair.patch_transformers():
+        assert methods.state_of(tok).twin is not None
+    cl100k = bytepair.Tokenizer(*args, pattern="cl100k")
+    differ = [t for t in texts if tok.encode(t) != cl100k.encode(t, allowed_special="all")]
+    assert len(differ) > len(texts) // 2, differ  # the cases are real
+    for call in (
+        lambda t: [t.encode(x) for x in texts],
+        lambda t: t(texts, return_offsets_mapping=True),
+        lambda t: t(texts, padding=True, truncation=True, max_length=40, return_tensors="np"),
+    ):
+        assert_both(tok, call)
 
 
 # ---- generated strings ------------------------------------------------------------------------

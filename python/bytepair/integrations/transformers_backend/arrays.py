@@ -118,7 +118,7 @@ def _encode(state, texts: list[str], allowed: list[str]) -> tuple[np.ndarray, np
         raise Unserved("a lone surrogate in the text (HF raises)") from None
     offsets = np.zeros(len(raw) + 1, np.int64)
     np.cumsum(np.fromiter(map(len, raw), np.int64, len(raw)), out=offsets[1:])
-    ids, counts = state.core.encode_documents(
+    ids, counts = state.core_for(texts, allowed).encode_documents(
         b"".join(raw), offsets.tobytes(), "batch", None, allowed, [], None, 4
     )
     flat = np.frombuffer(ids, np.uint32)

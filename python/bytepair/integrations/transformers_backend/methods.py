@@ -166,13 +166,11 @@ def _serve_encode_plus(tok, state, text, text_pair, kw: dict) -> BatchEncoding:
         items = [(text, text_pair)] if text_pair else [text]
     if not items:
         raise Unserved("empty batch")
-    split = kw.get("split_special_tokens")
-    split = tok.split_special_tokens if split is None else split
-    add_special = kw.get("add_special_tokens", True)
+    add_special, split = _flags(tok, kw)
     truncation, padding = _truncation(tok, kw), _padding(tok, kw)
     if _as_arrays(tok, items, split_words, padding, kw):
         made = padded_batch(
-            state, list(items), add_special, bool(split), truncation, padding, _wanted_keys(tok, kw)
+            state, list(items), add_special, split, truncation, padding, _wanted_keys(tok, kw)
         )
         if made is not None:
             arrays, encodings = made
@@ -182,7 +180,7 @@ def _serve_encode_plus(tok, state, text, text_pair, kw: dict) -> BatchEncoding:
                 )
             return _batch_encoding(arrays, encodings, encodings[0].n_sequences)
     encodings = encode_batch(
-        state, list(items), bool(split_words), add_special, bool(split), truncation, padding
+        state, list(items), bool(split_words), add_special, split, truncation, padding
     )
     return _batch_output(tok, encodings, batched, kw)
 
@@ -208,6 +206,16 @@ def _wanted_keys(tok, kw: dict) -> dict[str, bool]:
         "special_tokens_mask": bool(kw.get("return_special_tokens_mask")),
         "length": bool(kw.get("return_length")),
     }
+
+
+def _flags(tok, kw: dict) -> tuple[bool, bool]:
+    """(add_special_tokens, split_special_tokens) of a call; HF takes nothing but bools."""
+    add = kw.get("add_special_tokens", True)
+    split = kw.get("split_special_tokens")
+    split = tok.split_special_tokens if split is None else split
+    if type(add) is not bool or type(split) is not bool:
+        raise Unserved("add_special_tokens or split_special_tokens not a bool")
+    return add, split
 
 
 def _valid_text(t) -> bool:
@@ -424,9 +432,7 @@ def _one_text(
     self, state, text: str, kwargs: dict, with_encoding: bool = True
 ) -> tuple[list[int], Encoding | None]:
     """Ids and (if asked) `Encoding` of one text with no truncation or padding."""
-    add = kwargs.get("add_special_tokens", True)
-    split = kwargs.get("split_special_tokens")
-    split = self.split_special_tokens if split is None else bool(split)
+    add, split = _flags(self, kwargs)
     plan = state.plan()
     layout = plan.single[add]
     if layout is None:

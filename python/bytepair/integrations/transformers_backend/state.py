@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 from bytepair.integrations.transformers_backend.model import Enc, Source, Unserved
 from bytepair.integrations.transformers_backend.processors import parse, post_process
+from bytepair.integrations.transformers_backend.twins import twin_of
 
 # `Loaded` by the sha256 of the backend's JSON, while a tokenizer uses it.
 _LOADED: "weakref.WeakValueDictionary[bytes, Loaded]" = weakref.WeakValueDictionary()
@@ -85,6 +86,7 @@ class Loaded:
         decodes: whether decoding is served (a ByteLevel decoder);
             ``odd_bytes``: added tokens HF decodes to other bytes than their
             UTF-8 (all their characters are byte-level ones).
+        twin: a `twins.Twin` that encodes most texts faster, or None.
     """
 
     def __init__(self, text: str):
@@ -111,6 +113,7 @@ class Loaded:
         self.token_of = _token_strings(doc["model"]["vocab"], added)
         decoder = doc.get("decoder") or {}
         self.decodes = decoder.get("type") == "ByteLevel"
+        self.twin = twin_of(self.bp)
         self.odd_bytes = {t["id"]: b for t in added if (b := _hf_bytes(t["content"])) is not None}
 
 
@@ -171,10 +174,7 @@ class TokenizerState:
     def encode_texts(self, texts: list[str], allowed: list[str]) -> list[list[int]]:
         """Ids of each text, the added tokens in `allowed` split out (the others are text)."""
         try:
-            if len(texts) == 1:
-                out = [self.core.encode(texts[0], allowed, [])]
-            else:
-                out = self.core.encode_batch(texts, allowed, [], None)
+            out = self._encode(texts, allowed)
         except UnicodeEncodeError:
             raise Unserved("a lone surrogate in the text (HF raises)") from None
         except TypeError:
@@ -183,9 +183,33 @@ class TokenizerState:
             raise Unserved("a normalized added token that strips spaces")
         return out
 
+    def _encode(self, texts: list[str], allowed: list[str]) -> list[list[int]]:
+        """The core's ids of each text: the twin's where it fits (`twins`)."""
+        twin = self.twin
+        fits = [twin.fits(t, allowed) for t in texts] if twin is not None else []
+        if not any(fits):
+            return _encode_with(self.core, texts, allowed)
+        if all(fits):
+            return _encode_with(twin.core, texts, allowed)
+        out: list = [None] * len(texts)
+        for core, part in ((twin.core, True), (self.core, False)):
+            where = [k for k, f in enumerate(fits) if f is part]
+            for k, ids in zip(where, _encode_with(core, [texts[k] for k in where], allowed)):
+                out[k] = ids
+        return out
+
+    def core_for(self, texts: list[str], allowed: list[str]):
+        """The core that encodes all of `texts` as HF does: the twin's if it fits them all."""
+        twin = self.twin
+        if twin is not None and all(twin.fits(t, allowed) for t in texts):
+            return twin.core
+        return self.core
+
     def offsets(self, text: str, allowed: list[str]) -> list[tuple[int, int]]:
         """HF's offsets of `text`'s tokens, in characters."""
-        return self.bp.encode_with_offsets(
+        twin = self.twin
+        tok = twin.tok if twin is not None and twin.fits(text, allowed) else self.bp
+        return tok.encode_with_offsets(
             text, allowed_special=frozenset(allowed), disallowed_special=()
         )[1]
 
@@ -242,6 +266,12 @@ class TokenizerState:
                 hf.encode_special_tokens = split
                 self._mirror[3] = split
             return hf.encode(*inputs, is_pretokenized=pretokenized, add_special_tokens=add_special)
+
+
+def _encode_with(core, texts: list[str], allowed: list[str]) -> list[list[int]]:
+    if len(texts) == 1:
+        return [core.encode(texts[0], allowed, [])]
+    return core.encode_batch(texts, allowed, [], None)
 
 
 def _bytepair_tokenizer(doc: dict):
