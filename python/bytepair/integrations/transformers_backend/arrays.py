@@ -35,7 +35,7 @@ class ArrayRow:
         self.allowed, self.add_special, self.split = allowed, add_special, split
         self.truncation, self.padding, self.targets = truncation, padding, targets
 
-    def context(self) -> MirrorContext:
+    def context(self, k=None) -> MirrorContext:
         return MirrorContext(
             self.state,
             (self.text,),
@@ -47,7 +47,7 @@ class ArrayRow:
             self.targets,
         )
 
-    def model(self) -> Enc:
+    def model(self, k=None, ids=None) -> Enc:
         from bytepair.integrations.transformers_backend.serve import _text_source
 
         src = _text_source(self.state, self.text, self.ids.tolist(), self.allowed)

@@ -65,10 +65,10 @@ class MirrorContext:
     def with_targets(self, targets: tuple) -> "MirrorContext":
         return MirrorContext(*self._fields(), targets, self.path)
 
-    def context(self) -> "MirrorContext":
+    def context(self, k=None) -> "MirrorContext":
         return self
 
-    def model(self):
+    def model(self, k=None, ids=None):
         raise AssertionError("an encoding served the long way has its model")
 
     def hf_encoding(self):
@@ -109,19 +109,21 @@ class Encoding:
 
     Args:
         ids: list[int], the token ids (None: made from the model when read).
-        how: what made it: ``how.context()`` is its `MirrorContext`,
-            ``how.model()`` its `model.Enc` (asked only when `enc` is None).
+        how: what made it: ``how.context(k)`` is its `MirrorContext`,
+            ``how.model(k, ids)`` its `model.Enc` (asked only when `enc` is None).
         enc: its `model.Enc`, or None to make it when first needed.
         n_sequences: HF's ``n_sequences`` when known without the model.
         padded: False when no padding was asked for (every attention 1).
+        k: its index among the encodings `how` makes.
     """
 
-    __slots__ = ("_ids", "_how", "_enc", "_n_seq", "_padded", "_hf", "_mutated", "_memo")
+    __slots__ = ("_ids", "_how", "_k", "_enc", "_n_seq", "_padded", "_hf", "_mutated", "_memo")
 
-    def __init__(self, ids: list[int], how, enc: Enc | None = None, n_sequences=None, padded=True):
-        self._ids, self._how, self._enc, self._n_seq, self._padded = (
+    def __init__(self, ids, how, enc=None, n_sequences=None, padded=True, k=None):
+        self._ids, self._how, self._k, self._enc, self._n_seq, self._padded = (
             ids,
             how,
+            k,
             enc,
             n_sequences,
             padded,
@@ -131,12 +133,15 @@ class Encoding:
 
     def _model(self) -> Enc:
         if self._enc is None:
-            self._enc = self._how.model()
+            self._enc = self._how.model(self._k, self._ids)
         return self._enc
+
+    def _context(self) -> MirrorContext:
+        return self._how.context(self._k)
 
     def _mirror(self):
         if self._hf is None:
-            self._hf = self._how.context().hf_encoding()
+            self._hf = self._context().hf_encoding()
         return self._hf
 
     def _made(self, name: str, make: Callable[[], object]):
@@ -213,7 +218,7 @@ class Encoding:
         return self._made(
             "overflowing",
             lambda: [
-                Encoding(o.ids(), self._how.context().child(k), enc=o)
+                Encoding(o.ids(), self._context().child(k), enc=o)
                 for k, o in enumerate(self._model().overflowing)
             ],
         )

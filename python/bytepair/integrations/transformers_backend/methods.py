@@ -38,7 +38,7 @@ from bytepair.integrations.transformers_backend.arrays import padded_batch
 from bytepair.integrations.transformers_backend.encoding import Encoding
 from bytepair.integrations.transformers_backend.model import Unserved
 from bytepair.integrations.transformers_backend.processors import Padding, Truncation
-from bytepair.integrations.transformers_backend.serve import OneText, encode_batch
+from bytepair.integrations.transformers_backend.serve import Texts, encode_batch
 from bytepair.integrations.transformers_backend.state import TokenizerState
 
 logger = logging.getLogger("bytepair.transformers")
@@ -274,6 +274,45 @@ def _padding(tok, kw: dict) -> Padding | None:
 def _batch_output(tok, encodings: list[Encoding], batched: bool, kw: dict) -> BatchEncoding:
     """transformers' assembly of encodings into a ``BatchEncoding``."""
     overflowing = kw.get("return_overflowing_tokens", False)
+    if overflowing or type(tok)._convert_encoding is not TokenizersBackend._convert_encoding:
+        data, flat = _converted(tok, encodings, kw)
+    else:  # transformers' _convert_encoding of each, done by key
+        data, flat = {"input_ids": [e.ids for e in encodings]}, encodings
+        wanted = _wanted_keys(tok, kw)
+        for key, attr in _KEYS:
+            if wanted[key]:
+                data[key] = [getattr(e, attr) for e in encodings]
+        if kw.get("return_offsets_mapping"):
+            data["offset_mapping"] = [e.offsets for e in encodings]
+        if wanted["length"]:
+            data["length"] = [len(e.ids) for e in encodings]
+    max_length, verbose = kw.get("max_length"), kw.get("verbose", True)
+    # The base class's warning needs no call for a sequence it would not warn about.
+    own_warning = type(tok)._eventual_warn_about_too_long_sequence is _BASE_WARNING
+    limit = tok.model_max_length
+    for input_ids in data["input_ids"]:
+        if not own_warning or (max_length is None and len(input_ids) > limit):
+            tok._eventual_warn_about_too_long_sequence(input_ids, max_length, verbose)
+    return_tensors = kw.get("return_tensors")
+    out = BatchEncoding(data, flat, tensor_type=return_tensors)
+    if not batched and return_tensors is None and not overflowing:
+        single = {k: (v[0] if len(v) > 0 and isinstance(v[0], list) else v) for k, v in out.items()}
+        out = _batch_encoding(single, out.encodings)
+    return out
+
+
+_BASE_WARNING = TokenizersBackend._eventual_warn_about_too_long_sequence
+# BatchEncoding keys by `_wanted_keys` name, in transformers' order, and the Encoding attribute.
+_KEYS = (
+    ("token_type_ids", "type_ids"),
+    ("attention_mask", "attention_mask"),
+    ("special_tokens_mask", "special_tokens_mask"),
+)
+
+
+def _converted(tok, encodings: list[Encoding], kw: dict) -> tuple[dict, list]:
+    """transformers' ``_convert_encoding`` of each encoding, stacked: (data, encodings)."""
+    overflowing = kw.get("return_overflowing_tokens", False)
     converted = [
         tok._convert_encoding(
             encoding=e,
@@ -293,15 +332,7 @@ def _batch_output(tok, encodings: list[Encoding], batched: bool, kw: dict) -> Ba
         data["overflow_to_sample_mapping"] = [
             i for i, (item, _) in enumerate(converted) for _ in item["input_ids"]
         ]
-    max_length, verbose = kw.get("max_length"), kw.get("verbose", True)
-    for input_ids in data["input_ids"]:
-        tok._eventual_warn_about_too_long_sequence(input_ids, max_length, verbose)
-    return_tensors = kw.get("return_tensors")
-    out = BatchEncoding(data, flat, tensor_type=return_tensors)
-    if not batched and return_tensors is None and not overflowing:
-        single = {k: (v[0] if len(v) > 0 and isinstance(v[0], list) else v) for k, v in out.items()}
-        out = _batch_encoding(single, out.encodings)
-    return out
+    return data, flat
 
 
 def _batch_encoding(data: dict, encodings: list, n_sequences: int | None = None) -> BatchEncoding:
@@ -439,14 +470,16 @@ def _one_text(
         raise Unserved("a template that does not hold one sequence once")
     allowed = state.allowed(split)
     core_ids = state.encode_texts([text], allowed)[0]
-    before, after, n_seq = layout.before, layout.after, layout.n_sequences
-    ids = before + core_ids + after if before or after else core_ids
+    if with_encoding:
+        enc = Texts(state, plan, [text], allowed, add, split, layout).encoding(0, core_ids)
+        ids = enc.ids
+    else:
+        enc, ids = None, core_ids
+        ids[:0] = layout.before
+        ids += layout.after
     if len(ids) > self.model_max_length:
         self._eventual_warn_about_too_long_sequence(ids, None, kwargs.get("verbose", True))
-    if not with_encoding:
-        return ids, None
-    how = OneText(state, plan, text, core_ids, allowed, add, split)
-    return ids, Encoding(ids, how, n_sequences=n_seq, padded=False)
+    return ids, enc
 
 
 def __call__(self, text=None, text_pair=None, *args, **kwargs):

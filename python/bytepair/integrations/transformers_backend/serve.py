@@ -34,24 +34,15 @@ def encode_batch(
     ids = iter(state.encode_texts(texts, allowed) if texts else ())
 
     layout = plan.single.get(add_special)
-    if truncation is None and padding is None and layout is not None and not pretokenized:
-        before, after, n_seq = layout.before, layout.after, layout.n_sequences
-        out = []
-        for seqs in sequences:
-            if len(seqs) != 1:
-                break
-            core_ids = next(ids)
-            out.append(
-                Encoding(
-                    before + core_ids + after if before or after else core_ids,
-                    OneText(state, plan, seqs[0], core_ids, allowed, add_special, split),
-                    n_sequences=n_seq,
-                    padded=False,
-                )
-            )
-        else:
-            return out
-        ids = iter(state.encode_texts(texts, allowed))  # a pair among them: the general way
+    if (
+        truncation is None
+        and padding is None
+        and layout is not None
+        and not pretokenized
+        and all(len(seqs) == 1 for seqs in sequences)
+    ):
+        texts_how = Texts(state, plan, texts, allowed, add_special, split, layout)
+        return [texts_how.encoding(k, core_ids) for k, core_ids in enumerate(ids)]
 
     finals, contexts = [], []
     for seqs in sequences:
@@ -79,23 +70,35 @@ def encode_batch(
     return [Encoding(f.ids(), c, enc=f) for f, c in zip(finals, contexts)]
 
 
-class OneText:
-    """How an encoding of one text, served with no truncation or padding, is
-    made in full when an attribute beyond its ids is read."""
+class Texts:
+    """How the encodings of single texts served with no truncation or padding
+    (their ids are the layout's around each text's) are made in full when an
+    attribute beyond their ids is read: one for a batch, the text's index in it
+    kept by each `Encoding`."""
 
-    __slots__ = ("state", "plan", "text", "ids", "allowed", "add_special", "split")
+    __slots__ = ("state", "plan", "texts", "allowed", "add_special", "split", "layout")
 
-    def __init__(self, state, plan, text, ids, allowed, add_special, split):
-        self.state, self.plan, self.text, self.ids = state, plan, text, ids
-        self.allowed, self.add_special, self.split = allowed, add_special, split
+    def __init__(self, state, plan, texts, allowed, add_special, split, layout):
+        self.state, self.plan, self.texts, self.allowed = state, plan, texts, allowed
+        self.add_special, self.split, self.layout = add_special, split, layout
 
-    def context(self) -> MirrorContext:
+    def encoding(self, k: int, ids: list[int]) -> Encoding:
+        """The `Encoding` of text `k` from its core ids (which become its ids)."""
+        before, after = self.layout.before, self.layout.after
+        if before:
+            ids[:0] = before
+        if after:
+            ids += after
+        return Encoding(ids, self, n_sequences=self.layout.n_sequences, padded=False, k=k)
+
+    def context(self, k: int) -> MirrorContext:
         return MirrorContext(
-            self.state, (self.text,), False, self.add_special, self.split, None, None
+            self.state, (self.texts[k],), False, self.add_special, self.split, None, None
         )
 
-    def model(self) -> Enc:
-        src = _text_source(self.state, self.text, self.ids, self.allowed)
+    def model(self, k: int, ids: list[int]) -> Enc:
+        core_ids = ids[len(self.layout.before) : len(ids) - len(self.layout.after)]
+        src = _text_source(self.state, self.texts[k], core_ids, self.allowed)
         return post_process(self.plan.proc, [Enc.of(src, 0)], self.add_special, None)
 
 
