@@ -538,7 +538,17 @@ def call_shapes(docs: list[str], specials: list[str]) -> dict:
             t.convert_tokens_to_ids(specials) + t.encode(docs[0]), skip_special_tokens=True
         ),
         "BatchEncoding lookups": lambda t: _lookups(t(short[:4], pairs_b[:4], padding=True)),
+        "lists are the caller's": lambda t: _changed(t(short[:3], return_offsets_mapping=True)),
+        "one text's lists are the caller's": lambda t: _changed(t(short[0]), single=True),
     }
+
+
+def _changed(out, single: bool = False):
+    """Change the returned lists in place: the encodings must not change with them."""
+    for key in out:
+        (out[key] if single else out[key][0]).append(7)
+    e = out.encodings[0]
+    return out, e.ids, e.attention_mask, e.offsets, e.tokens, len(e)
 
 
 def _lookups(out) -> list:
@@ -846,11 +856,11 @@ WHITESPACE_TEXT = st.lists(
 @settings(max_examples=150)
 @given(texts=st.lists(WHITESPACE_TEXT, min_size=1, max_size=3))
 def test_llama3_regex_served_by_the_cl100k_scanner(texts, tmp_path_factory):
-    from bytepair.integrations.transformers_backend import methods
+    from bytepair.integrations.transformers_backend import registry
 
     tok = _hypothesis_tokenizer("Llama 3", tmp_path_factory)
     with bytepair.patch_transformers():
-        assert methods.state_of(tok).twin is not None
+        assert registry.state_of(tok).twin is not None
     assert_both(tok, lambda t: t(texts, return_offsets_mapping=True))
     assert_both(tok, lambda t: t(texts, padding=True, return_tensors="np"))
 
@@ -861,7 +871,7 @@ def test_llama3_regex_where_it_differs_from_cl100k(tmp_path, corpus_text):
     that regex and cl100k's split a text's end differently, the ids differ, and
     those texts must not go to the cl100k scanner."""
     from bytepair.formats import keep_gaps
-    from bytepair.integrations.transformers_backend import methods, twins
+    from bytepair.integrations.transformers_backend import registry, twins
 
     code = [p for p in corpus_text("code.txt", 30_000, at=0.5).split("\n\n") if p.strip()][:20]
     trained = bytepair.train_from_iterator(
@@ -874,7 +884,7 @@ def test_llama3_regex_where_it_differs_from_cl100k(tmp_path, corpus_text):
     texts = [f"{p} end\n    " for p in code] + [f"{p} end\n  {EOT}x\n\t" for p in code]
     texts += ["a\n    ", f"a\n  {EOT}b", "x\r\n\t", "x\n\n  y\n ", "\n \n  "]
     with bytepair.patch_transformers():
-        assert methods.state_of(tok).twin is not None
+        assert registry.state_of(tok).twin is not None
     cl100k = bytepair.Tokenizer(*args, pattern="cl100k")
     differ = [t for t in texts if tok.encode(t) != cl100k.encode(t, allowed_special="all")]
     assert len(differ) > len(texts) // 2, differ  # the cases are real

@@ -114,7 +114,7 @@ def hf_calls():
 def served_by_bytepair(tokenizer) -> tuple[bool, str | None]:
     """(True, None) when bytepair serves `tokenizer` (a transformers fast
     tokenizer), else (False, why HF serves it: the loader's reason)."""
-    from bytepair.integrations.transformers_backend import methods
+    from bytepair.integrations.transformers_backend import registry
 
-    reason = methods.reason_unserved(tokenizer)
+    reason = registry.reason_unserved(tokenizer)
     return reason is None, reason

@@ -144,8 +144,12 @@ class Encoding:
             self._hf = self._context().hf_encoding()
         return self._hf
 
-    def _made(self, name: str, make: Callable[[], object]):
-        """Attribute `name`, made once from the model (or HF's, after a mutation)."""
+    def _made(self, name: str, make: Callable[[], list]) -> list:
+        """Attribute `name`, made once from the model (or HF's, after a
+        mutation); a new list on each read, as HF's (a caller may change it)."""
+        return list(self._kept(name, make))
+
+    def _kept(self, name: str, make: Callable[[], list]) -> list:
         if self._mutated:
             return getattr(self._hf, name)
         if self._memo is None:
@@ -159,16 +163,17 @@ class Encoding:
 
     @property
     def ids(self) -> list[int]:
+        """A new list on each read, as HF's (a caller may change it)."""
         if self._mutated:
             return self._hf.ids
         if self._ids is None:
             self._ids = self._model().ids()
-        return self._ids
+        return list(self._ids)
 
     @property
     def attention_mask(self) -> list[int]:
         if not self._padded and not self._mutated:
-            return [1] * len(self.ids)
+            return [1] * len(self)
         return self._made("attention_mask", lambda: self._model().attention_mask())
 
     @property
@@ -224,7 +229,11 @@ class Encoding:
         )
 
     def __len__(self) -> int:
-        return len(self.ids)
+        if self._mutated:
+            return len(self._hf)
+        if self._ids is None:
+            self._ids = self._model().ids()
+        return len(self._ids)
 
     def __repr__(self) -> str:
         return (
@@ -244,17 +253,18 @@ class Encoding:
             return self._hf.token_to_chars(token_index)
         if self.token_to_sequence(token_index) is None:
             return None
-        offsets = self.offsets
+        offsets = self._kept("offsets", lambda: self._model().offsets())
         return offsets[token_index] if 0 <= token_index < len(offsets) else None
 
     def char_to_token(self, char_pos: int, sequence_index: int = 0) -> int | None:
         if self._mutated:
             return self._hf.char_to_token(char_pos, sequence_index)
-        n = len(self.ids)
+        n = len(self)
         start, stop = self._model().ranges.get(sequence_index, (0, n))
         if stop > n:
             return None
-        for k, (a, b) in enumerate(self.offsets[start:stop]):
+        offsets = self._kept("offsets", lambda: self._model().offsets())
+        for k, (a, b) in enumerate(offsets[start:stop]):
             if a <= char_pos < b:
                 return start + k
         return None

@@ -22,9 +22,6 @@ under the tokenizer's lock, and is counted in `HF_CALLS`.
 from __future__ import annotations
 
 import collections
-import logging
-import threading
-import weakref
 
 from transformers.tokenization_utils_base import (
     BatchEncoding,
@@ -38,85 +35,13 @@ from bytepair.integrations.transformers_backend.arrays import padded_batch
 from bytepair.integrations.transformers_backend.encoding import Encoding
 from bytepair.integrations.transformers_backend.model import Unserved
 from bytepair.integrations.transformers_backend.processors import Padding, Truncation
+from bytepair.integrations.transformers_backend.registry import stale, state_of
 from bytepair.integrations.transformers_backend.serve import Texts, encode_batch
-from bytepair.integrations.transformers_backend.state import TokenizerState
-
-logger = logging.getLogger("bytepair.transformers")
 
 # The methods replaced, as resolved on TokenizersBackend before the patch.
 ORIGINAL: dict[str, object] = {}
 # Calls HF served, by reason (what bytepair does not serve), since the process started.
 HF_CALLS: collections.Counter = collections.Counter()
-
-
-# ---- one state per tokenizer ------------------------------------------------------------
-
-
-class _Entry:
-    """A tokenizer's state (None: HF serves it, for `reason`), valid while its
-    backend is the same object with the same vocabulary size."""
-
-    __slots__ = ("owner", "backend", "size", "state", "reason")
-
-    def __init__(self, owner, backend, size, state, reason):
-        self.owner, self.backend, self.size, self.state, self.reason = (
-            owner,
-            backend,
-            size,
-            state,
-            reason,
-        )
-
-
-_ENTRIES: dict[int, _Entry] = {}
-_ENTRIES_LOCK = threading.Lock()
-
-
-def state_of(tok, sized: bool = True) -> TokenizerState | None:
-    """The bytepair state serving `tok`, or None when HF serves it. `sized`:
-    also check the backend's vocabulary size (tokens added to it directly);
-    decoding need not, as an id the state does not know goes to HF."""
-    backend = tok._tokenizer
-    entry = _ENTRIES.get(id(tok))
-    if (
-        entry is None
-        or entry.backend is not backend
-        or entry.owner() is not tok
-        or entry.size < 0  # marked stale
-        or (sized and entry.size != backend.get_vocab_size(True))
-    ):
-        entry = _build(tok, backend)
-    return entry.state
-
-
-def _build(tok, backend) -> _Entry:
-    with _ENTRIES_LOCK:
-        size = backend.get_vocab_size(True)
-        entry = _ENTRIES.get(id(tok))
-        if entry is not None and entry.backend is backend and entry.size == size:
-            return entry
-        try:
-            state, reason = TokenizerState(backend), None
-        except Unserved as e:
-            state, reason = None, str(e)
-        if state is None:
-            logger.debug("%s stays on HF's backend: %s", type(tok).__name__, reason)
-        if entry is None:
-            weakref.finalize(tok, _ENTRIES.pop, id(tok), None)
-        entry = _ENTRIES[id(tok)] = _Entry(weakref.ref(tok), backend, size, state, reason)
-        return entry
-
-
-def reason_unserved(tok) -> str | None:
-    """Why HF's backend serves `tok` (None: bytepair does)."""
-    state_of(tok)
-    return _ENTRIES[id(tok)].reason
-
-
-def _stale(tok) -> None:
-    entry = _ENTRIES.get(id(tok))
-    if entry is not None:
-        entry.size = -1
 
 
 def _by_hf(tok, state, reason: str, name: str, *args, **kwargs):
@@ -498,7 +423,7 @@ def __call__(self, text=None, text_pair=None, *args, **kwargs):
             except Unserved:
                 pass
             else:
-                data = {"input_ids": ids}
+                data = {"input_ids": enc.ids}
                 if _wanted(self, kwargs, "return_token_type_ids", "token_type_ids"):
                     data["token_type_ids"] = enc.type_ids
                 if _wanted(self, kwargs, "return_attention_mask", "attention_mask"):
@@ -546,7 +471,7 @@ def _add_tokens(self, new_tokens, special_tokens=False):
     try:
         return ORIGINAL["_add_tokens"](self, new_tokens, special_tokens=special_tokens)
     finally:
-        _stale(self)
+        stale(self)
 
 
 REPLACEMENTS = {
