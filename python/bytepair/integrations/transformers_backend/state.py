@@ -278,14 +278,22 @@ def _bytepair_tokenizer(doc: dict):
     """The bytepair Tokenizer of a backend's tokenizer.json; `Unserved` with the
     loader's reason when bytepair cannot load it."""
     from bytepair.formats import from_hf_json
+    from bytepair.tokenizer import Tokenizer
 
     plain = {**doc, "post_processor": None, "truncation": None, "padding": None}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return from_hf_json(plain, source="tokenizer.json")
+            tok = from_hf_json(plain, source="tokenizer.json")
     except (ValueError, KeyError, TypeError) as e:
         raise Unserved(str(e).removeprefix("tokenizer.json: ")) from None
+    if (
+        type(tok) is not Tokenizer
+    ):  # SentencePieceTokenizer: its offsets and decoders are not modelled
+        raise Unserved(
+            f"a SentencePiece-style tokenizer.json ({type(tok).__name__}): not served yet"
+        )
+    return tok
 
 
 def _token_strings(vocab: dict, added: list) -> list:
