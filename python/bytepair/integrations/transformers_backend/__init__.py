@@ -23,7 +23,14 @@ from __future__ import annotations
 
 import threading
 
-__all__ = ["patch_transformers", "unpatch_transformers", "hf_calls", "served_by_bytepair"]
+__all__ = [
+    "TransformersPatch",
+    "hf_calls",
+    "is_patched",
+    "patch_transformers",
+    "served_by_bytepair",
+    "unpatch_transformers",
+]
 
 _LOCK = threading.Lock()
 _SAVED: dict[str, object] = {}  # TokenizersBackend.__dict__ entries replaced (None: inherited)
@@ -99,6 +106,7 @@ def unpatch_transformers() -> None:
 
 
 def is_patched() -> bool:
+    """Whether transformers is patched now."""
     return bool(_SAVED)
 
 
