@@ -427,6 +427,9 @@ def call_shapes(docs: list[str], specials: list[str]) -> dict:
             ),
             setattr(t, "truncation_side", "right"),
         )[1],
+        "tok(batch) np arrays, no truncation": lambda t: t(
+            short, padding=True, return_tensors="np"
+        ),
         "tok(batch) np ragged": lambda t: t(
             short, padding="max_length", max_length=8, return_tensors="np"
         ),
@@ -909,6 +912,7 @@ def test_llama3_regex_where_it_differs_from_cl100k(tmp_path, corpus_text):
         lambda t: [t.encode(x) for x in texts],
         lambda t: t(texts, return_offsets_mapping=True),
         lambda t: t(texts, padding=True, truncation=True, max_length=40, return_tensors="np"),
+        lambda t: t(texts, padding=True, return_tensors="np"),
     ):
         assert_both(tok, call)
 

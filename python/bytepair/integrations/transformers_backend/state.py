@@ -185,25 +185,29 @@ class TokenizerState:
 
     def _encode(self, texts: list[str], allowed: list[str]) -> list[list[int]]:
         """The core's ids of each text: the twin's where it fits (`twins`)."""
-        twin = self.twin
-        fits = [twin.fits(t, allowed) for t in texts] if twin is not None else []
-        if not any(fits):
-            return _encode_with(self.core, texts, allowed)
-        if all(fits):
-            return _encode_with(twin.core, texts, allowed)
+        groups = self.cores_for(texts, allowed)
+        if len(groups) == 1:
+            return _encode_with(groups[0][0], texts, allowed)
         out: list = [None] * len(texts)
-        for core, part in ((twin.core, True), (self.core, False)):
-            where = [k for k, f in enumerate(fits) if f is part]
+        for core, where in groups:
             for k, ids in zip(where, _encode_with(core, [texts[k] for k in where], allowed)):
                 out[k] = ids
         return out
 
-    def core_for(self, texts: list[str], allowed: list[str]):
-        """The core that encodes all of `texts` as HF does: the twin's if it fits them all."""
+    def cores_for(self, texts: list[str], allowed: list[str]) -> list[tuple]:
+        """[(core, indices of the texts it encodes as HF does)]: the twin's core
+        for the texts it fits, the tokenizer's for the others (one group when
+        one core takes them all)."""
         twin = self.twin
-        if twin is not None and all(twin.fits(t, allowed) for t in texts):
-            return twin.core
-        return self.core
+        if twin is None:
+            return [(self.core, range(len(texts)))]
+        fits = [twin.fits(t, allowed) for t in texts]
+        groups = [
+            (core, [k for k, f in enumerate(fits) if f is part])
+            for core, part in ((twin.core, True), (self.core, False))
+        ]
+        groups = [(core, where) for core, where in groups if where]
+        return groups or [(self.core, range(len(texts)))]
 
     def offsets(self, text: str, allowed: list[str]) -> list[tuple[int, int]]:
         """HF's offsets of `text`'s tokens, in characters."""
