@@ -966,3 +966,72 @@ def test_decode_of_any_ids_equals_hf(ids, skip, tmp_path_factory):
     outside = any(i >= len(tok) for i in ids)  # HF drops them; bytepair leaves those calls to HF
     reason = "ids outside the vocabulary" if outside else None
     assert_both(tok, lambda t: t.decode(ids, skip_special_tokens=skip), hf_serves=reason)
+
+
+# ---- every other fallback: taken, and the same outcome -----------------------------------------
+
+
+def test_options_bytepair_does_not_serve_go_to_hf_with_the_same_result(folders):
+    """Each remaining reason bytepair gives a call back to HF: the call is counted
+    under that reason and its outcome (value or HF's error) is unpatched HF's."""
+    tok = load(folders("Llama 3"))
+    cases = [
+        ("positional options", lambda t: t._encode_plus("a b", None, False)),
+        ("input transformers refuses", lambda t: t._encode_plus(12)),
+        ("batch and pairs of other lengths (transformers raises)", lambda t: t(["a", "b"], ["c"])),
+        (
+            "truncation to max_length=np.int64(9), stride=0",
+            lambda t: t(["a b c d e f g h i j k l"], truncation=True, max_length=np.int64(9)),
+        ),
+        (
+            "padding settings HF reads otherwise",
+            lambda t: t(["a b", "c"], padding=True, pad_to_multiple_of=np.int64(4)),
+        ),
+        (
+            "max_length 0 below the 1 tokens HF adds",
+            lambda t: t(["a b c"], truncation=True, max_length=0),
+        ),
+        (
+            "sequence too short to truncate to max_length (HF raises)",
+            lambda t: t(["a"], ["b c d e f g h i j"], truncation="only_first", max_length=4),
+        ),
+        ("an input HF reads otherwise (int)", lambda t: t._encode_plus([["a", "b"], 3])),
+        (
+            "an input HF reads otherwise (list)",
+            lambda t: t._encode_plus([["a", 5]], is_split_into_words=True),
+        ),
+    ]
+    for reason, call in cases:
+        assert_both(tok, call, reason, hf_serves=reason)
+
+
+def test_a_template_with_the_sequence_twice_takes_the_long_way(folders):
+    """The short ways of one text (ids = before + text + after) do not fit a
+    template that holds $A twice: the call takes transformers' long way, still
+    served by bytepair."""
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = load(folders("GPT-2"))
+    tok._tokenizer.post_processor = tokenizers.processors.TemplateProcessing(
+        single=f"$A {EOT} $A", pair=f"$A {EOT} $B:1", special_tokens=[(EOT, tok.eos_token_id)]
+    )
+    for call in (
+        lambda t: t("a b c"),
+        lambda t: t.encode("a b c"),
+        lambda t: t.encode("a b c", add_special_tokens=False),
+        lambda t: t(["a b", "c"]),
+    ):
+        assert_both(tok, call)
+    with bytepair.patch_transformers():
+        ids = tok.encode("a b")
+    k = ids.index(tok.eos_token_id)
+    assert ids[:k] and ids[:k] == ids[k + 1 :]  # the case is real: $A twice
+
+
+def test_a_decoder_other_than_byte_level_goes_to_hf(folders):
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = load(folders("GPT-2"))
+    tok._tokenizer.decoder = tokenizers.decoders.Fuse()
+    ids = tok.encode("a few words, and more")
+    assert_both(tok, lambda t: t(["a b", "c"]))  # encoding is still served
+    for call in (lambda t: t.decode(ids), lambda t: t.batch_decode([ids, ids[:2]])):
+        assert_both(tok, call, hf_serves="decoder not served")
