@@ -794,20 +794,28 @@ def test_a_sentencepiece_style_tokenizer_stays_on_hf(tmp_path, corpus_text):
 # ---- threads, patch life cycle -------------------------------------------------------------------
 
 
-def test_threads_share_one_tokenizer(folders, corpus_text):
-    docs = documents(corpus_text)
-    tok = load(folders("RoBERTa"))
-    shapes = [
+def _thread_shapes(docs: list[str]) -> list:
+    return [
         lambda t: t(docs)["input_ids"],
         lambda t: t(docs, truncation=True, max_length=12)["input_ids"],
         lambda t: t(docs, padding=True, truncation=True, max_length=30)["input_ids"],
-        lambda t: [t.encode(d) for d in docs[:5]],
+        lambda t: t(docs, padding=True, truncation=True, max_length=20, return_tensors="np")[
+            "input_ids"
+        ].tolist(),
+        lambda t: [t.encode(d) for d in docs[:5]] + [t(d)["input_ids"] for d in docs[5:9]],
         lambda t: t([d[:5] for d in docs[:4]], docs[4:8], truncation="only_second", max_length=30)[
             "input_ids"
         ],
+        lambda t: t(
+            docs[:6], stride=2, truncation=True, max_length=10, return_overflowing_tokens=True
+        )["input_ids"],
         lambda t: [t.decode(ids) for ids in t(docs[:5])["input_ids"]],
+        lambda t: t.batch_decode(t(docs[:5])["input_ids"], skip_special_tokens=True),
     ]
-    want = [shape(tok) for shape in shapes]
+
+
+def _threads_disagree(tok, shapes: list, want: list, n_threads: int = 16) -> list:
+    """Failures of `n_threads` threads calling `tok` at once, each cycling through `shapes`."""
     failures: list = []
 
     def work(k: int) -> None:
@@ -819,13 +827,29 @@ def test_threads_share_one_tokenizer(folders, corpus_text):
         except Exception as e:  # "Already borrowed" and the like
             failures.append(repr(e))
 
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return failures
+
+
+@pytest.mark.parametrize("family", ["RoBERTa", "Llama 3"])
+def test_threads_share_one_tokenizer(family, folders, corpus_text):
+    """16 Python threads call one tokenizer at once with mixed truncation,
+    padding, pairs and overflow: the settings HF's backend keeps between calls,
+    so that its threads see another call's settings (the RoBERTa case below) or
+    "Already borrowed"; bytepair's calls leave them alone."""
+    docs = documents(corpus_text)
+    tok = load(folders(family))
+    shapes = _thread_shapes(docs)
+    want = [shape(tok) for shape in shapes]
     with bytepair.patch_transformers():
-        threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        failures = _threads_disagree(tok, shapes, want)
     assert not failures, failures[:5]
+    if family == "RoBERTa":  # the test can fail: unpatched, HF's threads disagree
+        assert _threads_disagree(tok, shapes, want)
 
 
 def test_tokenizers_made_before_during_and_after_the_patch(folders):
