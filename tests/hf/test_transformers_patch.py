@@ -21,6 +21,7 @@ import pickle
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -1059,3 +1060,57 @@ def test_a_decoder_other_than_byte_level_goes_to_hf(folders):
     assert_both(tok, lambda t: t(["a b", "c"]))  # encoding is still served
     for call in (lambda t: t.decode(ids), lambda t: t.batch_decode([ids, ids[:2]])):
         assert_both(tok, call, hf_serves="decoder not served")
+
+
+# ---- real vocabularies -------------------------------------------------------------------------
+
+
+def _real_folder(name: str, path):
+    """A transformers folder over a real vocabulary: GPT-2's released files, or
+    OpenAI's cl100k ranks under Llama 3's Split regex and template (served on
+    the cl100k scanner where the twin fits: `twins.py`)."""
+    sys.path.insert(0, str(Path(__file__).parents[1]))
+    from _gpt2 import gpt2_tokenizer, openai_tokenizer
+
+    from bytepair.formats import keep_gaps
+    from bytepair.integrations.transformers_backend import twins
+
+    if name == "GPT-2":
+        gpt2_tokenizer().save_pretrained(path, bos_token=EOT, eos_token=EOT, pad_token=EOT)
+        return path
+    base = openai_tokenizer("cl100k_base")
+    llama = bytepair.Tokenizer(
+        base.vocab, base.merges, base.special_tokens, pattern=keep_gaps(twins.LLAMA3)
+    )
+    llama.save_pretrained(path, bos_token=EOT, eos_token=EOT, pad_token=EOT)
+    doc = json.loads((path / "tokenizer.json").read_text(encoding="utf-8"))
+    doc["post_processor"] = sequence(
+        byte_level_post(True, False),
+        template([EOT, "$A"], [EOT, "$A", f"{EOT}:1", "$B:1"], {EOT: base.special_tokens[EOT]}),
+    )
+    (path / "tokenizer.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["GPT-2", "cl100k ranks, Llama 3's regex"])
+def test_real_vocabularies_equal_hf(name, tmp_path, corpus_text):
+    """The families above run over a small vocabulary trained here; these two
+    hold 50k and 100k real merges (the merge loop's long paths, its caches)."""
+    tok = load(_real_folder(name, tmp_path))
+    docs = []
+    for corpus, at in (("enwiki.txt", 0.61), ("code.txt", 0.43), ("multilingual.txt", 0.52)):
+        docs += [p for p in corpus_text(corpus, 40_000, at=at).split("\n\n") if p.strip()][:40]
+    from bytepair.integrations.transformers_backend import registry
+
+    with bytepair.patch_transformers():
+        assert served_by_bytepair(tok) == (True, None)
+        assert (registry.state_of(tok).twin is not None) == (name != "GPT-2")
+    for call in (
+        lambda t: t(docs, return_offsets_mapping=True),
+        lambda t: t(docs, padding=True, truncation=True, max_length=256, return_tensors="np"),
+        lambda t: [t.encode(d) for d in docs[::7]],
+        lambda t: t.batch_decode(t(docs)["input_ids"]),
+        lambda t: [t.decode([i]) for i in t.encode(docs[3])[:300]],
+    ):
+        assert_both(tok, call, name)
