@@ -1100,7 +1100,7 @@ def test_real_vocabularies_equal_hf(name, tmp_path, corpus_text):
     tok = load(_real_folder(name, tmp_path))
     docs = []
     for corpus, at in (("enwiki.txt", 0.61), ("code.txt", 0.43), ("multilingual.txt", 0.52)):
-        docs += [p for p in corpus_text(corpus, 40_000, at=at).split("\n\n") if p.strip()][:40]
+        docs += [p for p in corpus_text(corpus, 20_000, at=at).split("\n\n") if p.strip()][:20]
     from bytepair.integrations.transformers_backend import registry
 
     with bytepair.patch_transformers():
