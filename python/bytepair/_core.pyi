@@ -216,7 +216,7 @@ class CoreBPE:
         """The joined bytes of ids decoded as UTF-8 with the error handler `errors`."""
     def pretokenize(self, text: str) -> list[str]: ...
 
-# ---- SentencePiece BPE (src/sentencepiece.rs) ------------------------------------------
+# ---- SentencePiece BPE (src/sentencepiece.rs, src/spm_encoder.rs) ---------------------------
 
 class SentencePieceModel:
     """A SentencePiece .model file parsed (protobuf ModelProto)."""
@@ -250,11 +250,48 @@ class CoreSPM:
         prefix_first_only: bool = False,
     ) -> None:
         """The keywords run a tokenizer.json as HF tokenizers does."""
-    def encode(self, text: str, allowed: list[str], disallowed: list[str]) -> list[int]: ...
+    def encode(
+        self, text: str, allowed: list[str], disallowed: list[str], continued: bool = False
+    ) -> list[int]:
+        """`continued`: the text continues an input (a stream's block after the first): no
+        dummy prefix."""
     def encode_ordinary(self, text: str) -> list[int]: ...
     def encode_to_numpy(
-        self, text: str, allowed: list[str], disallowed: list[str], num_threads: int | None = 1
+        self,
+        text: str,
+        allowed: list[str],
+        disallowed: list[str],
+        num_threads: int | None = 1,
+        continued: bool = False,
     ) -> numpy.ndarray: ...
+    def chars_after_last_cut(self, text: str) -> int | None:
+        """Characters after the last safe cut (src/sentencepiece/cuts.rs), or None."""
+    def encode_file(
+        self,
+        path: str,
+        out_fd: int,
+        itemsize: int,
+        allowed: list[str],
+        disallowed: list[str],
+        replace_errors: bool = False,
+        num_threads: int | None = None,
+        callback: Callable[[int], None] | None = None,
+    ) -> tuple[int, int]:
+        """As CoreBPE.encode_file."""
+    def encode_documents(
+        self,
+        data: bytes,
+        offsets: bytes,
+        source: str,
+        first_record: int | None,
+        allowed: list[str],
+        disallowed: list[str],
+        eot: int | None,
+        itemsize: int,
+        replace_errors: bool = False,
+        num_threads: int | None = None,
+    ) -> tuple[bytes, bytes]:
+        """As CoreBPE.encode_documents."""
     def encode_batch(
         self,
         texts: list[str],

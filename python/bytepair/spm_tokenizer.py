@@ -37,7 +37,12 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 
 from bytepair import _core
-from bytepair.encoding.text import fits_i64, has_surrogates, replace_surrogates
+from bytepair.encoding.text import (
+    fits_i64,
+    has_surrogates,
+    replace_surrogates,
+    with_surrogates_replaced,
+)
 from bytepair.formats.spm import merges_of, register_spm_class, to_hf_json
 from bytepair.tokenizer import Tokenizer
 
@@ -243,9 +248,14 @@ class SentencePieceTokenizer(Tokenizer):
             raise ValueError("BPE-dropout is not supported for SentencePiece models")
         return super().encode_batch(texts, **kwargs)
 
-    def _chars_after_last_cut(self, text: str) -> int | None:
-        # A dummy prefix starts every text: no cut gives the ids of the whole.
-        return None
+    def _encode_block(
+        self, block: str, continued: bool, allowed: list[str], disallowed: list[str], as_array=False
+    ):
+        # A block after the first continues the text: no dummy prefix.
+        call = self._core.encode_to_numpy if as_array else self._core.encode
+        if as_array:
+            return with_surrogates_replaced(call, block, allowed, disallowed, 1, continued)
+        return with_surrogates_replaced(call, block, allowed, disallowed, continued)
 
     def pretokenize(self, text: str) -> list[str]:
         """Not defined for SentencePiece models: they merge the whole

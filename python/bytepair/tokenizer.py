@@ -357,7 +357,9 @@ class Tokenizer(VocabHolder, TokenizerHelpers, TokenizerFiles):
         preset pattern ends a pre-token and no special token can straddle: after
         a newline between a printable ASCII character and an ASCII letter or
         digit, or (presets only, for text without such newlines) between an ASCII
-        letter and ASCII punctuation other than ``'`` (proof in src/count.rs).
+        letter and ASCII punctuation other than ``'`` (proof in
+        crates/bytepair-core/src/cut.rs; a SentencePiece model cuts between
+        two characters no merge joins, crates/bytepair-core/src/sentencepiece/cuts.rs).
         So the ids equal ``encode("".join(texts))``; a custom pattern that
         matches across such a newline may see different splits. Text with no
         safe cut at all (one giant word) is held whole.
@@ -366,8 +368,8 @@ class Tokenizer(VocabHolder, TokenizerHelpers, TokenizerFiles):
             token ids (int), in order.
         """
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
-        for block in safe_blocks(texts, self._chars_after_last_cut):
-            yield from self._encode_checked(block, allowed, disallowed)
+        for k, block in enumerate(safe_blocks(texts, self._chars_after_last_cut)):
+            yield from self._encode_block(block, k > 0, allowed, disallowed)
 
     def encode_to_numpy(
         self,
@@ -416,11 +418,21 @@ class Tokenizer(VocabHolder, TokenizerHelpers, TokenizerFiles):
                 )
                 yield np.array(ids, dtype=np.uint32)
                 continue
-            yield with_surrogates_replaced(self._core.encode_to_numpy, block, allowed, disallowed)
+            yield self._encode_block(block, k > 0, allowed, disallowed, as_array=True)
 
     def _chars_after_last_cut(self, text: str) -> int | None:
         # Lone surrogates: one U+FFFD each keeps every character index.
         return with_surrogates_replaced(self._core.chars_after_last_cut, text)
+
+    def _encode_block(
+        self, block: str, continued: bool, allowed: list[str], disallowed: list[str], as_array=False
+    ):
+        """The ids of a block of a stream (`safe_blocks`), as a list or an
+        array; `continued`: a block after the first, which a byte-level
+        encoder encodes alike (SentencePiece models override this)."""
+        if as_array:
+            return with_surrogates_replaced(self._core.encode_to_numpy, block, allowed, disallowed)
+        return self._encode_checked(block, allowed, disallowed)
 
     def _encode_checked(self, text: str, allowed: list[str], disallowed: list[str]) -> list[int]:
         return with_surrogates_replaced(self._core.encode, text, allowed, disallowed)

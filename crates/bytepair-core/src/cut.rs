@@ -2,6 +2,23 @@
 //! pre-tokenize (and match special tokens) exactly as the whole text does.
 //! Counting streams files in blocks cut there, and encoding cuts long texts
 //! there into segments (a Ctrl-C check between them, or one per thread).
+//! Encoders whose texts are not pre-tokenized by a pattern bring their own
+//! test of a cut (`CutTest`: SentencePiece models' words).
+
+use std::sync::Arc;
+
+/// A test of safe cuts for an encoder that is not the patterns' (a
+/// SentencePiece model: `sentencepiece::cuts`): the ids of the two halves
+/// of a text cut where it says yes, joined, are the ids of the whole (the
+/// second half encoded as a continuation, see `encode::segments`).
+pub trait CutTest: Send + Sync + std::fmt::Debug {
+    /// Is `i` (in `1..buf.len()`) a safe cut of `buf`, a window of a text that
+    /// may go on after it? The test must not depend on bytes past `buf` but
+    /// for the last `reach()` positions, where what follows may veto a cut.
+    fn is_cut(&self, buf: &[u8], i: usize) -> bool;
+    /// How far back from a window's end what follows it can veto a cut.
+    fn reach(&self) -> usize;
+}
 
 /// Where a text may be cut so that its two halves pre-tokenize (and match
 /// special tokens) exactly as the whole text does. Used to stream files in
@@ -39,6 +56,8 @@ pub struct CutRule {
     any_newline: bool,
     letter_punct: bool,
     specials: Vec<Vec<u8>>,
+    /// An encoder's own test, instead of the newline and letter-punctuation cuts.
+    test: Option<Arc<dyn CutTest>>,
 }
 
 impl CutRule {
@@ -61,6 +80,15 @@ impl CutRule {
                 .iter()
                 .map(|t| t.as_bytes().to_vec())
                 .collect(),
+            test: None,
+        }
+    }
+
+    /// The cuts `test` finds (it sees special tokens itself): exact.
+    pub fn from_test(test: Arc<dyn CutTest>) -> Self {
+        CutRule {
+            test: Some(test),
+            ..CutRule::never()
         }
     }
 
@@ -71,15 +99,16 @@ impl CutRule {
             any_newline: false,
             letter_punct: false,
             specials: vec![],
+            test: None,
         }
     }
 
-    /// Are the cuts proven for this pattern? True for the presets and
-    /// `superbpe`; for a custom
-    /// pattern the newline cut is an assumption (fine for streaming counts of a
-    /// corpus, not for encoding one text).
+    /// Are the cuts proven for this pattern? True for the presets, `superbpe`
+    /// and an encoder's own test; for a custom pattern the newline cut is an
+    /// assumption (fine for streaming counts of a corpus, not for encoding one
+    /// text).
     pub fn is_exact(&self) -> bool {
-        self.letter_punct || self.any_newline
+        self.letter_punct || self.any_newline || self.test.is_some()
     }
 
     /// The last safe cut in `buf` (an index in `1..buf.len()`), if any.
@@ -97,10 +126,14 @@ impl CutRule {
     /// How far back from a buffer's end a cut can be vetoed by what follows:
     /// a special token cut off by the end of the buffer.
     fn reach(&self) -> usize {
-        self.specials.iter().map(Vec::len).max().unwrap_or(0) + 2
+        let test = self.test.as_ref().map_or(0, |t| t.reach());
+        (self.specials.iter().map(Vec::len).max().unwrap_or(0) + 2).max(test)
     }
 
     fn is_cut(&self, buf: &[u8], i: usize) -> bool {
+        if let Some(test) = &self.test {
+            return test.is_cut(buf, i);
+        }
         let (before, after) = (buf[i - 1], buf[i]);
         if self.any_newline {
             return before == b'\n';

@@ -2,30 +2,21 @@
 //! long text is cut at safe cuts into segments (`bytepair_core::encode::segments`)
 //! with a Ctrl-C check between them; id lists are built and read back by `IdLists`.
 
-use bytepair_core::count::CountError;
-use bytepair_core::cut::{segments, CutRule};
-use bytepair_core::encode::documents::{encode_documents, Documents, DocumentsError};
-use bytepair_core::encode::file::{encode_chunks, open_file, FileError};
-use bytepair_core::encode::id_bytes::ItemSize;
-use bytepair_core::encode::segments::{encode_segments_in_parallel, SEGMENT_BYTES};
-use bytepair_core::encode::{cancellable, specials_that_are_ordinary, Spans};
+use bytepair_core::cut::CutRule;
+use bytepair_core::encode::segments::SEGMENT_BYTES;
+use bytepair_core::encode::{specials_that_are_ordinary, Spans};
 use bytepair_core::{EncodeError, Encoder, VocabTables};
 use numpy::PyArray1;
-use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 
-use crate::arrow::le_i64s;
 use crate::batch::{encode_batch, BatchError};
-use crate::errors::{count_error, encode_error, encoder_error};
+use crate::errors::{encode_error, encoder_error};
 use crate::id_lists::IdLists;
+use crate::inputs;
 use crate::pipeline::PipelineSpec;
-use crate::runtime::{run_with_progress, thread_count};
-
-/// A segment longer than this (a text with no safe cut, perhaps one giant
-/// pre-token) is encoded on a worker thread while this one polls for Ctrl-C,
-/// which cancels the merge (`bytepair_core::encode::cancellable`).
-const WATCHED_SEGMENT_BYTES: usize = 8 << 20;
+use crate::runtime::thread_count;
 
 /// The encoder: vocabulary, merge ranks, special tokens and pattern.
 #[pyclass(module = "bytepair._core", frozen)]
@@ -106,14 +97,8 @@ impl CoreBPE {
         result
     }
 
-    /// Encode `text` without the GIL, appending to `ids`: the segments of the
-    /// core's `encode_segments` (safe cuts, `SEGMENT_BYTES`; the ids of the
-    /// whole text), with the checks done from Python. Ctrl-C is checked between
-    /// segments with the GIL held (Python's signal handlers run only then), so
-    /// KeyboardInterrupt stops a huge `encode` promptly; each segment is
-    /// encoded with the GIL released on this thread, whose piece cache is
-    /// warm, or, past `WATCHED_SEGMENT_BYTES`, on a worker while this thread
-    /// polls.
+    /// `inputs::encode_segments` with this encoder's cut rule, its cache
+    /// sized for the text first.
     fn encode_segments(
         &self,
         py: Python<'_>,
@@ -122,20 +107,7 @@ impl CoreBPE {
         ids: &mut Vec<u32>,
     ) -> PyResult<()> {
         self.enc.expect_text_bytes(text.len());
-        for (start, segment) in segments(&self.cut, text, SEGMENT_BYTES) {
-            if start > 0 {
-                py.check_signals()?;
-            }
-            let encoded = if segment.len() > WATCHED_SEGMENT_BYTES {
-                run_with_progress(py, Some(1), None, |p| {
-                    cancellable(p, || encode(segment, &mut *ids))
-                })?
-            } else {
-                py.detach(|| encode(segment, &mut *ids))
-            };
-            encoded.map_err(|e| encode_error(e.shifted(start), text))?;
-        }
-        Ok(())
+        inputs::encode_segments(py, &self.cut, text, encode, ids)
     }
 }
 
@@ -299,24 +271,10 @@ impl CoreBPE {
         let encode = |segment: &str, out: &mut Vec<u32>| {
             self.enc.encode_into(segment, &allowed, &disallowed, out)
         };
-        let threads = thread_count(num_threads)?;
-        let mut ids = if threads > 1 && text.len() > 2 * SEGMENT_BYTES {
-            run_with_progress(py, Some(threads), None, |progress| {
-                encode_segments_in_parallel(&self.cut, text, &encode, progress)
-            })?
-            .map_err(|e| encode_error(e, text))?
-        } else {
-            // Room for ~2 bytes per token; pages never written are never touched,
-            // and the spare capacity is returned before the array takes the buffer.
-            // Not on huge pages: on a VM, after another process freed its
-            // memory, 2 MiB faults were slow enough to make the 2nd and 3rd
-            // call on 10 MB of enwiki much slower.
-            let mut ids = Vec::with_capacity(text.len() / 2 + 16);
-            self.encode_segments(py, text, &encode, &mut ids)?;
-            ids
-        };
-        ids.shrink_to_fit();
-        Ok(PyArray1::from_vec(py, ids))
+        if thread_count(num_threads)? <= 1 || text.len() <= 2 * SEGMENT_BYTES {
+            self.enc.expect_text_bytes(text.len());
+        }
+        inputs::encode_to_array(py, &self.cut, text, num_threads, &encode)
     }
 
     /// Encode the UTF-8 file `path` into the open file `out_fd` (written from
@@ -347,34 +305,23 @@ impl CoreBPE {
         num_threads: Option<usize>,
         callback: Option<Py<PyAny>>,
     ) -> PyResult<(u64, u64)> {
-        let itemsize = item_size(itemsize)?;
         if self.enc.has_pipeline() {
             return Err(PyValueError::new_err(
                 "a tokenizer.json pipeline has no safe cuts: encode the file's text",
             ));
         }
-        let reader = open_file(&self.cut, path).map_err(|e| file_error(e, path))?;
-        use std::os::fd::FromRawFd;
-        // SAFETY: the caller keeps `out_fd` open for the call; ManuallyDrop
-        // leaves it open afterwards (the caller owns it).
-        let file = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(out_fd) });
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, &*file);
-        let threads = thread_count(num_threads)?;
         let encode = |segment: &str, ids: &mut Vec<u32>| {
             self.enc.encode_into(segment, &allowed, &disallowed, ids)
         };
-        let written = run_with_progress(py, Some(threads), callback, |progress| {
-            encode_chunks(
-                &self.cut,
-                reader,
-                &encode,
-                &mut out,
-                itemsize,
-                replace_errors,
-                progress,
-            )
-        })?;
-        written.map_err(|e| file_error(e, path))
+        let job = inputs::FileJob {
+            path,
+            out_fd,
+            itemsize,
+            replace_errors,
+            num_threads,
+            callback,
+        };
+        inputs::encode_file(py, &self.cut, job, &encode)
     }
 
     /// Encode many texts on `num_threads` threads, the calling thread being one
@@ -433,37 +380,20 @@ impl CoreBPE {
         replace_errors: bool,
         num_threads: Option<usize>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-        let itemsize = item_size(itemsize)?;
-        let offsets = le_i64s(offsets, "offsets")?;
-        let documents =
-            Documents::new(data, &offsets).map_err(|e| documents_error(e, data, &[]))?;
         let encode = |piece: &str, ids: &mut Vec<u32>| {
             self.enc.encode_into(piece, &allowed, &disallowed, ids)
         };
-        let encoded = run_with_progress(py, num_threads, None, |progress| {
-            encode_documents(
-                &self.cut,
-                documents,
-                &encode,
-                eot,
-                itemsize,
-                replace_errors,
-                progress,
-            )
-        })?
-        .map_err(|e| match e {
-            DocumentsError::InvalidUtf8 { index, offset } => count_error(CountError::InvalidUtf8 {
-                path: bytepair_core::count::document_name(source, first_record, index),
-                offset,
-            }),
-            other => documents_error(other, data, &offsets),
-        })?;
-        let lengths: Vec<u8> = encoded
-            .lengths
-            .iter()
-            .flat_map(|&n| (n as i64).to_le_bytes())
-            .collect();
-        Ok((PyBytes::new(py, &encoded.ids), PyBytes::new(py, &lengths)))
+        let job = inputs::DocumentsJob {
+            data,
+            offsets,
+            source,
+            first_record,
+            eot,
+            itemsize,
+            replace_errors,
+            num_threads,
+        };
+        inputs::encode_documents_to_bytes(py, &self.cut, job, &encode)
     }
 
     /// Joined bytes of a list of ids.
@@ -513,44 +443,5 @@ impl CoreBPE {
             .into_iter()
             .map(|p| String::from_utf8_lossy(&p).into_owned())
             .collect())
-    }
-}
-
-/// `itemsize` (2 or 4) as the core's `ItemSize`; any other is a ValueError.
-fn item_size(itemsize: usize) -> PyResult<ItemSize> {
-    ItemSize::try_from(itemsize).map_err(|e| PyValueError::new_err(e.to_string()))
-}
-
-/// `FileError` as a Python exception naming `path` and the file's byte offset.
-fn file_error(e: FileError, path: &str) -> PyErr {
-    match e {
-        FileError::Read(CountError::InvalidUtf8 { path, offset }) => {
-            PyValueError::new_err(format!(
-                "{path}: invalid UTF-8 at byte offset {offset} \
-                 (use errors='replace' / --errors replace to replace bad bytes)"
-            ))
-        }
-        FileError::Read(e) => count_error(e),
-        FileError::Encode(EncodeError::Disallowed(d)) => PyValueError::new_err(format!(
-            "{path}: the text holds the special-token string {:?} at byte offset {}",
-            d.token, d.offset
-        )),
-        FileError::Encode(e) => PyValueError::new_err(e.to_string()),
-        FileError::Write(_) => PyOSError::new_err(e.to_string()),
-        FileError::IdTooWide(e) => PyValueError::new_err(e.to_string()),
-    }
-}
-
-/// A `DocumentsError` other than bad UTF-8 as a Python exception; an encode
-/// error is worded as `encode` words it, in the document's text (documents
-/// `data` at `offsets`).
-fn documents_error(e: DocumentsError, data: &[u8], offsets: &[i64]) -> PyErr {
-    match e {
-        DocumentsError::Encode { index, error } => {
-            let bytes = &data[offsets[index] as usize..offsets[index + 1] as usize];
-            encode_error(error, &String::from_utf8_lossy(bytes))
-        }
-        DocumentsError::Cancelled => PyRuntimeError::new_err(e.to_string()),
-        other => PyValueError::new_err(other.to_string()),
     }
 }

@@ -20,10 +20,12 @@ mod counter;
 mod encoder;
 mod errors;
 mod id_lists;
+mod inputs;
 mod pipeline;
 mod runtime;
 mod sentencepiece;
 mod shared_ints;
+mod spm_encoder;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -233,7 +235,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<encoder::CoreBPE>()?;
     m.add_class::<RankTable>()?;
     m.add_class::<sentencepiece::SentencePieceModel>()?;
-    m.add_class::<sentencepiece::CoreSPM>()?;
+    m.add_class::<spm_encoder::CoreSPM>()?;
     m.add_function(wrap_pyfunction!(sentencepiece::train_sentencepiece, m)?)?;
     Ok(())
 }

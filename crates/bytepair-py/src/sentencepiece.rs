@@ -1,28 +1,19 @@
 //! SentencePiece BPE models as Python sees them: `SentencePieceModel` (a
-//! `.model` file parsed, its fields read and written) and `CoreSPM` (the
-//! encoder, `bytepair_core::sentencepiece::SpmEncoder`), whose methods have
-//! the names and arguments of `CoreBPE`'s, so `bytepair.Tokenizer` drives both.
+//! `.model` file parsed, its fields read and written) and training
+//! (`train_sentencepiece`); the encoder is `spm_encoder::CoreSPM`.
 
 use bytepair_core::sentencepiece::proto::{ModelProto, NormalizerSpec, SentencePiece, TrainerSpec};
-use bytepair_core::sentencepiece::{Model, Spans, SpmEncoder, SpmOptions};
-use numpy::PyArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
-
-use crate::batch::{encode_batch, BatchError};
-use crate::errors::encode_error;
-use crate::runtime::thread_count;
-use crate::shared_ints::SharedInts;
+use pyo3::types::{PyBytes, PyDict, PyString};
 
 /// A parsed SentencePiece model file (`ModelProto`).
 #[pyclass(module = "bytepair._core", frozen)]
 pub struct SentencePieceModel {
-    proto: ModelProto,
+    pub(crate) proto: ModelProto,
 }
 
-fn value_error(e: impl std::fmt::Display) -> PyErr {
+pub(crate) fn value_error(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
@@ -176,175 +167,6 @@ impl SentencePieceModel {
             denormalizer_spec: None,
         };
         Ok(SentencePieceModel { proto })
-    }
-}
-
-/// The SentencePiece BPE encoder of a model, with special tokens.
-#[pyclass(module = "bytepair._core", frozen)]
-pub struct CoreSPM {
-    enc: SpmEncoder,
-    ints: PyOnceLock<SharedInts>,
-}
-
-impl CoreSPM {
-    fn to_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        let n = self.enc.model().pieces.len() as u32;
-        self.ints
-            .get_or_init(py, || SharedInts::new(py, n))
-            .list(py, ids)
-    }
-
-    fn ids(
-        &self,
-        py: Python<'_>,
-        text: &str,
-        allowed: &[String],
-        disallowed: &[String],
-    ) -> PyResult<Vec<u32>> {
-        let mut ids = Vec::with_capacity(text.len() / 3 + 16);
-        py.detach(|| self.enc.encode_into(text, allowed, disallowed, &mut ids))
-            .map_err(|e| encode_error(e, text))?;
-        Ok(ids)
-    }
-}
-
-#[pymethods]
-impl CoreSPM {
-    /// The encoder of `model` (ValueError: not a BPE model, or a model
-    /// SentencePiece would refuse); `specials`: (string, id) of the tokens a
-    /// text may hold as special tokens. The keywords run a tokenizer.json as
-    /// HF tokenizers does (see `SpmOptions`, `Normalization`): `hf_chars`
-    /// (a character that is no piece never merges), `never_merged` (ids),
-    /// `whole_lookup` (`ignore_merges`), `fuse_unk`, `metaspace_prefix` and
-    /// `prefix_first_only` (Metaspace's dummy prefix).
-    #[new]
-    #[pyo3(signature = (model, specials, *, hf_chars=false, never_merged=vec![], whole_lookup=false, fuse_unk=true, metaspace_prefix=false, prefix_first_only=false))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        model: &SentencePieceModel,
-        specials: Vec<(String, u32)>,
-        hf_chars: bool,
-        never_merged: Vec<u32>,
-        whole_lookup: bool,
-        fuse_unk: bool,
-        metaspace_prefix: bool,
-        prefix_first_only: bool,
-    ) -> PyResult<Self> {
-        let options = SpmOptions {
-            chars_merge: !hf_chars,
-            never_merged,
-            whole_lookup,
-            fuse_unk,
-        };
-        let enc = py
-            .detach(|| {
-                let mut model = Model::from_proto(&model.proto).map_err(|e| e.to_string())?;
-                model.normalization.metaspace_prefix = metaspace_prefix;
-                model.normalization.prefix_first_only = prefix_first_only;
-                SpmEncoder::with_options(model, specials, options).map_err(|e| e.to_string())
-            })
-            .map_err(PyValueError::new_err)?;
-        Ok(CoreSPM {
-            enc,
-            ints: PyOnceLock::new(),
-        })
-    }
-
-    fn encode<'py>(
-        &self,
-        py: Python<'py>,
-        text: &str,
-        allowed: Vec<String>,
-        disallowed: Vec<String>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let ids = self.ids(py, text, &allowed, &disallowed)?;
-        self.to_list(py, &ids)
-    }
-
-    fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
-        let ids = self.ids(py, text, &[], &[])?;
-        self.to_list(py, &ids)
-    }
-
-    #[pyo3(signature = (text, allowed, disallowed, num_threads=Some(1)))]
-    fn encode_to_numpy<'py>(
-        &self,
-        py: Python<'py>,
-        text: &str,
-        allowed: Vec<String>,
-        disallowed: Vec<String>,
-        num_threads: Option<usize>,
-    ) -> PyResult<Bound<'py, PyArray1<u32>>> {
-        thread_count(num_threads)?;
-        let mut ids = self.ids(py, text, &allowed, &disallowed)?;
-        ids.shrink_to_fit();
-        Ok(PyArray1::from_vec(py, ids))
-    }
-
-    #[pyo3(signature = (texts, allowed, disallowed, num_threads=None))]
-    fn encode_batch<'py>(
-        &self,
-        py: Python<'py>,
-        texts: Vec<Bound<'py, PyString>>,
-        allowed: Vec<String>,
-        disallowed: Vec<String>,
-        num_threads: Option<usize>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
-        let threads = thread_count(num_threads)?;
-        let encode = |i: usize| {
-            let mut ids = Vec::with_capacity(texts[i].len() / 3 + 16);
-            self.enc
-                .encode_into(texts[i], &allowed, &disallowed, &mut ids)
-                .map(|()| ids)
-        };
-        let to_list = |ids: &[u32]| self.to_list(py, ids);
-        encode_batch(py, &texts, threads, &encode, &to_list).map_err(|e| match e {
-            BatchError::Python(e) => e,
-            BatchError::Encode(e, i) => encode_error(e, texts[i]),
-        })
-    }
-
-    /// `encode` with each id's (start, end) byte span of `text`.
-    fn encode_with_spans(
-        &self,
-        py: Python<'_>,
-        text: &str,
-        allowed: Vec<String>,
-        disallowed: Vec<String>,
-    ) -> PyResult<(Vec<u32>, Spans)> {
-        py.detach(|| self.enc.encode_with_spans(text, &allowed, &disallowed))
-            .map_err(|e| encode_error(e, text))
-    }
-
-    /// SentencePiece's decoding as bytes, byte pieces as their raw bytes.
-    fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {
-        let out = py
-            .detach(|| self.enc.decode(&ids, true))
-            .map_err(value_error)?;
-        Ok(PyBytes::new(py, &out))
-    }
-
-    /// The raw decoding (no denormalizer) and the byte offset where each
-    /// id's text starts in it.
-    fn decode_with_starts<'py>(
-        &self,
-        py: Python<'py>,
-        ids: Vec<i64>,
-    ) -> PyResult<(Bound<'py, PyBytes>, Vec<usize>)> {
-        let (out, starts) = py
-            .detach(|| self.enc.decode_with_starts(&ids))
-            .map_err(value_error)?;
-        Ok((PyBytes::new(py, &out), starts))
-    }
-
-    /// SentencePiece's decoding (an invalid byte of a byte-piece run is U+FFFD).
-    fn decode_text(&self, py: Python<'_>, ids: Vec<i64>) -> PyResult<String> {
-        let out = py
-            .detach(|| self.enc.decode(&ids, false))
-            .map_err(value_error)?;
-        String::from_utf8(out).map_err(|_| value_error("decoded text is not UTF-8"))
     }
 }
 

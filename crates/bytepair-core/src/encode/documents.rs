@@ -13,7 +13,7 @@ use super::{cancellable, EncodeError};
 use crate::cut::{segments, CutRule};
 use crate::progress::Progress;
 
-use super::segments::SEGMENT_BYTES;
+use super::segments::{EncodeSegment, SEGMENT_BYTES};
 
 /// Documents in Arrow layout: document i is `data[offsets[i]..offsets[i + 1]]`.
 #[derive(Debug, Clone, Copy)]
@@ -123,7 +123,7 @@ pub struct EncodedDocuments {
 pub fn encode_documents(
     rule: &CutRule,
     documents: Documents<'_>,
-    encode: &(impl Fn(&str, &mut Vec<u32>) -> Result<(), EncodeError> + Sync),
+    encode: &impl EncodeSegment,
     eot: Option<u32>,
     itemsize: ItemSize,
     replace_errors: bool,
@@ -147,7 +147,10 @@ pub fn encode_documents(
                 return Err(DocumentsError::Cancelled);
             }
             let mut ids = Vec::with_capacity(piece.len() / 2 + 16);
-            cancellable(progress, || encode(piece, &mut ids)).map_err(|error| {
+            let encoded = cancellable(progress, || {
+                encode.encode_segment(piece, start == 0, &mut ids)
+            });
+            encoded.map_err(|error| {
                 let error = error.shifted(start);
                 DocumentsError::Encode { index, error }
             })?;

@@ -6,7 +6,7 @@
 use std::io::Write;
 
 use super::id_bytes::{push_ids, IdTooWide, ItemSize};
-use super::segments::encode_segments_on_pool;
+use super::segments::{encode_segments_on_pool, EncodeSegment};
 use super::EncodeError;
 use crate::count::{ChunkReader, CountError};
 use crate::cut::CutRule;
@@ -57,7 +57,7 @@ pub fn open_file(rule: &CutRule, path: &str) -> Result<ChunkReader, FileError> {
 pub fn encode_file(
     rule: &CutRule,
     path: &str,
-    encode: &(impl Fn(&str, &mut Vec<u32>) -> Result<(), EncodeError> + Sync),
+    encode: &impl EncodeSegment,
     out: &mut impl Write,
     itemsize: ItemSize,
     replace_errors: bool,
@@ -79,7 +79,7 @@ pub fn encode_file(
 pub fn encode_chunks(
     rule: &CutRule,
     reader: ChunkReader,
-    encode: &(impl Fn(&str, &mut Vec<u32>) -> Result<(), EncodeError> + Sync),
+    encode: &impl EncodeSegment,
     out: &mut impl Write,
     itemsize: ItemSize,
     replace_errors: bool,
@@ -93,7 +93,8 @@ pub fn encode_chunks(
         }
         let chunk = chunk.map_err(FileError::Read)?;
         let text = chunk.text(replace_errors).map_err(FileError::Read)?;
-        for ids in encode_segments_on_pool(rule, &text, encode, progress) {
+        let starts_file = chunk.offset == 0;
+        for ids in encode_segments_on_pool(rule, &text, starts_file, encode, progress) {
             let ids = ids.map_err(|e| FileError::Encode(e.shifted(chunk.offset as usize)))?;
             bytes.clear();
             push_ids(&mut bytes, ids.iter().copied(), itemsize).map_err(FileError::IdTooWide)?;
@@ -111,7 +112,7 @@ mod tests {
     use super::*;
     use crate::Encoder;
 
-    type EncodeSegment<'a> = dyn Fn(&str, &mut Vec<u32>) -> Result<(), EncodeError> + Sync + 'a;
+    type EncodeFn<'a> = dyn Fn(&str, &mut Vec<u32>) -> Result<(), EncodeError> + Sync + 'a;
 
     fn temp_file(name: &str, bytes: &[u8]) -> std::path::PathBuf {
         let path = std::env::temp_dir().join(format!("bytepair-{name}-{}", std::process::id()));
@@ -157,7 +158,7 @@ mod tests {
         let text = "the cat\n".repeat(FILE_CHUNK_BYTES / 8 + 100) + "<|end|>";
         let path = temp_file("encode-file-errors", text.as_bytes());
         let path = path.to_str().unwrap();
-        let run = |encode: &EncodeSegment, replace| {
+        let run = |encode: &EncodeFn, replace| {
             let mut out = Vec::new();
             let progress = Progress::default();
             encode_file(

@@ -3,17 +3,48 @@
 //! encoded on several threads, or with a check for cancellation between its
 //! segments, without changing a single id.
 //!
-//! `encode` is any function that encodes a segment on its own, appending its
-//! ids, e.g. `|segment, ids| encoder.encode_into(segment, &allowed, &disallowed, ids)`.
-//! `rule` must be the cut rule of the encoder's pattern and special tokens
-//! (`CutRule::new(pattern, &special_tokens)`), or `CutRule::never()`: a rule
-//! that does not match the encoder cuts where the ids change.
+//! `encode` is anything that encodes a segment on its own (`EncodeSegment`),
+//! appending its ids: a function, e.g. `|segment, ids|
+//! encoder.encode_into(segment, &allowed, &disallowed, ids)`, or an encoder
+//! told whether the segment starts its text (SentencePiece's
+//! `SpmSegments`: only a text's start gets the dummy prefix). `rule` must be
+//! the encoder's cut rule: the byte-level encoder's pattern and special
+//! tokens (`CutRule::new(pattern, &special_tokens)`), a SentencePiece
+//! model's `SpmEncoder::cut_rule`, or `CutRule::never()`: a rule that does
+//! not match the encoder cuts where the ids change.
 
 use rayon::prelude::*;
 
 use super::{cancellable, EncodeError};
 use crate::cut::{segments, CutRule};
 use crate::progress::Progress;
+
+/// What encodes one segment of a text on its own (see the module's comment).
+pub trait EncodeSegment: Sync {
+    /// Append the ids of `segment`; `at_start`: it starts its text (false:
+    /// it continues the segment before it, cut at a safe cut).
+    fn encode_segment(
+        &self,
+        segment: &str,
+        at_start: bool,
+        ids: &mut Vec<u32>,
+    ) -> Result<(), EncodeError>;
+}
+
+/// A function that encodes any segment alike, wherever it stands in its text.
+impl<F> EncodeSegment for F
+where
+    F: Fn(&str, &mut Vec<u32>) -> Result<(), EncodeError> + Sync,
+{
+    fn encode_segment(
+        &self,
+        segment: &str,
+        _: bool,
+        ids: &mut Vec<u32>,
+    ) -> Result<(), EncodeError> {
+        self(segment, ids)
+    }
+}
 
 /// Bytes of a segment: a text longer than this is cut at its safe cuts into
 /// segments of about this size (a segment with no safe cut grows until it
@@ -42,7 +73,7 @@ pub const SEGMENT_BYTES: usize = 1 << 20;
 pub fn encode_segments(
     rule: &CutRule,
     text: &str,
-    encode: &(impl Fn(&str, &mut Vec<u32>) -> Result<(), EncodeError> + Sync),
+    encode: &impl EncodeSegment,
     ids: &mut Vec<u32>,
     progress: &Progress,
 ) -> Result<(), EncodeError> {
@@ -50,7 +81,8 @@ pub fn encode_segments(
         if progress.is_cancelled() {
             return Err(EncodeError::Cancelled);
         }
-        cancellable(progress, || encode(segment, ids)).map_err(|e| e.shifted(start))?;
+        cancellable(progress, || encode.encode_segment(segment, start == 0, ids))
+            .map_err(|e| e.shifted(start))?;
     }
     Ok(())
 }
@@ -62,10 +94,10 @@ pub fn encode_segments(
 pub fn encode_segments_in_parallel(
     rule: &CutRule,
     text: &str,
-    encode: &(impl Fn(&str, &mut Vec<u32>) -> Result<(), EncodeError> + Sync),
+    encode: &impl EncodeSegment,
     progress: &Progress,
 ) -> Result<Vec<u32>, EncodeError> {
-    let encoded: Vec<Vec<u32>> = encode_segments_on_pool(rule, text, encode, progress)
+    let encoded: Vec<Vec<u32>> = encode_segments_on_pool(rule, text, true, encode, progress)
         .into_iter()
         .collect::<Result<_, _>>()?;
     let mut ids = Vec::with_capacity(encoded.iter().map(Vec::len).sum());
@@ -78,10 +110,12 @@ pub fn encode_segments_in_parallel(
 /// The ids of each segment of `text`, encoded on the current rayon pool into
 /// buffers of their own, in order; an error's offset is in `text`. Segments
 /// not started when `progress` is cancelled fail with `EncodeError::Cancelled`.
+/// `starts_text`: `text` starts its text (false: a chunk of a file after the first).
 pub fn encode_segments_on_pool(
     rule: &CutRule,
     text: &str,
-    encode: &(impl Fn(&str, &mut Vec<u32>) -> Result<(), EncodeError> + Sync),
+    starts_text: bool,
+    encode: &impl EncodeSegment,
     progress: &Progress,
 ) -> Vec<Result<Vec<u32>, EncodeError>> {
     let parts: Vec<(usize, &str)> = segments(rule, text, SEGMENT_BYTES).collect();
@@ -92,7 +126,11 @@ pub fn encode_segments_on_pool(
                 return Err(EncodeError::Cancelled);
             }
             let mut ids = Vec::with_capacity(segment.len() / 2 + 16);
-            cancellable(progress, || encode(segment, &mut ids)).map_err(|e| e.shifted(start))?;
+            let at_start = starts_text && start == 0;
+            cancellable(progress, || {
+                encode.encode_segment(segment, at_start, &mut ids)
+            })
+            .map_err(|e| e.shifted(start))?;
             Ok(ids)
         })
         .collect()

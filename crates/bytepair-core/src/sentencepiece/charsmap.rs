@@ -95,6 +95,44 @@ impl CharsMap {
     }
 }
 
+impl CharsMap {
+    /// The ASCII bytes that rules see: (bit x: some rule's input starts with
+    /// byte x; bit x: byte x is in some rule's input after its first byte).
+    /// A walk over the trie, each node once (a corrupt trie's cycles are not
+    /// followed).
+    pub fn ascii_in_rules(&self) -> (u128, u128) {
+        let (mut first, mut later) = (0u128, 0u128);
+        let Some(&root) = self.units.first() else {
+            return (0, 0);
+        };
+        let mut seen = vec![false; self.units.len()];
+        // (node, unit, depth) of nodes whose children are not yet looked at.
+        let mut stack = vec![(0usize, root, 0usize)];
+        seen[0] = true;
+        while let Some((node, unit, depth)) = stack.pop() {
+            for byte in 1..=255u8 {
+                let child = node ^ offset(unit) as usize ^ byte as usize;
+                let Some(&next) = self.units.get(child) else {
+                    continue;
+                };
+                if label(next) != byte as u32 || seen[child] {
+                    continue;
+                }
+                seen[child] = true;
+                if byte < 0x80 {
+                    if depth == 0 {
+                        first |= 1 << byte;
+                    } else {
+                        later |= 1 << byte;
+                    }
+                }
+                stack.push((child, next, depth + 1));
+            }
+        }
+        (first, later)
+    }
+}
+
 #[inline]
 fn has_leaf(unit: u32) -> bool {
     (unit >> 8) & 1 == 1

@@ -7,7 +7,7 @@
 //! byte that does not start a valid character becoming U+FFFD.
 
 use super::model::{byte_of_piece, Kind, Model};
-use super::normalize::{Normalizer, SPACE};
+use super::normalize::{Normalizer, Place, SPACE};
 
 /// U+FFFD, what an invalid byte decodes to.
 const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
@@ -118,7 +118,7 @@ impl Model {
         push_byte_run(&bytes, raw, &mut out);
         if let Some(d) = denormalizer {
             let text = String::from_utf8_lossy(&out).into_owned();
-            d.normalize(&text, true, &mut out, None);
+            d.normalize(&text, Place::Start, &mut out, None);
         }
         Ok(out)
     }

@@ -18,7 +18,7 @@ use crate::shortkey::{hash as hash_key, pack, MAX_SHORT};
 use super::decode::UnknownId;
 use super::merge::{merge_word, push_ids};
 use super::model::{Kind, Model};
-use super::normalize::Normalizer;
+use super::normalize::{Normalizer, Place};
 use super::reference::{populate_ids, sample_encode};
 use super::vocab::{PieceSpec, Vocab};
 use super::words::{for_each_word, with_scratch, word_starts, Scratch, SPACE_CHAR};
@@ -63,7 +63,7 @@ pub struct SpmEncoder {
     /// User-defined pieces over normalized text (leftmost-longest), and their ids.
     pub(super) user: Option<AhoCorasick>,
     pub(super) user_ids: Vec<u32>,
-    specials: Vec<(String, u32)>,
+    pub(super) specials: Vec<(String, u32)>,
     all_specials: Option<AhoCorasick>,
     /// Models with UNUSED pieces encode through `reference` (their split
     /// depends on the whole text).
@@ -217,9 +217,25 @@ impl SpmEncoder {
         disallowed: &[String],
         out: &mut Vec<u32>,
     ) -> Result<(), EncodeError> {
+        self.encode_at(text, Place::Start, allowed, disallowed, out)
+    }
+
+    /// `encode_into` of a text whose first part stands at `first` in the
+    /// input: `Place::Continued` for a segment of a text after a safe cut
+    /// (`super::cuts`), which gets no dummy prefix; the texts after its
+    /// special tokens stand `AfterSpecial`.
+    pub fn encode_at(
+        &self,
+        text: &str,
+        first: Place,
+        allowed: &[String],
+        disallowed: &[String],
+        out: &mut Vec<u32>,
+    ) -> Result<(), EncodeError> {
         self.split_specials(text, allowed, disallowed, &mut |part| match part {
             Part::Special(id, _) => out.push(id),
-            Part::Text(t, start) => self.encode_text(t, start == 0, out),
+            Part::Text(t, 0) => self.encode_text(t, first, out),
+            Part::Text(t, _) => self.encode_text(t, Place::AfterSpecial, out),
         })
     }
 
@@ -281,18 +297,18 @@ impl SpmEncoder {
         Ok(())
     }
 
-    /// Encode one text (no special tokens), appending its ids; `at_start`:
-    /// it starts the input (see `Normalization::prefix_first_only`).
-    pub fn encode_text(&self, text: &str, at_start: bool, out: &mut Vec<u32>) {
+    /// Encode one text (no special tokens), appending its ids; `place`:
+    /// where it stands in the input (its dummy prefix).
+    pub fn encode_text(&self, text: &str, place: Place, out: &mut Vec<u32>) {
         if text.is_empty() {
             return;
         }
         with_scratch(self.tag, |s| {
             if self.plain {
-                return self.encode_plain(text, at_start, s, out);
+                return self.encode_plain(text, place, s, out);
             }
             let mut norm = std::mem::take(&mut s.norm);
-            self.normalizer.normalize(text, at_start, &mut norm, None);
+            self.normalizer.normalize(text, place, &mut norm, None);
             self.encode_normalized(&norm, s, out);
             s.norm = norm;
         });
@@ -302,9 +318,9 @@ impl SpmEncoder {
     /// dummy prefix: words are cut and cached on the text as it is (the space
     /// view: a space stands for "▁"; user-defined pieces, which hold neither,
     /// match the same), the dummy prefix a space before the first word.
-    fn encode_plain(&self, text: &str, at_start: bool, s: &mut Scratch, out: &mut Vec<u32>) {
+    fn encode_plain(&self, text: &str, place: Place, s: &mut Scratch, out: &mut Vec<u32>) {
         let rules = self.normalizer.rules();
-        let mut dummy = rules.add_dummy_prefix && (at_start || !rules.prefix_first_only);
+        let mut dummy = rules.dummy_prefix(place);
         if rules.metaspace_prefix && (text.starts_with(' ') || text.starts_with(SPACE_CHAR)) {
             dummy = false;
         }
@@ -387,8 +403,13 @@ impl SpmEncoder {
         }
         let mut norm = Vec::new();
         let mut map = Vec::new();
+        let place = if base == 0 {
+            Place::Start
+        } else {
+            Place::AfterSpecial
+        };
         self.normalizer
-            .normalize(text, base == 0, &mut norm, Some(&mut map));
+            .normalize(text, place, &mut norm, Some(&mut map));
         let span = |a: usize, b: usize| (base + map[a], base + map[b].max(map[a]));
         let norm_str = std::str::from_utf8(&norm).expect("normalized text is UTF-8");
         // Token by token: each id's bytes of the normalized text.

@@ -7,6 +7,7 @@
 //! is the plain form) and decoded as it decodes (`decode`).
 
 pub mod charsmap;
+pub mod cuts;
 pub mod decode;
 pub mod encode;
 mod merge;
@@ -20,6 +21,8 @@ pub mod train;
 mod vocab;
 mod words;
 
+pub use cuts::SpmSegments;
 pub use encode::{Spans, SpmEncoder, SpmOptions};
 pub use model::{Kind, Model, ModelError, Normalization, Piece};
+pub use normalize::Place;
 pub use proto::ModelProto;

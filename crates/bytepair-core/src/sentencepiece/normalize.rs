@@ -12,6 +12,30 @@ use super::model::Normalization;
 /// "▁" (U+2581), SentencePiece's whitespace symbol.
 pub const SPACE: &[u8] = "\u{2581}".as_bytes();
 
+/// Where a text stands in the input, which decides its dummy prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// It starts the input (`sp.encode` of it alone): the dummy prefix.
+    Start,
+    /// It follows a special token: the dummy prefix, unless only the
+    /// input's start gets one (`Normalization::prefix_first_only`).
+    AfterSpecial,
+    /// It continues a text cut at a safe cut (`super::cuts`): none.
+    Continued,
+}
+
+impl Normalization {
+    /// Does a text at `place` get the dummy prefix?
+    pub fn dummy_prefix(&self, place: Place) -> bool {
+        self.add_dummy_prefix
+            && match place {
+                Place::Start => true,
+                Place::AfterSpecial => !self.prefix_first_only,
+                Place::Continued => false,
+            }
+    }
+}
+
 /// Normalizes texts as one model does.
 pub struct Normalizer {
     rules: Normalization,
@@ -38,17 +62,17 @@ impl Normalizer {
 
     /// Normalize `text` into `out` (cleared first); with `offsets`, also
     /// `offsets[i]` = the original byte normalized byte i came from, and one
-    /// more entry for the end (SentencePiece's `norm_to_orig`). `at_start`:
-    /// the text starts the input (see `Normalization::prefix_first_only`).
+    /// more entry for the end (SentencePiece's `norm_to_orig`). `place`:
+    /// where the text stands in the input (its dummy prefix).
     pub fn normalize(
         &self,
         text: &str,
-        at_start: bool,
+        place: Place,
         out: &mut Vec<u8>,
         offsets: Option<&mut Vec<usize>>,
     ) {
         let r = &self.rules;
-        let dummy = r.add_dummy_prefix && (at_start || !r.prefix_first_only);
+        let dummy = r.dummy_prefix(place);
         if dummy && r.metaspace_prefix {
             // Normalized without it, then prefixed unless it starts with "▁".
             let mut map = offsets;

@@ -121,3 +121,42 @@ fn ties_go_to_the_leftmost_pair_and_unknowns_fuse() {
     enc.encode_ordinary_into("é日é a", &mut out).unwrap();
     assert_eq!(out, [id("\u{2581}"), 0, id("\u{2581}a")]);
 }
+
+#[test]
+fn halves_cut_at_safe_cuts_encode_to_the_ids_of_the_whole() {
+    use super::normalize::Place;
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
+    let alphabet = [
+        "a", "b", "c", " ", "x", "é", "日", "\u{2581}", "\n", ".", "Q", "<s>", "cc", "  ",
+    ];
+    let specials = vec![("<s>".to_string(), 1)];
+    let allowed = ["<s>".to_string()];
+    for byte_fallback in [true, false] {
+        let enc = SpmEncoder::new(model(byte_fallback), specials.clone()).unwrap();
+        let rule = enc.cut_rule();
+        assert!(rule.is_exact());
+        let mut cuts = 0;
+        for _ in 0..400 {
+            let len = rng.random_range(1..40);
+            let text: String = (0..len)
+                .map(|_| alphabet[rng.random_range(0..alphabet.len())])
+                .collect();
+            let mut whole = Vec::new();
+            enc.encode_into(&text, &allowed, &[], &mut whole).unwrap();
+            for end in 1..=text.len() {
+                let Some(cut) = rule.last_cut(&text.as_bytes()[..end]) else {
+                    continue;
+                };
+                cuts += 1;
+                let mut halves = Vec::new();
+                let (left, right) = text.split_at(cut);
+                enc.encode_at(left, Place::Start, &allowed, &[], &mut halves)
+                    .unwrap();
+                enc.encode_at(right, Place::Continued, &allowed, &[], &mut halves)
+                    .unwrap();
+                assert_eq!(halves, whole, "{left:?} | {right:?}");
+            }
+        }
+        assert!(cuts > 1000, "{cuts} cuts tried");
+    }
+}

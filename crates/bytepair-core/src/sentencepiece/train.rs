@@ -32,7 +32,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::model::Kind;
-use super::normalize::Normalizer;
+use super::normalize::{Normalizer, Place};
 use super::proto::{ModelProto, NormalizerSpec, SentencePiece, TrainerSpec};
 use crate::pretokenize::unicode::{flags, CASELESS, LETTER, LOWER, MARK, NUMBER, UPPER};
 use crate::progress::Progress;
@@ -246,7 +246,7 @@ pub fn count_texts(
             }
             for line in chunk {
                 counts.bytes += line.len() as u64 + 1;
-                normalizer.normalize(line, true, &mut norm, None);
+                normalizer.normalize(line, Place::Start, &mut norm, None);
                 // SAFETY: normalized text is UTF-8 (see `SpmEncoder::encode_normalized`).
                 let text = unsafe { std::str::from_utf8_unchecked(&norm) };
                 let mut start = 0;
