@@ -65,7 +65,8 @@ def halves_equal_whole(tok, text: str, rng: random.Random, tries: int) -> int:
         cut = end - after
         left = tok._core.encode(text[:cut], allowed, disallowed)
         right = tok._core.encode(text[cut:], allowed, disallowed, True)
-        assert left + right == want, f"cut at {cut}: {text[cut - 20 : cut]!r}|{text[cut : cut + 20]!r}"
+        where = f"{text[cut - 20 : cut]!r}|{text[cut : cut + 20]!r}"
+        assert left + right == want, f"cut at {cut}: {where}"
         cuts += 1
     return cuts
 
@@ -75,7 +76,8 @@ def test_halves_cut_at_safe_cuts_join_to_the_ids_of_the_whole(name, corpus_text)
     """Every normalizer option (charsmaps, whitespace removal, user-defined and
     control pieces, no dummy prefix...) and Mistral's models: a cut found in
     any window of the text holds for the whole text, special tokens allowed."""
-    tok = mistral(name)[0] if name.startswith(("mistral", "tokenizer")) else pair_of(trained(name))[0]
+    from_mistral = name.startswith(("mistral", "tokenizer"))
+    tok = mistral(name)[0] if from_mistral else pair_of(trained(name))[0]
     rng = random.Random(name)
     texts = [corpus_text(c, 6_000, at=0.5) for c in ("enwiki.txt", "code.txt", "multilingual.txt")]
     texts.append(" ".join(EDGE_TEXTS) + "<s>a</s>\n\nb  <unk>c")

@@ -106,3 +106,25 @@ def test_compression_matches_sentencepieces_bpe_trainer():
     ours_bpt = len(text.encode()) / len(ours.encode_ordinary(text))
     theirs_bpt = len(text.encode()) / len(theirs.encode(text))
     assert ours_bpt >= 0.98 * theirs_bpt, (ours_bpt, theirs_bpt)
+
+
+def test_files_bytes_and_str_train_the_same_model_and_bad_utf8_names_its_file(tmp_path):
+    """`train_sentencepiece` reads files as bytes (checked as UTF-8 by the
+    core): the model is the one trained on the same texts as str or bytes;
+    a file that is not UTF-8 is a UnicodeDecodeError naming it."""
+    train, _ = corpus_slices()
+    texts = ["\n\n" + train[:60_000] + "\r\n tail ", " \u2581x  12 \n" + train[-40_000:]]
+    paths = []
+    for i, text in enumerate(texts):
+        paths.append(tmp_path / f"t{i}.txt")
+        paths[-1].write_bytes(text.encode())
+    options = dict(user_defined_symbols=("<sep>",), num_threads=2)
+    want = bytepair.train_sentencepiece_from_iterator(texts, 600, **options)
+    assert bytepair.train_sentencepiece(paths, 600, **options) == want
+    as_bytes = [t.encode() for t in texts]
+    assert bytepair.train_sentencepiece_from_iterator(as_bytes, 600, **options) == want
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine text\nthen \xff here\n")
+    with pytest.raises(UnicodeDecodeError, match="bad.txt") as e:
+        bytepair.train_sentencepiece([paths[0], bad], 600)
+    assert e.value.start == 15

@@ -36,11 +36,23 @@ def train_sentencepiece(
     """
     if isinstance(files, (str, os.PathLike)):
         files = [files]
+    # Bytes, checked as UTF-8 by the core: a str would be decoded here and
+    # encoded again there (a third of the time of training on 10 MB of enwiki).
     texts = []
     for path in files:
-        with open(path, encoding="utf-8") as f:
+        with open(path, "rb") as f:
             texts.append(f.read())
-    return train_sentencepiece_from_iterator(texts, vocab_size, **options)
+    try:
+        return train_sentencepiece_from_iterator(texts, vocab_size, **options)
+    except UnicodeDecodeError:
+        for path, data in zip(files, texts):
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise UnicodeDecodeError(
+                    e.encoding, e.object, e.start, e.end, f"{e.reason} (in {os.fspath(path)})"
+                ) from None
+        raise
 
 
 def train_sentencepiece_from_iterator(
@@ -61,7 +73,8 @@ def train_sentencepiece_from_iterator(
     num_threads: int | None = None,
     progress=None,
 ) -> SentencePieceTokenizer:
-    """Train a SentencePiece-style BPE model on `texts` (each split into lines).
+    """Train a SentencePiece-style BPE model on `texts` (each split into
+    lines; str, or bytes of UTF-8 text).
 
     Args:
         vocab_size: every piece counted: ``<unk>``, ``<s>``, ``</s>``, the
@@ -91,8 +104,9 @@ def train_sentencepiece_from_iterator(
     Raises:
         ValueError: a vocab_size too small for the special, byte and kept
             characters' pieces, a piece given twice, or no text.
+        UnicodeDecodeError: bytes in `texts` that are not UTF-8.
     """
-    if isinstance(texts, str):
+    if isinstance(texts, (str, bytes)):
         raise TypeError("texts must be an iterable of str (a str would be taken char by char)")
     if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 1:
         raise ValueError(f"vocab_size={vocab_size!r} must be a positive integer")
@@ -109,8 +123,8 @@ def train_sentencepiece_from_iterator(
     )
     texts = list(texts)
     for t in texts:
-        if not isinstance(t, str):
-            raise TypeError(f"texts must hold str, got {type(t).__name__}")
+        if not isinstance(t, (str, bytes)):
+            raise TypeError(f"texts must hold str (or UTF-8 bytes), got {type(t).__name__}")
     model, _ = _core.train_sentencepiece(
         texts,
         normalizer,

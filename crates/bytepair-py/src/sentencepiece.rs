@@ -170,18 +170,35 @@ impl SentencePieceModel {
     }
 }
 
-/// Train a SentencePiece-style BPE model on `texts` (each split into lines;
-/// see `bytepair_core::sentencepiece::train`) and return it. `normalizer`:
+/// A text given as a str or as UTF-8 bytes (a file read whole: no str made
+/// and encoded again); bytes that are not UTF-8 are a UnicodeDecodeError.
+fn text_of<'a>(text: &'a Bound<'_, PyAny>) -> PyResult<&'a str> {
+    if let Ok(bytes) = text.cast::<PyBytes>() {
+        let data = bytes.as_bytes();
+        return std::str::from_utf8(data).map_err(|e| {
+            let py = text.py();
+            match pyo3::exceptions::PyUnicodeDecodeError::new_utf8(py, data, e) {
+                Ok(error) => PyErr::from_value(error.into_any()),
+                Err(other) => other,
+            }
+        });
+    }
+    text.cast::<PyString>()?.to_str()
+}
+
+/// Train a SentencePiece-style BPE model on `texts` (str or UTF-8 bytes, each
+/// split into lines; see `bytepair_core::sentencepiece::train`) and return it. `normalizer`:
 /// name, precompiled_charsmap, add_dummy_prefix, remove_extra_whitespaces
 /// (escape_whitespaces is always on: pieces hold "▁"). Returns the model and
 /// the bytes counted. ValueError: a vocabulary too small for the characters
-/// kept, a duplicate special piece, or an empty corpus.
+/// kept, a duplicate special piece, or an empty corpus; UnicodeDecodeError:
+/// bytes that are not UTF-8.
 #[pyfunction]
 #[pyo3(signature = (texts, normalizer, vocab_size, character_coverage, byte_fallback, split_digits, allow_whitespace_only_pieces, max_piece_chars, control_symbols, user_defined_symbols, min_frequency, num_threads=None, callback=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn train_sentencepiece(
     py: Python<'_>,
-    texts: Vec<Bound<'_, PyString>>,
+    texts: Vec<Bound<'_, PyAny>>,
     normalizer: &Bound<'_, PyDict>,
     vocab_size: usize,
     character_coverage: f64,
@@ -195,11 +212,12 @@ pub fn train_sentencepiece(
     num_threads: Option<usize>,
     callback: Option<Py<PyAny>>,
 ) -> PyResult<(SentencePieceModel, u64)> {
+    use bytepair_core::sentencepiece::count::count_texts;
     use bytepair_core::sentencepiece::normalize::Normalizer;
-    use bytepair_core::sentencepiece::train::{count_texts, train, SpmTrainOptions};
+    use bytepair_core::sentencepiece::train::{train, SpmTrainOptions};
     use bytepair_core::sentencepiece::Normalization;
 
-    let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
+    let texts: Vec<&str> = texts.iter().map(text_of).collect::<PyResult<_>>()?;
     let get_bool = |k: &str, default: bool| -> PyResult<bool> {
         Ok(normalizer
             .get_item(k)?

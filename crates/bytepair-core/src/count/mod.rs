@@ -363,15 +363,15 @@ fn count_parallel<J: Send>(
 }
 
 /// Count a batch of independent documents in parallel.
-pub fn count_texts(
+pub fn count_texts<T: AsRef<str> + Sync>(
     pre: &impl SplitWords,
-    texts: &[String],
+    texts: &[T],
     limits: &Limits,
     progress: &Progress,
 ) -> Result<WordTally, CountError> {
-    let text_bytes = texts.iter().map(|t| t.len() as u64).sum();
+    let text_bytes = texts.iter().map(|t| t.as_ref().len() as u64).sum();
     count_parallel(
-        texts.iter().map(Ok),
+        texts.iter().map(|t| Ok(t.as_ref())),
         text_bytes,
         limits,
         progress,

@@ -7,6 +7,7 @@
 //! is the plain form) and decoded as it decodes (`decode`).
 
 pub mod charsmap;
+pub mod count;
 pub mod cuts;
 pub mod decode;
 pub mod encode;

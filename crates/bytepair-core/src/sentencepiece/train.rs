@@ -27,14 +27,11 @@
 //! boundaries are approximated by character classes, and lines of any length
 //! are counted (spm_train skips those over `max_sentence_length`).
 
-use aho_corasick::AhoCorasick;
-use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
+use super::count::SpmCounts;
 use super::model::Kind;
-use super::normalize::{Normalizer, Place};
 use super::proto::{ModelProto, NormalizerSpec, SentencePiece, TrainerSpec};
-use crate::pretokenize::unicode::{flags, CASELESS, LETTER, LOWER, MARK, NUMBER, UPPER};
 use crate::progress::Progress;
 use crate::train::{train_on_symbols, TrainError, TrainOptions};
 
@@ -93,179 +90,6 @@ pub enum SpmTrainError {
     Train(#[from] TrainError),
 }
 
-/// Characters and units of a corpus, counted.
-pub struct SpmCounts {
-    pub chars: FxHashMap<char, u64>,
-    /// ASCII characters' counts (most characters: no hashing), moved into
-    /// `chars` by `finish`.
-    ascii: [u64; 128],
-    pub units: FxHashMap<String, u64>,
-    /// Bytes of text counted.
-    pub bytes: u64,
-}
-
-impl Default for SpmCounts {
-    fn default() -> Self {
-        SpmCounts {
-            chars: FxHashMap::default(),
-            ascii: [0; 128],
-            units: FxHashMap::default(),
-            bytes: 0,
-        }
-    }
-}
-
-impl SpmCounts {
-    #[inline]
-    fn add_char(&mut self, c: char) {
-        match c as usize {
-            a if a < 128 => self.ascii[a] += 1,
-            _ => *self.chars.entry(c).or_default() += 1,
-        }
-    }
-
-    #[inline]
-    fn add_unit(&mut self, unit: &str) {
-        match self.units.get_mut(unit) {
-            Some(n) => *n += 1,
-            None => {
-                self.units.insert(unit.to_string(), 1);
-            }
-        }
-    }
-
-    /// Move the ASCII counts into `chars`.
-    fn finish(mut self) -> Self {
-        for (a, &n) in self.ascii.iter().enumerate() {
-            if n > 0 {
-                *self.chars.entry(a as u8 as char).or_default() += n;
-            }
-        }
-        self.ascii = [0; 128];
-        self
-    }
-
-    fn merge(self, other: SpmCounts) -> SpmCounts {
-        let (mut big, small) = if self.units.len() >= other.units.len() {
-            (self, other)
-        } else {
-            (other, self)
-        };
-        big.bytes += small.bytes;
-        for (a, n) in small.ascii.iter().enumerate() {
-            big.ascii[a] += n;
-        }
-        for (c, n) in small.chars {
-            *big.chars.entry(c).or_default() += n;
-        }
-        for (u, n) in small.units {
-            *big.units.entry(u).or_default() += n;
-        }
-        big
-    }
-}
-
-/// The class a unit keeps throughout (see the module docstring).
-fn class_of(c: char) -> u8 {
-    let f = flags(c);
-    match () {
-        _ if f & NUMBER != 0 => 1,
-        _ if f & MARK != 0 => 0, // joins the character before it
-        _ if f & (UPPER | LOWER) != 0 => 2,
-        _ if f & (LETTER | CASELESS) != 0 => 3,
-        _ => 4,
-    }
-}
-
-/// Count the units and characters of one normalized line into `counts`.
-fn count_normalized(text: &str, options: &SpmTrainOptions, counts: &mut SpmCounts) {
-    let mut start: Option<usize> = None; // the open unit
-    let mut class = 0u8;
-    let close = |counts: &mut SpmCounts, a: Option<usize>, b: usize| {
-        if let Some(a) = a.filter(|&a| a < b) {
-            counts.add_unit(&text[a..b]);
-        }
-    };
-    let mut prev_space = false;
-    for (i, c) in text.char_indices() {
-        counts.add_char(c);
-        if c == SPACE {
-            // A run of "▁" stays one unit only when whitespace-only pieces are allowed.
-            if !(prev_space && options.allow_whitespace_only_pieces) {
-                close(counts, start, i);
-                start = Some(i);
-            }
-            prev_space = true;
-            class = 0;
-            continue;
-        }
-        let k = class_of(c);
-        if prev_space {
-            // The run's last "▁" starts the word that follows it.
-            let last = i - SPACE.len_utf8();
-            if let Some(a) = start.filter(|&a| a < last) {
-                close(counts, Some(a), last);
-            }
-            start = Some(last);
-        } else {
-            let digit_alone = options.split_digits && (k == 1 || class == 1);
-            if start.is_none() || digit_alone || (k != 0 && class != 0 && k != class) {
-                close(counts, start, i);
-                start = Some(i);
-            }
-        }
-        prev_space = false;
-        if k != 0 {
-            class = k;
-        }
-    }
-    close(counts, start, text.len());
-}
-
-/// Count `texts` (each split into lines) on the current rayon pool: each line
-/// normalized by `normalizer`, user-defined pieces (`user`) cut out.
-pub fn count_texts(
-    texts: &[&str],
-    normalizer: &Normalizer,
-    user: Option<&AhoCorasick>,
-    options: &SpmTrainOptions,
-    progress: &Progress,
-) -> Result<SpmCounts, TrainError> {
-    let lines: Vec<&str> = texts
-        .iter()
-        .flat_map(|t| t.split('\n'))
-        .filter(|l| !l.is_empty())
-        .collect();
-    // One tally per rayon split (`fold`), summed at the end: few maps to merge.
-    let counts = lines
-        .par_chunks(4096)
-        .fold(SpmCounts::default, |mut counts, chunk| {
-            let mut norm = Vec::new();
-            if progress.is_cancelled() {
-                return counts;
-            }
-            for line in chunk {
-                counts.bytes += line.len() as u64 + 1;
-                normalizer.normalize(line, Place::Start, &mut norm, None);
-                // SAFETY: normalized text is UTF-8 (see `SpmEncoder::encode_normalized`).
-                let text = unsafe { std::str::from_utf8_unchecked(&norm) };
-                let mut start = 0;
-                for m in user.into_iter().flat_map(|u| u.find_iter(text)) {
-                    count_normalized(&text[start..m.start()], options, &mut counts);
-                    start = m.end();
-                }
-                count_normalized(&text[start..], options, &mut counts);
-            }
-            progress.add(chunk.iter().map(|l| l.len() as u64 + 1).sum());
-            counts
-        })
-        .reduce(SpmCounts::default, SpmCounts::merge);
-    if progress.is_cancelled() {
-        return Err(TrainError::Cancelled);
-    }
-    Ok(counts.finish())
-}
-
 /// The characters kept: the most frequent ones covering `coverage` of all
 /// character occurrences ("▁" always), most frequent first.
 fn kept_chars(chars: &FxHashMap<char, u64>, coverage: f64) -> Vec<char> {
@@ -291,10 +115,11 @@ pub fn train(
     options: &SpmTrainOptions,
     progress: &Progress,
 ) -> Result<ModelProto, SpmTrainError> {
-    if counts.chars.is_empty() {
+    let char_counts = counts.chars();
+    if char_counts.is_empty() {
         return Err(SpmTrainError::Empty);
     }
-    let chars = kept_chars(&counts.chars, options.character_coverage);
+    let chars = kept_chars(&char_counts, options.character_coverage);
     let mut fixed: Vec<(String, Kind)> = vec![
         ("<unk>".into(), Kind::Unknown),
         ("<s>".into(), Kind::Control),
@@ -342,10 +167,10 @@ pub fn train(
         .map(|(i, &c)| (c, i as u32))
         .collect();
     // Units as symbol sequences, cut at unknown characters.
-    let mut words: Vec<(Vec<u32>, u64)> = Vec::with_capacity(counts.units.len());
-    for (unit, n) in counts.units {
+    let mut words: Vec<(Vec<u32>, u64)> = Vec::with_capacity(counts.distinct_units());
+    counts.for_each_unit(|unit, n| {
         let mut run = Vec::new();
-        for c in unit.chars() {
+        for c in unit {
             match code.get(&c) {
                 Some(&id) => run.push(id),
                 None if !run.is_empty() => words.push((std::mem::take(&mut run), n)),
@@ -355,7 +180,7 @@ pub fn train(
         if !run.is_empty() {
             words.push((run, n));
         }
-    }
+    });
     let symbols: Vec<Vec<u8>> = chars.iter().map(|c| c.to_string().into_bytes()).collect();
     let train_options = TrainOptions {
         min_frequency: options.min_frequency,
