@@ -333,6 +333,7 @@ def hf_layouts(data: bytes, ours: SentencePieceTokenizer) -> dict[str, dict]:
     return layouts
 
 
+@pytest.mark.slow
 def test_sentencepiece_style_tokenizer_json_layouts_load_with_hfs_ids(tmp_path, corpus_text):
     import json
 

@@ -113,6 +113,22 @@ def test_long_texts_give_the_ids_of_the_whole_on_one_and_two_threads(long_text):
     assert tok.count_tokens(text, **kw) == len(want)
 
 
+def test_long_texts_on_two_threads_give_sentencepieces_ids(corpus_text):
+    """The segments of a long text, encoded on 2 threads and joined, are the
+    ids sentencepiece gives the whole text (its own whole-text queue: mostly
+    multilingual text, which it merges fastest)."""
+    tok, sp = mistral(V7)
+    text = "  \n".join(
+        [
+            corpus_text("enwiki.txt", 100_000, at=0.7),
+            corpus_text("multilingual.txt", 2_200_000, at=0.1),
+            corpus_text("code.txt", 100_000, at=0.2),
+        ]
+    )
+    assert len(text.encode()) > 2 << 20, "more than 2 segments: both threads work"
+    assert tok.encode_to_numpy(text, num_threads=2).tolist() == sp.encode(text)
+
+
 def test_a_disallowed_special_token_deep_in_a_long_text_names_its_offset(long_text):
     tok = mistral(V3)[0]
     at = long_text.index("</s>")
@@ -124,6 +140,7 @@ def test_a_disallowed_special_token_deep_in_a_long_text_names_its_offset(long_te
 CLI = [sys.executable, "-m", "bytepair"]
 
 
+@pytest.mark.slow
 def test_cli_encodes_a_file_in_chunks_and_stdin_in_blocks_with_the_ids_of_the_whole(
     tmp_path, long_text
 ):
