@@ -90,6 +90,43 @@ pub enum SpmTrainError {
     Train(#[from] TrainError),
 }
 
+/// The units as runs of kept characters' indexes in `chars` (cut at the
+/// others), in one buffer: the buffer and each run's (start, end, count).
+fn unit_symbols(counts: &SpmCounts, chars: &[char]) -> (Vec<u32>, Vec<(usize, usize, u64)>) {
+    const NONE: u32 = u32::MAX;
+    let mut ascii = [NONE; 128];
+    let mut code: FxHashMap<char, u32> = FxHashMap::default();
+    for (i, &c) in chars.iter().enumerate() {
+        match c as usize {
+            a if a < 128 => ascii[a] = i as u32,
+            _ => _ = code.insert(c, i as u32),
+        }
+    }
+    let mut ids = Vec::new();
+    let mut spans = Vec::with_capacity(counts.distinct_units());
+    counts.for_each_unit(|unit, n| {
+        let mut start = ids.len();
+        for c in unit {
+            let id = match c as usize {
+                a if a < 128 => ascii[a],
+                _ => code.get(&c).copied().unwrap_or(NONE),
+            };
+            if id != NONE {
+                ids.push(id);
+                continue;
+            }
+            if ids.len() > start {
+                spans.push((start, ids.len(), n));
+            }
+            start = ids.len();
+        }
+        if ids.len() > start {
+            spans.push((start, ids.len(), n));
+        }
+    });
+    (ids, spans)
+}
+
 /// The characters kept: the most frequent ones covering `coverage` of all
 /// character occurrences ("▁" always), most frequent first.
 fn kept_chars(chars: &FxHashMap<char, u64>, coverage: f64) -> Vec<char> {
@@ -161,26 +198,8 @@ pub fn train(
             })
         }
     };
-    let code: FxHashMap<char, u32> = chars
-        .iter()
-        .enumerate()
-        .map(|(i, &c)| (c, i as u32))
-        .collect();
-    // Units as symbol sequences, cut at unknown characters.
-    let mut words: Vec<(Vec<u32>, u64)> = Vec::with_capacity(counts.distinct_units());
-    counts.for_each_unit(|unit, n| {
-        let mut run = Vec::new();
-        for c in unit {
-            match code.get(&c) {
-                Some(&id) => run.push(id),
-                None if !run.is_empty() => words.push((std::mem::take(&mut run), n)),
-                None => {}
-            }
-        }
-        if !run.is_empty() {
-            words.push((run, n));
-        }
-    });
+    let (ids, spans) = unit_symbols(&counts, &chars);
+    let words = spans.iter().map(|&(a, b, n)| (&ids[a..b], n)).collect();
     let symbols: Vec<Vec<u8>> = chars.iter().map(|c| c.to_string().into_bytes()).collect();
     let train_options = TrainOptions {
         min_frequency: options.min_frequency,

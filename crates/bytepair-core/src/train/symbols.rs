@@ -10,7 +10,8 @@ use super::{learn, TokenPrefix, TrainError, TrainOptions, Trained, Trainer};
 use crate::progress::Progress;
 
 /// Learn up to `num_merges` merges over `words` (each a sequence of indexes
-/// into `symbols`, the symbols' bytes, with its count); merge `r` creates id
+/// into `symbols`, the symbols' bytes, with its count; slices of one buffer,
+/// not a vector each: millions of words); merge `r` creates id
 /// `symbols.len() + r`. `max_chars`: no token longer than this many UTF-8
 /// characters (SentencePiece's `max_sentencepiece_length`; `usize::MAX`: no
 /// limit). Limits, tie-break (by the tokens' bytes) and `progress` as in
@@ -19,7 +20,7 @@ use crate::progress::Progress;
 /// # Errors
 /// [`TrainError::Cancelled`] when cancelled through `progress`.
 pub fn train_on_symbols(
-    words: Vec<(Vec<u32>, u64)>,
+    words: Vec<(&[u32], u64)>,
     symbols: Vec<Vec<u8>>,
     num_merges: usize,
     options: &TrainOptions,

@@ -40,10 +40,12 @@ impl Words {
     /// Words already split into tokens (a base tokenizer's encoding), each
     /// with the prefix of its bytes and its count; those of fewer than two
     /// tokens are left out. Order as in `from_counts`.
-    pub(super) fn from_token_words(words: Vec<(u64, Vec<u32>, u64)>) -> (Self, Vec<u64>) {
+    pub(super) fn from_token_words<T: Symbols + Send>(
+        words: Vec<(u64, T, u64)>,
+    ) -> (Self, Vec<u64>) {
         let kept = words
             .into_iter()
-            .filter(|(_, ids, c)| ids.len() >= 2 && *c > 0)
+            .filter(|(_, ids, c)| ids.count() >= 2 && *c > 0)
             .collect();
         Self::from_kept(kept)
     }
@@ -88,7 +90,7 @@ impl Words {
 }
 
 /// A word as `Words::from_kept` takes it: bytes (one token each) or token ids.
-trait Symbols {
+pub(super) trait Symbols {
     fn count(&self) -> usize;
     fn push_to(&self, out: &mut Vec<u32>);
 }
@@ -112,6 +114,15 @@ impl Symbols for Word<'_> {
 }
 
 impl Symbols for Vec<u32> {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn push_to(&self, out: &mut Vec<u32>) {
+        out.extend_from_slice(self);
+    }
+}
+
+impl Symbols for &[u32] {
     fn count(&self) -> usize {
         self.len()
     }
