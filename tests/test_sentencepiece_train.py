@@ -128,3 +128,13 @@ def test_files_bytes_and_str_train_the_same_model_and_bad_utf8_names_its_file(tm
     with pytest.raises(UnicodeDecodeError, match="bad.txt") as e:
         bytepair.train_sentencepiece([paths[0], bad], 600)
     assert e.value.start == 15
+
+
+def test_the_model_is_the_same_on_one_and_two_threads(corpus_text):
+    """Counting in ~1 MiB chunks of lines on rayon threads, summed: more than
+    two chunks give the model of one thread."""
+    text = corpus_text("enwiki.txt", 1_500_000, at=0.2) + corpus_text("multilingual.txt", 1_000_000)
+    models = [
+        bytepair.train_sentencepiece_from_iterator([text], 3000, num_threads=n) for n in (1, 2)
+    ]
+    assert models[0] == models[1]

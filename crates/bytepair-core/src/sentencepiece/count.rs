@@ -18,13 +18,11 @@ use rustc_hash::FxHashMap;
 
 use super::normalize::{Normalizer, Place, SPACE};
 use super::train::SpmTrainOptions;
+use super::words::SPACE_CHAR;
 use crate::count::{Limits, SplitWords, WordTally};
 use crate::pretokenize::unicode::{flags, CASELESS, LETTER, LOWER, MARK, NUMBER, UPPER};
 use crate::pretokenize::SearchError;
 use crate::progress::Progress;
-
-/// The symbol of whitespace in pieces.
-pub(super) const SPACE_CHAR: char = '\u{2581}';
 
 /// Bytes of text a thread counts at a time (cut after a newline).
 const CHUNK_BYTES: usize = 1 << 20;
