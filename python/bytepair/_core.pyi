@@ -311,7 +311,7 @@ class CoreSPM:
         """The raw decoding and the byte offset where each id's text starts."""
 
 def train_sentencepiece(
-    texts: list[str],
+    texts: list[str | bytes],
     normalizer: dict,
     vocab_size: int,
     character_coverage: float,

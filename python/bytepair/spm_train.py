@@ -28,7 +28,9 @@ def train_sentencepiece(
     `train_sentencepiece_from_iterator` for the options.
 
     Raises:
-        FileNotFoundError, UnicodeDecodeError: a file that cannot be read as UTF-8.
+        FileNotFoundError: a file that is missing.
+        UnicodeDecodeError: a file that is not UTF-8 (its path in the reason,
+            `start` the byte offset in it).
         ValueError: as `train_sentencepiece_from_iterator`.
 
     >>> tok = train_sentencepiece(["corpus.txt"], 8000)  # doctest: +SKIP
@@ -56,7 +58,7 @@ def train_sentencepiece(
 
 
 def train_sentencepiece_from_iterator(
-    texts: Iterable[str],
+    texts: Iterable[str | bytes],
     vocab_size: int = 32000,
     *,
     character_coverage: float = 0.9995,
