@@ -174,3 +174,21 @@ def test_killed_ray_run_leaves_no_artifact(tmp_path):
     )
     with pytest.raises(FileNotFoundError):
         WordCounts.open(tmp_path / "out")
+
+
+@pytest.mark.slow
+def test_a_budget_per_task_is_recorded_in_the_manifest(tmp_path):
+    """Each Ray task counts within `max_memory` (lossy counting); what the
+    tasks dropped adds up in the manifest, and with what they kept it makes
+    every pre-token."""
+    from test_budget import _random_words_file
+
+    _random_words_file(tmp_path / "random.txt", 8)
+    inputs = [tmp_path / "random.txt"]
+    exact = bytepair.count(inputs, tmp_path / "exact", num_workers=1, progress=False)
+    on_ray = bytepair.count(
+        inputs, tmp_path / "ray", engine="ray", max_memory=64 << 20, progress=False
+    )
+    p = on_ray.pruned
+    assert p.words > 100_000 and p.min_count >= 2 and p.max_memory == 64 << 20
+    assert on_ray.totals.pre_tokens + p.pre_tokens == exact.totals.pre_tokens

@@ -234,3 +234,22 @@ def test_progress_bar_counts_files_and_bytes_on_the_driver(spark, files, tmp_pat
     assert f"files={len(files)}/{len(files)}" in err, err[-2000:]
     assert "counting: 100%" in err
     assert counts.totals.documents == len(files)
+
+
+@pytest.mark.slow
+def test_a_budget_per_map_task_is_recorded_in_the_manifest(spark, tmp_path):
+    """Each map task counts within `max_memory` (lossy counting); the empty-word
+    rows carry what it dropped through the shuffle, so the manifest adds it
+    up, and with what was kept it makes every pre-token."""
+    from test_budget import _random_words_file
+
+    _random_words_file(tmp_path / "random.txt", 8)
+    inputs = [str(tmp_path / "random.txt")]
+    exact = local(inputs, tmp_path / "exact")
+    counted = bytepair.count(
+        inputs, tmp_path / "spark", engine="spark", max_memory=64 << 20, progress=False
+    )
+    p = counted.pruned
+    assert p.words > 100_000 and p.min_count >= 2 and p.max_memory == 64 << 20
+    assert counted.totals.pre_tokens + p.pre_tokens == exact.totals.pre_tokens
+    assert b"" not in dict(counted.items()), "the pruned row is not a word"

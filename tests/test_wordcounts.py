@@ -23,6 +23,7 @@ from conftest import CORPORA, COUNTING_STRESS_TEXTS, EOT, MIB
 import bytepair
 from bytepair import _core
 from bytepair.counts.artifact import MANIFEST, WordCounts, _escape_word
+from bytepair.counts.protocol import FORMAT_VERSION
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -240,7 +241,10 @@ def test_open_refuses_incomplete_or_damaged_artifacts(inputs, tmp_path):
     for damaged, message in [
         ("{", "not valid JSON"),
         ('{"format": "other"}', "not a bytepair word-counts manifest"),
-        (original.replace('"format_version": 1', '"format_version": 99'), "format_version 99"),
+        (
+            original.replace(f'"format_version": {FORMAT_VERSION}', '"format_version": 99'),
+            "format_version 99",
+        ),
         (original.replace('"rows"', '"rowz"'), r"_manifest\.json: parts\[0\]\.rows: missing"),
         (
             original.replace("part-00001.parquet", "part-00009.parquet"),

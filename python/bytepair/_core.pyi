@@ -49,6 +49,12 @@ def split_documents(block: bytes, separator: bytes, last: bool) -> tuple[bytes, 
     """Documents of a block cut at `separator`: (data, n + 1 int64 offsets, n, start of the
     unfinished piece)."""
 
+def merge_runs(
+    runs: list[tuple[bytes, bytes, bytes, int]], upto: bytes | None = None
+) -> tuple[bytes, bytes, bytes, list[int]]:
+    """Merge sorted runs (data, offsets, counts, first row) of word counts up to the word
+    `upto` (all when None), summing repeated words: (data, offsets, counts, next row per run)."""
+
 def recover_merges(merged: list[bytes]) -> list[int | None]:
     """Tokens in rank order (no single bytes) -> byte length of the left part of each
     one's merge (BPE restricted to lower ranks), None where that is not two parts."""
@@ -107,6 +113,21 @@ class WordCounter:
         int64."""
     def add_columns(self, data: bytes, offsets: bytes, counts: bytes, unique: bool = True) -> None:
         """Add one word-counts part's rows (Arrow large_binary words, n LE int64 counts)."""
+    def load_rows(
+        self,
+        data: bytes,
+        offsets: bytes,
+        counts: bytes,
+        budget: int | None = None,
+        ids: int = 256,
+        merges: int = 0,
+    ) -> None:
+        """Append one part's rows as they are (each word in one part): L + 12 bytes a word;
+        budget (bytes, from the first call): keep the words counted at least t times, the
+        smallest t whose words the merge loop of `merges` merges, `ids` ids holds within it."""
+    def fit_training_budget(self, budget: int, ids: int = 256, merges: int = 0) -> None:
+        """Drop every word counted fewer than t times, the smallest t whose words the merge
+        loop holds within budget bytes (counts taken as final); adds to pruned."""
     def to_buckets(self, parts: int) -> list[tuple[bytes, bytes, bytes]]:
         """The counts in `parts` buckets by stable word hash: sorted (data, offsets, counts)
         each."""

@@ -1,17 +1,30 @@
 """Output folders whose ``_manifest.json`` is written last (word counts,
-token shards): reading that manifest, checking its fields, and the SHA-256 of
+token shards): reading that manifest, checking its fields, the SHA-256 of
 the files it lists (`sha256_file` after the fact, `HashingWriter` while a file
-is written)."""
+is written), and the progress records that let a killed run resume.
+
+Resuming (token shards, word counts): a run writes its *plan* (inputs, their
+sizes, every setting that changes the output) to ``_progress/plan.json``
+before any work, and each finished task a record ``_progress/task-NNNNN.json``
+(its inputs and the SHA-256 of what it wrote). A rerun with the same plan
+keeps the tasks whose record holds its inputs and whose files still match
+(`finished_record`) and redoes the others; another plan does not resume. The
+folder ``_progress/`` goes when the manifest is written.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from bytepair.atomic import atomic_write
 from bytepair.counts.sources import MANIFEST
+
+PROGRESS = "_progress"  # plan and task records of an unfinished run
+PLAN = "plan.json"
 
 
 def sha256_file(path: str) -> str:
@@ -187,3 +200,61 @@ def check_manifest(manifest: Any, schema: Check, manifest_path: str) -> None:
         schema(manifest)
     except FieldError as e:
         raise ValueError(f"{manifest_path}: {e.where()}: {e.problem}") from None
+
+
+# -- progress records of a resumable run ---------------------------------------------
+
+
+def plan_digest(plan: dict[str, Any]) -> str:
+    """SHA-256 of a plan (JSON, keys sorted): what a manifest pins."""
+    return hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()
+
+
+def read_plan(folder: str) -> dict[str, Any] | None:
+    """The plan an earlier run of `folder` wrote, or None (none, or unreadable)."""
+    try:
+        with open(os.path.join(folder, PROGRESS, PLAN), "rb") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def write_plan(folder: str, plan: dict[str, Any]) -> None:
+    """Record `plan` (JSON) as the plan of the run in `folder` (made if needed)."""
+    os.makedirs(os.path.join(folder, PROGRESS), exist_ok=True)
+    atomic_write(os.path.join(folder, PROGRESS, PLAN), json.dumps(plan).encode())
+
+
+def task_record_path(folder: str, task: int, kind: str = "task") -> str:
+    """Where task `task` of the run in `folder` records that it finished:
+    ``folder/_progress/<kind>-00002.json``."""
+    return os.path.join(folder, PROGRESS, f"{kind}-{task:05d}.json")
+
+
+def write_task_record(folder: str, task: int, record: dict[str, Any], kind: str = "task") -> None:
+    """Record (atomically) that task `task` finished, with `record` (JSON)."""
+    os.makedirs(os.path.join(folder, PROGRESS), exist_ok=True)
+    atomic_write(task_record_path(folder, task, kind), json.dumps(record).encode())
+
+
+def finished_record(
+    folder: str,
+    task: int,
+    inputs: Sequence[str],
+    intact: Callable[[dict[str, Any]], bool],
+    kind: str = "task",
+) -> dict[str, Any] | None:
+    """The record of an earlier run's task `task` if it is complete: it names
+    the same `inputs` and `intact(record)` holds (its files are there with the
+    SHA-256 it recorded). Else None: redo the task."""
+    try:
+        with open(task_record_path(folder, task, kind), "rb") as f:
+            record = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("inputs") != list(inputs):
+        return None
+    try:
+        return record if intact(record) else None
+    except (OSError, KeyError, TypeError, ValueError):
+        return None

@@ -39,6 +39,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from bytepair import _core
+from bytepair.counts.protocol import check_max_memory
 from bytepair.counts.sources import (
     CountSpec,
     check_inputs,
@@ -52,12 +53,13 @@ from bytepair.superbpe import MAX_WORDS, STAGE2_PATTERN, plan_superbpe, run_supe
 from bytepair.tokenizer import Tokenizer
 from bytepair.train_inputs import count_inputs, weight_groups
 from bytepair.train_learn import (
-    check_max_memory,
     counts_counter,
     describe_files,
+    fit_budget,
     learn,
     note_pruning,
     require_text,
+    run_size,
     show_progress,
 )
 from bytepair.train_plan import TrainingStats, TrainPlan, plan_training
@@ -149,13 +151,16 @@ def train(
             (count 20)``; bytes that are not printable are escaped (``\\n``,
             ``\\xe2``). 0 (default) prints nothing.
         max_memory: a budget in bytes (at least 64 MiB) for the word counts
-            while counting; None (default): no bound, counts exact. Memory grows
-            with the distinct words, not the corpus size; past the budget the
-            rarest words are dropped (every word seen fewer than 2 times so far,
-            then 4, 8...: lossy counting, Manku and Motwani 2002), so a corpus
-            of more distinct words than RAM still trains. What was dropped is in
-            ``training_stats`` (``pruned_*``) and a warning. Peak memory is
-            about the budget plus the merge loop's copy of the kept words.
+            while counting and for the merge loop; None (default): no bound,
+            counts exact. Memory grows with the distinct words, not the corpus
+            size; past the budget the rarest words are dropped (every word seen
+            fewer than 2 times so far, then 4, 8...: lossy counting, Manku and
+            Motwani 2002), so a corpus of more distinct words than RAM still
+            trains; then the merge loop keeps the words counted at least t
+            times for the smallest t whose words it can hold within the budget
+            (`bytepair_core::train::budget`: ~48 + 4 bytes per byte of a word,
+            and ~2.5 KB per merge). What was dropped is in ``training_stats``
+            (``pruned_*``) and a warning.
         superbpe_transition: SuperBPE (Liu et al. 2025, `bytepair.superbpe`):
             ordinary merges until the vocabulary holds this many ids (bytes or
             the base's, merges and the special tokens), then merges across
@@ -238,6 +243,7 @@ def train(
             sp, stats, count, max_memory=max_memory, num_threads=num_threads, progress=show
         )
     counter = count(plan, False)
+    fit_budget(counter, plan, max_memory)
     note_pruning(counter, stats, max_memory)
     return learn(counter, plan, stats, num_threads=num_threads, progress=show)
 
@@ -348,6 +354,7 @@ def train_from_iterator(
             num_threads=num_threads,
             progress=show,
         )
+    fit_budget(counters[0], plan, max_memory)
     note_pruning(counters[0], stats, max_memory)
     return learn(counters[0], plan, stats, num_threads=num_threads, progress=show)
 
@@ -388,6 +395,7 @@ def train_from_counts(
     superbpe_counts: "Mapping[str | bytes, int] | WordCounts | None" = None,
     superbpe_pattern: str = STAGE2_PATTERN,
     superbpe_max_words: int | None = MAX_WORDS,
+    max_memory: int | None = None,
 ) -> Tokenizer:
     """Train from word counts made elsewhere: a `bytepair.WordCounts` artifact
     (from `bytepair.count`, on any engine), or a mapping whose keys are
@@ -411,6 +419,15 @@ def train_from_counts(
     from ``bytepair.count(..., pattern="superbpe")``, or a mapping of pieces
     as ``Tokenizer.pretokenize`` gives them with that pattern); `word_counts`
     are stage 1's (unused when the base is stage 1).
+
+    `max_memory` (bytes, at least 64 MiB): train on the words the merge loop
+    can hold within it, every word counted at least t times for the smallest
+    t that fits (~48 + 4 bytes per byte of a word, 6 past 65,536 ids, and
+    ~2.5 KB per merge; the interpreter and pyarrow hold ~100-150 MB more),
+    so any artifact trains on one node. The counts are final, so these are
+    exactly the most frequent words; an artifact is streamed in, never whole
+    in memory. What was left out is in ``training_stats.pruned_*`` and a
+    warning. None (default): every word. SuperBPE's stage 2 is not bounded.
 
     Raises:
         ValueError: a count that is negative or not an integer, or a str word
@@ -446,6 +463,7 @@ def train_from_counts(
         pattern=superbpe_pattern,
         max_words=superbpe_max_words,
     )
+    max_memory = check_max_memory(max_memory)
     if isinstance(word_counts, WordCounts):
         return _train_from_artifact(
             word_counts,
@@ -456,12 +474,16 @@ def train_from_counts(
             superbpe,
             num_threads=num_threads,
             progress=progress,
+            max_memory=max_memory,
         )
     plan = plan_training(
         vocab_size, () if special_tokens is None else special_tokens, pattern=pattern, **options
     )
     counter = counts_counter(plan, word_counts)
-    return _finish(counter, plan, TrainingStats(), superbpe, num_threads, progress)
+    stats = TrainingStats()
+    fit_budget(counter, plan, max_memory)
+    note_pruning(counter, stats, max_memory, "training")
+    return _finish(counter, plan, stats, superbpe, num_threads, progress)
 
 
 def _finish(
@@ -503,6 +525,7 @@ def _train_from_artifact(
     *,
     num_threads: int | None,
     progress: bool | None,
+    max_memory: int | None = None,
 ) -> Tokenizer:
     """`train_from_counts` on a word-counts artifact (see there)."""
     base = options["base"]
@@ -532,8 +555,9 @@ def _train_from_artifact(
             f"not {list(given)!r} (text was split at the special tokens when counting)"
         )
     counter = plan.new_counter()
-    counts.load_into(counter)
+    counts.load_into(counter, max_memory=max_memory, run=run_size(plan))
     stats = TrainingStats(input_bytes=counts.totals.bytes)
+    note_pruning(counter, stats, max_memory, "training")
     return _finish(counter, plan, stats, superbpe, num_threads, progress)
 
 

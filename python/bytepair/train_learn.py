@@ -7,7 +7,6 @@ and `bytepair.superbpe` (both SuperBPE stages) call them.
 
 from __future__ import annotations
 
-import numbers
 import sys
 import time
 import warnings
@@ -19,36 +18,36 @@ from bytepair.progress import ProgressBar
 from bytepair.tokenizer import Tokenizer
 from bytepair.train_plan import TrainingStats, TrainPlan, special_ids
 
-# A memory budget below this leaves too little room for the counts of one
-# block of text per thread, and would prune nearly every word.
-MIN_MAX_MEMORY = 64 << 20
+
+def run_size(plan: TrainPlan) -> dict[str, int]:
+    """The run's ids and merges, which set what the merge loop holds
+    (`bytepair_core::train::budget::TrainingCost`)."""
+    return {"ids": plan.next_id + plan.num_merges, "merges": plan.num_merges}
 
 
-def check_max_memory(max_memory: int | None) -> int | None:
-    if max_memory is None:
-        return None
-    if (
-        isinstance(max_memory, bool)
-        or not isinstance(max_memory, numbers.Integral)
-        or max_memory < MIN_MAX_MEMORY
-    ):
-        raise ValueError(
-            f"max_memory={max_memory!r} must be None or a number of bytes of at least "
-            f"{MIN_MAX_MEMORY:,} (64 MiB)"
-        )
-    return int(max_memory)
+def fit_budget(counter: _core.WordCounter, plan: TrainPlan, max_memory: int | None) -> None:
+    """Keep only the words the merge loop can hold within `max_memory`: those
+    counted at least t times, for the smallest t that fits (none dropped below it)."""
+    if max_memory is not None:
+        counter.fit_training_budget(max_memory, **run_size(plan))
 
 
-def note_pruning(counter: _core.WordCounter, stats: TrainingStats, max_memory: int | None) -> None:
-    """Copy what the budget dropped into `stats`, with a warning when it dropped anything."""
+def note_pruning(
+    counter: _core.WordCounter,
+    stats: TrainingStats,
+    max_memory: int | None,
+    stage: str = "counting",
+) -> None:
+    """Copy what the budget dropped into `stats`, with a warning when it dropped
+    anything (`stage`: "counting" or "training", the step that dropped it)."""
     stats.pruned_words, stats.pruned_pre_tokens, stats.pruned_min_count = counter.pruned
     if stats.pruned_words:
         share = stats.pruned_pre_tokens / max(stats.pruned_pre_tokens + counter.total(), 1)
         warnings.warn(
-            f"to stay within max_memory={max_memory:,} bytes, counting dropped "
-            f"{stats.pruned_words:,} distinct words seen fewer than {stats.pruned_min_count} times "
-            f"({stats.pruned_pre_tokens:,} pre-tokens, {share:.2%} of all); the counts, and so the "
-            "merges, are approximate",
+            f"to stay within max_memory={max_memory:,} bytes, {stage} dropped "
+            f"{stats.pruned_words:,} distinct words seen fewer than {stats.pruned_min_count} "
+            f"times ({stats.pruned_pre_tokens:,} pre-tokens, {share:.2%} of all); the counts, "
+            "and so the merges, are approximate",
             stacklevel=3,
         )
 

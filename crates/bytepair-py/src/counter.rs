@@ -6,6 +6,7 @@ use bytepair_core::count::{
     self, Accumulated, Accumulator, CountError, Limits, PipelineWords, Prune, ScaleError, Words,
 };
 use bytepair_core::pipeline::AddedRule;
+use bytepair_core::train::budget::TrainingCost;
 use bytepair_core::{train, wordcounts, CutRule, PreTokenizer};
 use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -108,6 +109,42 @@ impl WordCounter {
     fn pruned(&self) -> (u64, u64, u64) {
         let pruned = self.counts.pruned();
         (pruned.words, pruned.pre_tokens, pruned.min_count)
+    }
+
+    /// Append the rows of one word-counts part as they are (Arrow
+    /// `large_binary` words `data`, `offsets`; `counts` n little-endian i64;
+    /// sorted, each word once): each word of an artifact is in one part, so
+    /// the rows are kept (L + 12 bytes a word), not summed into a map.
+    /// `budget` (bytes, taken from the first call): keep only the words the
+    /// merge loop of a run of `merges` merges and `ids` token ids can hold
+    /// within it (`bytepair_core::count::Accumulator::add_rows`).
+    #[pyo3(signature = (data, offsets, counts, budget=None, ids=256, merges=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn load_rows(
+        &mut self,
+        py: Python<'_>,
+        data: &[u8],
+        offsets: &[u8],
+        counts: &[u8],
+        budget: Option<u64>,
+        ids: usize,
+        merges: usize,
+    ) -> PyResult<()> {
+        let (offsets, n) = (le_i64s(offsets, "offsets")?, le_i64s(counts, "counts")?);
+        let cost = TrainingCost::for_run(ids, merges);
+        let accumulator = &mut self.counts;
+        py.detach(|| accumulator.add_rows((data, &offsets, &n), budget, cost))
+            .map_err(columns_error)
+    }
+
+    /// Drop the rarest words until the merge loop of a run of `merges` merges
+    /// and `ids` token ids holds at most `budget` bytes for the words left:
+    /// every word counted fewer than t times, t the smallest count that fits
+    /// (counts taken as final); what is dropped is added to `pruned`.
+    #[pyo3(signature = (budget, ids=256, merges=0))]
+    fn fit_training_budget(&mut self, py: Python<'_>, budget: u64, ids: usize, merges: usize) {
+        let accumulator = &mut self.counts;
+        py.detach(|| accumulator.fit_training_budget(budget, TrainingCost::for_run(ids, merges)));
     }
 
     /// Count UTF-8 files, each one document; progress reports bytes read.
@@ -326,6 +363,7 @@ impl WordCounter {
         let rules = train::SuperwordRules { max_words };
         let trained = run_with_progress(py, num_threads, progress, |p| match (encoder, counts) {
             (None, Accumulated::Tally(tally)) => train::train_with(tally, num_merges, &options, p),
+            (None, Accumulated::Rows(rows)) => train::train_with(rows, num_merges, &options, p),
             (None, Accumulated::Counts(words)) => train::train_with(words, num_merges, &options, p),
             (Some(encoder), counts) if superbpe => {
                 let base = train::Base {

@@ -7,6 +7,7 @@
 //!   while the calling thread wakes every 100 ms to report progress and check
 //!   signals; a panic becomes a Python exception;
 //! * `counter`: `WordCounter`, word counts and training;
+//! * `reduce`: `merge_runs`, the reduce of word-counts buckets as a merge of sorted runs;
 //! * `encoder`: `CoreBPE`, encoding (segmented at safe cuts) and decoding;
 //! * `pipeline`: a tokenizer.json pipeline (normalizers, pre-tokenizer steps) from Python tuples;
 //! * `batch`: `encode_batch`'s scheduler, which overlaps building Python lists
@@ -22,6 +23,7 @@ mod errors;
 mod id_lists;
 mod inputs;
 mod pipeline;
+mod reduce;
 mod runtime;
 mod sentencepiece;
 mod shared_ints;
@@ -229,6 +231,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(merge_table_passes, m)?)?;
     m.add_function(wrap_pyfunction!(byte_level::byte_level_tables, m)?)?;
     m.add_function(wrap_pyfunction!(split_documents, m)?)?;
+    m.add_function(wrap_pyfunction!(reduce::merge_runs, m)?)?;
     m.add_function(wrap_pyfunction!(set_cache_budget, m)?)?;
     m.add_function(wrap_pyfunction!(cache_budget, m)?)?;
     m.add_class::<counter::WordCounter>()?;

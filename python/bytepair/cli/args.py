@@ -181,7 +181,7 @@ def in_cli_words(text: str, parser: argparse.ArgumentParser) -> str:
 
 def memory_budget(text: str) -> int:
     """argparse type of --max-memory: a size (`byte_size`) of at least 64M."""
-    from bytepair.train_learn import MIN_MAX_MEMORY
+    from bytepair.counts.protocol import MIN_MAX_MEMORY
 
     value = byte_size(text)
     if value < MIN_MAX_MEMORY:

@@ -11,6 +11,7 @@ from bytepair.cli.args import (
     add_input_options,
     id_count,
     input_path,
+    memory_budget,
     output_file,
     positive_int,
     progress_bars,
@@ -33,6 +34,7 @@ def cmd_count(args: argparse.Namespace) -> int:
         text_field=args.text_field,
         errors=args.errors,
         num_workers=args.workers,
+        max_memory=args.max_memory,
         progress=progress_bars(args),
         **engine_options(args),
     )
@@ -45,9 +47,27 @@ def cmd_count(args: argparse.Namespace) -> int:
         f"  documents   {t.documents:,}\n"
         f"  input       {t.bytes / 1e6:,.1f} MB ({t.bytes / 1e6 / max(seconds, 1e-9):,.1f} MB/s)\n"
         f"  pre-tokens  {t.pre_tokens:,} ({t.distinct:,} distinct words)\n"
-        f"  time        {seconds:.2f} s"
+        + (f"  pruned      {pruned_line(counts)}\n" if counts.pruned.words else "")
+        + f"  time        {seconds:.2f} s"
     )
     return 0
+
+
+def pruned_line(counts: WordCounts) -> str:
+    """What the counting workers' budget dropped, in one line."""
+    p, t = counts.pruned, counts.totals
+    if not p.words:
+        budget = "" if p.max_memory is None else f" (budget {_size(p.max_memory)} per worker)"
+        return f"none: exact counts{budget}"
+    share = p.pre_tokens / max(p.pre_tokens + t.pre_tokens, 1)
+    return (
+        f"{p.words:,} distinct words seen < {p.min_count} times ({p.pre_tokens:,} pre-tokens, "
+        f"{share:.2%} of all) to stay within {_size(p.max_memory)} per worker"
+    )
+
+
+def _size(nbytes: int | None) -> str:
+    return "no budget" if nbytes is None else f"{nbytes / (1 << 20):,.0f} MiB"
 
 
 def engine_options(args: argparse.Namespace) -> dict[str, str]:
@@ -73,6 +93,7 @@ def format_counts(counts: WordCounts, top: int) -> str:
         f"  input bytes     {t.bytes:,}",
         f"  pre-tokens      {t.pre_tokens:,}",
         f"  distinct words  {t.distinct:,} in {len(m['parts'])} parts",
+        f"  pruned          {pruned_line(counts)}",
     ]
     if top:
         lines.append(f"  top {top} words:")
@@ -142,6 +163,15 @@ def register_count(sub: "argparse._SubParsersAction") -> None:
     )
     c.add_argument(
         "--workers", type=positive_int, default=None, help="worker processes / tasks in flight"
+    )
+    c.add_argument(
+        "--max-memory",
+        type=memory_budget,
+        default=None,
+        metavar="SIZE",
+        help="memory budget of each worker's counts and of each reduce task, e.g. 4G (at least "
+        "64M); past it a worker drops the rarest words, and the manifest says how many "
+        "(default: no bound, exact counts)",
     )
     add_input_options(c)
     c.add_argument(

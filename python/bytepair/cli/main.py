@@ -85,11 +85,10 @@ def _fmt_bytes(n: float) -> str:
 def _train_from_counts(args: argparse.Namespace):
     if args.files:
         raise ValueError("give either FILEs or --from-counts, not both")
-    for flag, value in (("--max-memory", args.max_memory), ("--weight", args.weight)):
-        if value:
-            raise ValueError(
-                f"{flag} applies to counting; --from-counts trains on counts made already"
-            )
+    if args.weight:
+        raise ValueError(
+            "--weight applies to counting; --from-counts trains on counts made already"
+        )
     from bytepair.counts.artifact import WordCounts
 
     counts = WordCounts.open(args.from_counts)
@@ -103,6 +102,7 @@ def _train_from_counts(args: argparse.Namespace):
         num_threads=args.threads,
         progress=progress_bars(args),
         superbpe_counts=pieces,
+        max_memory=args.max_memory,
         **_training_options(args),
     ), f"{counts.path} (word counts)"
 
@@ -458,8 +458,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=memory_budget,
         default=None,
         metavar="SIZE",
-        help="memory budget of the word counts, e.g. 4G (at least 64M); past it the rarest words "
-        "are dropped and the summary says how many (default: no bound, exact counts)",
+        help="memory budget of the word counts and the merge loop, e.g. 4G (at least 64M); past "
+        "it the rarest words are dropped and the summary says how many (default: no bound)",
     )
     t.add_argument(
         "-o", "--output", default="tokenizer.json", help="tokenizer.json to write (- for stdout)"

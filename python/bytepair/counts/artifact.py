@@ -11,7 +11,8 @@ The artifact is a folder::
       part-00001.parquet    (a word is in exactly one part)
       _manifest.json        written last: format version, bytepair version, pattern
                             (name and full regex), special tokens, text decoding
-                            policy, totals, and each part's rows and SHA-256
+                            policy, totals, what a memory budget dropped
+                            (version 2), and each part's rows and SHA-256
 
 A folder without ``_manifest.json`` is not an artifact (a run killed halfway
 leaves none): `WordCounts.open` refuses it. Artifacts are built in a hidden
@@ -33,7 +34,15 @@ from typing import Any, BinaryIO
 from bytepair import _core
 from bytepair.atomic import atomic_open
 from bytepair.counts.manifest import check_word_counts_manifest
-from bytepair.counts.parts import add_part, open_part, part_batches, part_name, write_part
+from bytepair.counts.parts import (
+    add_part,
+    load_part,
+    open_part,
+    part_batches,
+    part_name,
+    release_arrow_memory,
+    write_part,
+)
 from bytepair.counts.protocol import (
     FORMAT,
     FORMAT_VERSION,
@@ -42,6 +51,7 @@ from bytepair.counts.protocol import (
     reduce_bucket,
     shard_dir,
     staging_dir,
+    sum_pruned,
 )
 from bytepair.counts.sources import MANIFEST, CountSpec
 from bytepair.folders import read_manifest
@@ -58,6 +68,21 @@ class _Totals:
     bytes: int
     pre_tokens: int
     distinct: int
+
+
+@dataclass(frozen=True)
+class _Pruned:
+    """What the counting workers' memory budget dropped: distinct words (a
+    word dropped by two workers counts twice), their pre-tokens (occurrences
+    the totals do not hold), and the highest minimum count applied (a word
+    dropped was seen fewer times in the text its worker had counted before);
+    `max_memory` is the budget of each worker in bytes, None for none. All
+    0 when nothing was dropped (and for artifacts of format version 1)."""
+
+    max_memory: int | None = None
+    words: int = 0
+    pre_tokens: int = 0
+    min_count: int = 0
 
 
 class WordCounts:
@@ -119,6 +144,11 @@ class WordCounts:
         return _Totals(t["documents"], t["bytes"], t["pre_tokens"], t["distinct"])
 
     @property
+    def pruned(self) -> _Pruned:
+        """What the counting workers' memory budget dropped (see `_Pruned`)."""
+        return _Pruned(**self.manifest.get("pruned", {}))
+
+    @property
     def pattern(self) -> str:
         """The full pre-tokenization regex the words were made with."""
         return self.manifest["pattern"]["regex"]
@@ -155,16 +185,31 @@ class WordCounts:
                     f"{path}: SHA-256 differs from the manifest (a damaged or replaced part)"
                 )
 
-    def load_into(self, counter: _core.WordCounter, *, verify: bool = True) -> None:
-        """Stream every part into a Rust counter, as Arrow buffers (no Python dict).
-        With `verify`, each part's SHA-256 and row count are checked first."""
+    def load_into(
+        self,
+        counter: _core.WordCounter,
+        *,
+        verify: bool = True,
+        max_memory: int | None = None,
+        run: dict[str, int] | None = None,
+    ) -> None:
+        """Stream every part into a Rust counter, as Arrow buffers (no Python
+        dict), as rows: each word of an artifact is in one part, so its rows
+        are kept as they come (``WordCounter.load_rows``), never summed.
+        With `verify`, each part's SHA-256 and row count are checked first.
+        `max_memory` (bytes): keep only the words the merge loop can hold within
+        it, every word counted at least t times for the smallest t that fits
+        (the counts are final, so these are exactly the most frequent words);
+        `run`: ``{"ids", "merges"}`` of the training run, which set what the
+        merge loop holds per word and per merge."""
         if verify:
             self.verify()
         for part, path in zip(self.manifest["parts"], self.part_paths()):
             rows = open_part(path).metadata.num_rows
             if rows != part["rows"]:
                 raise ValueError(f"{path}: {rows} rows, the manifest says {part['rows']}")
-            add_part(counter, path)
+            load_part(counter, path, max_memory, **(run or {}))
+        release_arrow_memory()  # pyarrow's buffers, before training
 
     def items(self) -> Iterator[tuple[bytes, int]]:
         """Every (word bytes, count), part by part (each part sorted by word)."""
@@ -187,7 +232,8 @@ class WordCounts:
     ) -> "WordCounts":
         """Sum this artifact and `other` (same pattern, special tokens and decoding
         policy) into a new artifact at `out`, with `parts` parts (default: the
-        larger count of the two). Runs on this machine, bucket by bucket.
+        larger count of the two). Runs on this machine, bucket by bucket. What
+        their budgets dropped adds up (``max_memory``: the larger budget).
 
         Raises:
             ValueError: the two were counted with different specs.
@@ -214,7 +260,20 @@ class WordCounts:
         ]
         a, b = self.totals, other.totals
         totals = {"documents": a.documents + b.documents, "bytes": a.bytes + b.bytes}
-        path = finish(staging, os.fspath(out), self.spec, written, totals, engine="merge")
+        budgets = [c.pruned.max_memory for c in (self, other) if c.pruned.max_memory is not None]
+        pruned = sum_pruned(
+            [(c.pruned.words, c.pruned.pre_tokens, c.pruned.min_count) for c in (self, other)]
+        )
+        path = finish(
+            staging,
+            os.fspath(out),
+            self.spec,
+            written,
+            totals,
+            engine="merge",
+            max_memory=max(budgets, default=None),
+            pruned=pruned,
+        )
         return WordCounts.open(path)
 
     def export_tsv(self, path: str | os.PathLike | BinaryIO) -> int:

@@ -10,6 +10,7 @@ manifest is a ValueError naming the file and the field, e.g.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from bytepair.counts.protocol import pattern_entry
@@ -42,6 +43,22 @@ SCHEMA = record(
 )
 
 
+def _positive(value: Any) -> None:
+    """An integer > 0 (a JSON true is not one)."""
+    if type(value) is not int or value <= 0:
+        raise FieldError(f"expected a positive number of bytes, got {json.dumps(value)[:60]}")
+
+
+# Format version 2 adds what the counting workers' memory budget dropped: the
+# budget (bytes, or null for none), distinct words, pre-tokens, and the highest
+# minimum count applied (0 when nothing was dropped).
+SCHEMA_V2 = record(
+    pruned=record(
+        max_memory=optional(_positive), words=natural, pre_tokens=natural, min_count=natural
+    )
+)
+
+
 def check_word_counts_manifest(manifest: Any, manifest_path: str) -> None:
     """Every field of a word-counts manifest, and what they must agree on.
 
@@ -50,9 +67,12 @@ def check_word_counts_manifest(manifest: Any, manifest_path: str) -> None:
             negative count, a pattern name that is not its regex's preset (a
             name is never trusted over the regex), a regex that does not
             compile, a bad special token, a part listed twice (its counts would
-            be added twice), or totals that are not the parts' sums.
+            be added twice), totals that are not the parts' sums, or (format
+            version 2) a malformed ``pruned``.
     """
     check_manifest(manifest, SCHEMA, manifest_path)
+    if manifest.get("format_version", 1) >= 2:
+        check_manifest(manifest, SCHEMA_V2, manifest_path)
     check_manifest(manifest, _agreement, manifest_path)
 
 

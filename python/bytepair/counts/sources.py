@@ -105,9 +105,11 @@ class CountSpec:
         """The full pre-tokenization regex (presets resolved)."""
         return _core.resolve_pattern(self.pattern)
 
-    def counter(self) -> _core.WordCounter:
-        """An empty Rust counter for this spec (ValueError: invalid pattern)."""
-        return _core.WordCounter(self.pattern, list(self.special_tokens))
+    def counter(self, max_memory: int | None = None) -> _core.WordCounter:
+        """An empty Rust counter for this spec (ValueError: invalid pattern);
+        `max_memory` (bytes): its counts' budget, past which the rarest words
+        are dropped (lossy counting, ``count::Limits::max_memory``)."""
+        return _core.WordCounter(self.pattern, list(self.special_tokens), max_memory=max_memory)
 
 
 @dataclass

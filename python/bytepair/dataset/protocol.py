@@ -8,9 +8,10 @@ tasks still to do. For each ``(task, paths)`` the engine calls, on any worker::
     record = encode_task(task, paths, spec, tok, out_dir, num_threads)
 
 which writes that task's shards (``shard-<task>-<k>.bin`` and its index) and
-its record (``_progress/task-<task>.json``) straight into `out_dir`, and
-returns the record, a small dict; the engine hands the records back to the
-driver, which writes the manifest last. Ids never pass through the driver.
+its record (``_progress/task-<task>.json``: `bytepair.folders`, which also
+holds the resume rules) straight into `out_dir`, and returns the record, a
+small dict; the engine hands the records back to the driver, which writes the
+manifest last. Ids never pass through the driver.
 
 Retries: every file is written atomically and a task writes only its own
 names, so a task may be rerun (a retried cluster task, a resumed run) and
@@ -21,7 +22,6 @@ shards on resume only if they match its record.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,14 +31,12 @@ from typing import TYPE_CHECKING, Any
 from bytepair.atomic import atomic_open, atomic_write
 from bytepair.counts.sources import document_batches, infer_format
 from bytepair.dataset.megatron import megatron_index
-from bytepair.folders import HashingWriter
+from bytepair.folders import HashingWriter, write_task_record
 
 if TYPE_CHECKING:
     import numpy
 
     from bytepair.tokenizer import Tokenizer
-
-PROGRESS = "_progress"  # the task records of an unfinished run; removed with the manifest
 
 
 @dataclass(frozen=True)
@@ -74,11 +72,6 @@ class TaskRun:
 def shard_name(task: int, k: int) -> str:
     """The name (without extension) of task `task`'s shard `k`: ``shard-00002-00000``."""
     return f"shard-{task:05d}-{k:05d}"
-
-
-def task_record_path(out_dir: str, task: int) -> str:
-    """Where `encode_task` records task `task`: ``out_dir/_progress/task-00002.json``."""
-    return os.path.join(out_dir, PROGRESS, f"task-{task:05d}.json")
 
 
 def encode_task(
@@ -170,7 +163,7 @@ def encode_task(
         "tokens": sum(s["tokens"] for s in shards),
         "shards": shards,
     }
-    atomic_write(task_record_path(out_dir, task), json.dumps(record).encode())
+    write_task_record(out_dir, task, record)
     return record
 
 

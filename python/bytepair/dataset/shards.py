@@ -58,15 +58,16 @@ from bytepair.counts.sources import (
     input_size,
     is_remote,
 )
-from bytepair.dataset.protocol import (
-    PROGRESS,
-    ShardSpec,
-    TaskRun,
-    encode_task,
-    task_record_path,
-)
+from bytepair.dataset.protocol import ShardSpec, TaskRun, encode_task
 from bytepair.dataset.reader import FORMAT, FORMAT_VERSION, TokenShards
 from bytepair.encoding.text import check_encodable
+from bytepair.folders import (
+    PROGRESS,
+    finished_record,
+    plan_digest,
+    read_plan,
+    write_plan,
+)
 from bytepair.folders import sha256_file as _sha256_file
 from bytepair.progress import ProgressBar
 
@@ -75,7 +76,6 @@ if TYPE_CHECKING:
 
 LAYOUTS = ("shards", "megatron")
 ENGINES = ("local", "ray", "spark")
-PLAN = "plan.json"
 DEFAULT_SHARD_SIZE = 1 << 27  # tokens: 256 MiB of uint16 per shard
 TASK_BYTES = 64 << 20  # input bytes grouped into one task
 
@@ -133,16 +133,9 @@ def _shard_intact(out_dir: str, shard: dict[str, Any]) -> bool:
 def _finished_task(out_dir: str, task: int, paths: list[str]) -> dict[str, Any] | None:
     """The record of an earlier run's task `task` if it is complete: the same
     inputs, and every shard present with its checksum. Else None (redo it)."""
-    try:
-        with open(task_record_path(out_dir, task), "rb") as f:
-            record = json.load(f)
-    except (OSError, ValueError):
-        return None
-    if record.get("inputs") != paths or not all(
-        _shard_intact(out_dir, s) for s in record.get("shards", [])
-    ):
-        return None
-    return record
+    return finished_record(
+        out_dir, task, paths, lambda r: all(_shard_intact(out_dir, s) for s in r["shards"])
+    )
 
 
 # -- the driver ------------------------------------------------------------------
@@ -333,7 +326,7 @@ def _already_done(out_dir: str, plan: dict[str, Any]) -> bool:
         return False
     with open(path, "rb") as f:
         manifest = json.load(f)
-    if manifest.get("format") == FORMAT and manifest.get("plan") == _plan_digest(plan):
+    if manifest.get("format") == FORMAT and manifest.get("plan") == plan_digest(plan):
         return True
     raise FileExistsError(
         f"{out_dir}: holds another dataset or word counts ({MANIFEST}); "
@@ -344,10 +337,8 @@ def _already_done(out_dir: str, plan: dict[str, Any]) -> bool:
 def _start_or_resume(out_dir: str, plan: dict[str, Any]) -> None:
     """Create `out_dir` (empty or missing) with its plan, or check that the
     unfinished run in it had the same plan (then its finished tasks are kept)."""
-    plan_path = os.path.join(out_dir, PROGRESS, PLAN)
-    if os.path.exists(plan_path):
-        with open(plan_path, "rb") as f:
-            earlier = json.load(f)
+    earlier = read_plan(out_dir)
+    if earlier is not None:
         if earlier == plan:
             return
         raise FileExistsError(
@@ -358,12 +349,7 @@ def _start_or_resume(out_dir: str, plan: dict[str, Any]) -> None:
         raise FileExistsError(
             f"{out_dir}: not empty and not a dataset of bytepair; choose an empty or new folder"
         )
-    os.makedirs(os.path.join(out_dir, PROGRESS), exist_ok=True)
-    atomic_write(plan_path, json.dumps(plan).encode())
-
-
-def _plan_digest(plan: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()
+    write_plan(out_dir, plan)
 
 
 def _build_manifest(
@@ -393,6 +379,6 @@ def _build_manifest(
             "errors": spec.errors,
             "files": sum(len(t) for t in plan["tasks"]),
         },
-        "plan": _plan_digest(plan),
+        "plan": plan_digest(plan),
         "shards": shards,
     }

@@ -4,12 +4,15 @@
 //!
 //! Counts of files and texts arrive as `WordTally`s and stay one, summed by
 //! key, while nothing else is added: training reads a tally as it is, and only
-//! the other operations need the counts as byte strings (`settle`).
+//! the other operations need the counts as byte strings (`settle`). Rows of a
+//! word-counts artifact (`add_rows`) likewise stay rows (`WordRows`).
 
 use super::{
-    add_word, merge_counts, prune_to_budget, sampled_estimates, Prune, Pruned, WordCounts,
-    WordTally,
+    add_word, drop_below, merge_counts, prune_to_budget, sampled_estimates, Prune, Pruned,
+    WordCounts, WordSource, WordTally,
 };
+use crate::train::budget::{CountHistogram, TrainingCost};
+use crate::wordcounts::{ColumnsError, WordRows};
 
 /// 2^64 as an f64 (exact): the first weighted count a u64 cannot hold.
 const TWO_POW_64: f64 = (1u128 << 64) as f64;
@@ -21,6 +24,8 @@ pub struct Accumulator {
     counts: WordCounts,
     /// Counts of files and texts not yet in `counts`, summed by key.
     pending: Option<WordTally>,
+    /// Rows of a word-counts artifact not yet in `counts` (each word once).
+    rows: Option<WordRows>,
     /// What the memory budget dropped so far.
     pruned: Pruned,
     /// The budget of the counts in bytes (`count::Limits::max_memory`).
@@ -33,6 +38,8 @@ pub struct Accumulator {
 pub enum Accumulated {
     /// Counts of files and texts only, summed by key (trained on as they are).
     Tally(WordTally),
+    /// Rows of a word-counts artifact only (trained on as they are).
+    Rows(WordRows),
     /// Any other counts, as byte strings.
     Counts(WordCounts),
 }
@@ -42,6 +49,14 @@ impl Accumulated {
     pub fn into_counts(self) -> WordCounts {
         match self {
             Accumulated::Tally(tally) => tally.into_counts(),
+            Accumulated::Rows(rows) => {
+                let mut counts = WordCounts::default();
+                counts.reserve(rows.len_hint());
+                for (word, n) in rows.iter() {
+                    add_word(&mut counts, word, n);
+                }
+                counts
+            }
             Accumulated::Counts(counts) => counts,
         }
     }
@@ -118,7 +133,56 @@ impl Accumulator {
 
     /// What the memory budget dropped so far.
     pub fn pruned(&self) -> Pruned {
-        self.pruned
+        let mut pruned = self.pruned;
+        if let Some(rows) = &self.rows {
+            pruned.add(rows.pruned());
+        }
+        pruned
+    }
+
+    /// Append the rows of one word-counts part (Arrow buffers, see
+    /// `wordcounts::for_each_row`) as they are: each word of an artifact is in
+    /// one part with its final count, so the rows are kept, not summed into a
+    /// map. `budget` (taken from the first call): keep only the words that a
+    /// merge loop costing `cost` holds within it (`WordRows::with_budget`).
+    ///
+    /// # Errors
+    /// As `WordRows::push_part`.
+    pub fn add_rows(
+        &mut self,
+        (data, offsets, counts): (&[u8], &[i64], &[i64]),
+        budget: Option<u64>,
+        cost: TrainingCost,
+    ) -> Result<(), ColumnsError> {
+        self.rows
+            .get_or_insert_with(|| WordRows::with_budget(budget, cost))
+            .push_part(data, offsets, counts)
+    }
+
+    /// Drop every word counted fewer than t times, t the smallest count whose
+    /// words a merge loop costing `cost` holds within `budget` bytes
+    /// (`TrainingCost::words_budget`); the counts are taken as final. What is
+    /// dropped is added to `pruned`.
+    pub fn fit_training_budget(&mut self, budget: u64, cost: TrainingCost) {
+        if self.rows.is_some() && self.pending.is_none() && self.counts.is_empty() {
+            return; // rows keep their own budget
+        }
+        self.settle_rows();
+        let budget = cost.words_budget(budget);
+        let mut histogram = CountHistogram::of(&self.counts);
+        if let Some(tally) = &self.pending {
+            tally.for_each_word(|w, n| histogram.add(n, w.len()));
+        }
+        let t = histogram.min_count_within(budget, &cost);
+        if t > 1 {
+            if let Some(tally) = &mut self.pending {
+                let dropped = tally.prune(t);
+                if dropped.words > 0 {
+                    self.pruned.add(dropped);
+                }
+            }
+            self.pruned.add(drop_below(&mut self.counts, t));
+        }
     }
 
     /// Sum one call's counts into the accumulated ones, which stay within the
@@ -142,10 +206,23 @@ impl Accumulator {
         }
     }
 
-    /// Move the pending counts into `counts`.
+    /// Move the pending counts and rows into `counts`.
     fn settle(&mut self) {
         if let Some(pending) = self.pending.take() {
             self.counts = merge_counts(std::mem::take(&mut self.counts), pending.into_counts());
+        }
+        self.settle_rows();
+    }
+
+    /// Move the rows into `counts`.
+    fn settle_rows(&mut self) {
+        if let Some(mut rows) = self.rows.take() {
+            rows.finish();
+            self.pruned.add(rows.pruned());
+            self.counts = merge_counts(
+                std::mem::take(&mut self.counts),
+                Accumulated::Rows(rows).into_counts(),
+            );
         }
     }
 
@@ -182,8 +259,9 @@ impl Accumulator {
 
     /// Number of distinct words.
     pub fn len(&mut self) -> usize {
-        match &self.pending {
-            Some(pending) if self.counts.is_empty() => pending.len(),
+        match (&self.pending, &self.rows) {
+            (Some(pending), None) if self.counts.is_empty() => pending.len(),
+            (None, Some(rows)) if self.counts.is_empty() => rows.len(),
             _ => self.settled().len(),
         }
     }
@@ -197,7 +275,8 @@ impl Accumulator {
     /// artifacts can add up past it).
     pub fn total(&self) -> u128 {
         let pending = self.pending.as_ref().map_or(0, WordTally::total);
-        pending + self.counts.values().map(|&c| u128::from(c)).sum::<u128>()
+        let rows = self.rows.as_ref().map_or(0, WordRows::total);
+        pending + rows + self.counts.values().map(|&c| u128::from(c)).sum::<u128>()
     }
 
     /// Every (word, count), sorted by count descending, then by bytes.
@@ -212,11 +291,19 @@ impl Accumulator {
     }
 
     /// Take every count for training, leaving this accumulator empty: as a
-    /// tally when only files and texts were counted, else as byte strings.
+    /// tally when only files and texts were counted, as rows when only an
+    /// artifact was read, else as byte strings. What the rows' budget
+    /// dropped stays in `pruned`.
     pub fn take(&mut self) -> Accumulated {
         if self.counts.is_empty() {
-            if let Some(tally) = self.pending.take() {
-                return Accumulated::Tally(tally);
+            match (self.pending.take(), self.rows.take()) {
+                (Some(tally), None) => return Accumulated::Tally(tally),
+                (None, Some(mut rows)) => {
+                    rows.finish();
+                    self.pruned.add(rows.pruned());
+                    return Accumulated::Rows(rows);
+                }
+                (pending, rows) => (self.pending, self.rows) = (pending, rows),
             }
         }
         Accumulated::Counts(std::mem::take(self.settled()))
@@ -319,8 +406,58 @@ mod tests {
         a.settled().insert(b"z".to_vec(), 5);
         match a.take() {
             Accumulated::Counts(c) => assert_eq!((c.len(), c[&b"z"[..]]), (3, 5)),
-            Accumulated::Tally(_) => panic!("counts were added as byte strings"),
+            _ => panic!("counts were added as byte strings"),
         }
+    }
+
+    /// One part's rows: (data, offsets, counts).
+    fn part(rows: &[(&str, i64)]) -> (Vec<u8>, Vec<i64>, Vec<i64>) {
+        let mut part = (vec![], vec![0], vec![]);
+        for &(w, n) in rows {
+            part.0.extend_from_slice(w.as_bytes());
+            part.1.push(part.0.len() as i64);
+            part.2.push(n);
+        }
+        part
+    }
+
+    #[test]
+    fn rows_alone_are_taken_as_rows_and_mixed_ones_are_summed() {
+        let cost = TrainingCost::default();
+        let (d, o, c) = part(&[(" a", 2), (" b", 5)]);
+        let mut a = Accumulator::default();
+        a.add_rows((&d, &o, &c), None, cost).unwrap();
+        assert_eq!((a.len(), a.total()), (2, 7));
+        assert!(matches!(a.take(), Accumulated::Rows(r) if r.total() == 7));
+        a.add_rows((&d, &o, &c), None, cost).unwrap();
+        a.add_tally(tally_of(" a x"));
+        assert_eq!(
+            a.sorted(),
+            [(&b" b"[..], 5), (&b" a"[..], 3), (&b" x"[..], 1)]
+        );
+    }
+
+    #[test]
+    fn a_training_budget_keeps_the_most_frequent_words() {
+        // Word i (letters only: one pre-token) is counted 1 + i % 7 times.
+        let word = |i: usize| {
+            format!(
+                " w{}{}",
+                (b'a' + (i / 26 % 26) as u8) as char,
+                (b'a' + (i % 26) as u8) as char
+            )
+        };
+        let mut a = Accumulator::default();
+        let text: String = (0..600).map(|i| word(i).repeat(1 + i % 7)).collect();
+        a.add_tally(tally_of(&text));
+        let cost = TrainingCost::default();
+        // Room for the words counted 5 times or more.
+        let kept = (0..600).filter(|i| i % 7 >= 4);
+        let room = kept.clone().map(|i| cost.of(word(i).len())).sum();
+        a.fit_training_budget(room, cost);
+        let pruned = a.pruned();
+        assert_eq!((pruned.min_count, a.len()), (5, kept.count()));
+        assert_eq!(pruned.words as usize + a.len(), 600);
     }
 
     #[test]

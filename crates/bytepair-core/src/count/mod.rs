@@ -157,6 +157,11 @@ impl Word<'_> {
 /// Word counts as training reads them: every (word, count), in no order.
 pub trait WordSource {
     fn for_each_word<'a>(&'a self, f: impl FnMut(Word<'a>, u64));
+
+    /// About how many words `for_each_word` visits (sizes buffers; 0 if unknown).
+    fn len_hint(&self) -> usize {
+        0
+    }
 }
 
 impl WordSource for WordCounts {
@@ -165,11 +170,19 @@ impl WordSource for WordCounts {
             f(Word::Bytes(word), n);
         }
     }
+
+    fn len_hint(&self) -> usize {
+        self.len()
+    }
 }
 
 impl WordSource for WordTally {
     fn for_each_word<'a>(&'a self, f: impl FnMut(Word<'a>, u64)) {
         WordTally::for_each_word(self, f)
+    }
+
+    fn len_hint(&self) -> usize {
+        self.len()
     }
 }
 
@@ -204,6 +217,17 @@ pub(crate) fn drop_rare(
     });
     counts.shrink_to_fit();
     bytes
+}
+
+/// Remove the words of `counts` seen fewer than `min_count` times; returns what was dropped.
+pub fn drop_below(counts: &mut WordCounts, min_count: u64) -> Pruned {
+    let mut pruned = Pruned::default();
+    drop_rare(counts, min_count, Prune::Rare, &mut pruned);
+    crate::memory::release_freed_memory();
+    if pruned.words == 0 {
+        pruned.min_count = 0;
+    }
+    pruned
 }
 
 /// Drop words of `counts` by `rule` until it holds at most `budget` bytes

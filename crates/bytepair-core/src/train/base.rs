@@ -5,7 +5,9 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::words::Words;
-use super::{check_total_bytes, learn, TokenPrefix, TrainError, TrainOptions, Trained, Trainer};
+use super::{
+    check_total_bytes, Run, SuperwordRules, TokenPrefix, TrainError, TrainOptions, Trained,
+};
 use crate::count::WordCounts;
 use crate::encode::{EncodeError, Encoder};
 use crate::memory::drop_in_background;
@@ -38,110 +40,88 @@ pub fn train_on_base(
     options: &TrainOptions,
     progress: &Progress,
 ) -> Result<Trained, TrainError> {
-    let seeded = Seeded::new(word_counts, base, options)?;
-    seeded.learn(num_merges, options, progress)
+    train_seeded(word_counts, base, num_merges, None, options, progress)
 }
 
-/// A trainer seeded with a corpus split by a base's merges, and the base's
-/// ids of its internal token numbers.
-pub(super) struct Seeded {
-    pub(super) trainer: Trainer,
-    /// Tokens of the words the trainer leaves out (those of one token).
-    single_tokens: u64,
-    /// Internal number -> the base's id, for the base's tokens.
-    external: Vec<u32>,
-    first_new_id: u32,
-}
-
-impl Seeded {
-    /// Encode every word of `word_counts` with the base's merges and seed a
-    /// trainer with the token sequences (see `train_on_base`).
-    pub(super) fn new(
-        word_counts: WordCounts,
-        base: Base<'_>,
-        options: &TrainOptions,
-    ) -> Result<Self, TrainError> {
-        check_total_bytes(&word_counts)?;
-        let internal: FxHashMap<u32, u32> = base
-            .tokens
-            .iter()
-            .enumerate()
-            .map(|(k, &(id, _))| (id, k as u32))
-            .collect();
-        let words: Vec<(&[u8], u64)> = word_counts
-            .iter()
-            .filter(|(_, &c)| c > 0)
-            .map(|(w, &c)| (&w[..], c))
-            .collect();
-        let encoded = words
-            .par_iter()
-            .map(|&(word, count)| {
-                let mut ids = Vec::with_capacity(word.len());
-                base.encoder
-                    .encode_word_into(word, &mut ids)
-                    .map_err(|e| match e {
-                        EncodeError::NotInVocabulary(bytes) => TrainError::NotInBase(bytes),
-                        _ => TrainError::NotInBase(word.to_vec()),
-                    })?;
-                // An id outside `tokens` (a vocabulary giving one token two ids) is named by its word.
-                let ids = ids
-                    .iter()
-                    .map(|id| internal.get(id).copied())
-                    .collect::<Option<Vec<u32>>>();
-                let ids = ids.ok_or_else(|| TrainError::NotInBase(word.to_vec()))?;
-                Ok((TokenPrefix::of(word).prefix, ids, count))
-            })
-            .collect::<Result<Vec<_>, TrainError>>()?;
-        drop(words);
-        drop_in_background(word_counts);
-        let single_tokens: u64 = encoded
-            .iter()
-            .filter(|(_, ids, _)| ids.len() == 1)
-            .map(|&(_, _, c)| c)
-            .sum();
-        let (words, freqs) = Words::from_token_words(encoded);
-        let taken = base.tokens.iter().map(|(_, b)| b.clone()).collect();
-        let external: Vec<u32> = base.tokens.iter().map(|&(id, _)| id).collect();
-        let token_bytes = base.tokens.into_iter().map(|(_, b)| b).collect();
-        Ok(Seeded {
-            trainer: Trainer::new(words, freqs, token_bytes, taken, options, usize::MAX),
-            single_tokens,
-            external,
-            first_new_id: base.first_new_id,
+/// `train_on_base`, the merge loop held to `rules` when set (SuperBPE's
+/// stage 2, `super::train_superwords`).
+pub(super) fn train_seeded(
+    word_counts: WordCounts,
+    base: Base<'_>,
+    num_merges: usize,
+    rules: Option<SuperwordRules>,
+    options: &TrainOptions,
+    progress: &Progress,
+) -> Result<Trained, TrainError> {
+    check_total_bytes(&word_counts)?;
+    let internal: FxHashMap<u32, u32> = base
+        .tokens
+        .iter()
+        .enumerate()
+        .map(|(k, &(id, _))| (id, k as u32))
+        .collect();
+    let words: Vec<(&[u8], u64)> = word_counts
+        .iter()
+        .filter(|(_, &c)| c > 0)
+        .map(|(w, &c)| (&w[..], c))
+        .collect();
+    let encoded = words
+        .par_iter()
+        .map(|&(word, count)| {
+            let mut ids = Vec::with_capacity(word.len());
+            base.encoder
+                .encode_word_into(word, &mut ids)
+                .map_err(|e| match e {
+                    EncodeError::NotInVocabulary(bytes) => TrainError::NotInBase(bytes),
+                    _ => TrainError::NotInBase(word.to_vec()),
+                })?;
+            // An id outside `tokens` (a vocabulary giving one token two ids) is named by its word.
+            let ids = ids
+                .iter()
+                .map(|id| internal.get(id).copied())
+                .collect::<Option<Vec<u32>>>();
+            let ids = ids.ok_or_else(|| TrainError::NotInBase(word.to_vec()))?;
+            Ok((TokenPrefix::of(word).prefix, ids, count))
         })
-    }
-
-    /// Run the merge loop; merges in the base's ids (merge `r` makes
-    /// `first_new_id + r`).
-    pub(super) fn learn(
-        self,
-        num_merges: usize,
-        options: &TrainOptions,
-        progress: &Progress,
-    ) -> Result<Trained, TrainError> {
-        let Seeded {
-            trainer,
-            single_tokens,
-            external,
-            first_new_id,
-        } = self;
-        let (mut merges, stop, tokens) =
-            learn(trainer, single_tokens, num_merges, options, progress)?;
-        let n_base = external.len() as u32;
-        let to_external = |id: u32| {
-            if id < n_base {
-                external[id as usize]
-            } else {
-                first_new_id + (id - n_base)
-            }
-        };
-        for m in &mut merges {
-            (m.left, m.right) = (to_external(m.left), to_external(m.right));
+        .collect::<Result<Vec<_>, TrainError>>()?;
+    drop(words);
+    drop_in_background(word_counts);
+    let single_tokens: u64 = encoded
+        .iter()
+        .filter(|(_, ids, _)| ids.len() == 1)
+        .map(|&(_, _, c)| c)
+        .sum();
+    let taken = base.tokens.iter().map(|(_, b)| b.clone()).collect();
+    let n_base = base.tokens.len() as u32;
+    let external: Vec<u32> = base.tokens.iter().map(|&(id, _)| id).collect();
+    let run = Run {
+        token_bytes: base.tokens.into_iter().map(|(_, b)| b).collect(),
+        taken,
+        single_tokens,
+        num_merges,
+        max_chars: usize::MAX,
+        rules,
+    };
+    let (mut merges, stop, tokens) = if run.fits::<u16>() {
+        let (words, freqs) = Words::<u16>::from_token_words(encoded);
+        run.learn(words, freqs, options, progress)?
+    } else {
+        let (words, freqs) = Words::<u32>::from_token_words(encoded);
+        run.learn(words, freqs, options, progress)?
+    };
+    let to_external = |id: u32| {
+        if id < n_base {
+            external[id as usize]
+        } else {
+            base.first_new_id + (id - n_base)
         }
-        Ok(Trained {
-            merges,
-            stop,
-            tokens,
-        })
+    };
+    for m in &mut merges {
+        (m.left, m.right) = (to_external(m.left), to_external(m.right));
     }
+    Ok(Trained {
+        merges,
+        stop,
+        tokens,
+    })
 }

@@ -9,6 +9,8 @@
 pub(super) struct SeamChanges {
     pub(super) left: NeighbourCounts,
     pub(super) right: NeighbourCounts,
+    /// Symbols the words lost (one per occurrence merged).
+    pub(super) merged: usize,
 }
 
 impl SeamChanges {
@@ -17,6 +19,7 @@ impl SeamChanges {
         let mut changes = SeamChanges {
             left: NeighbourCounts::default(),
             right: NeighbourCounts::default(),
+            merged: 0,
         };
         changes.grow(vocabulary);
         changes
@@ -31,6 +34,7 @@ impl SeamChanges {
     pub(super) fn absorb(&mut self, other: SeamChanges) {
         self.left.absorb(other.left);
         self.right.absorb(other.right);
+        self.merged += other.merged;
     }
 }
 

@@ -44,27 +44,30 @@
 //! on a dense internal numbering of the base's tokens.
 
 mod base;
+pub mod budget;
 mod changes;
+mod pairs;
+mod queue;
 mod superbpe;
 mod symbols;
 mod words;
 
-use std::cmp::Ordering as CmpOrdering;
 use std::collections::BinaryHeap;
 
-use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::count::WordSource;
 use crate::memory::drop_in_background;
 use crate::progress::Progress;
 use changes::SeamChanges;
+use pairs::{initial_pair_index, PairStats, WordList};
+use queue::Candidate;
 use words::{merge_words, Words};
 
 pub use base::{train_on_base, Base};
 pub use superbpe::{train_superwords, SuperwordRules};
 pub use symbols::train_on_symbols;
-pub use words::{merge_in_word, Seam};
+pub use words::{merge_in_word, Seam, Symbol};
 
 type Pair = (u32, u32);
 
@@ -146,46 +149,11 @@ impl TokenPrefix {
     }
 }
 
-/// Heap entry: a pair, its count, and an integer key that orders pairs like
-/// (count, bytes of left, bytes of right) wherever it can tell them apart.
-///
-/// Key = (count, prefix(left), len(left), prefix(right), len(right)), where the
-/// right part is zeroed when the left is longer than 8 bytes. If two keys
-/// differ, the pairs compare the same way by bytes: a zero-padded prefix orders
-/// like the bytes, and equal prefixes with different lengths (both <= 8, or one
-/// longer) mean the shorter token is a prefix of the longer one. Equal keys are
-/// ties that `pop_best` settles with the full bytes. Integers only: comparisons
-/// in the heap never dereference token bytes.
-#[derive(PartialEq, Eq, PartialOrd, Ord)]
-struct Candidate {
-    count: u64,
-    left_prefix: u64,
-    left_len: u8,
-    right_prefix: u64,
-    right_len: u8,
-    pair: Pair,
-}
-
-impl Candidate {
-    fn same_key(&self, other: &Candidate) -> bool {
-        (
-            self.count,
-            self.left_prefix,
-            self.left_len,
-            self.right_prefix,
-            self.right_len,
-        ) == (
-            other.count,
-            other.left_prefix,
-            other.left_len,
-            other.right_prefix,
-            other.right_len,
-        )
-    }
-}
-
-struct Trainer {
-    words: Words,
+struct Trainer<S: Symbol> {
+    words: Words<S>,
+    /// Symbols of the words as they stand (`words` is compacted when merges
+    /// have freed a third of its buffer).
+    live_symbols: usize,
     freqs: Vec<u64>,
     /// Token id -> bytes (ids 0..255 are single bytes), and their prefixes.
     token_bytes: Vec<Vec<u8>>,
@@ -218,20 +186,11 @@ struct Trainer {
     rules: Option<(superbpe::SuperwordRules, Vec<superbpe::Shape>)>,
 }
 
-#[derive(Default)]
-struct PairStats {
-    /// Occurrences in the corpus (sum of the frequencies of the words holding it).
-    count: u64,
-    /// Indices of words that contained the pair when it was counted. May hold
-    /// duplicates and words that lost the pair since; the merge re-checks.
-    words: Vec<u32>,
-}
-
-impl Trainer {
+impl<S: Symbol> Trainer<S> {
     /// A trainer over `words` (token ids indexing `token_bytes`); no token
     /// longer than `max_chars` UTF-8 characters (`usize::MAX`: no limit).
     fn new(
-        words: Words,
+        words: Words<S>,
         freqs: Vec<u64>,
         token_bytes: Vec<Vec<u8>>,
         taken: FxHashSet<Vec<u8>>,
@@ -241,7 +200,9 @@ impl Trainer {
         let token_prefix = token_bytes.iter().map(|b| TokenPrefix::of(b)).collect();
         let pairs = initial_pair_index(&words, &freqs);
         let vocabulary = token_bytes.len();
+        let live_symbols = words.capacity();
         let mut t = Trainer {
+            live_symbols,
             words,
             freqs,
             token_bytes,
@@ -298,23 +259,6 @@ impl Trainer {
             )
     }
 
-    fn candidate(&self, pair: Pair, count: u64) -> Candidate {
-        let left = self.token_prefix[pair.0 as usize];
-        let right = if left.len <= 8 {
-            self.token_prefix[pair.1 as usize]
-        } else {
-            TokenPrefix { prefix: 0, len: 0 }
-        };
-        Candidate {
-            count,
-            left_prefix: left.prefix,
-            left_len: left.len,
-            right_prefix: right.prefix,
-            right_len: right.len,
-            pair,
-        }
-    }
-
     /// Add the token `left + right` (the next id).
     fn push_token(&mut self, pair: Pair) {
         let bytes = [
@@ -322,18 +266,12 @@ impl Trainer {
             &self.token_bytes[pair.1 as usize][..],
         ]
         .concat();
-        self.token_prefix.push(TokenPrefix::of(&bytes));
         if let Some((_, shapes)) = &mut self.rules {
             shapes.push(superbpe::Shape::of(&bytes));
             self.taken.insert(bytes.clone());
         }
+        self.token_prefix.push(TokenPrefix::of(&bytes));
         self.token_bytes.push(bytes);
-    }
-
-    /// Order of two pairs by (bytes of left, bytes of right): the tie-break.
-    fn byte_order(&self, p: Pair, q: Pair) -> CmpOrdering {
-        let bytes = |x: u32| &self.token_bytes[x as usize][..];
-        (bytes(p.0), bytes(p.1)).cmp(&(bytes(q.0), bytes(q.1)))
     }
 
     /// Tokens in the counted text as the words stand now.
@@ -346,105 +284,15 @@ impl Trainer {
             .sum()
     }
 
-    /// Compaction: queue every pair afresh with its live count, dropping stale
-    /// heap entries and waiting pairs.
-    fn rebuild_queue(&mut self) {
-        self.heap.clear();
-        self.waiting.iter_mut().for_each(Vec::clear);
-        let live: Vec<(Pair, u64)> = self
-            .pairs
-            .iter()
-            .map(|(&p, stats)| (p, stats.count))
-            .collect();
-        for (p, count) in live {
-            self.enqueue(p, count);
-        }
-    }
-
-    /// Queue `pair` with its live `count` (positive): on the heap if it is at
-    /// least the threshold, else in its bucket.
-    /// A pair too long to merge (or that the rules forbid) is never queued.
-    fn enqueue(&mut self, pair: Pair, count: u64) {
-        if !self.may_merge(pair) {
-            return;
-        }
-        if count >= self.threshold {
-            let candidate = self.candidate(pair, count);
-            self.heap.push(candidate);
-        } else {
-            self.waiting[bucket_of(count)].push(pair);
-        }
-    }
-
-    /// Halve the threshold and queue the pairs of the bucket that reaches it
-    /// again with their live counts. False if the threshold is 1 already
-    /// (every live pair is on the heap).
-    fn lower_threshold(&mut self) -> bool {
-        if self.threshold == 1 {
-            return false;
-        }
-        self.threshold /= 2;
-        let bucket = std::mem::take(&mut self.waiting[bucket_of(self.threshold)]);
-        for p in bucket {
-            match self.live_count(p) {
-                0 => {}
-                n => self.enqueue(p, n),
-            }
-        }
-        true
-    }
-
-    /// Pop the best eligible pair with a positive live count, or None when none
-    /// is left. Entries whose key equals the top's are popped together and
-    /// ordered by their bytes; the live ones that lose are pushed back, the
-    /// ones that may not be merged (`eligible`) are dropped.
-    fn pop_best(&mut self) -> Option<(Pair, u64)> {
-        loop {
-            if self.heap.is_empty() && self.lower_threshold() {
-                continue;
-            }
-            let top = self.heap.pop()?;
-            let mut live = Vec::new();
-            let mut group = vec![top];
-            while self.heap.peek().is_some_and(|c| c.same_key(&group[0])) {
-                group.extend(self.heap.pop());
-            }
-            for c in group {
-                match self.live_count(c.pair) {
-                    n if n == c.count => {
-                        if self.eligible(c.pair) {
-                            live.push(c);
-                        }
-                    }
-                    0 => {}
-                    n => self.enqueue(c.pair, n),
-                }
-            }
-            let Some(best) = live
-                .iter()
-                .map(|c| c.pair)
-                .max_by(|&p, &q| self.byte_order(p, q))
-            else {
-                continue;
-            };
-            let count = live[0].count;
-            for c in live {
-                if c.pair != best {
-                    self.heap.push(c);
-                }
-            }
-            return Some((best, count));
-        }
-    }
-
     /// Apply merge `pair -> new_id` to every word that has it, updating pair
     /// counts and the reverse index, then queue the new pairs.
     fn apply_merge(&mut self, pair: Pair, new_id: u32) {
         let mut word_ids = self
             .pairs
             .remove(&pair)
-            .map(|stats| stats.words)
+            .map(|stats| stats.words.to_vec())
             .unwrap_or_default();
+        // Lists are made in increasing order; sorting is a cheap safeguard.
         word_ids.sort_unstable();
         word_ids.dedup();
         let Trainer {
@@ -464,8 +312,13 @@ impl Trainer {
             (pair, new_id),
             changes,
         );
+        self.live_symbols -= std::mem::take(&mut self.changes.merged);
         for (p, count) in self.apply_changes(pair, new_id) {
             self.enqueue(p, count);
+        }
+        if 3 * self.live_symbols < 2 * self.words.capacity() {
+            self.words.compact();
+            crate::memory::release_freed_memory();
         }
     }
 
@@ -519,6 +372,7 @@ impl Trainer {
         });
         for (p, n, words) in lefts.chain(rights) {
             if n > 0 {
+                let words = WordList::of_sorted(&words);
                 pairs.insert(p, PairStats { count: n, words });
                 new_pairs.push((p, n));
             }
@@ -534,42 +388,6 @@ impl Trainer {
     fn live_count(&self, pair: Pair) -> u64 {
         self.pairs.get(&pair).map_or(0, |stats| stats.count)
     }
-}
-
-/// The bucket of `Trainer::waiting` for a positive count: the exponent of the
-/// power of two at or below it.
-fn bucket_of(count: u64) -> usize {
-    63 - count.leading_zeros() as usize
-}
-
-/// Pair counts and reverse index of the initial words, built in parallel.
-fn initial_pair_index(words: &Words, freqs: &[u64]) -> FxHashMap<Pair, PairStats> {
-    let per_thread = (0..words.count())
-        .into_par_iter()
-        .fold(FxHashMap::<Pair, PairStats>::default, |mut pairs, i| {
-            for p in words.get(i).windows(2) {
-                let stats = pairs.entry((p[0], p[1])).or_default();
-                stats.count += freqs[i];
-                if stats.words.last() != Some(&(i as u32)) {
-                    stats.words.push(i as u32);
-                }
-            }
-            pairs
-        })
-        .collect::<Vec<_>>();
-    let mut pairs: FxHashMap<Pair, PairStats> = FxHashMap::default();
-    for part in per_thread {
-        for (p, stats) in part {
-            let total = pairs.entry(p).or_default();
-            total.count += stats.count;
-            if total.words.is_empty() {
-                total.words = stats.words;
-            } else {
-                total.words.extend(stats.words);
-            }
-        }
-    }
-    pairs
 }
 
 /// Why training did not finish.
@@ -632,18 +450,23 @@ pub fn train_with(
     check_total_bytes(&word_counts)?;
     let mut single_byte_tokens = 0u64;
     word_counts.for_each_word(|w, c| single_byte_tokens += if w.len() == 1 { c } else { 0 });
-    let (words, freqs) = Words::from_counts(&word_counts);
-    drop_in_background(word_counts);
-    let bytes = (0..=255u8).map(|b| vec![b]).collect();
-    let trainer = Trainer::new(
-        words,
-        freqs,
-        bytes,
-        FxHashSet::default(),
-        options,
-        usize::MAX,
-    );
-    let (merges, stop, tokens) = learn(trainer, single_byte_tokens, num_merges, options, progress)?;
+    let run = Run {
+        token_bytes: (0..=255u8).map(|b| vec![b]).collect(),
+        taken: FxHashSet::default(),
+        single_tokens: single_byte_tokens,
+        num_merges,
+        max_chars: usize::MAX,
+        rules: None,
+    };
+    let (merges, stop, tokens) = if run.fits::<u16>() {
+        let (words, freqs) = Words::<u16>::from_counts(&word_counts);
+        drop_in_background(word_counts);
+        run.learn(words, freqs, options, progress)?
+    } else {
+        let (words, freqs) = Words::<u32>::from_counts(&word_counts);
+        drop_in_background(word_counts);
+        run.learn(words, freqs, options, progress)?
+    };
     Ok(Trained {
         merges,
         stop,
@@ -651,10 +474,58 @@ pub fn train_with(
     })
 }
 
+/// What a merge loop starts from besides its words: the tokens there are
+/// (ids index `token_bytes`), those it must not make again, the tokens of the
+/// words left out (one token each), the longest token in UTF-8 characters
+/// (`usize::MAX`: no limit) and SuperBPE's rules (`Trainer::set_rules`).
+struct Run {
+    token_bytes: Vec<Vec<u8>>,
+    taken: FxHashSet<Vec<u8>>,
+    single_tokens: u64,
+    num_merges: usize,
+    max_chars: usize,
+    rules: Option<SuperwordRules>,
+}
+
+impl Run {
+    /// Whether every id of the run (the tokens, then one per merge) fits `S`.
+    fn fits<S: Symbol>(&self) -> bool {
+        (self.token_bytes.len() + self.num_merges).saturating_sub(1) <= S::MAX_ID as usize
+    }
+
+    /// Build the trainer and run the merge loop (`learn`).
+    fn learn<S: Symbol>(
+        self,
+        words: Words<S>,
+        freqs: Vec<u64>,
+        options: &TrainOptions,
+        progress: &Progress,
+    ) -> Result<(Vec<Merge>, Stop, u64), TrainError> {
+        let mut trainer = Trainer::new(
+            words,
+            freqs,
+            self.token_bytes,
+            self.taken,
+            options,
+            self.max_chars,
+        );
+        if let Some(rules) = self.rules {
+            trainer.set_rules(rules);
+        }
+        learn(
+            trainer,
+            self.single_tokens,
+            self.num_merges,
+            options,
+            progress,
+        )
+    }
+}
+
 /// The merge loop: new ids follow the trainer's tokens; `single_tokens` is
 /// the tokens of the words left out of the trainer (one token each).
-fn learn(
-    mut t: Trainer,
+fn learn<S: Symbol>(
+    mut t: Trainer<S>,
     single_tokens: u64,
     num_merges: usize,
     options: &TrainOptions,

@@ -22,8 +22,8 @@
 //! the authors' trainer does the same by replaying the inherited merges over
 //! the stage-2 pieces.
 
-use super::base::{Base, Seeded};
-use super::{TrainError, TrainOptions, Trained, Trainer};
+use super::base::{train_seeded, Base};
+use super::{Symbol, TrainError, TrainOptions, Trained, Trainer};
 use crate::count::WordCounts;
 use crate::progress::Progress;
 
@@ -93,7 +93,7 @@ impl SuperwordRules {
     }
 }
 
-impl Trainer {
+impl<S: Symbol> Trainer<S> {
     /// Merge only what `rules` allow from now on (SuperBPE's stage 2), and no
     /// token twice: pairs they forbid leave the queue.
     pub(super) fn set_rules(&mut self, rules: SuperwordRules) {
@@ -122,9 +122,14 @@ pub fn train_superwords(
     options: &TrainOptions,
     progress: &Progress,
 ) -> Result<Trained, TrainError> {
-    let mut seeded = Seeded::new(piece_counts, stage1, options)?;
-    seeded.trainer.set_rules(rules);
-    seeded.learn(num_merges, options, progress)
+    train_seeded(
+        piece_counts,
+        stage1,
+        num_merges,
+        Some(rules),
+        options,
+        progress,
+    )
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 use rustc_hash::FxHashSet;
 
 use super::words::Words;
-use super::{learn, TokenPrefix, TrainError, TrainOptions, Trained, Trainer};
+use super::{Run, TokenPrefix, TrainError, TrainOptions, Trained};
 use crate::progress::Progress;
 
 /// Learn up to `num_merges` merges over `words` (each a sequence of indexes
@@ -39,16 +39,21 @@ pub fn train_on_symbols(
             (TokenPrefix::of(first).prefix, ids, count)
         })
         .collect();
-    let (words, freqs) = Words::from_token_words(prefixed);
-    let trainer = Trainer::new(
-        words,
-        freqs,
-        symbols,
-        FxHashSet::default(),
-        options,
+    let run = Run {
+        token_bytes: symbols,
+        taken: FxHashSet::default(),
+        single_tokens: single,
+        num_merges,
         max_chars,
-    );
-    let (merges, stop, tokens) = learn(trainer, single, num_merges, options, progress)?;
+        rules: None,
+    };
+    let (merges, stop, tokens) = if run.fits::<u16>() {
+        let (words, freqs) = Words::<u16>::from_token_words(prefixed);
+        run.learn(words, freqs, options, progress)?
+    } else {
+        let (words, freqs) = Words::<u32>::from_token_words(prefixed);
+        run.learn(words, freqs, options, progress)?
+    };
     Ok(Trained {
         merges,
         stop,

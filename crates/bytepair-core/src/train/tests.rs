@@ -123,8 +123,22 @@ fn merges_equal_a_full_recount_on_generated_words() {
         let counts = generated_words(&mut next, b"abcd", 7, [1, 3, 40, 700]);
         let words: Vec<(Vec<u8>, u64)> = counts.iter().map(|(w, c)| (w.clone(), *c)).collect();
         let expected = learn_by_recounting(&words, 40);
-        let trained = train(counts, 40, &Progress::default()).unwrap();
+        let trained = train(counts.clone(), 40, &Progress::default()).unwrap();
         assert_eq!(trained.merged_tokens(), expected, "words {words:?}");
+        // More merges than 16-bit ids hold: the words are stored as u32.
+        let wide = train(counts, 70_000, &Progress::default()).unwrap();
+        assert!(!Run {
+            token_bytes: vec![vec![]; 256],
+            taken: Default::default(),
+            single_tokens: 0,
+            num_merges: 70_000
+        }
+        .fits::<u16>());
+        assert_eq!(
+            wide.merged_tokens()[..expected.len()],
+            expected[..],
+            "words {words:?}"
+        );
     }
 }
 

@@ -6,20 +6,51 @@ use rayon::prelude::*;
 
 use super::changes::SeamChanges;
 use super::{Pair, TokenPrefix};
-use crate::count::{Word, WordSource};
+use crate::count::WordSource;
 use crate::memory::prefetch;
+
+/// A token id as the words store it: `u16` when every id of the run fits
+/// (256 bytes + merges <= 65536, most vocabularies): half the memory of the
+/// largest part of the trainer, and half the bytes a merge reads.
+pub trait Symbol: Copy + Eq + Default + Send + Sync + 'static {
+    /// Ids up to this one fit.
+    const MAX_ID: u32;
+    /// `id` (at most `MAX_ID`) as a symbol.
+    fn of(id: u32) -> Self;
+    fn id(self) -> u32;
+}
+
+impl Symbol for u16 {
+    const MAX_ID: u32 = u16::MAX as u32;
+    fn of(id: u32) -> Self {
+        id as u16
+    }
+    fn id(self) -> u32 {
+        u32::from(self)
+    }
+}
+
+impl Symbol for u32 {
+    const MAX_ID: u32 = u32::MAX;
+    fn of(id: u32) -> Self {
+        id
+    }
+    fn id(self) -> u32 {
+        self
+    }
+}
 
 /// Every distinct word as a sequence of token ids, stored back to back in one
 /// buffer: a merge visits its words in increasing id order, so it walks memory
 /// forwards instead of chasing one heap allocation per word. Words only shrink,
 /// in place.
-pub(super) struct Words {
-    symbols: Vec<u32>,
+pub(super) struct Words<S: Symbol> {
+    symbols: Vec<S>,
     start: Vec<usize>,
     pub(super) len: Vec<u32>,
 }
 
-impl Words {
+impl<S: Symbol> Words<S> {
     /// The words of `counts` with at least two bytes and a positive count, in
     /// the order of their first 8 bytes, and their counts. Order only affects
     /// internal indices, never the merges; in this order words sharing a
@@ -27,42 +58,90 @@ impl Words {
     /// (merging on enwiki was measurably faster than in hash-map order). The
     /// prefix is sorted on as one integer: sorting by the whole bytes spent
     /// its time comparing words through pointers (multilingual, 475k words).
+    ///
+    /// Memory: the source is visited twice (`for_each_word` visits in the
+    /// same order each time) and only a 16-byte sort key per word is held
+    /// besides the words: collecting (prefix, word, count) tuples took 64
+    /// bytes a word, a large part of the trainer's peak.
     pub(super) fn from_counts(counts: &impl WordSource) -> (Self, Vec<u64>) {
-        let mut kept: Vec<(u64, Word<'_>, u64)> = Vec::new();
+        // (prefix, position in visiting order, length) of each word kept.
+        let mut keys: Vec<(u64, u32, u32)> = Vec::with_capacity(counts.len_hint());
+        let mut visited = 0usize;
         counts.for_each_word(|word, n| {
             if word.len() >= 2 && n > 0 {
-                kept.push((word.with_bytes(|b| TokenPrefix::of(b).prefix), word, n));
+                let prefix = word.with_bytes(|b| TokenPrefix::of(b).prefix);
+                keys.push((prefix, visited as u32, word.len() as u32));
+            }
+            visited += 1;
+        });
+        assert!(
+            visited <= u32::MAX as usize,
+            "more than 2^32 distinct words: word ids are 32-bit"
+        );
+        keys.par_sort_unstable();
+        let mut rank = vec![u32::MAX; visited];
+        let mut words = Words {
+            symbols: Vec::new(),
+            start: Vec::with_capacity(keys.len()),
+            len: Vec::with_capacity(keys.len()),
+        };
+        let mut total = 0usize;
+        for (i, &(_, position, len)) in keys.iter().enumerate() {
+            rank[position as usize] = i as u32;
+            words.start.push(total);
+            words.len.push(len);
+            total += len as usize;
+        }
+        let kept = keys.len();
+        drop(keys);
+        words.symbols = vec![S::default(); total];
+        let mut freqs = vec![0u64; kept];
+        let mut position = 0usize;
+        counts.for_each_word(|word, n| {
+            let i = rank[position] as usize;
+            position += 1;
+            if i != u32::MAX as usize {
+                freqs[i] = n;
+                let at = words.start[i];
+                word.with_bytes(|b| {
+                    for (s, &byte) in words.symbols[at..at + b.len()].iter_mut().zip(b) {
+                        *s = S::of(u32::from(byte));
+                    }
+                });
             }
         });
-        Self::from_kept(kept)
+        (words, freqs)
     }
 
     /// Words already split into tokens (a base tokenizer's encoding), each
     /// with the prefix of its bytes and its count; those of fewer than two
     /// tokens are left out. Order as in `from_counts`.
-    pub(super) fn from_token_words<T: Symbols + Send>(
+    /// The ids of a word may be a vector each or slices of one buffer
+    /// (SentencePiece's millions of words).
+    pub(super) fn from_token_words<T: AsRef<[u32]> + Send>(
         words: Vec<(u64, T, u64)>,
     ) -> (Self, Vec<u64>) {
         let kept = words
             .into_iter()
-            .filter(|(_, ids, c)| ids.count() >= 2 && *c > 0)
+            .filter(|(_, ids, c)| ids.as_ref().len() >= 2 && *c > 0)
             .collect();
         Self::from_kept(kept)
     }
 
-    /// The words of `kept` (prefix, word, count) in prefix order.
-    fn from_kept<T: Symbols + Send>(mut kept: Vec<(u64, T, u64)>) -> (Self, Vec<u64>) {
+    /// The words of `kept` (prefix, token ids, count) in prefix order.
+    fn from_kept<T: AsRef<[u32]> + Send>(mut kept: Vec<(u64, T, u64)>) -> (Self, Vec<u64>) {
         kept.par_sort_unstable_by_key(|(prefix, _, _)| *prefix);
-        let total: usize = kept.iter().map(|(_, w, _)| w.count()).sum();
+        let total: usize = kept.iter().map(|(_, w, _)| w.as_ref().len()).sum();
         let mut words = Words {
             symbols: Vec::with_capacity(total),
             start: Vec::with_capacity(kept.len()),
             len: Vec::with_capacity(kept.len()),
         };
         for (_, word, _) in &kept {
+            let word = word.as_ref();
             words.start.push(words.symbols.len());
-            words.len.push(word.count() as u32);
-            word.push_to(&mut words.symbols);
+            words.len.push(word.len() as u32);
+            words.symbols.extend(word.iter().map(|&id| S::of(id)));
         }
         (words, kept.iter().map(|&(_, _, c)| c).collect())
     }
@@ -71,12 +150,33 @@ impl Words {
         self.start.len()
     }
 
-    pub(super) fn get(&self, i: usize) -> &[u32] {
+    /// Symbols the buffer has room for (words only shrink: the rest is free).
+    pub(super) fn capacity(&self) -> usize {
+        self.symbols.len()
+    }
+
+    /// Move every word to the front of the buffer, in order, and give the
+    /// room freed by merges back (a word of 10 bytes is 3 or 4 tokens after
+    /// 32k merges: the buffer was the largest part of the trainer). In place:
+    /// a word only moves towards the front.
+    pub(super) fn compact(&mut self) {
+        let mut write = 0;
+        for (start, &len) in self.start.iter_mut().zip(&self.len) {
+            self.symbols
+                .copy_within(*start..*start + len as usize, write);
+            *start = write;
+            write += len as usize;
+        }
+        self.symbols.truncate(write);
+        self.symbols.shrink_to_fit();
+    }
+
+    pub(super) fn get(&self, i: usize) -> &[S] {
         &self.symbols[self.start[i]..self.start[i] + self.len[i] as usize]
     }
 
     /// All the words, for `merge_words`, and where each starts.
-    pub(super) fn view(&mut self) -> (WordsView<'_>, &[usize]) {
+    pub(super) fn view(&mut self) -> (WordsView<'_, S>, &[usize]) {
         (
             WordsView {
                 first: 0,
@@ -89,60 +189,18 @@ impl Words {
     }
 }
 
-/// A word as `Words::from_kept` takes it: bytes (one token each) or token ids.
-pub(super) trait Symbols {
-    fn count(&self) -> usize;
-    fn push_to(&self, out: &mut Vec<u32>);
-}
-
-impl Symbols for &[u8] {
-    fn count(&self) -> usize {
-        self.len()
-    }
-    fn push_to(&self, out: &mut Vec<u32>) {
-        out.extend(self.iter().map(|&b| u32::from(b)));
-    }
-}
-
-impl Symbols for Word<'_> {
-    fn count(&self) -> usize {
-        self.len()
-    }
-    fn push_to(&self, out: &mut Vec<u32>) {
-        self.with_bytes(|bytes| bytes.push_to(out));
-    }
-}
-
-impl Symbols for Vec<u32> {
-    fn count(&self) -> usize {
-        self.len()
-    }
-    fn push_to(&self, out: &mut Vec<u32>) {
-        out.extend_from_slice(self);
-    }
-}
-
-impl Symbols for &[u32] {
-    fn count(&self) -> usize {
-        self.len()
-    }
-    fn push_to(&self, out: &mut Vec<u32>) {
-        out.extend_from_slice(self);
-    }
-}
-
 /// The symbols and lengths of the words from id `first` on, which start at
 /// symbol `base`: a part of `Words` that one thread merges in.
-pub(super) struct WordsView<'a> {
+pub(super) struct WordsView<'a, S: Symbol> {
     first: usize,
     base: usize,
-    symbols: &'a mut [u32],
+    symbols: &'a mut [S],
     len: &'a mut [u32],
 }
 
-impl<'a> WordsView<'a> {
+impl<'a, S: Symbol> WordsView<'a, S> {
     /// The words before `word` and those from it on.
-    fn split_at(self, word: usize, start: &[usize]) -> (WordsView<'a>, WordsView<'a>) {
+    fn split_at(self, word: usize, start: &[usize]) -> (WordsView<'a, S>, WordsView<'a, S>) {
         let (symbols, rest_symbols) = self.symbols.split_at_mut(start[word] - self.base);
         let (len, rest_len) = self.len.split_at_mut(word - self.first);
         (
@@ -167,11 +225,22 @@ impl<'a> WordsView<'a> {
         prefetch(&self.symbols[start - self.base]);
     }
 
-    /// Apply `pair -> new_id` to word `i` (see `merge_in_word`).
-    fn merge(&mut self, i: usize, start: usize, pair: Pair, new_id: u32, seam: impl FnMut(Seam)) {
+    /// Apply `pair -> new_id` to word `i` (see `merge_in_word`); returns
+    /// how many symbols the word lost.
+    fn merge(
+        &mut self,
+        i: usize,
+        start: usize,
+        pair: Pair,
+        new_id: u32,
+        seam: impl FnMut(Seam),
+    ) -> usize {
         let len = &mut self.len[i - self.first];
         let word = &mut self.symbols[start - self.base..start - self.base + *len as usize];
-        *len = merge_in_word(word, pair, new_id, seam) as u32;
+        let merged = merge_in_word(word, pair, new_id, seam);
+        let lost = *len as usize - merged;
+        *len = merged as u32;
+        lost
     }
 }
 
@@ -189,8 +258,8 @@ const PARALLEL_MERGE_WORDS: usize = 1024;
 /// out the same whatever the threads do. (A fixed number of parts, not
 /// rayon's splitting down to small jobs: each part's changes hold two
 /// vocabulary-sized tables.)
-pub(super) fn merge_words(
-    mut view: WordsView<'_>,
+pub(super) fn merge_words<S: Symbol>(
+    mut view: WordsView<'_, S>,
     (start, freqs): (&[usize], &[u64]),
     word_ids: &[u32],
     parts: usize,
@@ -238,16 +307,17 @@ pub(super) fn merge_words(
             view.prefetch(w as usize, start[w as usize]);
         }
         let freq = freqs[wi as usize];
-        view.merge(
-            wi as usize,
-            start[wi as usize],
-            pair,
-            new_id,
-            |seam| match seam {
-                Seam::Left(x) => changes.left.add(x, freq, wi),
-                Seam::Right(y) => changes.right.add(y, freq, wi),
-            },
-        );
+        changes.merged +=
+            view.merge(
+                wi as usize,
+                start[wi as usize],
+                pair,
+                new_id,
+                |seam| match seam {
+                    Seam::Left(x) => changes.left.add(x, freq, wi),
+                    Seam::Right(y) => changes.right.add(y, freq, wi),
+                },
+            );
     }
 }
 
@@ -264,13 +334,14 @@ pub enum Seam {
 /// Merge every occurrence of `pair` in `word`, left to right (`A A A` -> `AA A`),
 /// reporting the neighbours of each occurrence to `seam`.
 /// The merged word is left in `word[..n]`; returns `n`.
-pub fn merge_in_word(
-    word: &mut [u32],
+pub fn merge_in_word<S: Symbol>(
+    word: &mut [S],
     pair: Pair,
     new_id: u32,
     mut seam: impl FnMut(Seam),
 ) -> usize {
-    let (a, b) = pair;
+    // Ids of this run fit S (the trainer chose it so).
+    let (a, b, new_id) = (S::of(pair.0), S::of(pair.1), S::of(new_id));
     let n = word.len();
     // The reverse index may list words that lost the pair since: leave those
     // (and the untouched prefix of the others) without writing anything.
@@ -281,10 +352,10 @@ pub fn merge_in_word(
     while read < n {
         if read + 1 < n && word[read] == a && word[read + 1] == b {
             if write > 0 {
-                seam(Seam::Left(word[write - 1]));
+                seam(Seam::Left(word[write - 1].id()));
             }
             if read + 2 < n {
-                seam(Seam::Right(word[read + 2]));
+                seam(Seam::Right(word[read + 2].id()));
             }
             word[write] = new_id;
             read += 2;
@@ -303,7 +374,7 @@ mod tests {
 
     #[test]
     fn overlapping_pairs_merge_left_to_right() {
-        let mut w = vec![1, 1, 1];
+        let mut w: Vec<u32> = vec![1, 1, 1];
         let mut seams = vec![];
         let n = merge_in_word(&mut w, (1, 1), 9, |s| seams.push(s));
         assert_eq!(w[..n], [9, 1]);
@@ -312,7 +383,7 @@ mod tests {
 
     #[test]
     fn seams_see_earlier_merges_in_the_word() {
-        let mut w = vec![5, 1, 2, 1, 2, 7];
+        let mut w: Vec<u16> = vec![5, 1, 2, 1, 2, 7];
         let mut seams = vec![];
         let n = merge_in_word(&mut w, (1, 2), 9, |s| seams.push(s));
         assert_eq!(w[..n], [5, 9, 9, 7]);

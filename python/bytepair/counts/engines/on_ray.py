@@ -35,10 +35,16 @@ from bytepair.counts.parts import part_name
 from bytepair.counts.protocol import (
     bucket_paths,
     count_shard,
+    default_shards,
     finish,
+    finished_part,
+    finished_shards,
+    interrupted,
     plan_shards,
     reduce_bucket,
+    run_plan,
     staging_dir,
+    sum_pruned,
 )
 from bytepair.counts.sources import CountSpec, input_size
 from bytepair.progress import ProgressBar
@@ -52,6 +58,7 @@ def count_on_ray(
     parts: int | None = None,
     num_tasks: int | None = None,
     shards: int | None = None,
+    max_memory: int | None = None,
     progress: bool = False,
     address: str | None = None,
     runtime_env: dict[str, Any] | None = None,
@@ -69,7 +76,10 @@ def count_on_ray(
         num_tasks: counting tasks in flight at once; default: as many as Ray
             schedules (one CPU each).
         shards: groups of files, one counting task each; default: the
-            cluster's CPUs (a file is never split).
+            cluster's CPUs, and one per GiB of input past that (a file is
+            never split).
+        max_memory: the budget in bytes of each counting task's counts (lossy
+            counting past it) and of each reduce task; None: exact counts.
         progress: a bar of input bytes counted (per finished shard).
         address: the Ray cluster to join (``"auto"``, ``"ray://host:10001"``);
             default: the running one, or a new local one sized to this machine.
@@ -80,6 +90,9 @@ def count_on_ray(
             (a crashed worker, a lost node, an exception other than ValueError
             / OSError). A retried shard replaces what its failed attempt
             wrote, so nothing is counted twice.
+
+    A run killed or interrupted leaves its finished shards in its staging
+    folder; the same call again resumes from them (`bytepair.counts.protocol`).
 
     Returns:
         WordCounts: the opened artifact (manifest ``engine: "ray"``).
@@ -93,61 +106,88 @@ def count_on_ray(
     ray, shutdown, runtime_env = start_ray(address, runtime_env)
     staging = None
     pending: dict[Any, int] = {}
+    done: dict[int, dict[str, Any]] = {}
     try:
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         sizes = [input_size(p) for p in paths]
-        plan = plan_shards(sizes, shards or cpus)
+        groups = plan_shards(sizes, shards or default_shards(sizes, cpus))
         parts = parts or cpus
-        staging = staging_dir(out)
+        plan = run_plan(spec, paths, sizes, groups, parts, max_memory=max_memory, threads=1)
+        staging = staging_dir(out, plan)
+        done = finished_shards(staging, paths, groups)
         options = {"num_cpus": 1, "max_retries": max_retries, "retry_exceptions": True}
         if runtime_env:
             options["runtime_env"] = runtime_env
         count_task = ray.remote(_count_shard_task).options(**options)
         reduce_task = ray.remote(reduce_bucket).options(**options)
 
-        totals = {"documents": 0, "bytes": 0}
         with ProgressBar(sum(sizes), "counting", unit="B", scale=True, enabled=progress) as bar:
-            queue = list(range(len(plan)))
-            files_done = 0
+
+            def shard_done(shard_id: int) -> None:
+                bar.update_to(bar.n + sum(sizes[i] for i in groups[shard_id]))
+                files = sum(d["files"] for d in done.values())
+                bar.set_postfix(files=f"{files}/{len(paths)}", shards=f"{len(done)}/{len(groups)}")
+
+            for shard_id in done:
+                shard_done(shard_id)
+            queue = [s for s in range(len(groups)) if s not in done]
             while queue or pending:
                 while queue and (num_tasks is None or len(pending) < num_tasks):
                     s = queue.pop(0)
-                    files = [paths[i] for i in plan[s]]
-                    pending[count_task.remote(files, spec, staging, s, parts, _fail_once)] = s
-                done, _ = ray.wait(list(pending), num_returns=1)
-                shard_id = pending.pop(done[0])
-                stats = ray.get(done[0])
+                    files = [paths[i] for i in groups[s]]
+                    ref = count_task.remote(files, spec, staging, s, parts, max_memory, _fail_once)
+                    pending[ref] = s
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                shard_id = pending.pop(ready[0])
+                stats = ray.get(ready[0])
                 if isinstance(stats, BaseException):
                     raise stats  # bad input: the task's own ValueError / OSError
-                totals["documents"] += stats["documents"]
-                totals["bytes"] += stats["bytes"]
-                files_done += stats["files"]
-                bar.update_to(bar.n + sum(sizes[i] for i in plan[shard_id]))
-                bar.set_postfix(files=f"{files_done}/{len(paths)}")
-        shard_ids = range(len(plan))
-        written = ray.get(
-            [
-                reduce_task.remote(
-                    bucket_paths(staging, shard_ids, b), os.path.join(staging, part_name(b))
-                )
-                for b in range(parts)
-            ]
-        )
-    except BaseException:
+                done[shard_id] = stats
+                shard_done(shard_id)
+        inputs = [bucket_paths(staging, range(len(groups)), b) for b in range(parts)]
+        written = [finished_part(staging, inputs[b], b) for b in range(parts)]
+        refs = {
+            b: reduce_task.remote(
+                inputs[b], os.path.join(staging, part_name(b)), max_memory=max_memory
+            )
+            for b in range(parts)
+            if written[b] is None
+        }
+        for b, result in zip(refs, ray.get(list(refs.values()))):
+            written[b] = result
+    except BaseException as e:
         if staging is not None:
             # The other shards' tasks may still be writing into the staging
             # folder (and would make it again after it is removed): stop them
-            # first, then leave nothing behind.
+            # first; then a failed run leaves nothing behind, and an
+            # interrupted one its finished shards.
             for ref in pending:
                 ray.cancel(ref, force=True)
             if pending:
                 ray.wait(list(pending), num_returns=len(pending), timeout=60)
-            shutil.rmtree(staging, ignore_errors=True)
+            if isinstance(e, KeyboardInterrupt):
+                interrupted(staging, len(done), len(groups))
+            else:
+                shutil.rmtree(staging, ignore_errors=True)
         raise
     finally:
         if shutdown:
             ray.shutdown()
-    return WordCounts.open(finish(staging, out, spec, written, totals, engine="ray"))
+    return WordCounts.open(
+        finish(
+            staging,
+            out,
+            spec,
+            written,
+            {
+                "documents": sum(d["documents"] for d in done.values()),
+                "bytes": sum(d["bytes"] for d in done.values()),
+            },
+            engine="ray",
+            max_memory=max_memory,
+            pruned=sum_pruned([d["pruned"] for d in done.values()]),
+        )
+    )
 
 
 def _count_shard_task(
@@ -156,6 +196,7 @@ def _count_shard_task(
     staging: str,
     shard_id: int,
     parts: int,
+    max_memory: int | None,
     fail_once: str | None,
 ) -> dict[str, Any] | BaseException:
     """One Ray task: `count_shard` on one CPU. Bad input (ValueError, OSError)
@@ -163,7 +204,14 @@ def _count_shard_task(
     the driver re-raises the original exception, message intact."""
     try:
         return count_shard(
-            files, spec, staging, shard_id, parts, num_threads=1, _fail_after_write=fail_once
+            files,
+            spec,
+            staging,
+            shard_id,
+            parts,
+            num_threads=1,
+            max_memory=max_memory,
+            _fail_after_write=fail_once,
         )
     except (ValueError, OSError) as e:
         return e

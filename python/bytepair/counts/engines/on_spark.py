@@ -21,9 +21,15 @@ Two entry points:
 - `count_words`: a DataFrame you already hold (any Spark source), one string
   or binary column of documents; null documents are skipped.
 
-_Totals (documents, bytes) travel with the word counts, as one row per map task
-with a null word, so a retried or recomputed task is counted once, as Spark
-guarantees for shuffle data (accumulators in a transformation may count twice).
+Totals (documents, bytes) travel with the word counts, as one row per map task
+with a null word, and what a task's memory budget dropped (distinct words,
+pre-tokens) as a row with the empty word (never a pre-token), so a retried or
+recomputed task is counted once, as Spark guarantees for shuffle data
+(accumulators in a transformation may count twice); the highest minimum count
+a budget applied is a max, which a retry cannot change, taken by an accumulator.
+With `max_memory` each map task counts within it (lossy counting); Spark's
+shuffle and aggregation spill to disk on their own, and the parts are written
+a batch at a time.
 
 The artifact folder must be on a filesystem that the driver and every executor
 see at the same path (local mode, or a shared mount): Spark writes into its
@@ -44,11 +50,9 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from bytepair.counts.artifact import WordCounts
-from bytepair.counts.parts import part_name, write_part
-from bytepair.counts.protocol import SHARDS, finish, staging_dir
+from bytepair.counts.engines.spark_parts import rewrite_parts
+from bytepair.counts.protocol import SHARDS, check_max_memory, finish, staging_dir
 from bytepair.counts.sources import (
     CountSpec,
     SourceStats,
@@ -65,10 +69,10 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 # mapInArrow output: a word and its count; a row with a null word carries a
-# task's totals instead (documents in `count`, text bytes in `bytes`).
+# task's totals instead (documents in `count`, text bytes in `bytes`), one with
+# the empty word what its budget dropped (words in `count`, pre-tokens in `bytes`).
 _SCHEMA = "word binary, count long, bytes long"
 _BATCH_ROWS = 1 << 16  # rows per Arrow batch handed back to Spark
-_SPARK_PART = re.compile(r"^part-(\d+)-.*\.parquet$")
 
 
 # -- the map: one Rust counter per partition ------------------------------------------
@@ -80,11 +84,14 @@ def _count_partition_of_files(
     names: dict[str, str],
     fail_once: str | None,
     done: tuple[Any, Any] | None = None,
+    budget: tuple[int | None, Any] = (None, None),
 ) -> Iterator["pa.RecordBatch"]:
     """mapInArrow function over ``binaryFile`` rows (path, content): count every
     file of the partition with `count_file`, then yield its word counts.
-    `done`: (files, bytes) accumulators for the driver's progress bar."""
-    counter, stats = spec.counter(), SourceStats()
+    `done`: (files, bytes) accumulators for the driver's progress bar;
+    `budget`: (max_memory of the task's counts, the max-accumulator of the
+    minimum counts it applied)."""
+    counter, stats = spec.counter(budget[0]), SourceStats()
     threads = task_threads()
     for batch in batches:
         paths, contents = batch.column(0).to_pylist(), batch.column(1)
@@ -96,17 +103,22 @@ def _count_partition_of_files(
                 done[0].add(1)
                 done[1].add(len(content))
     _maybe_fail(fail_once)
-    yield from _counted_batches(counter, stats)
+    yield from _counted_batches(counter, stats, budget[1])
 
 
 def _count_partition_of_texts(
-    batches: Iterator["pa.RecordBatch"], spec: CountSpec, column: str, fail_once: str | None
+    batches: Iterator["pa.RecordBatch"],
+    spec: CountSpec,
+    column: str,
+    fail_once: str | None,
+    budget: tuple[int | None, Any] = (None, None),
 ) -> Iterator["pa.RecordBatch"]:
     """mapInArrow function over one string or binary column: documents go to
-    Rust as Arrow buffers, a batch at a time; nulls are skipped."""
+    Rust as Arrow buffers, a batch at a time; nulls are skipped. `budget` as
+    for `_count_partition_of_files`."""
     from pyspark import TaskContext
 
-    counter, stats = spec.counter(), SourceStats()
+    counter, stats = spec.counter(budget[0]), SourceStats()
     threads, replace = task_threads(), spec.errors == "replace"
     context = TaskContext.get()
     source = f"DataFrame column {column!r}, partition {context.partitionId() if context else 0}"
@@ -117,14 +129,19 @@ def _count_partition_of_texts(
             counter.count_documents(data, offsets, source, None, threads, replace, None)
             stats += SourceStats(documents=len(present), bytes=len(data))
     _maybe_fail(fail_once)
-    yield from _counted_batches(counter, stats)
+    yield from _counted_batches(counter, stats, budget[1])
 
 
-def _counted_batches(counter, stats: SourceStats) -> Iterator["pa.RecordBatch"]:
+def _counted_batches(counter, stats: SourceStats, min_counts: Any) -> Iterator["pa.RecordBatch"]:
     """The counter's words as (word, count, null) batches, then one totals row
-    (null word, documents, bytes). Built from the Rust buffers, no per-word objects."""
+    (null word, documents, bytes) and, when its budget dropped words, one
+    pruned row (empty word, words, pre-tokens; the minimum count goes to the
+    accumulator `min_counts`). Built from the Rust buffers, no per-word objects."""
     import pyarrow as pa
 
+    words_dropped, pre_tokens_dropped, min_count = counter.pruned
+    if min_count and min_counts is not None:
+        min_counts.add(min_count)
     ((data, offsets, counts),) = counter.to_buckets(1)
     n = len(counts) // 8
     words = pa.Array.from_buffers(
@@ -146,12 +163,23 @@ def _counted_batches(counter, stats: SourceStats) -> Iterator["pa.RecordBatch"]:
         )
     yield pa.RecordBatch.from_arrays(
         [
-            pa.nulls(1, pa.binary()),
-            pa.array([stats.documents], pa.int64()),
-            pa.array([stats.bytes], pa.int64()),
+            pa.array([None] + ([b""] if words_dropped else []), pa.binary()),
+            pa.array([stats.documents] + ([words_dropped] if words_dropped else []), pa.int64()),
+            pa.array([stats.bytes] + ([pre_tokens_dropped] if words_dropped else []), pa.int64()),
         ],
         ["word", "count", "bytes"],
     )
+
+
+class _MaxParam:
+    """Spark accumulator of a maximum (`pyspark.AccumulatorParam`): a task
+    retried or recomputed adds the same value again, which a max ignores."""
+
+    def zero(self, value: int) -> int:
+        return 0
+
+    def addInPlace(self, a: int, b: int) -> int:  # noqa: N802 (pyspark's name)
+        return max(a, b)
 
 
 def task_threads() -> int:
@@ -187,6 +215,7 @@ def count_words(
     special_tokens: Sequence[str] = (),
     parts: int | None = None,
     errors: str = "strict",
+    max_memory: int | None = None,
     spark: "SparkSession | None" = None,
     _fail_once: str | None = None,
 ) -> WordCounts:
@@ -210,6 +239,8 @@ def count_words(
         parts: number of Parquet parts; default: Spark's default parallelism.
         errors: ``strict`` (bytes of a binary column that are not UTF-8 raise)
             or ``replace`` (U+FFFD).
+        max_memory: the budget in bytes of each map task's counts (lossy
+            counting past it; the manifest says what was dropped); None: exact.
         spark: unused here beyond `df`'s own session (accepted for symmetry).
 
     Returns:
@@ -232,11 +263,23 @@ def count_words(
     kind = df.schema[text_col].dataType
     if not isinstance(kind, (StringType, BinaryType)):
         raise ValueError(f"column {text_col!r} is {kind.simpleString()}, expected string or binary")
+    max_memory = check_max_memory(max_memory)
+    min_counts = df.sparkSession.sparkContext.accumulator(0, _MaxParam())
     fn = functools.partial(
-        _count_partition_of_texts, spec=spec, column=text_col, fail_once=_fail_once
+        _count_partition_of_texts,
+        spec=spec,
+        column=text_col,
+        fail_once=_fail_once,
+        budget=(max_memory, min_counts),
     )
     counted = df.select(text_col).mapInArrow(fn, _SCHEMA)
-    return _write_artifact(counted, spec, os.fspath(out), _check_parts(parts, df.sparkSession))
+    return _write_artifact(
+        counted,
+        spec,
+        os.fspath(out),
+        _check_parts(parts, df.sparkSession),
+        budget=(max_memory, min_counts),
+    )
 
 
 def count_files_on_spark(
@@ -245,6 +288,7 @@ def count_files_on_spark(
     out: str,
     *,
     parts: int | None = None,
+    max_memory: int | None = None,
     progress: bool = False,
     spark: "SparkSession | None" = None,
     _fail_once: str | None = None,
@@ -259,6 +303,8 @@ def count_files_on_spark(
         spec: pattern, special tokens, format and decoding policy.
         out: the artifact folder, on a filesystem the driver and executors share.
         parts: number of Parquet parts; default: Spark's default parallelism.
+        max_memory: the budget in bytes of each map task's counts (lossy
+            counting past it); None: exact counts.
         progress: a bar of files and bytes counted on the driver (updated as
             map tasks finish; Spark's own console bar is off on a session
             created here, so the two do not overwrite each other).
@@ -294,8 +340,14 @@ def count_files_on_spark(
             if progress
             else None
         )
+        budget = (max_memory, session.sparkContext.accumulator(0, _MaxParam()))
         fn = functools.partial(
-            _count_partition_of_files, spec=spec, names=names, fail_once=_fail_once, done=done
+            _count_partition_of_files,
+            spec=spec,
+            names=names,
+            fail_once=_fail_once,
+            done=done,
+            budget=budget,
         )
         with _ProgressFromAccumulators(done, paths, skipped=empty):
             return _write_artifact(
@@ -304,6 +356,7 @@ def count_files_on_spark(
                 out,
                 _check_parts(parts, session),
                 documents=empty if spec.format == "text" else 0,
+                budget=budget,
             )
     finally:
         if created:
@@ -408,10 +461,18 @@ def _check_parts(parts: int | None, session: "SparkSession") -> int:
 
 
 def _write_artifact(
-    counted: "DataFrame", spec: CountSpec, out: str, parts: int, *, documents: int = 0
+    counted: "DataFrame",
+    spec: CountSpec,
+    out: str,
+    parts: int,
+    *,
+    documents: int = 0,
+    budget: tuple[int | None, Any] = (None, None),
 ) -> WordCounts:
     """Shuffle by word, sum, sort, write with Spark; re-write as our parts;
-    `finish`. A failed or interrupted run removes its staging folder."""
+    `finish`. A failed or interrupted run removes its staging folder (Spark
+    retries failed tasks itself; a killed Spark count starts over).
+    `budget`: (the map tasks' max_memory, the accumulator of their minimum counts)."""
     from pyspark.sql import functions as F
 
     staging = staging_dir(out)
@@ -433,13 +494,26 @@ def _write_artifact(
                 .parquet("file://" + scratch)
             )
         )
-        written, totals = _rewrite_parts(counted.sparkSession, scratch, staging, parts)
+        written, totals = rewrite_parts(counted.sparkSession, scratch, staging, parts, run_action)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     totals["documents"] += documents
+    max_memory, min_counts = budget
+    pruned = (totals.pop("pruned_words"), totals.pop("pruned_pre_tokens"))
+    min_count = min_counts.value if min_counts is not None and pruned[0] else 0
     # Spark's hash partitioning is not our bucket hash: no `bucket_hash` in the manifest.
-    path = finish(staging, out, spec, written, totals, engine="spark", bucket_hash=None)
+    path = finish(
+        staging,
+        out,
+        spec,
+        written,
+        totals,
+        engine="spark",
+        bucket_hash=None,
+        max_memory=max_memory,
+        pruned=(*pruned, min_count),
+    )
     return WordCounts.open(path)
 
 
@@ -456,75 +530,3 @@ def run_action(action: Callable[[], Any]) -> Any:
         if found:
             raise ValueError(found[-1]) from None
         raise
-
-
-def _rewrite_parts(
-    session: "SparkSession", scratch: str, staging: str, parts: int
-) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Spark's output file(s) of partition i -> part i (`write_part`: our schema,
-    zstd, SHA-256), one Spark task per part, so the words stay on the executors;
-    partitions Spark wrote no file for become empty parts. Returns (what
-    `write_part` returned for each part, in part order; {"documents", "bytes"}),
-    small."""
-    by_partition: dict[int, list[str]] = {}
-    for name in sorted(os.listdir(scratch)):
-        m = _SPARK_PART.match(name)
-        if m:
-            by_partition.setdefault(int(m.group(1)), []).append(os.path.join(scratch, name))
-    if any(i >= parts for i in by_partition):
-        raise RuntimeError(
-            f"Spark wrote partitions {sorted(by_partition)}, expected at most {parts}"
-        )
-    jobs = [(i, by_partition.get(i, []), staging) for i in range(parts)]
-    results = run_action(
-        lambda: session.sparkContext.parallelize(jobs, len(jobs)).map(_rewrite_part).collect()
-    )
-    totals = {"documents": sum(r[2] for r in results), "bytes": sum(r[3] for r in results)}
-    return [r[1] for r in sorted(results, key=lambda r: r[0])], totals
-
-
-def _rewrite_part(job: tuple[int, list[str], str]) -> tuple[int, dict[str, Any], int, int]:
-    """One Spark task: rewrite partition i's files as part i; returns (i, what
-    `write_part` returned, documents, bytes from the totals rows)."""
-    import pyarrow.parquet as pq
-
-    i, files, staging = job
-    table = pq.read_table(files, columns=["word", "count", "bytes"]) if files else None
-    totals = {"documents": 0, "bytes": 0}
-    data, offsets, counts = _part_buffers(table, totals, files)
-    entry = write_part(os.path.join(staging, part_name(i)), data, offsets, counts)
-    return i, entry, totals["documents"], totals["bytes"]
-
-
-def _part_buffers(table, totals: dict[str, int], files: list[str]) -> tuple[bytes, bytes, bytes]:
-    """(data, offsets, counts) buffers of one Spark partition's rows, with the
-    totals rows (null word) added to `totals` and left out. Checks that words
-    are strictly increasing (sorted, each once), as a part must be."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if table is None or table.num_rows == 0:
-        return b"", np.zeros(1, "<i8").tobytes(), b""
-    stats = table.filter(pc.is_null(table.column("word")))
-    totals["documents"] += int(pc.sum(stats.column("count")).as_py() or 0)
-    totals["bytes"] += int(pc.sum(stats.column("bytes")).as_py() or 0)
-    rows = table.filter(pc.is_valid(table.column("word")))
-    words = rows.column("word").combine_chunks().cast(pa.large_binary())
-    counts = rows.column("count").combine_chunks().cast(pa.int64())
-    if (
-        len(words) > 1
-        and not pc.all(pc.less(words.slice(0, len(words) - 1), words.slice(1))).as_py()
-    ):
-        raise RuntimeError(f"{files}: Spark's output is not sorted by word, each word once")
-    if counts.null_count:
-        raise RuntimeError(f"{files}: a null count in Spark's output")
-    if len(words) == 0:
-        return b"", np.zeros(1, "<i8").tobytes(), b""
-    _, offsets_buf, data_buf = words.buffers()
-    offsets = np.frombuffer(offsets_buf, "<i8", count=len(words) + 1, offset=words.offset * 8)
-    start, end = int(offsets[0]), int(offsets[-1])
-    data = b"" if data_buf is None else data_buf.slice(start, end - start).to_pybytes()
-    count_bytes = np.frombuffer(
-        counts.buffers()[1], "<i8", count=len(counts), offset=counts.offset * 8
-    ).tobytes()
-    return data, (offsets - start).tobytes(), count_bytes

@@ -17,6 +17,11 @@ use aho_corasick::AhoCorasick;
 
 use crate::count::{add_word, for_each_piece, WordCounts};
 
+mod merge;
+mod rows;
+pub use merge::{merge_runs, Run};
+pub use rows::WordRows;
+
 /// Fixed seed of the bucket hash; changing it changes the artifact layout.
 pub const BUCKET_SEED: u64 = 0x6279_7465_7061_6972; // "bytepair"
 
@@ -44,6 +49,9 @@ pub enum ColumnsError {
     /// The same word twice within one part.
     #[error("word {} appears twice in one part (a part holds each word once)", escaped(.0))]
     Duplicate(Vec<u8>),
+    /// A word after a greater one in a part that must be sorted.
+    #[error("word {} is out of order (a part is sorted by bytes)", escaped(.0))]
+    Unsorted(Vec<u8>),
 }
 
 /// A word for an error message: its text with non-printing characters escaped.

@@ -1,0 +1,217 @@
+"""What a memory budget costs the merges: train with and without one and
+compare the merge tables and the compression of held-out text.
+
+Two ways a budget drops words (issue 37):
+
+* ``train``: training from an artifact within a budget
+  (``train_from_counts(max_memory=)``): the counts are final, so it keeps
+  exactly the words counted at least t times, the smallest t whose words fit;
+* ``count``: counting within a budget (``count(max_memory=)``, each worker's
+  counter): lossy counting drops the words seen fewer than 2, 4, 8... times
+  *so far* whenever the counts outgrow the budget, then the merge loop trains
+  on what is left.
+
+A budget is a fraction of what the exact run holds: for ``train``, of the
+merge loop's estimated cost of every word (`TrainingCost`: 48 + 4 bytes per
+byte of a word; the per-merge share is left out of both); for ``count``, of
+the peak memory the exact counting grew by (its threads' tallies, then their
+sum). Budgets here go below the API's 64 MiB minimum (the corpora are small),
+so the core's classes are called directly.
+
+For each corpus and fraction: distinct words, pre-tokens and text bytes
+(count x length) kept; how many of the exact run's first N merges (N = 1k,
+8k, 32k) are among the first N of the budgeted run; how many merges the two
+share from the first on (the common prefix); bytes per token on held-out text
+against the exact tokenizer's.
+
+Corpora: ``all`` (every file of the corpora folder, blank-line separated
+paragraphs, every 10th held out, 130 MB) or ``heaps:DIR`` (the files of a
+`gen_heaps_corpus.py` folder; held out: 64 MB more of it with another seed).
+
+Usage::
+
+    python bench/bench_pruning.py --corpus all
+    python bench/bench_pruning.py --corpus heaps:/work/big/h1 --fractions 0.25 0.1
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import common
+
+import bytepair
+from bytepair import _core
+from bytepair.train import TrainingStats
+from bytepair.train_learn import learn
+from bytepair.train_plan import plan_training
+
+NS = (1000, 8000, 32000)
+PER_WORD, PER_BYTE = 48, 4  # bytepair_core::train::budget::TrainingCost
+
+
+def prepare(corpus: str, work: Path) -> tuple[list[str], str]:
+    """(training files, held-out text file) of `corpus`."""
+    if corpus == "all":
+        paragraphs = common._paragraphs(common.MIXES["all"])
+        train = work / "train.txt"
+        train.write_bytes(b"\n\n".join(p for i, p in enumerate(paragraphs) if i % 10))
+        held = work / "heldout.txt"
+        held.write_bytes(b"\n\n".join(p for i, p in enumerate(paragraphs) if i % 10 == 0))
+        return [str(train)], str(held)
+    folder = Path(corpus.removeprefix("heaps:"))
+    sys.path.insert(0, str(common.BENCH_DIR))
+    import gen_heaps_corpus as gen
+
+    gen._init(3)
+    held = work / "heldout.txt"
+    gen.write_file(str(held), 64 * 10**6, (12345, 0), 1.36)
+    return sorted(str(p) for p in folder.glob("heaps-*.txt")), str(held)
+
+
+def word_stats(items) -> dict[str, int]:
+    """Distinct words, pre-tokens, bytes of the distinct words and bytes of
+    text (count x length) of (word, count) items."""
+    words = total = nbytes = text = 0
+    for w, c in items:
+        words += 1
+        total += c
+        nbytes += len(w)
+        text += c * len(w)
+    return {"words": words, "pre_tokens": total, "bytes": nbytes, "text": text}
+
+
+def train_one(counter: _core.WordCounter, merges: int, threads: int | None) -> bytepair.Tokenizer:
+    plan = plan_training(256 + merges, [], pattern="gpt2")
+    return learn(counter, plan, TrainingStats(), num_threads=threads, progress=False)
+
+
+def compare(exact: list, other: list) -> dict[str, float]:
+    """Share of the first N merges of `exact` that `other` has among its first
+    N, and the number of merges the two share from the first on."""
+    out = {}
+    for n in NS:
+        if len(exact) >= n:
+            out[f"set_{n}"] = len(set(exact[:n]) & set(other[:n])) / n
+    out["prefix"] = next((i for i, (x, y) in enumerate(zip(exact, other)) if x != y), len(other))
+    return out
+
+
+def bytes_per_token(tok: bytepair.Tokenizer, text: str, nbytes: int) -> float:
+    return nbytes / len(tok.encode_to_numpy(text, disallowed_special=(), num_threads=None))
+
+
+def run(corpus: str, fractions: list[float], merges: int, threads: int | None, work: Path) -> list:
+    train_files, held_path = prepare(corpus, work)
+    held = Path(held_path).read_text(encoding="utf-8")
+    held_bytes = len(held.encode())
+    common.log(f"{corpus}: counting {len(train_files)} file(s)")
+    common.reset_peak_rss()
+    before = common.current_rss_mib()
+    exact_counter = _core.WordCounter("gpt2", [])
+    exact_counter.count_files(train_files, threads)
+    count_memory = int((common.peak_rss_mib() - before) * 2**20)
+    del exact_counter
+    counts = bytepair.count(train_files, work / "counts", progress=False)
+    stats = word_stats(counts.items())
+    rows = []
+
+    def record(mode: str, fraction: float, budget: int | None, counter, seconds: float):
+        kept = word_stats(counter.items())
+        start = time.perf_counter()
+        tok = train_one(counter, merges, threads)
+        rows.append(
+            {
+                "corpus": corpus,
+                "mode": mode,
+                "fraction": fraction,
+                "budget": budget,
+                "words_kept": kept["words"] / stats["words"],
+                "pre_tokens_kept": kept["pre_tokens"] / stats["pre_tokens"],
+                "text_kept": kept["text"] / stats["text"],
+                "merges": [a + b"\x00" + b for a, b in tok.merges],
+                "bytes_per_token": bytes_per_token(tok, held, held_bytes),
+                "seconds": seconds + time.perf_counter() - start,
+            }
+        )
+        common.log(f"  {mode} {fraction}: {rows[-1]['bytes_per_token']:.4f} bytes/token")
+
+    start = time.perf_counter()
+    counter = _core.WordCounter("gpt2", [])
+    counts.load_into(counter)
+    record("exact", 1.0, None, counter, time.perf_counter() - start)
+    cost = PER_WORD * stats["words"] + PER_BYTE * stats["bytes"]
+    for f in fractions:
+        start = time.perf_counter()
+        counter = _core.WordCounter("gpt2", [])
+        budget = int(f * cost)
+        # merges=0: the whole budget for the words (the per-merge share is left out)
+        counts.load_into(counter, max_memory=budget, run={"ids": 256 + merges, "merges": 0})
+        record("train", f, budget, counter, time.perf_counter() - start)
+        start = time.perf_counter()
+        budget = int(f * count_memory)
+        counter = _core.WordCounter("gpt2", [], max_memory=budget)
+        counter.count_files(train_files, threads)
+        record("count", f, budget, counter, time.perf_counter() - start)
+    exact = rows[0]["merges"]
+    for row in rows:
+        row.update(compare(exact, row["merges"]))
+        row["bytes_per_token_vs_exact"] = row["bytes_per_token"] / rows[0]["bytes_per_token"] - 1
+        row["merges"] = len(row["merges"])
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    header = ["corpus", "budget", "fraction", "words kept", "pre-tokens kept", "text kept"]
+    header += [f"same first {n // 1000}k" for n in NS]
+    header += ["common prefix", "held-out bytes/token", "vs exact"]
+    body = []
+    for r in rows:
+        cells = [
+            r["corpus"],
+            r["mode"],
+            "1" if r["mode"] == "exact" else f"1/{round(1 / r['fraction'])}",
+            f"{r['words_kept']:.1%}",
+            f"{r['pre_tokens_kept']:.2%}",
+            f"{r['text_kept']:.2%}",
+        ]
+        cells += [f"{r[f'set_{n}']:.2%}" if f"set_{n}" in r else "–" for n in NS]
+        cells += [
+            str(r["prefix"]),
+            f"{r['bytes_per_token']:.4f}",
+            f"{r['bytes_per_token_vs_exact']:+.2%}",
+        ]
+        body.append(cells)
+    return common.markdown_table(header, body)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--corpus", nargs="+", default=["all"], help="all, or heaps:DIR")
+    p.add_argument("--fractions", nargs="+", type=float, default=[0.5, 0.25, 0.1, 0.05])
+    p.add_argument("--merges", type=int, default=32000)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--work-dir", type=Path, default=None, help="keep the inputs here")
+    args = p.parse_args()
+    work = args.work_dir or Path(tempfile.mkdtemp(prefix="bench-pruning-"))
+    rows = []
+    try:
+        for corpus in args.corpus:
+            sub = work / corpus.replace("/", "_").replace(":", "_")
+            sub.mkdir(parents=True, exist_ok=True)
+            rows += run(corpus, args.fractions, args.merges, args.threads, sub)
+    finally:
+        if args.work_dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print(table(rows))
+    common.save_json("pruning.json", {"rows": rows, "host": os.uname().nodename})
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,221 @@
+"""Memory budgets at every step (issue 37): counting (`bytepair.count(max_memory=)`,
+lossy counting per worker, what it dropped in the manifest), the reduce (a merge
+of sorted runs, exact at any size), training from counts (`max_memory=` keeps
+exactly the words counted at least t times), and resuming a killed count.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import pytest
+
+import bytepair
+from bytepair import _core
+
+pytest.importorskip("pyarrow")
+
+
+def _random_words(n: int, seed: int = 0) -> dict[bytes, int]:
+    """About n distinct words of 8 random letters, counted 1 to 10 times."""
+    rng = np.random.default_rng(seed)
+    letters = rng.integers(ord("a"), ord("z") + 1, size=(n, 8), dtype=np.uint8)
+    return {bytes(row): 1 + i % 10 for i, row in enumerate(letters)}
+
+
+@pytest.mark.slow
+def test_a_training_budget_keeps_exactly_the_words_counted_at_least_t_times():
+    """900k distinct words cost the merge loop more than 64 MiB: the budget
+    keeps every word counted t times or more (t > 1) and nothing else, so the
+    merges equal training on those words alone; a budget that holds every
+    word changes nothing."""
+    words = _random_words(900_000)
+    budget = 64 << 20
+    with pytest.warns(UserWarning, match="training dropped"):
+        pruned = bytepair.train_from_counts(words, 300, max_memory=budget, progress=False)
+    s = pruned.training_stats
+    t = s.pruned_min_count
+    kept = {w: c for w, c in words.items() if c >= t}
+    assert 1 < t <= 10 and s.pruned_words == len(words) - len(kept)
+    assert s.pruned_pre_tokens == sum(c for c in words.values() if c < t)
+    assert s.distinct_words == len(kept)
+    assert pruned.merges == bytepair.train_from_counts(kept, 300, progress=False).merges
+    small = dict(random.Random(1).sample(sorted(words.items()), 1000))
+    assert (
+        bytepair.train_from_counts(small, 300, max_memory=budget, progress=False).merges
+        == bytepair.train_from_counts(small, 300, progress=False).merges
+    )
+    for bad in (1 << 20, -1, 2.5):
+        with pytest.raises(ValueError, match="max_memory"):
+            bytepair.train_from_counts(small, 300, max_memory=bad)
+
+
+def test_an_artifact_streams_into_rows_within_the_budget(tmp_path):
+    """Rows of an artifact are kept as they come (each word in one part); with a
+    budget, exactly the words counted at least t times stay, whatever the order
+    of the parts."""
+    text = " ".join(f"w{i % 5000:x}q" * (1 + i % 4) for i in range(20_000))
+    (tmp_path / "a.txt").write_text(text)
+    counts = bytepair.count(
+        [tmp_path / "a.txt"], tmp_path / "c", parts=3, num_workers=1, progress=False
+    )
+    everything = dict(counts.items())
+    plain = _core.WordCounter("gpt2", [])
+    counts.load_into(plain)
+    assert dict(plain.items()) == everything and plain.pruned == (0, 0, 0)
+    costs = sorted(48 + 4 * len(w) for w in everything)
+    budget = sum(costs) // 3
+    rows = _core.WordCounter("gpt2", [])
+    counts.load_into(rows, max_memory=budget)
+    words, pre_tokens, t = rows.pruned
+    kept = {w: c for w, c in everything.items() if c >= t}
+    assert t > 1 and dict(rows.items()) == kept
+    assert (words, pre_tokens) == (
+        len(everything) - len(kept),
+        sum(everything.values()) - sum(kept.values()),
+    )
+    assert sum(48 + 4 * len(w) for w in kept) <= budget
+
+
+def _random_words_file(path, megabytes: int, seed: int = 0) -> None:
+    """Text of nearly all-distinct random words (the worst case for counting memory)."""
+    rng = np.random.default_rng(seed)
+    letters = rng.integers(ord("a"), ord("z") + 1, size=megabytes << 20, dtype=np.uint8)
+    letters[rng.random(letters.size) < 1 / 8] = ord(" ")
+    path.write_bytes(letters.tobytes())
+
+
+@pytest.mark.slow
+def test_count_within_a_budget_records_what_it_dropped(tmp_path):
+    """A worker past its budget drops the rarest words (lossy counting); the
+    manifest says how many and their pre-tokens, which with the kept ones add
+    up to every pre-token; `counts inspect` shows it; training reads it."""
+    from bytepair.cli.counts import format_counts
+
+    _random_words_file(tmp_path / "random.txt", 8)
+    (tmp_path / "prose.txt").write_text("The Cat Sat On The Mat " * 50_000)
+    inputs = [tmp_path / "random.txt", tmp_path / "prose.txt"]
+    exact = bytepair.count(inputs, tmp_path / "exact", num_workers=1, progress=False)
+    counted = bytepair.count(
+        inputs, tmp_path / "c", num_workers=1, max_memory=64 << 20, progress=False
+    )
+    p, t = counted.pruned, counted.totals
+    assert exact.pruned.words == 0 and exact.manifest["format_version"] == 2
+    assert p.max_memory == 64 << 20 and p.words > 100_000 and p.min_count >= 2
+    assert t.pre_tokens + p.pre_tokens == exact.totals.pre_tokens
+    assert t.distinct < exact.totals.distinct - p.words // 2
+    kept = dict(counted.items())
+    assert kept[b" Cat"] == dict(exact.items())[b" Cat"] == 50_000
+    assert f"{p.words:,} distinct words seen < {p.min_count} times" in format_counts(counted, 0)
+    with pytest.raises(ValueError, match="max_memory"):
+        bytepair.count(inputs, tmp_path / "x", max_memory=1 << 20, progress=False)
+
+
+def test_version_1_artifacts_still_open(tmp_path):
+    import json
+
+    (tmp_path / "a.txt").write_text("low lower lowest")
+    counts = bytepair.count([tmp_path / "a.txt"], tmp_path / "c", progress=False)
+    manifest = json.loads((tmp_path / "c" / "_manifest.json").read_text())
+    del manifest["pruned"]
+    manifest["format_version"] = 1
+    (tmp_path / "c" / "_manifest.json").write_text(json.dumps(manifest))
+    old = bytepair.WordCounts.open(tmp_path / "c")
+    assert old.pruned.words == 0 and old.pruned.max_memory is None
+    assert dict(old.items()) == dict(counts.items())
+    manifest["format_version"] = 2
+    (tmp_path / "c" / "_manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match="missing or malformed key"):
+        bytepair.WordCounts.open(tmp_path / "c")
+
+
+def test_the_reduce_merges_sorted_parts_a_batch_at_a_time(tmp_path):
+    """`merge_parts` reads a few rows of each input at a time and gives the
+    sums of all inputs, sorted, whatever the batch size; out-of-order input
+    is refused."""
+    from bytepair.counts.parts import merge_parts, write_part
+
+    rng = random.Random(0)
+    inputs, want = [], {}
+    for k in range(5):
+        words = {f"w{rng.randrange(400):03d}".encode(): rng.randrange(1, 9) for _ in range(150)}
+        counter = _core.WordCounter("gpt2", [])
+        counter.add_counts(list(words.items()))
+        ((data, offsets, counts),) = counter.to_buckets(1)
+        inputs.append(str(tmp_path / f"in{k}.parquet"))
+        write_part(inputs[-1], data, offsets, counts)
+        for w, c in words.items():
+            want[w] = want.get(w, 0) + c
+    for batch in (1, 7, 1 << 16):
+        out = str(tmp_path / f"out{batch}.parquet")
+        written = merge_parts(inputs, out, batch)
+        rows = _part_items(out)
+        assert [w for w, _ in rows] == sorted(want) and dict(rows) == want
+        assert written["rows"] == len(want) and written["pre_tokens"] == sum(want.values())
+    merge_parts([], str(tmp_path / "empty.parquet"))
+    assert _part_items(str(tmp_path / "empty.parquet")) == []
+    backwards = str(tmp_path / "backwards.parquet")
+    write_part(backwards, b"ba", np.array([0, 1, 2], "<i8").tobytes(), np.ones(2, "<i8").tobytes())
+    with pytest.raises(ValueError, match="out of order"):
+        merge_parts([backwards, inputs[0]], str(tmp_path / "bad.parquet"), 1)
+
+
+def _part_items(path: str) -> list[tuple[bytes, int]]:
+    from bytepair.counts.parts import part_batches
+
+    items = []
+    for data, offsets, counts in part_batches(path):
+        o = np.frombuffer(offsets, "<i8").tolist()
+        c = np.frombuffer(counts, "<i8").tolist()
+        items += [(data[o[i] : o[i + 1]], c[i]) for i in range(len(c))]
+    return items
+
+
+@pytest.mark.slow
+def test_a_killed_count_resumes_from_its_finished_shards(tmp_path):
+    """A count killed (SIGKILL) after some shards finished leaves them in its
+    staging folder; the same count again takes the folder over, counts only
+    the other shards and writes the very artifact an uninterrupted run writes.
+    The finished shards' files are overwritten with invalid UTF-8 of the same
+    size before the rerun: reading them again would fail."""
+    import glob
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from bytepair.counts.count import count_locally
+    from bytepair.counts.sources import CountSpec
+
+    paths = []
+    for i in range(8):
+        path = tmp_path / f"doc{i}.txt"
+        path.write_text(" ".join(f"word{i}x{j % 97} shared{j % 5}" for j in range(4000)))
+        paths.append(str(path))
+    args = dict(num_workers=1, shards=8)
+    fresh = count_locally(paths, CountSpec(), str(tmp_path / "fresh"), **args)
+    out = str(tmp_path / "out")
+    code = (
+        "from bytepair.counts.count import count_locally\n"
+        "from bytepair.counts.sources import CountSpec\n"
+        f"count_locally({paths!r}, CountSpec(), {out!r}, num_workers=1, shards=8,"
+        " _kill_after_shards=3)\n"
+    )
+    killed = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
+    time.sleep(2.5)  # the orphaned worker sees its driver gone and exits
+    (staging,) = glob.glob(str(tmp_path / ".out.partial-*"))
+    records = [json.loads(open(r).read()) for r in glob.glob(f"{staging}/_progress/task-*.json")]
+    assert 3 <= len(records) < 8
+    for record in records:
+        for path in record["inputs"]:
+            size = os.path.getsize(path)
+            with open(path, "wb") as f:
+                f.write(b"\xff" * size)
+    resumed = count_locally(paths, CountSpec(), out, **args)
+    assert not glob.glob(str(tmp_path / ".out.partial-*")), "the staging folder stayed"
+    assert {**resumed.manifest, "parts": None} == {**fresh.manifest, "parts": None}
+    assert resumed.manifest["parts"] == fresh.manifest["parts"], "not the same bytes"
