@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 
 import numpy as np
 import pytest
@@ -127,8 +128,18 @@ def test_version_1_artifacts_still_open(tmp_path):
     assert dict(old.items()) == dict(counts.items())
     manifest["format_version"] = 2
     (tmp_path / "c" / "_manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(ValueError, match="missing or malformed key"):
+    with pytest.raises(ValueError, match=r"_manifest\.json: pruned: missing"):
         bytepair.WordCounts.open(tmp_path / "c")
+    for field, value, message in [
+        ("words", -1, "pruned.words: expected a non-negative integer, got -1"),
+        ("max_memory", 0, "pruned.max_memory: expected a positive number of bytes, got 0"),
+        ("min_count", True, "pruned.min_count: expected a non-negative integer, got true"),
+    ]:
+        pruned = {"max_memory": None, "words": 0, "pre_tokens": 0, "min_count": 0}
+        manifest["pruned"] = pruned | {field: value}
+        (tmp_path / "c" / "_manifest.json").write_text(json.dumps(manifest))
+        with pytest.raises(ValueError, match=re.escape(message)):
+            bytepair.WordCounts.open(tmp_path / "c")
 
 
 def test_the_reduce_merges_sorted_parts_a_batch_at_a_time(tmp_path):

@@ -117,7 +117,9 @@ impl WordCounter {
     /// the rows are kept (L + 12 bytes a word), not summed into a map.
     /// `budget` (bytes, taken from the first call): keep only the words the
     /// merge loop of a run of `merges` merges and `ids` token ids can hold
-    /// within it (`bytepair_core::count::Accumulator::add_rows`).
+    /// within it (`bytepair_core::count::Accumulator::add_rows`). A batch
+    /// holding a special-token string inside a word (a part made elsewhere:
+    /// counting cuts there) is cut and summed as `add_columns` does instead.
     #[pyo3(signature = (data, offsets, counts, budget=None, ids=256, merges=0))]
     #[allow(clippy::too_many_arguments)]
     fn load_rows(
@@ -132,9 +134,22 @@ impl WordCounter {
     ) -> PyResult<()> {
         let (offsets, n) = (le_i64s(offsets, "offsets")?, le_i64s(counts, "counts")?);
         let cost = TrainingCost::for_run(ids, merges);
-        let accumulator = &mut self.counts;
-        py.detach(|| accumulator.add_rows((data, &offsets, &n), budget, cost))
-            .map_err(columns_error)
+        let (accumulator, specials) = (&mut self.counts, self.specials.as_ref());
+        py.detach(|| {
+            let mut cut = false;
+            if let Some(specials) = specials {
+                wordcounts::for_each_row(data, &offsets, &n, false, |w, _| {
+                    cut = cut || specials.is_match(w)
+                })?;
+            }
+            if cut {
+                let words = accumulator.settled();
+                wordcounts::add_rows(words, data, &offsets, &n, true, specials)
+            } else {
+                accumulator.add_rows((data, &offsets, &n), budget, cost)
+            }
+        })
+        .map_err(columns_error)
     }
 
     /// Drop the rarest words until the merge loop of a run of `merges` merges

@@ -209,6 +209,9 @@ class WordCounts:
             if rows != part["rows"]:
                 raise ValueError(f"{path}: {rows} rows, the manifest says {part['rows']}")
             load_part(counter, path, max_memory, **(run or {}))
+        if max_memory is not None:
+            # Rows cut at special tokens were summed apart from the rows: fit them too.
+            counter.fit_training_budget(max_memory, **(run or {}))
         release_arrow_memory()  # pyarrow's buffers, before training
 
     def items(self) -> Iterator[tuple[bytes, int]]:
