@@ -131,7 +131,9 @@ fn merges_equal_a_full_recount_on_generated_words() {
             token_bytes: vec![vec![]; 256],
             taken: Default::default(),
             single_tokens: 0,
-            num_merges: 70_000
+            num_merges: 70_000,
+            max_chars: usize::MAX,
+            rules: None,
         }
         .fits::<u16>());
         assert_eq!(

@@ -22,7 +22,7 @@ another seed (bytes per token). Artifacts and scratch go to ``--work``.
 
 Usage::
 
-    nice -n 19 python bench/bench_scale.py /work/big/heaps --work /work/big/scale \\
+    nice -n 19 python bench/bench_terabyte.py /work/big/heaps --work /work/big/scale \\
         --ray-budget 4G --spark-budget 256M --train-budget 1G
 """
 
@@ -233,9 +233,9 @@ def main() -> None:
             child_args += ["--budget", str(budget)]
         results[stage] = run_stage(child_args)
         common.log(json.dumps(results[stage]))
-        common.save_json("scale.json", results)
+        common.save_json("terabyte.json", results)
     results["compare"] = compare(args.work, args.stages)
-    common.save_json("scale.json", results)
+    common.save_json("terabyte.json", results)
     print(json.dumps(results, indent=1))
 
 

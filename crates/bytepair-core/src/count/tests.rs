@@ -1,0 +1,109 @@
+//! Tests of `count` (the module's own functions).
+
+use super::*;
+use crate::pretokenize::PreTokenizer;
+use std::io::Write;
+
+#[test]
+fn words_given_as_counted_are_cut_at_special_tokens() {
+    let specials = crate::pretokenize::special_matcher(&["<s>".into(), "<s>x".into()])
+        .unwrap()
+        .unwrap();
+    let pieces = |word: &[u8]| {
+        let mut out = Vec::new();
+        for_each_piece(word, Some(&specials), |p| out.push(p.to_vec()));
+        out
+    };
+    assert_eq!(pieces(b"ab"), vec![b"ab".to_vec()]);
+    assert_eq!(pieces(b"<s>"), Vec::<Vec<u8>>::new());
+    assert_eq!(pieces(b"a<s>b<s><s>"), vec![b"a".to_vec(), b"b".to_vec()]);
+    assert_eq!(pieces(b"a<s>xb"), vec![b"a".to_vec(), b"b".to_vec()]); // the longest wins
+    assert_eq!(pieces(b""), vec![b"".to_vec()]);
+    let mut whole = Vec::new();
+    for_each_piece(b"a<s>", None, |p| whole.push(p.to_vec()));
+    assert_eq!(whole, vec![b"a<s>".to_vec()]);
+}
+
+fn counts_of(pre: &PreTokenizer, text: &str) -> WordCounts {
+    let mut c = WordCounts::default();
+    count_text(pre, text, &mut c).unwrap();
+    c
+}
+
+#[test]
+fn chunk_size_does_not_change_counts() {
+    let text =
+        "Hello world.\nIt's  here\n\n  and\tthere \nx\ny\n\u{a0}\nz end  \n}\n/* c */\n}\nx\n";
+    let dir = std::env::temp_dir().join(format!("bytepair-count-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.txt");
+    std::fs::File::create(&path)
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    for pattern in ["gpt2", "cl100k", "o200k"] {
+        let pre = PreTokenizer::new(pattern, &[]).unwrap();
+        let want = counts_of(&pre, text);
+        for chunk_size in [1, 2, 3, 5, 8, 13, 1000] {
+            let path = path.to_string_lossy().to_string();
+            let rule = CutRule::new(pattern, &[]);
+            let got = count_files(
+                &pre,
+                &rule,
+                &[path],
+                chunk_size,
+                false,
+                &Limits::default(),
+                &Progress::default(),
+            )
+            .unwrap()
+            .into_counts();
+            assert_eq!(got, want, "pattern {pattern} chunk size {chunk_size}");
+        }
+    }
+}
+
+#[test]
+fn long_words_are_cut_at_character_boundaries_within_the_bound() {
+    let text = "\u{e9}".repeat(50) + &"x".repeat(7) + "\u{20ac}\u{1f600}";
+    for max in [4, 5, 6, 7, 10, 64] {
+        let words: Vec<&[u8]> = split_long_word(text.as_bytes(), max).collect();
+        assert_eq!(words.concat(), text.as_bytes());
+        assert!(
+            words
+                .iter()
+                .all(|w| !w.is_empty() && w.len() <= max && std::str::from_utf8(w).is_ok()),
+            "max {max}"
+        );
+    }
+    let pre = PreTokenizer::new("gpt2", &[]).unwrap();
+    let mut tally = WordTally::new(64);
+    tally.add_text(&pre, &"\0".repeat(1000)).unwrap();
+    let counts = tally.into_counts();
+    assert_eq!(counts.len(), 2);
+    assert_eq!(
+        (counts[&vec![0u8; 64]], counts[&vec![0u8; 1000 % 64]]),
+        (1000 / 64, 1)
+    );
+}
+
+#[test]
+fn a_line_without_newlines_is_read_in_chunks() {
+    let text = "Word,".repeat(1000);
+    let path = std::env::temp_dir().join(format!("bytepair-line-{}.txt", std::process::id()));
+    std::fs::write(&path, &text).unwrap();
+    let rule = CutRule::new("gpt2", &[]);
+    let chunks: Vec<Chunk> = ChunkReader::open(&path.to_string_lossy(), 100, rule)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    std::fs::remove_file(&path).unwrap();
+    assert!(
+        chunks.iter().all(|c| c.bytes.len() <= 100),
+        "every chunk within chunk_size"
+    );
+    assert_eq!(
+        chunks.iter().map(|c| c.bytes.len()).sum::<usize>(),
+        text.len()
+    );
+}
