@@ -80,6 +80,30 @@ def test_an_artifact_streams_into_rows_within_the_budget(tmp_path):
     assert sum(48 + 4 * len(w) for w in kept) <= budget
 
 
+def test_rows_holding_a_special_token_are_cut_within_a_budget(tmp_path):
+    """A part whose words hold a special token (written by another tool) is cut
+    there under a budget too, as without one: the budget changes which words
+    stay, never how they are cut, and no merge spells the special token."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = {b"a<s>b": 500, b"<s>": 9_000, b"ab": 40, b"xyz": 1, b"zq<s>zq": 30}
+    words = sorted(rows)
+    part = tmp_path / "c" / "part-00000.parquet"
+    (tmp_path / "c").mkdir()
+    table = {"word": pa.array(words, pa.binary()), "count": pa.array([rows[w] for w in words])}
+    pq.write_table(pa.table(table), part)
+    cut = _core.WordCounter("gpt2", ["<s>"])
+    bytepair.counts.parts.load_part(cut, str(part), 64 << 20, ids=300, merges=44)
+    pieces = {b"a": 500, b"b": 500, b"ab": 40, b"xyz": 1, b"zq": 60}
+    assert dict(cut.items()) == pieces and cut.pruned == (0, 0, 0)
+    cut.fit_training_budget(64 << 20, ids=300, merges=44)  # the words fit: nothing goes
+    assert dict(cut.items()) == pieces and cut.pruned == (0, 0, 0)
+    cut.fit_training_budget(150, ids=300, merges=0)  # room for two words of one byte
+    t = cut.pruned[2]
+    assert t > 60 and dict(cut.items()) == {b"a": 500, b"b": 500}
+
+
 def _random_words_file(path, megabytes: int, seed: int = 0) -> None:
     """Text of nearly all-distinct random words (the worst case for counting memory)."""
     rng = np.random.default_rng(seed)
