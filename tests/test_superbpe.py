@@ -119,6 +119,102 @@ def test_merges_equal_the_reference_on_any_text(texts, stage1, stage2, max_words
     bytepair.Tokenizer(tok.vocab, tok.merges, pattern=tok.pattern)
 
 
+# ---- one token, one id ---------------------------------------------------------------
+
+
+def assert_one_id_per_token(tok, folder):
+    """No two ids spell the same bytes (ordinary or special), and tokenizer.json
+    and .tiktoken load back with the same ids."""
+    spelled = collections.Counter(tok.vocab.values())
+    assert [b for b, n in spelled.items() if n > 1] == []
+    tok.save(folder / "sb.json")
+    tok.save_tiktoken(folder / "sb.tiktoken")
+    for name in ("sb.json", "sb.tiktoken"):
+        back = bytepair.Tokenizer.load(folder / name)
+        assert (back.vocab, back.merges, back.special_tokens, back.pattern_regex) == (
+            tok.vocab,
+            tok.merges,
+            tok.special_tokens,
+            tok.pattern_regex,
+        ), name
+
+
+@pytest.mark.parametrize("on_base", [False, True])
+def test_no_merge_spells_a_special_token(tmp_path, on_base):
+    """Stage 1 cuts the text at the run's special tokens as stage 2 does: else
+    it learned "hello" as a merge and the special token "hello" took a second id
+    (tokenizer.json cannot hold that: save refused)."""
+    texts = ["hello world, hello there. Hello you, hello\n"] * 6
+    base = None
+    if on_base:  # a base that has no token "hello"
+        base = bytepair.train_from_iterator(["the world, there you\n"] * 3, 262, progress=False)
+    first = 262 if on_base else 256
+    # 12 merges in stage 1 (the special token takes an id of the transition), 28 in stage 2.
+    tok = train_sb(texts, first + 41, first + 13, special_tokens=["hello"], base=base)
+    assert b"hello" not in tok.mergeable_ranks
+    want = ref.train_superbpe(
+        texts, 12, 28, special_tokens=["hello"], base=base.merges if on_base else ()
+    )
+    assert tok.merges == want
+    assert_one_id_per_token(tok, tmp_path)
+    (tmp_path / "texts.txt").write_text("".join(texts))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        from_file = bytepair.train(
+            tmp_path / "texts.txt",
+            first + 41,
+            special_tokens=["hello"],
+            base=base,
+            superbpe_transition=first + 13,
+            progress=False,
+        )
+    assert from_file.merges == want
+
+
+@hypothesis.settings(max_examples=80, deadline=None)
+@hypothesis.given(
+    st.lists(st.text(alphabet="ab c:.,\n", max_size=40), min_size=1, max_size=4),
+    st.lists(st.text(alphabet="ab c:.,\n", max_size=15), min_size=1, max_size=3),
+    # (Not one a base may hold with a space: tokenizer.json cannot mark "Ġc" special.)
+    st.lists(st.sampled_from(["ab", "a b", ":", "a", "b. ", "c:"]), max_size=2, unique=True),
+    st.integers(0, 10),
+    st.integers(0, 6),
+    st.integers(0, 20),
+    st.booleans(),
+)
+def test_one_id_per_token_on_any_text_and_base(
+    tmp_path_factory, texts, other, specials, base_merges, stage1, stage2, same_text
+):
+    """SuperBPE on generated texts, special tokens and bases (none, or trained
+    on the same texts or on others; stage 1 extending it or not): no token
+    twice, the files load back, and the merges are the reference's."""
+    base_texts = texts if same_text else other
+    hypothesis.assume("".join(base_texts).strip())
+    base = None
+    if base_merges:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            base = bytepair.train_from_iterator(base_texts, 256 + base_merges, progress=False)
+    held = base.mergeable_ranks if base is not None else {bytes([i]): i for i in range(256)}
+    new_specials = sum(t.encode() not in held for t in specials)
+    floor = len(held) + new_specials
+    try:
+        tok = train_sb(
+            texts, floor + stage1 + stage2, floor + stage1, special_tokens=specials, base=base
+        )
+    except ValueError as e:  # the special tokens leave no text: plain BPE refuses it too
+        assert "empty corpus" in str(e)
+        return
+    assert_one_id_per_token(tok, tmp_path_factory.mktemp("sb"))
+    base_table = () if base is None else base.merges
+    want = ref.train_superbpe(texts, stage1, stage2, special_tokens=specials, base=base_table)
+    # Stage 1 may stop early; then stage 2 learns the merges left (the reference does not).
+    if len(want) == len(base_table) + stage1 + stage2 or (
+        tok.training_stats.superbpe_transition == floor + stage1
+    ):
+        assert tok.merges == want
+
+
 # ---- the saved files in other libraries -------------------------------------------
 
 

@@ -421,11 +421,14 @@ def train_superbpe(
     pattern: str = "gpt2",
     special_tokens: Iterable[str] = (),
     max_words: int | None = 4,
+    base: Sequence[Pair] = (),
 ) -> list[Pair]:
-    """SuperBPE's merge table: `stage1_merges` merges of ordinary BPE (`train`),
-    then up to `stage2_merges` over the stage-2 pieces, each first split by
-    the stage-1 merges (`bpe`), recounting every step; a pair is never merged
-    if `superbpe_allows` refuses its result or the result is a token already.
+    """SuperBPE's merge table: `stage1_merges` merges of ordinary BPE (`train`;
+    with `base`, a merge table, an extension of it as `train_trace` makes
+    one), then up to `stage2_merges` over the stage-2 pieces, each first split
+    by the stage-1 merges (`bpe`), recounting every step; a pair is never
+    merged if `superbpe_allows` refuses its result or the result is a token
+    already. Both stages cut the text at `special_tokens`.
 
     >>> text = "of the cat, of the dog. Of the cats: of the dogs!!"
     >>> [a + b for a, b in train_superbpe([text], 6, 3)]
@@ -433,8 +436,11 @@ def train_superbpe(
     """
     texts = list(texts)
     special_tokens = list(special_tokens)
-    stage1 = train(texts, stage1_merges, pattern, special_tokens)
     ranks = {bytes([i]): i for i in range(256)}
+    for r, (a, b) in enumerate(base):
+        ranks.setdefault(a + b, 256 + r)
+    words = count_words(texts, pattern, special_tokens)
+    stage1 = list(base) + train_from_counts(words, stage1_merges, base_ranks=ranks)
     for r, (a, b) in enumerate(stage1):
         ranks.setdefault(a + b, 256 + r)
     pieces = Counter(p.encode("utf-8") for t in texts for p in superbpe_pieces(t, special_tokens))

@@ -129,8 +129,15 @@ def plan_superbpe(
     stage1 = (
         None
         if base is not None and stage1_merges == 0
+        # The run's special tokens cut stage 1's text too (no merge spells one),
+        # but only stage 2 gives them ids.
         else replace(
-            plan, vocab_size=int(transition), num_merges=stage1_merges, specials=(), fixed={}
+            plan,
+            vocab_size=int(transition),
+            num_merges=stage1_merges,
+            specials=(),
+            fixed={},
+            cut_at=plan.specials,
         )
     )
     return SuperPlan(plan, int(transition), pattern, max_words, stage1)

@@ -117,6 +117,9 @@ class TrainPlan:
     min_frequency: int = 0
     max_token_length: int | None = None
     shared: dict[str, int] = field(default_factory=dict)
+    # Special tokens of a larger run that this part of it splits the text at
+    # without adding them (SuperBPE's stage 1: stage 2 adds them).
+    cut_at: tuple[str, ...] = ()
 
     @property
     def next_id(self) -> int:
@@ -142,7 +145,7 @@ class TrainPlan:
     def split_at(self) -> list[str]:
         """Every special-token string that splits the text (the base's first)."""
         base = [] if self.base is None else list(self.base.special_tokens)
-        return base + list(self.shared) + list(self.specials)
+        return base + list(self.shared) + list(self.specials) + list(self.cut_at)
 
 
 def plan_training(
