@@ -120,10 +120,11 @@ def learn(
         vocab, merges, specials = {i: bytes([i]) for i in range(256)}, [], {}
     else:
         vocab, merges, specials = dict(base.vocab), list(base.merges), dict(base.special_tokens)
+    first = plan.next_id  # a scan of the base's ids: once, not once per merge
     for rank, (a, b, _) in enumerate(learned):
         merges.append((vocab[a], vocab[b]))
-        vocab[plan.next_id + rank] = vocab[a] + vocab[b]
-    specials |= special_ids(plan, plan.next_id + len(learned))
+        vocab[first + rank] = vocab[a] + vocab[b]
+    specials |= special_ids(plan, first + len(learned))
     pipeline = (
         None
         if plan.pipeline is None
