@@ -831,13 +831,13 @@ def test_encode_to_numpy_on_threads_gives_the_ids_of_one_thread():
 
 
 def test_cache_budget_is_a_setting_and_a_small_one_gives_the_same_ids():
-    """A budget rounds down to a power of two (at least 512 KiB); caches made
-    under a small one empty and refill often, and the ids do not change."""
+    """A budget rounds down to a power of two (at least 1 MiB); caches made
+    under a small one sweep often, and the ids do not change."""
     import random
     import threading
 
     old = bytepair.cache_budget()
-    assert old == 16 << 20, "the documented default"
+    assert old == 128 << 20, "the documented default"
     rng = random.Random(3)
     words = [
         "".join(rng.choice("abcdefghij") for _ in range(rng.randint(1, 30))) for _ in range(40_000)
@@ -847,7 +847,7 @@ def test_cache_budget_is_a_setting_and_a_small_one_gives_the_same_ids():
     want = tok.encode(text)
     try:
         assert bytepair.set_cache_budget(3 << 20) == 2 << 20
-        assert bytepair.set_cache_budget(0) == 512 << 10 == bytepair.cache_budget()
+        assert bytepair.set_cache_budget(0) == 1 << 20 == bytepair.cache_budget()
         got = []
         thread = threading.Thread(target=lambda: got.append(tok.encode(text)))  # fresh caches
         thread.start()

@@ -16,10 +16,10 @@ def resolve_pattern(name_or_pattern: str) -> str:
     """Preset name (gpt2, cl100k, o200k) -> its regex; other strings unchanged."""
 
 def set_cache_budget(nbytes: int) -> int:
-    """Budget of each per-thread piece cache, in bytes; returns the budget in effect."""
+    """Budget of each thread's caches per encoder, in bytes; returns the budget in effect."""
 
 def cache_budget() -> int:
-    """The piece-cache budget in effect, in bytes."""
+    """The cache budget in effect, in bytes."""
 
 class RankTable:
     """A .tiktoken file read by the core, with the encoder's tables built."""
@@ -228,13 +228,17 @@ class CoreBPE:
         itemsize: int,
         replace_errors: bool = False,
         num_threads: int | None = None,
-    ) -> tuple[bytes, bytes]:
+    ) -> tuple[numpy.ndarray, bytes]:
         """Documents in Arrow large_binary layout (data, n + 1 LE int64 offsets), each encoded
         on threads with eot appended -> (ids back to back as LE uint16/uint32 for itemsize 2/4,
-        each document's id count as LE int64). Errors name source, record and byte offset."""
+        as a uint8 array owning them; each document's id count as LE int64). Errors name
+        source, record and byte offset."""
     def decode_bytes(self, ids: list[int]) -> bytes: ...
     def decode_text(self, ids: list[int], errors: str) -> str:
         """The joined bytes of ids decoded as UTF-8 with the error handler `errors`."""
+    def cache_stats(self) -> dict[str, int]:
+        """The calling thread's caches for this encoder: pieces_seen; short_/mid_ pieces,
+        bytes, inserted, sweeps, evicted; long_pieces, long_bytes."""
     def pretokenize(self, text: str) -> list[str]: ...
 
 # ---- SentencePiece BPE (src/sentencepiece.rs, src/spm_encoder.rs) ---------------------------
@@ -311,7 +315,7 @@ class CoreSPM:
         itemsize: int,
         replace_errors: bool = False,
         num_threads: int | None = None,
-    ) -> tuple[bytes, bytes]:
+    ) -> tuple[numpy.ndarray, bytes]:
         """As CoreBPE.encode_documents."""
     def encode_batch(
         self,

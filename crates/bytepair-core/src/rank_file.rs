@@ -6,6 +6,7 @@ use crate::shortkey::BytesMap;
 use base64::Engine;
 
 use crate::encode::{EncoderError, VocabTables};
+use crate::memory::PackedBytes;
 use crate::recover::recover_splits;
 
 /// Why a rank file cannot be read (the Python loader re-reads such a file
@@ -24,11 +25,12 @@ fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
 }
 
-/// One line's (token, rank); None for a blank line.
-fn parse_line(line: &[u8], n: usize) -> Result<Option<(Vec<u8>, u32)>, RankFileError> {
+/// One line's (token, rank), the token appended to `token` (base64
+/// decoded); None for a blank line.
+fn parse_line(line: &[u8], n: usize, token: &mut Vec<u8>) -> Result<Option<u32>, RankFileError> {
     let error = |reason| RankFileError { line: n, reason };
     let mut fields = line.split(|&b| is_space(b)).filter(|f| !f.is_empty());
-    let Some(token) = fields.next() else {
+    let Some(encoded) = fields.next() else {
         return Ok(None);
     };
     let (Some(rank), None) = (fields.next(), fields.next()) else {
@@ -41,10 +43,33 @@ fn parse_line(line: &[u8], n: usize) -> Result<Option<(Vec<u8>, u32)>, RankFileE
         .ok()
         .and_then(|r| r.parse::<u32>().ok())
         .ok_or(error("rank beyond 2**32"))?;
-    let token = base64::engine::general_purpose::STANDARD
-        .decode(token)
+    base64::engine::general_purpose::STANDARD
+        .decode_vec(encoded, token)
         .map_err(|_| error("invalid base64"))?;
-    Ok(Some((token, rank)))
+    Ok(Some(rank))
+}
+
+/// Every line of a rank file in turn, its token appended to `tokens`
+/// (packed) and its rank to `ranks`.
+fn parse_into(
+    data: &[u8],
+    tokens: &mut Vec<u8>,
+    mut push: impl FnMut(&mut Vec<u8>, u32),
+) -> Result<(), RankFileError> {
+    let mut any = false;
+    for (i, line) in data.split(|&b| b == b'\n').enumerate() {
+        if let Some(rank) = parse_line(line, i + 1, tokens)? {
+            push(tokens, rank);
+            any = true;
+        }
+    }
+    if !any {
+        return Err(RankFileError {
+            line: 0,
+            reason: "no ranks",
+        });
+    }
+    Ok(())
 }
 
 /// Every (token bytes, rank) of a rank file, in file order.
@@ -53,16 +78,30 @@ fn parse_line(line: &[u8], n: usize) -> Result<Option<(Vec<u8>, u32)>, RankFileE
 /// an empty file. (Tokens listed twice: `merges_of_rank_table`.)
 pub fn parse_rank_file(data: &[u8]) -> Result<Vec<(Vec<u8>, u32)>, RankFileError> {
     let mut tokens = Vec::with_capacity(data.len() / 12);
-    for (i, line) in data.split(|&b| b == b'\n').enumerate() {
-        tokens.extend(parse_line(line, i + 1)?);
-    }
-    if tokens.is_empty() {
-        return Err(RankFileError {
-            line: 0,
-            reason: "no ranks",
-        });
-    }
+    parse_into(data, &mut Vec::new(), |token, rank| {
+        tokens.push((std::mem::take(token), rank));
+    })?;
     Ok(tokens)
+}
+
+/// `parse_rank_file` into one buffer: the tokens packed, their ranks, sorted
+/// by rank.
+fn parse_packed(data: &[u8]) -> Result<(PackedBytes, Vec<u32>), RankFileError> {
+    let mut bytes = Vec::with_capacity(data.len() / 2);
+    let (mut ends, mut ranks) = (Vec::new(), Vec::new());
+    parse_into(data, &mut bytes, |token, rank| {
+        ends.push(token.len());
+        ranks.push(rank);
+    })?;
+    let token = |i: usize| &bytes[if i == 0 { 0 } else { ends[i - 1] }..ends[i]];
+    let mut order: Vec<usize> = (0..ranks.len()).collect();
+    order.sort_by_key(|&i| ranks[i]);
+    let mut tokens = PackedBytes::with_capacity(order.len());
+    for &i in &order {
+        tokens.push(token(i));
+    }
+    tokens.shrink_to_fit();
+    Ok((tokens, order.iter().map(|&i| ranks[i]).collect()))
 }
 
 /// The merge table of a rank table: for each token of two or more bytes, in
@@ -71,7 +110,7 @@ pub fn parse_rank_file(data: &[u8]) -> Result<Vec<(Vec<u8>, u32)>, RankFileError
 /// trainer makes: a token listed twice, two tokens with one rank, an empty
 /// token, a token no merge of two lower-ranked tokens reaches, or a part that
 /// is a byte with no rank.
-pub fn merges_of_rank_table(tokens: &[(Vec<u8>, u32)]) -> Option<Vec<(usize, usize)>> {
+pub fn merges_of_rank_table(tokens: &[(impl AsRef<[u8]>, u32)]) -> Option<Vec<(usize, usize)>> {
     let mut order: Vec<usize> = (0..tokens.len()).collect();
     order.sort_unstable_by_key(|&i| tokens[i].1);
     if order.windows(2).any(|w| tokens[w[0]].1 == tokens[w[1]].1) {
@@ -79,15 +118,16 @@ pub fn merges_of_rank_table(tokens: &[(Vec<u8>, u32)]) -> Option<Vec<(usize, usi
     }
     let mut index = BytesMap::with_capacity(tokens.len());
     for (i, (token, _)) in tokens.iter().enumerate() {
+        let token = token.as_ref();
         if token.is_empty() || !index.insert_first(token, i) {
             return None;
         }
     }
-    let merged: Vec<usize> = order
+    let bytes: Vec<&[u8]> = order
         .into_iter()
-        .filter(|&i| tokens[i].0.len() > 1)
+        .map(|i| tokens[i].0.as_ref())
+        .filter(|token| token.len() > 1)
         .collect();
-    let bytes: Vec<&[u8]> = merged.iter().map(|&i| tokens[i].0.as_slice()).collect();
     let splits = recover_splits(&bytes);
     bytes
         .iter()
@@ -100,13 +140,16 @@ pub fn merges_of_rank_table(tokens: &[(Vec<u8>, u32)]) -> Option<Vec<(usize, usi
 }
 
 /// A rank file that is a BPE table: its tokens sorted by rank (id = rank)
-/// and its merge table.
+/// and its merge table, packed (a vocabulary of small `Vec`s took several
+/// times the size of its bytes).
 pub struct RankTable {
-    /// (token bytes, rank), by rank.
-    pub tokens: Vec<(Vec<u8>, u32)>,
+    /// Token bytes, by rank.
+    tokens: PackedBytes,
+    /// The rank of each token.
+    ranks: Vec<u32>,
     /// For each token of two or more bytes, in rank order, the indices in
     /// `tokens` of its merge's parts (`merges_of_rank_table`).
-    pub merges: Vec<(usize, usize)>,
+    merges: Vec<(u32, u32)>,
 }
 
 impl RankTable {
@@ -116,45 +159,77 @@ impl RankTable {
     /// tables are built (they need the merged tokens, not their splits), on
     /// the current rayon pool.
     pub fn parse(data: &[u8]) -> Option<(Self, VocabTables)> {
-        let mut tokens = parse_rank_file(data).ok()?;
-        tokens.sort_by_key(|&(_, rank)| rank);
-        let (merges, vocab) =
-            rayon::join(|| merges_of_rank_table(&tokens), || vocab_tables(&tokens));
+        let (tokens, ranks) = parse_packed(data).ok()?;
+        let view: Vec<(&[u8], u32)> = tokens.iter().zip(ranks.iter().copied()).collect();
+        let (merges, vocab) = rayon::join(|| merges_of_rank_table(&view), || vocab_tables(&view));
+        drop(view);
         // The maps of both were freed on pool threads, into arenas the
         // caller's thread does not allocate from: returned to the OS, or
-        // encoding a 10 MB text after loading o200k peaked 50 MiB higher.
+        // encoding a 10 MB text after loading o200k peaked much higher.
         crate::memory::release_freed_memory();
+        let merges = merges?
+            .into_iter()
+            .map(|(left, right)| (left as u32, right as u32))
+            .collect();
         Some((
             RankTable {
                 tokens,
-                merges: merges?,
+                ranks,
+                merges,
             },
             vocab.ok()?,
         ))
     }
 
+    /// Number of tokens.
+    pub fn len(&self) -> usize {
+        self.ranks.len()
+    }
+
+    /// No tokens (a parsed table has at least one).
+    pub fn is_empty(&self) -> bool {
+        self.ranks.is_empty()
+    }
+
+    /// The highest rank.
+    pub fn max_rank(&self) -> Option<u32> {
+        self.ranks.last().copied()
+    }
+
+    /// (token bytes, rank) of every token, by rank.
+    pub fn tokens(&self) -> impl Iterator<Item = (&[u8], u32)> + '_ {
+        self.tokens.iter().zip(self.ranks.iter().copied())
+    }
+
+    /// For each token of two or more bytes, in rank order, the indices (in
+    /// `tokens()`) of its merge's parts.
+    pub fn merges(&self) -> &[(u32, u32)] {
+        &self.merges
+    }
+
     /// The bytes of the token of rank `rank`, if there is one.
     pub fn token(&self, rank: u32) -> Option<&[u8]> {
-        let i = self.tokens.binary_search_by_key(&rank, |&(_, r)| r).ok()?;
-        Some(&self.tokens[i].0)
+        let i = self.ranks.binary_search(&rank).ok()?;
+        Some(self.tokens.get(i))
     }
 
     /// The encoder's tables of this vocabulary (ids = ranks; see
     /// `VocabTables::new`), built on the current rayon pool.
     pub fn vocab_tables(&self) -> Result<VocabTables, EncoderError> {
-        vocab_tables(&self.tokens)
+        let tokens: Vec<(&[u8], u32)> = self.tokens().collect();
+        vocab_tables(&tokens)
     }
 }
 
 /// The encoder's tables of `tokens` (sorted by rank, ids = ranks): every
 /// token of two or more bytes is a merge result, in rank order.
-fn vocab_tables(tokens: &[(Vec<u8>, u32)]) -> Result<VocabTables, EncoderError> {
-    let merged = tokens
+fn vocab_tables(tokens: &[(&[u8], u32)]) -> Result<VocabTables, EncoderError> {
+    let merged: Vec<&[u8]> = tokens
         .iter()
-        .filter(|(token, _)| token.len() > 1)
-        .map(|(token, _)| token.clone())
+        .map(|&(token, _)| token)
+        .filter(|token| token.len() > 1)
         .collect();
-    VocabTables::new(tokens, merged)
+    VocabTables::of_slices(tokens, &merged)
 }
 
 #[cfg(test)]

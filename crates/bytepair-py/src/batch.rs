@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 use crate::runtime::{internal_error, pool, POLL_INTERVAL};
+use crate::shared_ints::{Counting, SharedInts};
 
 /// Why `build_lists` stopped: a Python error (Ctrl-C), or the encode error of
 /// the text with the lowest index.
@@ -57,15 +58,21 @@ impl BatchQueue {
 type Finished = (usize, Result<Vec<u32>, EncodeError>);
 
 /// The id lists of a batch as Python lists, filled in as texts finish.
-struct BatchLists<'py> {
+struct BatchLists<'py, 'a> {
+    /// Counts the references the lists take (see `Counting`): declared
+    /// first, so it adds them before `lists` can be freed.
+    counting: Option<Counting<'a>>,
+    ints: &'a SharedInts,
     lists: Vec<Option<Bound<'py, PyList>>>,
     first_error: Option<(usize, EncodeError)>,
     done: usize,
 }
 
-impl<'py> BatchLists<'py> {
-    fn new(len: usize) -> Self {
+impl<'py, 'a> BatchLists<'py, 'a> {
+    fn new(len: usize, ints: &'a SharedInts) -> Self {
         BatchLists {
+            counting: ints.counting(),
+            ints,
             lists: (0..len).map(|_| None).collect(),
             first_error: None,
             done: 0,
@@ -76,13 +83,15 @@ impl<'py> BatchLists<'py> {
         self.done == self.lists.len()
     }
 
-    fn store(
-        &mut self,
-        to_list: &impl Fn(&[u32]) -> PyResult<Bound<'py, PyList>>,
-        (i, ids): Finished,
-    ) -> PyResult<()> {
+    fn store(&mut self, py: Python<'py>, (i, ids): Finished) -> PyResult<()> {
         match ids {
-            Ok(ids) => self.lists[i] = Some(to_list(&ids)?),
+            Ok(ids) => {
+                let list = match &mut self.counting {
+                    Some(counting) => counting.list(py, &ids)?,
+                    None => self.ints.list(py, &ids)?,
+                };
+                self.lists[i] = Some(list);
+            }
             Err(e) if self.first_error.as_ref().is_none_or(|(j, _)| i < *j) => {
                 self.first_error = Some((i, e))
             }
@@ -92,13 +101,15 @@ impl<'py> BatchLists<'py> {
         Ok(())
     }
 
-    fn into_list(self, py: Python<'py>) -> Result<Bound<'py, PyList>, BatchError> {
-        if let Some((i, e)) = self.first_error {
+    fn into_list(mut self, py: Python<'py>) -> Result<Bound<'py, PyList>, BatchError> {
+        // The references counted so far are added before any list is handed out.
+        self.counting = None;
+        if let Some((i, e)) = self.first_error.take() {
             return Err(BatchError::Encode(e, i));
         }
         PyList::new(
             py,
-            self.lists
+            std::mem::take(&mut self.lists)
                 .into_iter()
                 .map(|l| l.expect("every text was encoded")),
         )
@@ -120,7 +131,7 @@ fn build_lists<'py, 'scope>(
     texts: &[&str],
     queue: &'scope BatchQueue,
     encode: &'scope (impl Fn(usize) -> Result<Vec<u32>, EncodeError> + Sync),
-    to_list: &impl Fn(&[u32]) -> PyResult<Bound<'py, PyList>>,
+    ints: &SharedInts,
     workers: Option<(&rayon::Scope<'scope>, usize)>,
 ) -> Result<Bound<'py, PyList>, BatchError> {
     let (tx, mut rx) = mpsc::channel::<Finished>();
@@ -137,16 +148,14 @@ fn build_lists<'py, 'scope>(
         }
     }
     drop(tx);
-    let mut lists = BatchLists::new(texts.len());
+    let mut lists = BatchLists::new(texts.len(), ints);
     let mut mine = Vec::new();
     while !lists.is_complete() {
         // The workers may be far ahead (building lists is the slower half):
         // check for Ctrl-C at every list, not once per backlog.
         for finished in rx.try_iter() {
             py.check_signals().map_err(|e| queue.cancel(e))?;
-            lists
-                .store(to_list, finished)
-                .map_err(|e| queue.cancel(e))?;
+            lists.store(py, finished).map_err(|e| queue.cancel(e))?;
         }
         py.check_signals().map_err(|e| queue.cancel(e))?;
         // This thread's turn: texts it encodes itself, GIL released...
@@ -160,17 +169,13 @@ fn build_lists<'py, 'scope>(
         });
         let all_taken = mine.is_empty();
         for finished in mine.drain(..) {
-            lists
-                .store(to_list, finished)
-                .map_err(|e| queue.cancel(e))?;
+            lists.store(py, finished).map_err(|e| queue.cancel(e))?;
         }
         // ...or, every text taken, a wait for the workers' last ones.
         if all_taken && !lists.is_complete() {
             let rx = &mut rx; // a Receiver is Send but not Sync
             match py.detach(move || rx.recv_timeout(POLL_INTERVAL)) {
-                Ok(finished) => lists
-                    .store(to_list, finished)
-                    .map_err(|e| queue.cancel(e))?,
+                Ok(finished) => lists.store(py, finished).map_err(|e| queue.cancel(e))?,
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 // A worker panicked, so its text never comes; the scope re-raises the panic.
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
@@ -191,21 +196,14 @@ pub fn encode_batch<'py>(
     texts: &[&str],
     threads: usize,
     encode: &(impl Fn(usize) -> Result<Vec<u32>, EncodeError> + Sync),
-    to_list: &impl Fn(&[u32]) -> PyResult<Bound<'py, PyList>>,
+    ints: &SharedInts,
 ) -> Result<Bound<'py, PyList>, BatchError> {
     let queue = BatchQueue::new(texts.len());
     if threads <= 1 {
-        return build_lists(py, texts, &queue, encode, to_list, None);
+        return build_lists(py, texts, &queue, encode, ints, None);
     }
     let workers = pool(Some(threads - 1)).map_err(BatchError::Python)?;
     workers.in_place_scope(|scope| {
-        build_lists(
-            py,
-            texts,
-            &queue,
-            encode,
-            to_list,
-            Some((scope, threads - 1)),
-        )
+        build_lists(py, texts, &queue, encode, ints, Some((scope, threads - 1)))
     })
 }

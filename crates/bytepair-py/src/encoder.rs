@@ -9,7 +9,7 @@ use bytepair_core::{EncodeError, Encoder, VocabTables};
 use numpy::PyArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use crate::batch::{encode_batch, BatchError};
 use crate::errors::{encode_error, encoder_error};
@@ -342,8 +342,8 @@ impl CoreBPE {
         let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
         let threads = thread_count(num_threads)?;
         let encode = |i: usize| self.enc.encode(texts[i], &allowed, &disallowed);
-        let to_list = |ids: &[u32]| self.lists.to_list(py, &self.enc, ids);
-        encode_batch(py, &texts, threads, &encode, &to_list).map_err(|e| match e {
+        let ints = self.lists.shared_ints(py, &self.enc);
+        encode_batch(py, &texts, threads, &encode, ints).map_err(|e| match e {
             BatchError::Python(e) => e,
             BatchError::Encode(e, i) => encode_error(e, texts[i]),
         })
@@ -354,7 +354,8 @@ impl CoreBPE {
     /// back, `offsets` n + 1 little-endian int64), and are encoded on
     /// `num_threads` threads while the calling thread waits and checks Ctrl-C;
     /// `eot` is appended to each when given. Returns all ids back to back as
-    /// little-endian unsigned ints of `itemsize` bytes (2 or 4) and each
+    /// little-endian unsigned ints of `itemsize` bytes (2 or 4), in a uint8
+    /// NumPy array that owns them (a buffer like bytes, without a copy), and each
     /// document's number of ids (`eot` included) as little-endian int64: what
     /// a token shard and its offsets hold (`bytepair.dataset`), with no Python
     /// object per document or per id. Errors: bytes that are not UTF-8 (unless
@@ -379,7 +380,7 @@ impl CoreBPE {
         itemsize: usize,
         replace_errors: bool,
         num_threads: Option<usize>,
-    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    ) -> PyResult<(Bound<'py, PyArray1<u8>>, Bound<'py, PyBytes>)> {
         let encode = |piece: &str, ids: &mut Vec<u32>| {
             self.enc.encode_into(piece, &allowed, &disallowed, ids)
         };
@@ -430,6 +431,26 @@ impl CoreBPE {
             );
             Bound::from_owned_ptr_or_err(py, text)
         }
+    }
+
+    /// What the calling thread's caches for this encoder hold and have done
+    /// (`Encoder::cache_stats`), as a dict: `pieces_seen`; per piece cache
+    /// (`short_`, `mid_`) `pieces`, `bytes`, `inserted`, `sweeps`, `evicted`;
+    /// `long_pieces`, `long_bytes`. For measuring and testing.
+    fn cache_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let stats = self.enc.cache_stats();
+        let out = PyDict::new(py);
+        out.set_item("pieces_seen", stats.pieces_seen)?;
+        for (name, cache) in [("short", stats.short), ("mid", stats.mid)] {
+            out.set_item(format!("{name}_pieces"), cache.pieces)?;
+            out.set_item(format!("{name}_bytes"), cache.bytes)?;
+            out.set_item(format!("{name}_inserted"), cache.inserted)?;
+            out.set_item(format!("{name}_sweeps"), cache.sweeps)?;
+            out.set_item(format!("{name}_evicted"), cache.evicted)?;
+        }
+        out.set_item("long_pieces", stats.long_pieces)?;
+        out.set_item("long_bytes", stats.long_bytes)?;
+        Ok(out)
     }
 
     /// The pre-tokens of `text` (special tokens not treated), for tests and

@@ -45,10 +45,13 @@ impl IdLists {
         enc: &Encoder,
         ids: &[u32],
     ) -> PyResult<Bound<'py, PyList>> {
-        let shared = self
-            .ints
-            .get_or_init(py, || SharedInts::new(py, enc.dense_id_bound() as u32));
-        shared.list(py, ids)
+        self.shared_ints(py, enc).list(py, ids)
+    }
+
+    /// The ints lists of `enc`'s ids share (made on first use).
+    pub fn shared_ints(&self, py: Python<'_>, enc: &Encoder) -> &SharedInts {
+        self.ints
+            .get_or_init(py, || SharedInts::new(py, enc.dense_id_bound() as u32))
     }
 
     /// The tokens of the shared ints by address, once decoding without them

@@ -20,6 +20,7 @@ use pyo3::types::PyBytes;
 
 use crate::arrow::le_i64s;
 use crate::errors::{count_error, encode_error};
+use crate::id_buffers;
 use crate::runtime::{run_with_progress, thread_count};
 
 /// A segment longer than this (a text with no safe cut, perhaps one giant
@@ -59,7 +60,7 @@ pub fn encode_segments(
 }
 
 /// The ids of `text` as a 1-D uint32 NumPy array that owns the buffer they
-/// were encoded into: with `num_threads` > 1, a text of more than two
+/// were encoded into (a pooled one, `id_buffers`): with `num_threads` > 1, a text of more than two
 /// segments has its segments encoded on that many threads (the ids are the
 /// same); otherwise `encode_segments` on this thread.
 pub fn encode_to_array<'py>(
@@ -70,23 +71,21 @@ pub fn encode_to_array<'py>(
     encode: &impl EncodeSegment,
 ) -> PyResult<Bound<'py, PyArray1<u32>>> {
     let threads = thread_count(num_threads)?;
-    let mut ids = if threads > 1 && text.len() > 2 * SEGMENT_BYTES {
+    // Room for ~2 bytes per token; pages never written are never touched,
+    // and the spare capacity is returned before the array takes the buffer.
+    // Not on huge pages: on a VM, after another process freed its
+    // memory, 2 MiB faults were slow enough to make the 2nd and 3rd
+    // call on 10 MB of enwiki much slower.
+    let mut ids = id_buffers::take(text.len() / 2 + 16, text.len());
+    if threads > 1 && text.len() > 2 * SEGMENT_BYTES {
         run_with_progress(py, Some(threads), None, |progress| {
-            encode_segments_in_parallel(cut, text, encode, progress)
+            encode_segments_in_parallel(cut, text, encode, &mut ids, progress)
         })?
-        .map_err(|e| encode_error(e, text))?
+        .map_err(|e| encode_error(e, text))?;
     } else {
-        // Room for ~2 bytes per token; pages never written are never touched,
-        // and the spare capacity is returned before the array takes the buffer.
-        // Not on huge pages: on a VM, after another process freed its
-        // memory, 2 MiB faults were slow enough to make the 2nd and 3rd
-        // call on 10 MB of enwiki much slower.
-        let mut ids = Vec::with_capacity(text.len() / 2 + 16);
         encode_segments(py, cut, text, encode, &mut ids)?;
-        ids
-    };
-    ids.shrink_to_fit();
-    Ok(PyArray1::from_vec(py, ids))
+    }
+    id_buffers::into_array(py, ids)
 }
 
 /// What `encode_file` writes and how (`CoreBPE.encode_file`'s arguments).
@@ -145,14 +144,14 @@ pub struct DocumentsJob<'a> {
 }
 
 /// Encode documents for a training set (see `CoreBPE.encode_documents`):
-/// (all ids as little-endian ints of `itemsize`, each document's number of
-/// ids as little-endian int64).
+/// (all ids as little-endian ints of `itemsize` in a uint8 NumPy array that
+/// owns them, each document's number of ids as little-endian int64).
 pub fn encode_documents_to_bytes<'py>(
     py: Python<'py>,
     cut: &CutRule,
     job: DocumentsJob<'_>,
     encode: &impl EncodeSegment,
-) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+) -> PyResult<(Bound<'py, PyArray1<u8>>, Bound<'py, PyBytes>)> {
     let itemsize = item_size(job.itemsize)?;
     let offsets = le_i64s(job.offsets, "offsets")?;
     let data = job.data;
@@ -180,7 +179,10 @@ pub fn encode_documents_to_bytes<'py>(
         .iter()
         .flat_map(|&n| (n as i64).to_le_bytes())
         .collect();
-    Ok((PyBytes::new(py, &encoded.ids), PyBytes::new(py, &lengths)))
+    // The ids as an array that owns them: a bytes object was a copy, on
+    // fresh pages, made on this thread while the others waited.
+    let ids = PyArray1::from_vec(py, encoded.ids);
+    Ok((ids, PyBytes::new(py, &lengths)))
 }
 
 /// `itemsize` (2 or 4) as the core's `ItemSize`; any other is a ValueError.

@@ -12,7 +12,8 @@
 //! * `pipeline`: a tokenizer.json pipeline (normalizers, pre-tokenizer steps) from Python tuples;
 //! * `batch`: `encode_batch`'s scheduler, which overlaps building Python lists
 //!   on the calling thread with encoding on the others;
-//! * `id_lists`, `shared_ints`: CPython-specific speed-ups for id lists.
+//! * `id_lists`, `shared_ints`: CPython-specific speed-ups for id lists;
+//! * `id_buffers`: the buffers of `encode_to_numpy`'s arrays, recycled.
 
 mod arrow;
 mod batch;
@@ -20,6 +21,7 @@ mod byte_level;
 mod counter;
 mod encoder;
 mod errors;
+mod id_buffers;
 mod id_lists;
 mod inputs;
 mod pipeline;
@@ -131,12 +133,12 @@ impl RankTable {
 impl RankTable {
     /// Number of tokens.
     fn __len__(&self) -> usize {
-        self.table.tokens.len()
+        self.table.len()
     }
 
     /// The highest rank (a table has at least one token).
     fn max_rank(&self) -> u32 {
-        self.table.tokens.last().map_or(0, |&(_, rank)| rank)
+        self.table.max_rank().unwrap_or(0)
     }
 
     /// The bytes of the token of rank `rank`, or None.
@@ -150,18 +152,18 @@ impl RankTable {
         &self,
         py: Python<'py>,
     ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyList>)> {
-        let tokens = &self.table.tokens;
-        let objects: Vec<Bound<'py, PyBytes>> = tokens
-            .iter()
+        let objects: Vec<Bound<'py, PyBytes>> = self
+            .table
+            .tokens()
             .map(|(token, _)| PyBytes::new(py, token))
             .collect();
         let vocab = PyDict::new(py);
-        for ((_, rank), object) in tokens.iter().zip(&objects) {
+        for ((_, rank), object) in self.table.tokens().zip(&objects) {
             vocab.set_item(rank, object)?;
         }
         let pairs = PyList::empty(py);
-        for &(left, right) in &self.table.merges {
-            pairs.append((&objects[left], &objects[right]))?;
+        for &(left, right) in self.table.merges() {
+            pairs.append((&objects[left as usize], &objects[right as usize]))?;
         }
         Ok((vocab, pairs))
     }
@@ -192,15 +194,16 @@ fn split_documents<'py>(
     ))
 }
 
-/// Set the memory budget of each per-thread piece cache of the encoder, in
-/// bytes (rounded down to a power of two, at least 512 KiB; default 16 MiB);
-/// caches made afterwards use it. Returns the budget in effect.
+/// Set the memory budget of each thread's encoder caches per encoder, in
+/// bytes (rounded down to a power of two, at least 1 MiB; default 128 MiB;
+/// see `bytepair_core::encode::set_cache_budget`); caches made afterwards use
+/// it. Returns the budget in effect.
 #[pyfunction]
 fn set_cache_budget(nbytes: usize) -> usize {
     bytepair_core::encode::set_cache_budget(nbytes)
 }
 
-/// The piece-cache budget in effect, in bytes.
+/// The cache budget in effect, in bytes.
 #[pyfunction]
 fn cache_budget() -> usize {
     bytepair_core::encode::cache_budget()

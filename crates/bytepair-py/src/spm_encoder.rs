@@ -30,10 +30,13 @@ pub struct CoreSPM {
 
 impl CoreSPM {
     fn to_list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
+        self.shared_ints(py).list(py, ids)
+    }
+
+    /// The ints id lists share (made on first use).
+    fn shared_ints(&self, py: Python<'_>) -> &SharedInts {
         let n = self.enc.model().pieces.len() as u32;
-        self.ints
-            .get_or_init(py, || SharedInts::new(py, n))
-            .list(py, ids)
+        self.ints.get_or_init(py, || SharedInts::new(py, n))
     }
 
     /// The segment encoder of a call; `continued`: the text continues an
@@ -210,7 +213,7 @@ impl CoreSPM {
         itemsize: usize,
         replace_errors: bool,
         num_threads: Option<usize>,
-    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    ) -> PyResult<(Bound<'py, PyArray1<u8>>, Bound<'py, PyBytes>)> {
         let job = inputs::DocumentsJob {
             data,
             offsets,
@@ -242,8 +245,7 @@ impl CoreSPM {
                 .encode_into(texts[i], &allowed, &disallowed, &mut ids)
                 .map(|()| ids)
         };
-        let to_list = |ids: &[u32]| self.to_list(py, ids);
-        encode_batch(py, &texts, threads, &encode, &to_list).map_err(|e| match e {
+        encode_batch(py, &texts, threads, &encode, self.shared_ints(py)).map_err(|e| match e {
             BatchError::Python(e) => e,
             BatchError::Encode(e, i) => encode_error(e, texts[i]),
         })

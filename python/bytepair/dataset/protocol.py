@@ -127,34 +127,42 @@ def encode_task(
                 return True
         return False
 
-    while pending or next_batch():
-        name = shard_name(task, len(shards))
-        lengths_parts = []
-        digest = hashlib.sha256()
-        with atomic_open(os.path.join(out_dir, name + ".bin")) as f:
-            out = HashingWriter(f, digest)
-            tokens = 0
-            while tokens < spec.shard_size and (pending or next_batch()):
-                ids, lengths = pending
-                ends = np.cumsum(lengths)
-                take = min(int(np.searchsorted(ends, spec.shard_size - tokens)) + 1, len(lengths))
-                out.write(ids[: int(ends[take - 1]) * itemsize])
-                lengths_parts.append(lengths[:take])
-                tokens += int(ends[take - 1])
-                if take == len(lengths):
-                    pending.clear()
-                else:
-                    pending[:] = [ids[int(ends[take - 1]) * itemsize :], lengths[take:]]
-        lengths = np.concatenate(lengths_parts)
-        shards.append(
-            {
-                "name": name,
-                "documents": len(lengths),
-                "tokens": tokens,
-                "sha256": digest.hexdigest(),
-                **_write_index(out_dir, name, lengths, spec),
-            }
-        )
+    with ThreadPoolExecutor(1, thread_name_prefix="bytepair-write") as writer:
+        while pending or next_batch():
+            name = shard_name(task, len(shards))
+            lengths_parts = []
+            digest = hashlib.sha256()
+            with atomic_open(os.path.join(out_dir, name + ".bin")) as f:
+                out = _WriteBehind(writer, HashingWriter(f, digest))
+                tokens = 0
+                try:
+                    while tokens < spec.shard_size and (pending or next_batch()):
+                        ids, lengths = pending
+                        ends = np.cumsum(lengths)
+                        take = min(
+                            int(np.searchsorted(ends, spec.shard_size - tokens)) + 1, len(lengths)
+                        )
+                        out.write(ids[: int(ends[take - 1]) * itemsize])
+                        lengths_parts.append(lengths[:take])
+                        tokens += int(ends[take - 1])
+                        if take == len(lengths):
+                            pending.clear()
+                        else:
+                            pending[:] = [ids[int(ends[take - 1]) * itemsize :], lengths[take:]]
+                    out.wait()
+                except BaseException:
+                    out.abandon()
+                    raise
+            lengths = np.concatenate(lengths_parts)
+            shards.append(
+                {
+                    "name": name,
+                    "documents": len(lengths),
+                    "tokens": tokens,
+                    "sha256": digest.hexdigest(),
+                    **_write_index(out_dir, name, lengths, spec),
+                }
+            )
     record = {
         "task": task,
         "inputs": list(paths),
@@ -165,6 +173,35 @@ def encode_task(
     }
     write_task_record(out_dir, task, record)
     return record
+
+
+class _WriteBehind:
+    """Writes to `out` on the single thread of `pool`, in the order given,
+    while the caller goes on to encode the next batch: hashing and writing a
+    batch's ids took about as long as encoding them on two threads, and the
+    encoding threads waited for it. `wait()` returns once all is written and
+    raises the first error; `abandon()` waits for what has started, quietly."""
+
+    def __init__(self, pool: ThreadPoolExecutor, out: HashingWriter) -> None:
+        self._pool, self._out = pool, out
+        self._pending: list[Any] = []
+
+    def write(self, data: memoryview) -> None:
+        while self._pending and self._pending[0].done():
+            self._pending.pop(0).result()  # an earlier write's error, raised here
+        self._pending.append(self._pool.submit(self._out.write, data))
+
+    def wait(self) -> None:
+        while self._pending:
+            self._pending.pop(0).result()
+
+    def abandon(self) -> None:
+        for future in self._pending:
+            future.cancel()
+        for future in self._pending:
+            if not future.cancelled():
+                future.exception()  # waits; the caller is raising another error
+        self._pending.clear()
 
 
 def _encoded_batches(

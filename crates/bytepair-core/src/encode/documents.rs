@@ -8,8 +8,9 @@ use std::borrow::Cow;
 
 use rayon::prelude::*;
 
-use super::id_bytes::{push_ids, IdTooWide, ItemSize};
-use super::{cancellable, EncodeError};
+use super::id_bytes::{write_ids, IdTooWide, ItemSize};
+use super::runs::Runs;
+use super::EncodeError;
 use crate::cut::{segments, CutRule};
 use crate::progress::Progress;
 
@@ -133,50 +134,48 @@ pub fn encode_documents(
         .into_par_iter()
         .map(|i| documents.text(i, replace_errors))
         .collect::<Result<_, _>>()?;
-    let pieces: Vec<(usize, usize, &str)> = texts
-        .iter()
-        .enumerate()
-        .flat_map(|(i, text)| {
-            segments(rule, text, SEGMENT_BYTES).map(move |(start, piece)| (i, start, piece))
-        })
-        .collect();
-    let encoded: Vec<(usize, Vec<u32>)> = pieces
-        .into_par_iter()
-        .map(|(index, start, piece)| {
-            if progress.is_cancelled() {
-                return Err(DocumentsError::Cancelled);
-            }
-            let mut ids = Vec::with_capacity(piece.len() / 2 + 16);
-            let encoded = cancellable(progress, || {
-                encode.encode_segment(piece, start == 0, &mut ids)
-            });
-            encoded.map_err(|error| {
-                let error = error.shifted(start);
-                DocumentsError::Encode { index, error }
-            })?;
-            // Room was reserved for 2 ids per byte; a batch holds every piece's ids at once.
-            ids.shrink_to_fit();
-            Ok((index, ids))
-        })
-        .collect::<Result<_, _>>()?;
-    let total_ids = encoded.iter().map(|(_, ids)| ids.len()).sum::<usize>() + documents.len();
-    let mut out = Vec::with_capacity(total_ids * itemsize.bytes());
-    let mut lengths = Vec::with_capacity(documents.len());
-    let mut pieces = encoded.iter().peekable();
-    for i in 0..documents.len() {
-        let before = out.len();
-        while let Some((_, ids)) = pieces.next_if(|(doc, _)| *doc == i) {
-            push_ids(&mut out, ids.iter().copied(), itemsize).map_err(DocumentsError::IdTooWide)?;
+    // Every document has at least one piece (an empty text is one empty segment).
+    let mut owner = Vec::new();
+    let mut pieces: Vec<(usize, &str)> = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        for piece in segments(rule, text, SEGMENT_BYTES) {
+            owner.push(i);
+            pieces.push(piece);
         }
-        push_ids(&mut out, eot, itemsize).map_err(DocumentsError::IdTooWide)?;
-        lengths.push(((out.len() - before) / itemsize.bytes()) as u64);
     }
-    Ok(EncodedDocuments { ids: out, lengths })
+    let runs = Runs::encode(&pieces, true, encode, progress).map_err(|(k, error)| match error {
+        EncodeError::Cancelled => DocumentsError::Cancelled,
+        error => DocumentsError::Encode {
+            index: owner[k],
+            error,
+        },
+    })?;
+    // The eot goes after a document's last piece.
+    let ends_document = |k: usize| owner.get(k + 1) != Some(&owner[k]);
+    let eot_after = |k: usize| if ends_document(k) { eot } else { None };
+    let mut lengths = vec![0u64; documents.len()];
+    for k in 0..runs.len() {
+        lengths[owner[k]] += (runs.ids(k).len() + eot_after(k).map_or(0, |_| 1)) as u64;
+    }
+    let mut ids = Vec::new();
+    let item = itemsize.bytes();
+    runs.write_out(
+        &mut ids,
+        |k| (runs.ids(k).len() + eot_after(k).map_or(0, |_| 1)) * item,
+        |k, place| {
+            let (body, tail) = place.split_at_mut(runs.ids(k).len() * item);
+            write_ids(runs.ids(k), itemsize, body)?;
+            write_ids(eot_after(k).as_slice(), itemsize, tail)
+        },
+    )
+    .map_err(DocumentsError::IdTooWide)?;
+    Ok(EncodedDocuments { ids, lengths })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::encode::id_bytes::push_ids;
     use crate::Encoder;
 
     fn encoder() -> Encoder {

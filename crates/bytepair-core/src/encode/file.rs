@@ -5,11 +5,12 @@
 
 use std::io::Write;
 
-use super::id_bytes::{push_ids, IdTooWide, ItemSize};
-use super::segments::{encode_segments_on_pool, EncodeSegment};
+use super::id_bytes::{write_ids, IdTooWide, ItemSize};
+use super::runs::Runs;
+use super::segments::{EncodeSegment, SEGMENT_BYTES};
 use super::EncodeError;
 use crate::count::{ChunkReader, CountError};
-use crate::cut::CutRule;
+use crate::cut::{segments, CutRule};
 use crate::progress::Progress;
 
 /// Bytes of a file `encode_file` reads and encodes at a time (cut at a safe
@@ -58,7 +59,7 @@ pub fn encode_file(
     rule: &CutRule,
     path: &str,
     encode: &impl EncodeSegment,
-    out: &mut impl Write,
+    out: &mut (impl Write + Send),
     itemsize: ItemSize,
     replace_errors: bool,
     progress: &Progress,
@@ -76,40 +77,127 @@ pub fn encode_file(
 }
 
 /// `encode_file` of a file opened already (`open_file`).
+///
+/// A pipeline of three stages: while the pool encodes chunk k (each segment
+/// into reused buffers, then converted to bytes at its place, on the pool),
+/// one of its threads writes chunk k - 1's bytes and reads and checks chunk
+/// k + 1 (`rayon::join`), so no thread waits for the file while others
+/// encode, as they did when each chunk was read, encoded, then written.
 pub fn encode_chunks(
     rule: &CutRule,
-    reader: ChunkReader,
+    mut reader: ChunkReader,
     encode: &impl EncodeSegment,
-    out: &mut impl Write,
+    out: &mut (impl Write + Send),
     itemsize: ItemSize,
     replace_errors: bool,
     progress: &Progress,
 ) -> Result<(u64, u64), FileError> {
     let mut tokens = 0u64;
-    let mut bytes = Vec::new();
-    for chunk in reader {
+    let (mut ready, mut encoding) = (Vec::new(), Vec::new());
+    let mut next = read_text(&mut reader, replace_errors);
+    while let Some(chunk) = next {
+        let chunk = chunk?;
         if progress.is_cancelled() {
             return Err(FileError::Read(CountError::Cancelled));
         }
-        let chunk = chunk.map_err(FileError::Read)?;
-        let text = chunk.text(replace_errors).map_err(FileError::Read)?;
+        encoding.clear();
+        // Only the file's start is the start of its text (SentencePiece's dummy prefix).
         let starts_file = chunk.offset == 0;
-        for ids in encode_segments_on_pool(rule, &text, starts_file, encode, progress) {
-            let ids = ids.map_err(|e| FileError::Encode(e.shifted(chunk.offset as usize)))?;
-            bytes.clear();
-            push_ids(&mut bytes, ids.iter().copied(), itemsize).map_err(FileError::IdTooWide)?;
-            out.write_all(&bytes).map_err(FileError::Write)?;
-            tokens += ids.len() as u64;
-        }
-        progress.add(chunk.bytes.len() as u64);
+        let (encoded, (written, read)) = rayon::join(
+            || {
+                encode_chunk(
+                    rule,
+                    &chunk.text,
+                    starts_file,
+                    encode,
+                    itemsize,
+                    progress,
+                    &mut encoding,
+                )
+            },
+            || {
+                let written = out.write_all(&ready).map_err(FileError::Write);
+                (written, read_text(&mut reader, replace_errors))
+            },
+        );
+        written?;
+        tokens += encoded.map_err(|e| match e {
+            FileError::Encode(e) => FileError::Encode(e.shifted(chunk.offset as usize)),
+            other => other,
+        })?;
+        progress.add(chunk.bytes as u64);
+        std::mem::swap(&mut ready, &mut encoding);
+        next = read;
     }
+    out.write_all(&ready).map_err(FileError::Write)?;
     out.flush().map_err(FileError::Write)?;
     Ok((tokens, progress.done()))
+}
+
+/// A chunk read and checked: its text, its offset in the file and its
+/// length in the file (before any replacement of bad bytes).
+struct ChunkText {
+    offset: u64,
+    bytes: usize,
+    text: String,
+}
+
+/// The next chunk of `reader` as text (bytes that are not UTF-8 are an
+/// error naming the file and offset, or U+FFFD when `replace_errors`).
+fn read_text(
+    reader: &mut ChunkReader,
+    replace_errors: bool,
+) -> Option<Result<ChunkText, FileError>> {
+    let chunk = match reader.next()? {
+        Ok(chunk) => chunk,
+        Err(e) => return Some(Err(FileError::Read(e))),
+    };
+    let (offset, bytes) = (chunk.offset, chunk.bytes.len());
+    let text = match String::from_utf8(chunk.bytes) {
+        Ok(text) => text,
+        Err(e) if replace_errors => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        Err(e) => {
+            return Some(Err(FileError::Read(CountError::InvalidUtf8 {
+                path: chunk.path.to_string(),
+                offset: offset + e.utf8_error().valid_up_to() as u64,
+            })))
+        }
+    };
+    Some(Ok(ChunkText {
+        offset,
+        bytes,
+        text,
+    }))
+}
+
+/// Encode `text` (one chunk; `starts_file`: the file's first) segment by
+/// segment on the pool and append its ids to `bytes` as ints of `itemsize`;
+/// returns how many. An error's offset is in `text`.
+fn encode_chunk(
+    rule: &CutRule,
+    text: &str,
+    starts_file: bool,
+    encode: &impl EncodeSegment,
+    itemsize: ItemSize,
+    progress: &Progress,
+    bytes: &mut Vec<u8>,
+) -> Result<u64, FileError> {
+    let parts: Vec<(usize, &str)> = segments(rule, text, SEGMENT_BYTES).collect();
+    let runs = Runs::encode(&parts, starts_file, encode, progress)
+        .map_err(|(_, e)| FileError::Encode(e))?;
+    runs.write_out(
+        bytes,
+        |k| runs.ids(k).len() * itemsize.bytes(),
+        |k, place| write_ids(runs.ids(k), itemsize, place),
+    )
+    .map_err(FileError::IdTooWide)?;
+    Ok(runs.total_ids() as u64)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::encode::id_bytes::push_ids;
     use crate::Encoder;
 
     type EncodeFn<'a> = dyn Fn(&str, &mut Vec<u32>) -> Result<(), EncodeError> + Sync + 'a;

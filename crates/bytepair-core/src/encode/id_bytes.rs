@@ -1,6 +1,8 @@
 //! Ids as the bytes a token file holds: little-endian unsigned ints of 2 or
 //! 4 bytes each (NumPy's `<u2` / `<u4`, the `.bin` of a token dataset).
 
+use std::mem::MaybeUninit;
+
 /// The width of an id written as bytes: 2 bytes (vocabularies of up to 65,536
 /// ids) or 4.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +68,35 @@ pub fn push_ids(
             ItemSize::Two => {
                 let narrow = u16::try_from(id).map_err(|_| IdTooWide(id))?;
                 out.extend_from_slice(&narrow.to_le_bytes());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Write `ids` into `place` (`ids.len()` times `itemsize` bytes) as
+/// little-endian unsigned ints of `itemsize`; every byte of `place` is
+/// written unless an id is too wide.
+pub fn write_ids(
+    ids: &[u32],
+    itemsize: ItemSize,
+    place: &mut [MaybeUninit<u8>],
+) -> Result<(), IdTooWide> {
+    debug_assert_eq!(place.len(), ids.len() * itemsize.bytes());
+    match itemsize {
+        ItemSize::Four => {
+            for (slot, &id) in place.chunks_exact_mut(4).zip(ids) {
+                for (byte, b) in slot.iter_mut().zip(id.to_le_bytes()) {
+                    byte.write(b);
+                }
+            }
+        }
+        ItemSize::Two => {
+            for (slot, &id) in place.chunks_exact_mut(2).zip(ids) {
+                let narrow = u16::try_from(id).map_err(|_| IdTooWide(id))?;
+                for (byte, b) in slot.iter_mut().zip(narrow.to_le_bytes()) {
+                    byte.write(b);
+                }
             }
         }
     }

@@ -13,8 +13,7 @@
 //! model's `SpmEncoder::cut_rule`, or `CutRule::never()`: a rule that does
 //! not match the encoder cuts where the ids change.
 
-use rayon::prelude::*;
-
+use super::runs::{copy_ids, Runs};
 use super::{cancellable, EncodeError};
 use crate::cut::{segments, CutRule};
 use crate::progress::Progress;
@@ -86,54 +85,29 @@ pub fn encode_segments(
     }
     Ok(())
 }
-
-/// `encode_segments` on the threads of the current rayon pool: the segments
-/// are encoded into buffers of their own, then joined. The error is the first
-/// failing segment's (its offset in `text`); cancelling `progress` stops the
-/// segments not started and any long merge.
+/// `encode_segments` on the threads of the current rayon pool, appending the
+/// ids of `text` to `ids`: the segments are encoded into a few reused
+/// buffers (`runs`), then copied to their places in `ids` on the pool. The
+/// error is the first failing segment's (its offset in `text`), `ids` then
+/// unchanged; cancelling `progress` stops the segments not started and any
+/// long merge.
 pub fn encode_segments_in_parallel(
     rule: &CutRule,
     text: &str,
     encode: &impl EncodeSegment,
+    ids: &mut Vec<u32>,
     progress: &Progress,
-) -> Result<Vec<u32>, EncodeError> {
-    let encoded: Vec<Vec<u32>> = encode_segments_on_pool(rule, text, true, encode, progress)
-        .into_iter()
-        .collect::<Result<_, _>>()?;
-    let mut ids = Vec::with_capacity(encoded.iter().map(Vec::len).sum());
-    for part in &encoded {
-        ids.extend_from_slice(part);
-    }
-    Ok(ids)
-}
-
-/// The ids of each segment of `text`, encoded on the current rayon pool into
-/// buffers of their own, in order; an error's offset is in `text`. Segments
-/// not started when `progress` is cancelled fail with `EncodeError::Cancelled`.
-/// `starts_text`: `text` starts its text (false: a chunk of a file after the first).
-pub fn encode_segments_on_pool(
-    rule: &CutRule,
-    text: &str,
-    starts_text: bool,
-    encode: &impl EncodeSegment,
-    progress: &Progress,
-) -> Vec<Result<Vec<u32>, EncodeError>> {
+) -> Result<(), EncodeError> {
     let parts: Vec<(usize, &str)> = segments(rule, text, SEGMENT_BYTES).collect();
-    parts
-        .par_iter()
-        .map(|&(start, segment)| {
-            if progress.is_cancelled() {
-                return Err(EncodeError::Cancelled);
-            }
-            let mut ids = Vec::with_capacity(segment.len() / 2 + 16);
-            let at_start = starts_text && start == 0;
-            cancellable(progress, || {
-                encode.encode_segment(segment, at_start, &mut ids)
-            })
-            .map_err(|e| e.shifted(start))?;
-            Ok(ids)
-        })
-        .collect()
+    let runs = Runs::encode(&parts, true, encode, progress).map_err(|(_, e)| e)?;
+    runs.write_out(
+        ids,
+        |k| runs.ids(k).len(),
+        |k, place| {
+            copy_ids(runs.ids(k), place);
+            Ok::<(), EncodeError>(())
+        },
+    )
 }
 
 #[cfg(test)]
@@ -169,10 +143,12 @@ mod tests {
                 .num_threads(threads)
                 .build()
                 .unwrap();
-            let many = pool.install(|| {
-                encode_segments_in_parallel(&rule, &text, &encode, &Progress::default())
-            });
-            assert_eq!(many.unwrap(), whole, "{threads} threads");
+            let mut many = vec![];
+            pool.install(|| {
+                encode_segments_in_parallel(&rule, &text, &encode, &mut many, &Progress::default())
+            })
+            .unwrap();
+            assert_eq!(many, whole, "{threads} threads");
         }
     }
 
@@ -190,7 +166,7 @@ mod tests {
         let mut ids = Vec::new();
         let e = encode_segments(&rule, &text, &encode, &mut ids, &Progress::default());
         assert_eq!(offset(e.unwrap_err()), at);
-        let e = encode_segments_in_parallel(&rule, &text, &encode, &Progress::default());
+        let e = encode_segments_in_parallel(&rule, &text, &encode, &mut ids, &Progress::default());
         assert_eq!(offset(e.unwrap_err()), at);
     }
 
@@ -208,8 +184,9 @@ mod tests {
         ));
         assert!(ids.is_empty());
         assert!(matches!(
-            encode_segments_in_parallel(&rule, &text, &encode, &progress),
+            encode_segments_in_parallel(&rule, &text, &encode, &mut ids, &progress),
             Err(EncodeError::Cancelled)
         ));
+        assert!(ids.is_empty());
     }
 }

@@ -41,6 +41,7 @@ use super::merge::{merge_short, Part, LONG_PIECE};
 use super::tables::{piece_key, CACHED_PIECE};
 use super::tables::{PairRanks, NO_ID, NO_RANK};
 use super::{EncodeError, Encoder};
+use crate::memory::PackedBytes;
 use crate::shortkey::{hash_mid, load_mid, MAX_MID as MID_PIECE};
 
 /// `Seams::depth` of a token BPE does not make from its bytes (or of an id
@@ -69,7 +70,7 @@ pub(super) struct Seams {
 
 impl Seams {
     /// The facts of the merged tokens `merged` (rank order) over `table`.
-    pub(super) fn new(table: &PairRanks, merged: &[Vec<u8>]) -> Self {
+    pub(super) fn new(table: &PairRanks, merged: &PackedBytes) -> Self {
         let mut floor = vec![NO_RANK; 256 * 257];
         let mut code_of_id: Vec<u32> = Vec::new();
         let mut set_code = |id: u32, code: u32| {
@@ -111,7 +112,7 @@ impl Seams {
             .with_min_len(1024)
             .map_init(
                 || (CodeMerge::default(), HotPairs::empty()),
-                |(merge, hot), rank| merge.bpe_of(table, hot, &merged[rank], 256 + rank as u32),
+                |(merge, hot), rank| merge.bpe_of(table, hot, merged.get(rank), 256 + rank as u32),
             )
             .collect();
         let depth = code_of_id

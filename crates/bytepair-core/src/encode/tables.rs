@@ -43,7 +43,7 @@ impl PairRanks {
     /// The tables of `merged` (merge results in rank order; bytes merged
     /// twice keep their first rank) over the vocabulary `ids`. The splits of
     /// the tokens are enumerated on the current rayon pool.
-    pub(super) fn new(ids: &TokenIds, merged: &[Vec<u8>]) -> Self {
+    pub(super) fn new(ids: &TokenIds, merged: &[&[u8]]) -> Self {
         let mut byte_ids = [NO_ID; 256];
         for b in 0..=255u8 {
             if let Some(id) = ids.get(&[b][..]) {
@@ -162,14 +162,14 @@ struct PartCodes<'a> {
 }
 
 impl<'a> PartCodes<'a> {
-    fn new(ids: &TokenIds, merged: &'a [Vec<u8>], byte_ids: &'a [u32; 256]) -> Self {
+    fn new(ids: &TokenIds, merged: &[&'a [u8]], byte_ids: &'a [u32; 256]) -> Self {
         let mut codes = PartCodes {
             byte_ids,
             codes: BytesMap::with_capacity(merged.len()),
             parts: Vec::with_capacity(merged.len()),
             merged_ids: vec![NO_ID; merged.len()],
         };
-        for (rank, token) in merged.iter().enumerate() {
+        for (rank, &token) in merged.iter().enumerate() {
             let code = 256 + rank as u32;
             if token.is_empty() || !codes.codes.insert_first(token, code) {
                 continue;

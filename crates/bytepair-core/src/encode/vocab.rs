@@ -10,6 +10,7 @@ use super::decode::Decoder;
 use super::superwords::Seams;
 use super::tables::{PairRanks, TokenIds};
 use super::EncoderError;
+use crate::memory::PackedBytes;
 
 /// Token bytes -> id, id -> bytes and the merge table of a vocabulary.
 pub struct VocabTables {
@@ -38,6 +39,15 @@ impl VocabTables {
         tokens: &[(impl AsRef<[u8]>, u32)],
         merged: Vec<Vec<u8>>,
     ) -> Result<Self, EncoderError> {
+        let merged: Vec<&[u8]> = merged.iter().map(Vec::as_slice).collect();
+        Self::of_slices(tokens, &merged)
+    }
+
+    /// `new` with the merged tokens borrowed (no copy of each).
+    pub(crate) fn of_slices(
+        tokens: &[(impl AsRef<[u8]>, u32)],
+        merged: &[&[u8]],
+    ) -> Result<Self, EncoderError> {
         let mut decoder = Decoder::with_capacity(tokens.len());
         let mut ids = TokenIds::with_capacity(tokens.len());
         for (bytes, id) in tokens {
@@ -46,14 +56,14 @@ impl VocabTables {
             }
             ids.insert(bytes.as_ref(), *id);
         }
-        let pair_ranks = PairRanks::new(&ids, &merged);
+        let pair_ranks = PairRanks::new(&ids, merged);
         // PairRanks' maps were freed on pool threads: give the memory back
         // rather than leave it in arenas the encoding thread never reuses.
         crate::memory::release_freed_memory();
         Ok(VocabTables {
             ids,
             ranks: ByteRanks {
-                merged,
+                merged: packed(merged),
                 map: OnceLock::new(),
             },
             pair_ranks,
@@ -69,11 +79,22 @@ impl VocabTables {
     }
 }
 
+/// `strings` in one buffer.
+fn packed(strings: &[&[u8]]) -> PackedBytes {
+    let mut packed = PackedBytes::with_capacity(strings.len());
+    for s in strings {
+        packed.push(s);
+    }
+    packed.shrink_to_fit();
+    packed
+}
+
 /// The merge table by bytes: merged token -> rank (the lowest, for bytes
 /// merged twice), made on first use: only BPE-dropout and pre-tokens of 4 GiB
 /// merge on bytes, and hashing every token took a tenth of loading o200k.
 pub(super) struct ByteRanks {
-    merged: Vec<Vec<u8>>,
+    /// The merged tokens in rank order (packed: one buffer, not a Vec each).
+    merged: PackedBytes,
     map: OnceLock<FxHashMap<Box<[u8]>, u32>>,
 }
 
@@ -83,7 +104,7 @@ impl ByteRanks {
             let mut map =
                 FxHashMap::with_capacity_and_hasher(self.merged.len(), Default::default());
             for (rank, token) in self.merged.iter().enumerate() {
-                map.entry(token.as_slice().into()).or_insert(rank as u32);
+                map.entry(token.into()).or_insert(rank as u32);
             }
             map
         });

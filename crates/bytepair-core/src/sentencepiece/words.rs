@@ -7,7 +7,7 @@
 
 use std::cell::RefCell;
 
-use crate::encode::cache::{LongCache, MidCache, ShortCache};
+use crate::encode::cache::{cache_shares, LongCache, MidCache, ShortCache};
 use crate::shortkey::{hash as hash_key, hash_mid, load as load_key, load_mid, MAX_MID, MAX_SHORT};
 
 use super::encode::SpmEncoder;
@@ -264,15 +264,18 @@ thread_local! {
 /// Run `f` with this thread's caches for the encoder tagged `tag` (two
 /// encoders' caches are kept per thread; a nested call gets fresh ones).
 pub(super) fn with_scratch<R>(tag: u64, f: impl FnOnce(&mut Scratch) -> R) -> R {
-    let fresh = || Scratch {
-        tag,
-        starts: Vec::new(),
-        word: Vec::new(),
-        short: ShortCache::new(),
-        mid: MidCache::new(),
-        long: LongCache::new(),
-        syms: Vec::new(),
-        norm: Vec::new(),
+    let fresh = || {
+        let (short, mid, long) = cache_shares();
+        Scratch {
+            tag,
+            starts: Vec::new(),
+            word: Vec::new(),
+            short: ShortCache::new(short),
+            mid: MidCache::new(mid),
+            long: LongCache::new(long),
+            syms: Vec::new(),
+            norm: Vec::new(),
+        }
     };
     SCRATCH.with(|cell| {
         let Ok(mut all) = cell.try_borrow_mut() else {

@@ -338,29 +338,37 @@ impl<'t> Walker<'t> {
     fn classify(text: &[u8], preset: Preset, simd: bool, k: usize, out: &mut Classes) {
         let start = k * 64;
         if start + 64 > text.len() {
-            *out = Self::classify_last(text, k);
+            *out = Self::classify_last(text, preset, simd, k);
             return;
         }
         let block: &[u8; 64] = text[start..start + 64].try_into().expect("64 bytes");
+        *out = Self::classify_block(block, preset, simd);
+    }
+
+    /// The classes of a whole block, with AVX2 if `simd`.
+    #[inline(always)]
+    fn classify_block(block: &[u8; 64], preset: Preset, simd: bool) -> Classes {
         #[cfg(target_arch = "x86_64")]
         if simd {
             use classify::{classify_avx2, NEWLINE, SLASH, UPPER};
             // SAFETY: `simd` is only set where AVX2 was detected.
             unsafe {
-                match preset {
-                    Preset::Gpt2 => *out = classify_avx2::<0>(block),
-                    Preset::Cl100k => *out = classify_avx2::<NEWLINE>(block),
-                    Preset::O200k => *out = classify_avx2::<{ UPPER | NEWLINE | SLASH }>(block),
-                }
+                return match preset {
+                    Preset::Gpt2 => classify_avx2::<0>(block),
+                    Preset::Cl100k => classify_avx2::<NEWLINE>(block),
+                    Preset::O200k => classify_avx2::<{ UPPER | NEWLINE | SLASH }>(block),
+                };
             }
-            return;
         }
-        *out = classify_portable(block);
+        classify_portable(block)
     }
 
-    /// `classify` of a block that reaches past the end of the text.
+    /// `classify` of a block that reaches past the end of the text: the
+    /// text's end copied into a block of zeros and classified as a whole
+    /// block (with AVX2 too: every short text ends in such a block, and one
+    /// byte at a time it was a large share of encoding lines of ~100 bytes).
     #[inline(never)]
-    fn classify_last(text: &[u8], k: usize) -> Classes {
+    fn classify_last(text: &[u8], preset: Preset, simd: bool, k: usize) -> Classes {
         let start = k * 64;
         if start >= text.len() {
             return Classes {
@@ -371,7 +379,7 @@ impl<'t> Walker<'t> {
         let mut block = [0u8; 64];
         let have = text.len() - start;
         block[..have].copy_from_slice(&text[start..start + have]);
-        let mut c = classify_portable(&block);
+        let mut c = Self::classify_block(&block, preset, simd);
         let real = (1u64 << have) - 1;
         for mask in [
             &mut c.letter,
