@@ -243,6 +243,20 @@ impl Encoder {
             .map(|(_, id)| *id)
     }
 
+    /// `encode_word_into` for a word seen once (training on top of this
+    /// vocabulary encodes each distinct word once): the same ids, without
+    /// caching the whole word, which would only cost (a copy of each long
+    /// word, and the caches emptied again and again). A word that spans
+    /// words (`superwords`) still takes its parts from the caches.
+    pub fn encode_distinct_into(&self, word: &[u8], out: &mut Vec<u32>) -> Result<(), EncodeError> {
+        with_scratch(self.tag, |scratch| {
+            if word.len() <= 2 {
+                return self.encode_piece(word, scratch, out);
+            }
+            self.whole_or_merged(self.vocab.ids.get(word), word, scratch, out)
+        })
+    }
+
     /// Encode one pre-token as it is (no special tokens, no pre-tokenization),
     /// appending its ids to `out`: what encoding makes of a word (training on
     /// top of this vocabulary, `train::train_on_base`).

@@ -315,3 +315,22 @@ fn a_long_merge_stops_when_cancelled() {
     // The flag belongs to the call: the next encode on this thread runs to the end.
     assert!(enc.encode_ordinary_into(&text, &mut vec![]).is_ok());
 }
+
+#[test]
+fn encoding_a_distinct_word_gives_the_ids_of_encoding_it() {
+    // Lengths across the paths of `encode_piece`: pairs, short, mid, long.
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
+    let e = random_table(&mut rng, 60, false);
+    for len in [0, 1, 2, 3, 9, 15, 16, 31, 32, 200] {
+        let word: Vec<u8> = (0..len).map(|_| b"abcd"[rng.random_range(0..4)]).collect();
+        let (mut want, mut got) = (vec![], vec![]);
+        e.encode_word_into(&word, &mut want).unwrap();
+        e.encode_distinct_into(&word, &mut got).unwrap();
+        assert_eq!(got, want, "word {:?}", String::from_utf8_lossy(&word));
+    }
+    let tokens: Vec<(Vec<u8>, u32)> = (0..=254u8).map(|b| (vec![b], b as u32)).collect();
+    let e = Encoder::new(tokens, vec![], vec![], "gpt2").unwrap();
+    for word in [&b"\xff"[..], b"ab\xff", b"abcdefghijklmnopqrstuvwxyz\xff"] {
+        assert!(e.encode_distinct_into(word, &mut vec![]).is_err());
+    }
+}

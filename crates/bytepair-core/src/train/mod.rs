@@ -54,13 +54,13 @@ mod words;
 
 use std::collections::BinaryHeap;
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 
 use crate::count::WordSource;
 use crate::memory::drop_in_background;
 use crate::progress::Progress;
 use changes::SeamChanges;
-use pairs::{initial_pair_index, PairStats, WordList};
+use pairs::{initial_pair_index, PairMap, PairStats, WordList};
 use queue::Candidate;
 use words::{merge_words, Words};
 
@@ -160,7 +160,7 @@ struct Trainer<S: Symbol> {
     token_prefix: Vec<TokenPrefix>,
     /// Every pair with a positive count. One map for the count and the reverse
     /// index, so counting a new occurrence up is one hash lookup, not two.
-    pairs: FxHashMap<Pair, PairStats>,
+    pairs: PairMap,
     /// Candidates for the next merge, all with counts of at least `threshold`:
     /// every live pair with a count of at least `threshold` has an entry whose
     /// count is at least its own.

@@ -1,8 +1,7 @@
 //! The pair index of the merge loop: every pair's count and the words that
 //! hold it (`PairStats`), the word lists delta-encoded (`WordList`), and the
-//! index of the initial words (`initial_pair_index`).
-
-use std::hash::BuildHasher;
+//! index of the initial words (`initial_pair_index`), kept in hash shards
+//! (`PairMap`).
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -91,10 +90,7 @@ impl ListBuilder {
 /// size (lists grown by pushing and summed across threads held ~1.5x their
 /// entries: 570 MB for 390 MB of word ids on 8 M words). Each list holds
 /// its words in increasing order, each once.
-pub(super) fn initial_pair_index<S: Symbol>(
-    words: &Words<S>,
-    freqs: &[u64],
-) -> FxHashMap<Pair, PairStats> {
+pub(super) fn initial_pair_index<S: Symbol>(words: &Words<S>, freqs: &[u64]) -> PairMap {
     let threads = rayon::current_num_threads().clamp(1, 8);
     // Pass 1: every pair's count and list size, per range of words.
     let chunk = words.count().div_ceil(threads).max(1);
@@ -129,22 +125,22 @@ pub(super) fn initial_pair_index<S: Symbol>(
         }
     }
     // Pass 2: the word lists, one shard of pairs (by hash) per thread, each
-    // thread reading every word.
-    let shard_of = |p: &Pair| (rustc_hash::FxBuildHasher.hash_one(p) % threads as u64) as usize;
+    // thread reading every word. The shards stay apart (`PairMap`).
+    let mask = threads.next_power_of_two() - 1;
     let mut shards: Vec<FxHashMap<Pair, (u64, ListBuilder)>> =
-        (0..threads).map(|_| FxHashMap::default()).collect();
+        (0..=mask).map(|_| FxHashMap::default()).collect();
     for (p, size) in merged {
         let list = ListBuilder {
             bytes: Vec::with_capacity(size.bytes),
             last: None,
         };
-        shards[shard_of(&p)].insert(p, (size.count, list));
+        shards[shard_of(p) & mask].insert(p, (size.count, list));
     }
     shards.par_iter_mut().enumerate().for_each(|(s, shard)| {
         for i in 0..words.count() {
             for p in words.get(i).windows(2) {
                 let p = (p[0].id(), p[1].id());
-                if shard_of(&p) == s {
+                if shard_of(p) & mask == s {
                     shard
                         .get_mut(&p)
                         .expect("counted in pass 1")
@@ -154,18 +150,78 @@ pub(super) fn initial_pair_index<S: Symbol>(
             }
         }
     });
-    let mut pairs = FxHashMap::with_capacity_and_hasher(
-        shards.iter().map(FxHashMap::len).sum(),
-        Default::default(),
-    );
-    for shard in shards {
-        pairs.extend(shard.into_iter().map(|(p, (count, list))| {
-            debug_assert_eq!(list.bytes.len(), list.bytes.capacity());
-            let words = WordList(list.bytes.into_boxed_slice());
-            (p, PairStats { count, words })
-        }));
+    // One shard at a time: only one shard is ever held twice.
+    let shards = shards
+        .into_iter()
+        .map(|shard| {
+            shard
+                .into_iter()
+                .map(|(p, (count, list))| {
+                    debug_assert_eq!(list.bytes.len(), list.bytes.capacity());
+                    let words = WordList(list.bytes.into_boxed_slice());
+                    (p, PairStats { count, words })
+                })
+                .collect()
+        })
+        .collect();
+    PairMap { shards, mask }
+}
+
+/// Every pair with a positive count and its stats, in shards by a hash of the
+/// pair (a power of two of them) as `initial_pair_index` builds them, one per
+/// thread. The shards are never joined into one map: on SuperBPE's stage 2 of
+/// enwiki (2.1M pairs) the join was a rehash of every pair with both copies
+/// held at once. A lookup picks its shard with a multiply and a mask.
+pub(super) struct PairMap {
+    shards: Vec<FxHashMap<Pair, PairStats>>,
+    mask: usize,
+}
+
+impl PairMap {
+    #[inline]
+    fn shard(&self, pair: Pair) -> usize {
+        shard_of(pair) & self.mask
     }
-    pairs
+
+    #[inline]
+    pub(super) fn get(&self, pair: &Pair) -> Option<&PairStats> {
+        self.shards[self.shard(*pair)].get(pair)
+    }
+
+    #[inline]
+    pub(super) fn get_mut(&mut self, pair: &Pair) -> Option<&mut PairStats> {
+        let shard = self.shard(*pair);
+        self.shards[shard].get_mut(pair)
+    }
+
+    #[inline]
+    pub(super) fn remove(&mut self, pair: &Pair) -> Option<PairStats> {
+        let shard = self.shard(*pair);
+        self.shards[shard].remove(pair)
+    }
+
+    #[inline]
+    pub(super) fn insert(&mut self, pair: Pair, stats: PairStats) {
+        let shard = self.shard(pair);
+        self.shards[shard].insert(pair, stats);
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.shards.iter().map(FxHashMap::len).sum()
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&Pair, &PairStats)> {
+        self.shards.iter().flat_map(|shard| shard.iter())
+    }
+}
+
+/// The hash that picks the shard of `pair` (its low bits): the high bits of
+/// a multiplicative hash with its own constant, so a shard's pairs do not
+/// share the bits the maps' hasher picks buckets with.
+#[inline]
+fn shard_of((a, b): Pair) -> usize {
+    let key = (u64::from(a) << 32) | u64::from(b);
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize
 }
 
 /// Pass 1 of `initial_pair_index` for one pair over a range of words: its

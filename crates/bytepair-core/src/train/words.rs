@@ -146,6 +146,30 @@ impl<S: Symbol> Words<S> {
         (words, kept.iter().map(|&(_, _, c)| c).collect())
     }
 
+    /// Words already split into tokens and in order (each of two tokens or
+    /// more), in parts joined in order, and their counts.
+    pub(super) fn from_parts(parts: Vec<WordsPart<S>>) -> (Self, Vec<u64>) {
+        let total: usize = parts.iter().map(|p| p.symbols.len()).sum();
+        let count: usize = parts.iter().map(|p| p.len.len()).sum();
+        let mut words = Words {
+            symbols: Vec::with_capacity(total),
+            start: Vec::with_capacity(count),
+            len: Vec::with_capacity(count),
+        };
+        let mut freqs = Vec::with_capacity(count);
+        for part in parts {
+            let mut at = words.symbols.len();
+            for &n in &part.len {
+                words.start.push(at);
+                at += n as usize;
+            }
+            words.symbols.extend_from_slice(&part.symbols);
+            words.len.extend_from_slice(&part.len);
+            freqs.extend_from_slice(&part.freqs);
+        }
+        (words, freqs)
+    }
+
     pub(super) fn count(&self) -> usize {
         self.start.len()
     }
@@ -186,6 +210,33 @@ impl<S: Symbol> Words<S> {
             },
             &self.start,
         )
+    }
+}
+
+/// Some words of `Words::from_parts`: their symbols back to back, their
+/// lengths and their counts.
+pub(super) struct WordsPart<S: Symbol> {
+    symbols: Vec<S>,
+    len: Vec<u32>,
+    freqs: Vec<u64>,
+}
+
+impl<S: Symbol> Default for WordsPart<S> {
+    fn default() -> Self {
+        WordsPart {
+            symbols: Vec::new(),
+            len: Vec::new(),
+            freqs: Vec::new(),
+        }
+    }
+}
+
+impl<S: Symbol> WordsPart<S> {
+    /// Add a word of `ids` (each at most `S::MAX_ID`) seen `count` times.
+    pub(super) fn push(&mut self, ids: &[u32], count: u64) {
+        self.symbols.extend(ids.iter().map(|&id| S::of(id)));
+        self.len.push(ids.len() as u32);
+        self.freqs.push(count);
     }
 }
 
