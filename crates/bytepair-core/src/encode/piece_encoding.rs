@@ -240,7 +240,7 @@ impl Encoder {
     /// Append `whole`, the id of `piece` as one token if it is one, or else
     /// the ids of merging it.
     #[inline]
-    fn whole_or_merged(
+    pub(super) fn whole_or_merged(
         &self,
         whole: Option<u32>,
         piece: &[u8],

@@ -270,10 +270,10 @@ mod tests {
             .collect();
         let (words, freqs) = Words::<u16>::from_token_words(raw);
         let mut want = FxHashMap::<Pair, (u64, Vec<u32>)>::default();
-        for i in 0..words.count() {
+        for (i, &freq) in freqs.iter().enumerate() {
             for p in words.get(i).windows(2) {
                 let e = want.entry((p[0].id(), p[1].id())).or_default();
-                e.0 += freqs[i];
+                e.0 += freq;
                 if e.1.last() != Some(&(i as u32)) {
                     e.1.push(i as u32);
                 }
