@@ -47,7 +47,6 @@ impl CodeMerge {
         candidates: impl Iterator<Item = usize>,
         guard: Option<&Guard<'_>>,
     ) -> Option<u32> {
-        let n = self.codes.len();
         for pos in candidates {
             self.set_rank(table, hot, pos);
         }
@@ -58,30 +57,39 @@ impl CodeMerge {
                 continue; // stale
             }
             deepest = deepest.max(rank + 1);
-            let right = self.next[p] as usize;
-            let after = self.next[right] as usize;
             if let Some(guard) = guard {
+                let after = self.next[self.next[p] as usize] as usize;
                 if !guard.allows(self, table, hot, p, after, rank) {
                     return None;
                 }
             }
-            self.codes[p] = 256 + rank;
-            self.codes[right] = NO_ID;
-            self.ranks[right] = NO_RANK;
-            self.next[p] = after as u32;
-            if after < n {
-                self.prev[after] = p as u32;
-            }
-            self.set_rank(table, hot, p);
-            if p > 0 {
-                let before = self.prev[p] as usize;
-                self.set_rank(table, hot, before);
-            }
+            self.merge_at(table, hot, p, rank);
         }
         Some(deepest)
     }
 
     /// Look up the rank of the pair starting at part `pos` and queue it.
+    /// Merge the part at `p` with the next one into the token of `rank`, and
+    /// give the new part and the one before it their pairs' ranks.
+    #[inline]
+    fn merge_at(&mut self, table: &PairRanks, hot: &mut HotPairs, p: usize, rank: u32) {
+        let right = self.next[p] as usize;
+        let after = self.next[right] as usize;
+        let n = self.codes.len();
+        self.codes[p] = 256 + rank;
+        self.codes[right] = NO_ID;
+        self.ranks[right] = NO_RANK;
+        self.next[p] = after as u32;
+        if after < n {
+            self.prev[after] = p as u32;
+        }
+        self.set_rank(table, hot, p);
+        if p > 0 {
+            let before = self.prev[p] as usize;
+            self.set_rank(table, hot, before);
+        }
+    }
+
     fn set_rank(&mut self, table: &PairRanks, hot: &mut HotPairs, pos: usize) {
         let after = self.next[pos] as usize;
         let rank = match self.codes.get(after) {
@@ -149,20 +157,7 @@ impl CodeMerge {
                 continue;
             }
             deepest = deepest.max(rank + 1);
-            let right = self.next[p] as usize;
-            let after = self.next[right] as usize;
-            self.codes[p] = 256 + rank;
-            self.codes[right] = NO_ID;
-            self.ranks[right] = NO_RANK;
-            self.next[p] = after as u32;
-            if after < n {
-                self.prev[after] = p as u32;
-            }
-            self.set_rank(table, hot, p);
-            if p > 0 {
-                let before = self.prev[p] as usize;
-                self.set_rank(table, hot, before);
-            }
+            self.merge_at(table, hot, p, rank);
             parts -= 1;
         }
         deepest

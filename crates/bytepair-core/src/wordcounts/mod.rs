@@ -33,6 +33,23 @@ pub struct Columns {
     pub counts: Vec<i64>,
 }
 
+#[cfg(test)]
+impl Columns {
+    /// A part of these (word, count) rows, in the order given (tests).
+    pub(crate) fn of_rows(rows: &[(&str, i64)]) -> Columns {
+        let mut c = Columns {
+            offsets: vec![0],
+            ..Columns::default()
+        };
+        for &(w, n) in rows {
+            c.data.extend_from_slice(w.as_bytes());
+            c.offsets.push(c.data.len() as i64);
+            c.counts.push(n);
+        }
+        c
+    }
+}
+
 /// Why a set of columns cannot be read or written.
 #[derive(Debug, PartialEq, thiserror::Error)]
 pub enum ColumnsError {

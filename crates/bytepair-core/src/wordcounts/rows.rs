@@ -199,16 +199,7 @@ mod tests {
     use crate::wordcounts::Columns;
 
     fn part(rows: &[(&str, i64)]) -> Columns {
-        let mut c = Columns {
-            offsets: vec![0],
-            ..Columns::default()
-        };
-        for &(w, n) in rows {
-            c.data.extend_from_slice(w.as_bytes());
-            c.offsets.push(c.data.len() as i64);
-            c.counts.push(n);
-        }
-        c
+        Columns::of_rows(rows)
     }
 
     fn push(rows: &mut WordRows, p: &Columns) {
