@@ -181,6 +181,29 @@ def test_recycled_array_buffers_never_change_a_live_array():
         del again
 
 
+def test_a_loop_on_one_text_reuses_its_buffers_pages():
+    """`ids = encode_to_numpy(text)` in a loop: from the third call on, each
+    call writes its ids into the pages of the buffer of the call two before
+    (pooled, neither shrunk nor grown), so it takes almost no page faults;
+    growing a shrunk buffer used to copy it into fresh pages, one fault per
+    4 KiB of ids on every call."""
+    import resource
+
+    tok, ref = tokenizer_and_reference("gpt2")
+    with open(corpus_path("enwiki.txt"), "rb") as f:
+        text = f.read(4 << 20).decode("utf-8", "ignore")
+    want = ref.encode_ordinary(text)
+    id_pages = 4 * len(want) // 4096
+    faults = []
+    ids = None
+    for _ in range(5):
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        ids = tok.encode_to_numpy(text)
+        faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+    assert ids.tolist() == want
+    assert max(faults[2:]) < id_pages // 4, (faults, id_pages)
+
+
 def test_a_long_id_list_holds_one_reference_per_item():
     """A list of more than a few ids is built by counting the uses of each
     shared int and adding them to its reference count at the end: the counts
