@@ -340,6 +340,9 @@ def test_tiktoken_vocab_and_merges_made_on_demand_equal_the_python_reading(name)
     path = openai_rank_file(name)
     tok = bytepair.Tokenizer.from_tiktoken(path)
     assert tok._vocab is None, "the vocab was made at load"
+    for none in ({}, [], ()):
+        bare = bytepair.Tokenizer.from_tiktoken(path, special_tokens=none)
+        assert bare._vocab is None and bare.special_tokens == {}, none
     sizes = (tok.n_vocab, tok.vocab_size)
     ids = tok.encode("Hello <|endoftext|> world", allowed_special="all")
     assert tok._vocab is None

@@ -122,9 +122,13 @@ class VocabHolder:
                 (str(t), check_id(i, f"special token {t!r}")) for t, i in special_tokens.items()
             ]
         else:
-            by_bytes = {b: i for i, b in self.vocab.items()}
-            next_id = max(self.vocab, default=-1) + 1
             pairs = []
+            # No special tokens, no lookups: `vocab` of a rank table is made
+            # only when asked for (for o200k it is ~40 MB of Python objects).
+            special_tokens = list(special_tokens)
+            if special_tokens:
+                by_bytes = {b: i for i, b in self.vocab.items()}
+                next_id = max(self.vocab, default=-1) + 1
             for t in special_tokens:
                 if not isinstance(t, str):
                     raise TypeError(f"special token {t!r} is not a str")
