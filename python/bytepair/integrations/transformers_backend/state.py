@@ -17,6 +17,7 @@ import warnings
 import weakref
 from typing import NamedTuple
 
+from bytepair.integrations.transformers_backend import spm_serving
 from bytepair.integrations.transformers_backend.model import Enc, Source, Unserved
 from bytepair.integrations.transformers_backend.processors import parse, post_process
 from bytepair.integrations.transformers_backend.twins import twin_of
@@ -92,9 +93,10 @@ class Loaded:
     def __init__(self, text: str):
         doc = json.loads(text)
         self.bp = _bytepair_tokenizer(doc)
+        self.spm = _is_spm(self.bp)
         added = doc.get("added_tokens") or []
         for t in added:
-            if self.bp.special_tokens.get(t["content"]) != t["id"]:
+            if _id_of_added(self.bp, t["content"]) != t["id"]:
                 raise Unserved(f"added token {t['content']!r} would get another id")
         self.core = self.bp._core
         self.allowed_all = sorted(t["content"] for t in added)
@@ -112,9 +114,17 @@ class Loaded:
         )
         self.token_of = _token_strings(doc["model"]["vocab"], added)
         decoder = doc.get("decoder") or {}
-        self.decodes = decoder.get("type") == "ByteLevel"
-        self.twin = twin_of(self.bp)
-        self.odd_bytes = {t["id"]: b for t in added if (b := _hf_bytes(t["content"])) is not None}
+        if self.spm:
+            self.chain = spm_serving.decoder_chain(doc)
+            self.decodes = self.chain is not None
+            self.byte_ids = spm_serving.byte_ids(self.chain, self.token_of)
+            self.twin, self.odd_bytes = None, {}
+        else:
+            self.decodes = decoder.get("type") == "ByteLevel"
+            self.twin = twin_of(self.bp)
+            self.odd_bytes = {
+                t["id"]: b for t in added if (b := _hf_bytes(t["content"])) is not None
+            }
 
 
 def _loaded(text: str) -> Loaded:
@@ -213,15 +223,18 @@ class TokenizerState:
         """HF's offsets of `text`'s tokens, in characters."""
         twin = self.twin
         tok = twin.tok if twin is not None and twin.fits(text, allowed) else self.bp
-        return tok.encode_with_offsets(
+        offsets = tok.encode_with_offsets(
             text, allowed_special=frozenset(allowed), disallowed_special=()
         )[1]
+        return spm_serving.hf_offsets(offsets) if self.spm else offsets
 
     def decode(self, ids: list[int], skip_special: bool) -> str | None:
         """HF's ``Tokenizer.decode`` with a ByteLevel decoder; None where HF
         must answer (an id outside the vocabulary, which HF drops)."""
         if skip_special and not self.special_ids.isdisjoint(ids):
             ids = [i for i in ids if i not in self.special_ids]
+        if self.spm:
+            return spm_serving.decode(self, ids)
         try:
             if self.odd_bytes and not self.odd_bytes.keys().isdisjoint(ids):
                 return self._decode_odd(ids)
@@ -291,13 +304,25 @@ def _bytepair_tokenizer(doc: dict):
             tok = from_hf_json(plain, source="tokenizer.json")
     except (ValueError, KeyError, TypeError) as e:
         raise Unserved(str(e).removeprefix("tokenizer.json: ")) from None
-    if (
-        type(tok) is not Tokenizer
-    ):  # SentencePieceTokenizer: its offsets and decoders are not modelled
-        raise Unserved(
-            f"a SentencePiece-style tokenizer.json ({type(tok).__name__}): not served yet"
-        )
+    if type(tok) is not Tokenizer and not _is_spm(tok):
+        raise Unserved(f"a {type(tok).__name__} is not served")
     return tok
+
+
+def _is_spm(tok) -> bool:
+    from bytepair.spm_tokenizer import SentencePieceTokenizer
+
+    return type(tok) is SentencePieceTokenizer
+
+
+def _id_of_added(bp, content: str) -> int | None:
+    """The id bytepair gives an added token: a special token's, or for a
+    SentencePiece-style one a plain added token's piece (user-defined)."""
+    i = bp.special_tokens.get(content)
+    if i is None and _is_spm(bp):
+        i = bp.piece_to_id(content)
+        i = i if bp.id_to_piece(i) == content else None
+    return i
 
 
 def _token_strings(vocab: dict, added: list) -> list:

@@ -1,0 +1,52 @@
+"""What serving a SentencePiece-style tokenizer.json (Llama 2, Mistral 7B,
+Gemma: BPE over characters with byte fallback, "▁" for spaces) takes beyond
+the byte-level families: decoding through the file's decoder chain
+(`decoders`), since HF's decoders of these files show added tokens as their
+text and differ from SentencePiece's own decoding (which
+`bytepair.SentencePieceTokenizer.decode` follows).
+
+Encoding is `bytepair.SentencePieceTokenizer`'s (``formats.spm.from_hf_spm``
+reads the file as HF runs it), offsets its ``encode_with_offsets``.
+"""
+
+from __future__ import annotations
+
+from bytepair.integrations.transformers_backend.decoders import Chain, chain_of
+
+
+def decoder_chain(doc: dict) -> Chain | None:
+    """The file's decoder as a `decoders.Chain`, None when HF must decode."""
+    return chain_of(doc.get("decoder"))
+
+
+def byte_ids(chain: Chain | None, token_of: list) -> frozenset:
+    """Ids whose token ByteFallback reads as a byte."""
+    if chain is None or not chain.reads_bytes:
+        return frozenset()
+    return frozenset(i for i, t in enumerate(token_of) if t is not None and chain.is_byte(t))
+
+
+def decode(state, ids) -> str | None:
+    """HF's ``Tokenizer.decode`` of `ids` (special ones already dropped when
+    asked); None where HF must answer (an id outside the vocabulary, which HF
+    drops, or not an int)."""
+    token_of = state.token_of
+    try:
+        if ids and (min(ids) < 0 or max(ids) >= len(token_of)):
+            return None
+        tokens = [token_of[i] for i in ids]
+    except (TypeError, IndexError, ValueError):
+        return None
+    if None in tokens:
+        return None
+    has_bytes = bool(state.byte_ids) and not state.byte_ids.isdisjoint(ids)
+    return state.chain.decode(tokens, has_bytes)
+
+
+def hf_offsets(offsets: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """HF's offsets from bytepair's: a token made only of the dummy prefix's
+    "▁" (the one span bytepair leaves empty) has the span of the character
+    the prefix was put before, as HF aligns a prepended character."""
+    if not any(a == b for a, b in offsets):
+        return offsets
+    return [(a, a + 1) if a == b else (a, b) for a, b in offsets]
