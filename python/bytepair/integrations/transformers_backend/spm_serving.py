@@ -50,3 +50,40 @@ def hf_offsets(offsets: list[tuple[int, int]]) -> list[tuple[int, int]]:
     if not any(a == b for a, b in offsets):
         return offsets
     return [(a, a + 1) if a == b else (a, b) for a, b in offsets]
+
+
+def unk_stand_in(doc: dict) -> dict:
+    """The file's model, with ``unk_token`` "<unk>" where it has none but
+    cannot need one (transformers 5's LlamaTokenizer writes ``null``):
+    byte fallback over all 256 byte tokens takes every character the
+    vocabulary lacks, and "<unk>" is a special added token (so it is matched
+    as one, not merged). Other models as they are."""
+    model = doc.get("model")
+    if not isinstance(model, dict) or model.get("unk_token") is not None:
+        return model
+    vocab = model.get("vocab")
+    if not model.get("byte_fallback") or not isinstance(vocab, dict) or "<unk>" not in vocab:
+        return model
+    if not all(f"<0x{b:02X}>" in vocab for b in range(256)):
+        return model
+    added = doc.get("added_tokens") or []
+    if not any(t.get("content") == "<unk>" and t.get("special") for t in added):
+        return model
+    return {**model, "unk_token": "<unk>"}
+
+
+_SPACE_TO_META = {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}
+
+
+def without_noop_split(doc: dict):
+    """The file's pre-tokenizer, None for a Split on " " that finds no space
+    to split at (transformers 5's GemmaTokenizer writes one after a
+    normalizer whose last step turns every space into "▁")."""
+    pre = doc.get("pre_tokenizer")
+    if not isinstance(pre, dict) or pre.get("type") != "Split" or pre.get("invert"):
+        return pre
+    if pre.get("pattern") != {"String": " "}:
+        return pre
+    norm = doc.get("normalizer") or {}
+    last = (norm.get("normalizers") or [None])[-1] if norm.get("type") == "Sequence" else norm
+    return None if last == _SPACE_TO_META else pre

@@ -298,6 +298,8 @@ def _bytepair_tokenizer(doc: dict):
     from bytepair.tokenizer import Tokenizer
 
     plain = {**doc, "post_processor": None, "truncation": None, "padding": None}
+    plain["model"] = spm_serving.unk_stand_in(doc)
+    plain["pre_tokenizer"] = spm_serving.without_noop_split(doc)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
