@@ -193,7 +193,10 @@ def is_spm_style(doc: dict) -> bool:
     model = doc.get("model")
     if not isinstance(model, dict) or model.get("type", "BPE") != "BPE":
         return False
-    text = json.dumps([doc.get("normalizer"), doc.get("pre_tokenizer"), doc.get("decoder")])
+    # ensure_ascii=False: "▁" stays itself, for the test below.
+    text = json.dumps(
+        [doc.get("normalizer"), doc.get("pre_tokenizer"), doc.get("decoder")], ensure_ascii=False
+    )
     if '"ByteLevel"' in text:
         return False
     return bool(model.get("byte_fallback")) or '"Metaspace"' in text or SPACE in text

@@ -429,6 +429,11 @@ impl SpmEncoder {
             let mut start = 0;
             let mut syms = Vec::new();
             let mut words = |t: &str, at: usize, tokens: &mut Vec<(u32, usize, usize)>| {
+                // Empty: text that normalized to nothing (" " with extra
+                // whitespace removed), or before or after a user-defined piece.
+                if t.is_empty() {
+                    return;
+                }
                 if let Some(&id) = self.whole.as_ref().and_then(|w| w.get(t.as_bytes())) {
                     tokens.push((id, at, at + t.len()));
                     return;

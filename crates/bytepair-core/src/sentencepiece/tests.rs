@@ -11,6 +11,10 @@ use super::reference::{populate_ids, sample_encode};
 use super::SpmEncoder;
 
 fn model(byte_fallback: bool) -> Model {
+    model_with(byte_fallback, false)
+}
+
+fn model_with(byte_fallback: bool, remove_extra_whitespaces: bool) -> Model {
     let mut pieces = vec![
         ("<unk>", 0.0, Kind::Unknown),
         ("<s>", 0.0, Kind::Control),
@@ -52,7 +56,7 @@ fn model(byte_fallback: bool) -> Model {
     let normalization = Normalization {
         charsmap: None,
         add_dummy_prefix: true,
-        remove_extra_whitespaces: false,
+        remove_extra_whitespaces,
         escape_whitespaces: true,
         treat_whitespace_as_suffix: false,
         metaspace_prefix: false,
@@ -105,6 +109,18 @@ fn fast_path_equals_sentencepieces_whole_text_queue() {
             let (spans_ids, _) = enc.encode_with_spans(&text, &[], &[]).unwrap();
             assert_eq!(spans_ids, fast, "{text:?}");
         }
+    }
+}
+
+#[test]
+fn spans_of_text_that_normalizes_to_nothing_are_empty() {
+    // " " loses its spaces: no word to merge (this once indexed an empty word).
+    let enc = SpmEncoder::new(model_with(true, true), vec![]).unwrap();
+    for text in [" ", "   ", "\u{3000} "] {
+        let (ids, spans) = enc.encode_with_spans(text, &[], &[]).unwrap();
+        let mut plain = Vec::new();
+        enc.encode_ordinary_into(text, &mut plain).unwrap();
+        assert_eq!((ids.len(), spans.len()), (plain.len(), plain.len()), "{text:?}");
     }
 }
 

@@ -11,7 +11,25 @@ reads the file as HF runs it), offsets its ``encode_with_offsets``.
 
 from __future__ import annotations
 
+import json
+
 from bytepair.integrations.transformers_backend.decoders import Chain, chain_of
+from bytepair.integrations.transformers_backend.model import Unserved
+
+
+def collapses_spaces(doc: dict) -> bool:
+    """Whether the normalizer collapses runs of spaces (SentencePiece's
+    remove_extra_whitespaces as transformers writes it)."""
+    return '" {2,}"' in json.dumps(doc.get("normalizer"))
+
+
+def check_served(doc: dict) -> None:
+    """`Unserved` for a SentencePiece-style file bytepair loads but does not
+    encode exactly as HF: a ``Precompiled`` normalizer (a charsmap; HF
+    normalizes grapheme by grapheme, bytepair as SentencePiece does, and they
+    differ on combining marks and "\\r\\n")."""
+    if '"Precompiled"' in json.dumps(doc.get("normalizer")):
+        raise Unserved("a Precompiled normalizer (charsmap): HF's normalization is not modelled")
 
 
 def decoder_chain(doc: dict) -> Chain | None:
@@ -43,13 +61,33 @@ def decode(state, ids) -> str | None:
     return state.chain.decode(tokens, has_bytes)
 
 
-def hf_offsets(offsets: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """HF's offsets from bytepair's: a token made only of the dummy prefix's
-    "▁" (the one span bytepair leaves empty) has the span of the character
-    the prefix was put before, as HF aligns a prepended character."""
-    if not any(a == b for a, b in offsets):
-        return offsets
-    return [(a, a + 1) if a == b else (a, b) for a, b in offsets]
+def hf_offsets(
+    text: str, offsets: list[tuple[int, int]], collapses_spaces: bool
+) -> list[tuple[int, int]]:
+    """HF's offsets from bytepair's (characters of `text`, one piece of it):
+
+    - a token made only of the dummy prefix's "▁" (the one span bytepair
+      leaves empty) has the span of the character the prefix was put before,
+      as HF aligns a prepended character;
+    - with `collapses_spaces` (the normalizer's ``Replace(" {2,}", " ")``), the
+      space left of a run of spaces is aligned by HF to the run's last space,
+      by bytepair to its first: a token starting on such a run starts on its
+      last space.
+    """
+    out = offsets
+    if any(a == b for a, b in offsets):
+        out = [(a, a + 1) if a == b else (a, b) for a, b in offsets]
+    if collapses_spaces and "  " in text:
+        out = [(_run_end(text, a) - 1 if text.startswith("  ", a) else a, b) for a, b in out]
+    return out
+
+
+def _run_end(text: str, at: int) -> int:
+    """Where the run of spaces starting at `at` ends."""
+    end = at
+    while end < len(text) and text[end] == " ":
+        end += 1
+    return end
 
 
 def unk_stand_in(doc: dict) -> dict:

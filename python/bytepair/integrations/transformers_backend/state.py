@@ -94,6 +94,9 @@ class Loaded:
         doc = json.loads(text)
         self.bp = _bytepair_tokenizer(doc)
         self.spm = _is_spm(self.bp)
+        if self.spm:
+            spm_serving.check_served(doc)
+        self.collapses_spaces = self.spm and spm_serving.collapses_spaces(doc)
         added = doc.get("added_tokens") or []
         for t in added:
             if _id_of_added(self.bp, t["content"]) != t["id"]:
@@ -226,7 +229,9 @@ class TokenizerState:
         offsets = tok.encode_with_offsets(
             text, allowed_special=frozenset(allowed), disallowed_special=()
         )[1]
-        return spm_serving.hf_offsets(offsets) if self.spm else offsets
+        if self.spm:
+            return spm_serving.hf_offsets(text, offsets, self.collapses_spaces)
+        return offsets
 
     def decode(self, ids: list[int], skip_special: bool) -> str | None:
         """HF's ``Tokenizer.decode`` with a ByteLevel decoder; None where HF
