@@ -23,6 +23,22 @@ def collapses_spaces(doc: dict) -> bool:
     return '" {2,}"' in json.dumps(doc.get("normalizer"))
 
 
+def check_added(doc: dict) -> None:
+    """`Unserved` for an added token that is not special or is normalized.
+
+    bytepair splits a special token (a control piece) out of the raw text and
+    each text between two gets its own dummy prefix, as HF does for a token
+    with ``normalized: false``. HF matches a normalized one in normalized
+    text with its content normalized too ("newtok" as "▁newtok" under
+    ``Prepend``), and a plain (not special) one is a user-defined piece to
+    bytepair: neither is modelled."""
+    for t in doc.get("added_tokens") or []:
+        special = bool(t.get("special"))
+        if not special or t.get("normalized", not special):
+            kind = "normalized" if special else "plain"
+            raise Unserved(f"a {kind} added token ({t.get('content')!r})")
+
+
 def check_served(doc: dict) -> None:
     """`Unserved` for a SentencePiece-style file bytepair loads but does not
     encode exactly as HF: a ``Precompiled`` normalizer (a charsmap; HF

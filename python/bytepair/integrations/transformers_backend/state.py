@@ -102,10 +102,14 @@ class Loaded:
             if _id_of_added(self.bp, t["content"]) != t["id"]:
                 raise Unserved(f"added token {t['content']!r} would get another id")
         self.core = self.bp._core
-        self.allowed_all = sorted(t["content"] for t in added)
-        self.allowed_plain = sorted(t["content"] for t in added if not t.get("special"))
+        plain = sorted(t["content"] for t in added if not t.get("special"))
         specials = [t["content"] for t in added if t.get("special")]
-        self.split_unserved = any(p in s for p in self.allowed_plain for s in specials)
+        self.split_unserved = any(p in s for p in plain for s in specials)
+        if self.spm:  # plain added tokens are user-defined pieces, which the core always splits
+            spm_serving.check_added(doc)
+            self.allowed_all, self.allowed_plain = sorted(specials), []
+        else:
+            self.allowed_all, self.allowed_plain = sorted(t["content"] for t in added), plain
         self.special_ids = frozenset(t["id"] for t in added if t.get("special"))
         # Added tokens that strip spaces: their token string is the text matched.
         # Matched in normalized text, that is text bytepair does not keep: HF serves them.
