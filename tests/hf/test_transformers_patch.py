@@ -783,20 +783,20 @@ def test_a_tokenizer_bytepair_cannot_load_stays_on_hf_and_says_so_once(caplog):
     assert not ok and "WordPiece" in reason
 
 
-def test_a_sentencepiece_style_tokenizer_stays_on_hf(tmp_path, corpus_text):
-    """Llama 2 / Mistral / Gemma layouts load in bytepair (SentencePieceTokenizer),
-    but their offsets and decoders are not modelled here: HF serves them."""
+def test_a_trained_sentencepiece_style_tokenizer_is_served(tmp_path, corpus_text):
+    """bytepair's own tokenizer.json of a SentencePiece-style model it trained
+    is served (the layouts of Llama 2, Mistral and Gemma:
+    test_transformers_patch_spm.py)."""
     from bytepair.formats import spm
 
     texts = [corpus_text("enwiki.txt", 20_000, at=0.2)[:4000], "a  b", "<s>x</s>"]
     sp = bytepair.train_sentencepiece_from_iterator(texts * 3, 400)
     (tmp_path / "tokenizer.json").write_text(spm.to_hf_json(sp), encoding="utf-8")
     tok = TokenizersBackend(tokenizer_file=str(tmp_path / "tokenizer.json"), pad_token="</s>")
-    reason = "a SentencePiece-style tokenizer.json (SentencePieceTokenizer): not served yet"
     with bytepair.patch_transformers():
-        assert served_by_bytepair(tok) == (False, reason)
-    assert_both(tok, lambda t: t(texts, padding=True), hf_serves="tokenizer not served")
-    assert_both(tok, lambda t: t.decode(t.encode(texts[0])), hf_serves="tokenizer not served")
+        assert served_by_bytepair(tok) == (True, None)
+    assert_both(tok, lambda t: t(texts, padding=True, return_offsets_mapping=True))
+    assert_both(tok, lambda t: t.decode(t.encode(texts[0])))
 
 
 # ---- threads, patch life cycle -------------------------------------------------------------------
