@@ -14,7 +14,12 @@ Tokenizer folders (made once under bench/out/transformers/, offline):
     (bytepair runs it on fancy-regex): the layout of Llama 3's tokenizer.json;
   - ``qwen``: the same ranks with Qwen2's pipeline (NFC, Split(Qwen2's regex),
     ByteLevel), which bytepair runs on its general pipeline path;
-  - ``gpt2``: GPT-2's own vocab.json and merges.txt (../shared/corpora/cs336), ByteLevel.
+  - ``gpt2``: GPT-2's own vocab.json and merges.txt (../shared/corpora/cs336), ByteLevel;
+  - ``llama2``: a SentencePiece-style BPE, mistral-common's ``tokenizer.model.v1``
+    (Mistral 7B v0.1, Llama 2's recipe: 32,000 pieces, byte fallback) in Llama
+    2's tokenizer.json layout (Prepend + Replace normalizer, ByteFallback
+    decoder, ``<s>`` template), loaded as transformers 5's ``LlamaTokenizer``
+    (which rebuilds it with a Metaspace pre-tokenizer); no tiktoken column.
 
 Rows, each a median over ``--repeat`` rounds (tools interleaved, one fresh
 process per tool and round):
@@ -87,6 +92,8 @@ def folder(name: str, corpora: Path) -> Path:
         return path
     import bytepair
 
+    if name == "llama2":
+        return llama2_folder(path)
     if name == "gpt2":
         tok = bytepair.Tokenizer.from_gpt2_files(
             corpora / "cs336" / "gpt2_vocab.json", corpora / "cs336" / "gpt2_merges.txt"
@@ -109,6 +116,39 @@ def folder(name: str, corpora: Path) -> Path:
     else:
         doc["post_processor"] = llama3_post_processor(specials["<|begin_of_text|>"])
     (path / "tokenizer.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def llama2_folder(path: Path) -> Path:
+    """Llama 2's layout over mistral-common's v1 SentencePiece model (see the module docstring)."""
+    import mistral_common
+
+    from bytepair.formats.spm import to_hf_json
+    from bytepair.spm_tokenizer import SentencePieceTokenizer
+
+    model = Path(mistral_common.__file__).parent / "data" / "tokenizer.model.v1"
+    doc = json.loads(to_hf_json(SentencePieceTokenizer(model.read_bytes())))
+    space = "\u2581"
+    doc["normalizer"] = {
+        "type": "Sequence",
+        "normalizers": [
+            {"type": "Prepend", "prepend": space},
+            {"type": "Replace", "pattern": {"String": " "}, "content": space},
+        ],
+    }
+    doc["decoder"]["decoders"] = [
+        {"type": "Replace", "pattern": {"String": space}, "content": " "},
+        {"type": "ByteFallback"},
+        {"type": "Fuse"},
+        {"type": "Strip", "content": " ", "start": 1, "stop": 0},
+    ]
+    template = llama3_post_processor(doc["model"]["vocab"]["<s>"])["processors"][1]
+    doc["post_processor"] = json.loads(json.dumps(template).replace("<|begin_of_text|>", "<s>"))
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "tokenizer.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    config = {"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>"}
+    config |= {"unk_token": "<unk>", "pad_token": "</s>", "model_max_length": 4096}
+    (path / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
     return path
 
 
@@ -247,9 +287,11 @@ def _plain(value):
 
 def measure(name: str, corpus: Path, args: argparse.Namespace) -> list[list[str]]:
     path = folder(name, args.corpora_dir)
-    runs: dict[str, list[dict]] = {t: [] for t in args.tools}
+    # No tiktoken form of a SentencePiece model.
+    tools = [t for t in args.tools if not (name == "llama2" and t == "tiktoken")]
+    runs: dict[str, list[dict]] = {t: [] for t in tools}
     for r in range(args.repeat):
-        order = args.tools if r % 2 == 0 else list(reversed(args.tools))
+        order = tools if r % 2 == 0 else list(reversed(tools))
         for tool in order:
             child_args = ["--tool", tool, "--name", name, "--folder", str(path)]
             child_args += ["--corpus", str(corpus), "--docs", str(args.docs)]
@@ -323,7 +365,7 @@ def main() -> None:
         "--tokenizer",
         nargs="+",
         default=["gpt4", "llama3", "qwen"],
-        choices=["gpt4", "llama3", "qwen", "gpt2"],
+        choices=["gpt4", "llama3", "qwen", "gpt2", "llama2"],
     )
     ap.add_argument("--corpus", nargs="+", default=["enwiki"])
     ap.add_argument("--tools", nargs="+", default=list(TOOLS), choices=TOOLS)
