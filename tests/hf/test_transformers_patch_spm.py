@@ -32,6 +32,8 @@ pytest.importorskip("sentencepiece")
 from test_pipeline import HYPOTHESIS_TEXT  # noqa: E402
 from test_sentencepiece import mistral_path, model_proto  # noqa: E402
 from test_transformers_patch import (  # noqa: E402
+    _thread_shapes,
+    _threads_disagree,
     assert_both,
     assert_same_encoding,
     call_shapes,
@@ -386,3 +388,16 @@ def test_pickle_and_save_pretrained(spm_root, tmp_path, corpus_text):
     reloaded = transformers.AutoTokenizer.from_pretrained(tmp_path)
     assert reloaded(texts, padding=True, truncation=True, max_length=50)["input_ids"] == want
     assert reloaded.decode(want[-1]) == tok.decode(want[-1])
+
+
+def test_threads_share_one_tokenizer(spm_root, corpus_text):
+    """16 threads on one tokenizer with mixed truncation, padding, pairs,
+    overflow and decoding give the ids of one thread alone."""
+    docs = documents(corpus_text)
+    tok = load("Llama 2 as LlamaTokenizer", spm_root)
+    shapes = _thread_shapes(docs)
+    want = [shape(tok) for shape in shapes]
+    with bytepair.patch_transformers():
+        assert served_by_bytepair(tok) == (True, None)
+        failures = _threads_disagree(tok, shapes, want)
+    assert not failures, failures[:5]
