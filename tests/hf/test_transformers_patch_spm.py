@@ -316,17 +316,66 @@ def test_special_tokens_added_after_loading_are_served(spm_root, corpus_text):
             assert_both(tok, call, layout)
 
 
-def test_plain_and_stripping_added_tokens_send_the_tokenizer_to_hf(spm_root):
-    """HF matches a plain (normalized) added token in normalized text with its
-    content normalized too, and one with lstrip/rstrip takes the spaces
-    around it: not modelled, so HF serves such a tokenizer, with its output."""
+ADDED_TEXTS = [
+    "a newtok b",
+    "newtok x",
+    " newtok",
+    "newtoknewtok",
+    "<s>newtok</s> newtok",
+    "a\u00e9newtok  b <tool>x",
+]
+
+
+@pytest.mark.parametrize(
+    "layout", ["Llama 2 file", "Mistral v3, Metaspace first", "Gemma as GemmaTokenizer"]
+)
+@pytest.mark.parametrize("normalized", [False, True])
+def test_plain_tokens_added_after_loading(layout, normalized, spm_root):
+    """A plain added token matched in raw text (not normalized, or normalized
+    under a normalizer that leaves its content as it is: none, or Gemma's
+    spaces as "▁") is served as a control piece. Under Llama 2's Prepend a
+    normalized one is matched as "▁newtok" by HF: that tokenizer goes to HF."""
     AddedToken = transformers.AddedToken
-    text = "a newtok b  spaced  c newtoknewtok"
-    for added, why in (
-        (["newtok"], "a plain added token ('newtok')"),
-        ([AddedToken(" spaced ", lstrip=True, rstrip=True, normalized=False)], "lstrip/rstrip"),
+    tok = load(layout, spm_root)
+    tok.add_tokens([AddedToken("newtok", normalized=normalized, special=False)])
+    tok.add_special_tokens({"additional_special_tokens": ["<tool>"]})
+    on_hf = normalized and layout == "Llama 2 file"
+    with bytepair.patch_transformers():
+        ok, reason = served_by_bytepair(tok)
+    assert ok != on_hf, reason
+    if on_hf:
+        assert reason == "a normalized added token ('newtok') with a normalizer"
+    texts = ADDED_TEXTS
+    for call in (
+        lambda t: t(texts, padding=True, return_offsets_mapping=True),
+        lambda t: t.batch_decode(t(texts)["input_ids"], skip_special_tokens=True),
+        lambda t: [t.tokenize(x) for x in texts],
+        lambda t: t(texts, split_special_tokens=True),
     ):
-        tok = load("Llama 2 file", spm_root)
+        assert_both(tok, call, layout, hf_serves="tokenizer not served" if on_hf else None)
+
+
+def test_added_tokens_bytepair_does_not_model_send_the_tokenizer_to_hf(spm_root):
+    """lstrip/rstrip (the loader refuses them), a plain added token that is
+    also a piece of the model (BPE can still make it in HF), a normalized one
+    overlapping a raw-text one (HF matches the raw-text ones first): HF serves
+    such a tokenizer, with its output."""
+    AddedToken = transformers.AddedToken
+    text = "a newtok b  spaced  c newtoknewtok ▁the xnewt"
+    for layout, added, why in (
+        (
+            "Llama 2 file",
+            [AddedToken(" spaced ", lstrip=True, rstrip=True, normalized=False)],
+            "lstrip/rstrip",
+        ),
+        ("Mistral v3, Metaspace first", [f"{SPACE}the"], "a piece of the model"),
+        (
+            "Mistral v3, Metaspace first",
+            [AddedToken("xnewt", normalized=False), "newtok"],
+            "overlapping another",
+        ),
+    ):
+        tok = load(layout, spm_root)
         tok.add_tokens(added)
         with bytepair.patch_transformers():
             ok, reason = served_by_bytepair(tok)

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import json
 
+from bytepair.formats.spm import is_spm_style
 from bytepair.integrations.transformers_backend.decoders import Chain, chain_of
 from bytepair.integrations.transformers_backend.model import Unserved
+
+SPACE = "\u2581"
 
 
 def collapses_spaces(doc: dict) -> bool:
@@ -23,20 +26,58 @@ def collapses_spaces(doc: dict) -> bool:
     return '" {2,}"' in json.dumps(doc.get("normalizer"))
 
 
-def check_added(doc: dict) -> None:
-    """`Unserved` for an added token that is not special or is normalized.
+def added_as_control(doc: dict) -> list:
+    """The file's added tokens as bytepair is to load them: for a
+    SentencePiece-style file every one special, so that each becomes a control
+    piece, split out of the raw text with a dummy prefix for each text between
+    (what HF does with an added token matched in raw text; `check_added` says
+    which are). Which ones HF skips as special is read from the file itself."""
+    added = doc.get("added_tokens") or []
+    if not is_spm_style(doc):
+        return added
+    return [t if t.get("special") else {**t, "special": True} for t in added]
 
-    bytepair splits a special token (a control piece) out of the raw text and
-    each text between two gets its own dummy prefix, as HF does for a token
-    with ``normalized: false``. HF matches a normalized one in normalized
-    text with its content normalized too ("newtok" as "▁newtok" under
-    ``Prepend``), and a plain (not special) one is a user-defined piece to
-    bytepair: neither is modelled."""
-    for t in doc.get("added_tokens") or []:
-        special = bool(t.get("special"))
-        if not special or t.get("normalized", not special):
-            kind = "normalized" if special else "plain"
-            raise Unserved(f"a {kind} added token ({t.get('content')!r})")
+
+def check_added(doc: dict) -> None:
+    """`Unserved` for an added token HF does not match as bytepair does.
+
+    HF matches an added token with ``normalized: true`` in normalized text,
+    its content normalized too ("newtok" as "▁newtok" under ``Prepend``), and
+    only after those matched in raw text. That is matching in raw text when
+    the normalizer at most turns spaces into "▁" (Gemma's), the content holds
+    neither, and no raw-text token overlaps it. A plain added token that is
+    also a piece of the model stays one BPE can make in HF, not in bytepair
+    (where it is a control piece). lstrip/rstrip are refused by the loader."""
+    vocab = (doc.get("model") or {}).get("vocab") or {}
+    added = doc.get("added_tokens") or []
+    raw = [t["content"] for t in added if not _normalized(t)]
+    only_spaces = _only_escapes_spaces(doc.get("normalizer"))
+    for t in added:
+        content = t.get("content") or ""
+        if _normalized(t):
+            if doc.get("normalizer") and (not only_spaces or " " in content or SPACE in content):
+                raise Unserved(f"a normalized added token ({content!r}) with a normalizer")
+            if any(_overlap(content, r) for r in raw):
+                raise Unserved(f"a normalized added token ({content!r}) overlapping another")
+        if not t.get("special") and content in vocab:
+            raise Unserved(f"a plain added token that is a piece of the model ({content!r})")
+
+
+def _normalized(t: dict) -> bool:
+    return bool(t.get("normalized", not t.get("special")))
+
+
+def _only_escapes_spaces(node) -> bool:
+    """Whether a normalizer only turns spaces into "▁" (Gemma's)."""
+    steps = (node or {}).get("normalizers") if (node or {}).get("type") == "Sequence" else [node]
+    return all(step == _SPACE_TO_META for step in steps or [])
+
+
+def _overlap(a: str, b: str) -> bool:
+    """Whether some text can hold `a` and `b` at overlapping places."""
+    if a in b or b in a:
+        return True
+    return any(a.endswith(b[:k]) or b.endswith(a[:k]) for k in range(1, min(len(a), len(b))))
 
 
 def check_served(doc: dict) -> None:

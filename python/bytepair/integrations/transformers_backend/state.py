@@ -105,11 +105,9 @@ class Loaded:
         plain = sorted(t["content"] for t in added if not t.get("special"))
         specials = [t["content"] for t in added if t.get("special")]
         self.split_unserved = any(p in s for p in plain for s in specials)
-        if self.spm:  # plain added tokens are user-defined pieces, which the core always splits
+        if self.spm:
             spm_serving.check_added(doc)
-            self.allowed_all, self.allowed_plain = sorted(specials), []
-        else:
-            self.allowed_all, self.allowed_plain = sorted(t["content"] for t in added), plain
+        self.allowed_all, self.allowed_plain = sorted(t["content"] for t in added), plain
         self.special_ids = frozenset(t["id"] for t in added if t.get("special"))
         # Added tokens that strip spaces: their token string is the text matched.
         # Matched in normalized text, that is text bytepair does not keep: HF serves them.
@@ -309,6 +307,7 @@ def _bytepair_tokenizer(doc: dict):
     plain = {**doc, "post_processor": None, "truncation": None, "padding": None}
     plain["model"] = spm_serving.unk_stand_in(doc)
     plain["pre_tokenizer"] = spm_serving.without_noop_split(doc)
+    plain["added_tokens"] = spm_serving.added_as_control(doc)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -327,13 +326,8 @@ def _is_spm(tok) -> bool:
 
 
 def _id_of_added(bp, content: str) -> int | None:
-    """The id bytepair gives an added token: a special token's, or for a
-    SentencePiece-style one a plain added token's piece (user-defined)."""
-    i = bp.special_tokens.get(content)
-    if i is None and _is_spm(bp):
-        i = bp.piece_to_id(content)
-        i = i if bp.id_to_piece(i) == content else None
-    return i
+    """The id bytepair gives an added token (a special token of `bp`)."""
+    return bp.special_tokens.get(content)
 
 
 def _token_strings(vocab: dict, added: list) -> list:
