@@ -34,6 +34,10 @@ process per tool and round):
   - ``decode 1 token``: ``tok.decode([i])`` for each id of a generated text (the
     ids of a 1,000-token document), microseconds per token.
 
+A tool whose patch cannot load the folder (fastokens on ``llama2``: its
+Tokenizer refuses the Metaspace pre-tokenizer, and ``from_pretrained`` raises)
+has "–" in every row; the log names the error.
+
 Every tool's outputs are compared with unpatched transformers' (column "= HF").
 
     python bench/bench_transformers.py              # gpt4, llama3, qwen on enwiki, 5 rounds
@@ -235,7 +239,11 @@ def child(args: argparse.Namespace) -> None:
         import fastokens
 
         fastokens.patch_transformers()
-    tok = transformers.AutoTokenizer.from_pretrained(args.folder)
+    try:
+        tok = transformers.AutoTokenizer.from_pretrained(args.folder)
+    except Exception as e:  # fastokens' patch raises on a Metaspace pre-tokenizer (llama2)
+        emit({**out, "peak_mib": peak_rss_mib(), "error": f"{type(e).__name__}: {e}"})
+        return
     tok(docs[:2])  # bytepair reads the backend on the first call
     rows = {
         "batch": lambda: tok(docs),
@@ -297,7 +305,9 @@ def measure(name: str, corpus: Path, args: argparse.Namespace) -> list[list[str]
             child_args += ["--corpus", str(corpus), "--docs", str(args.docs)]
             child_args += ["--inner", str(args.inner)]
             runs[tool].append(run_child(Path(__file__), child_args))
-            log(f"{name} {corpus_label(corpus)} round {r + 1} {tool}: {runs[tool][-1]['seconds']}")
+            got = runs[tool][-1]
+            what = got.get("error") or got["seconds"]
+            log(f"{name} {corpus_label(corpus)} round {r + 1} {tool}: {what}")
     return table_rows(name, corpus, runs)
 
 

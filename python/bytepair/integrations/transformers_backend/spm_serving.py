@@ -1,12 +1,15 @@
 """What serving a SentencePiece-style tokenizer.json (Llama 2, Mistral 7B,
 Gemma: BPE over characters with byte fallback, "▁" for spaces) takes beyond
-the byte-level families: decoding through the file's decoder chain
-(`decoders`), since HF's decoders of these files show added tokens as their
-text and differ from SentencePiece's own decoding (which
-`bytepair.SentencePieceTokenizer.decode` follows).
+the byte-level families. Encoding is `bytepair.SentencePieceTokenizer`'s
+(``formats.spm.from_hf_spm`` reads the file as HF runs it); here:
 
-Encoding is `bytepair.SentencePieceTokenizer`'s (``formats.spm.from_hf_spm``
-reads the file as HF runs it), offsets its ``encode_with_offsets``.
+- which files and added tokens are served (`check_served`, `check_added`,
+  `added_as_control`) and two layouts transformers 5 rebuilds made loadable
+  (`unk_stand_in`, `without_noop_split`);
+- offsets as HF aligns them (`hf_offsets`);
+- decoding through the file's own decoder chain (`decode`, `decoders.py`):
+  HF's decoders of these files show added tokens as their text, where
+  SentencePiece's decoding (`SentencePieceTokenizer.decode`) hides them.
 """
 
 from __future__ import annotations

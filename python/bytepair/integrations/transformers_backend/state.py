@@ -4,8 +4,10 @@ model, pipeline and added tokens, the added tokens' roles, the token strings,
 the decoding table, and the post-processor (`processors`).
 
 A backend bytepair cannot load (``bytepair.formats.from_hf_json`` refuses
-it: WordPiece, Unigram, Metaspace, byte fallback...) gives `Unserved` with
-the loader's reason, and HF keeps that tokenizer.
+it: WordPiece, Unigram...) or does not serve (`spm_serving.check_served`)
+gives `Unserved` with the reason, and HF keeps that tokenizer. A
+SentencePiece-style one (Llama 2, Mistral 7B, Gemma) is served by a
+`bytepair.SentencePieceTokenizer`, with `spm_serving`'s offsets and decoding.
 """
 
 from __future__ import annotations
@@ -74,7 +76,9 @@ class Loaded:
 
     Attributes:
         bp: the `bytepair.Tokenizer` (every added token a special token, with
-            its added-token rules); ``core`` its encoder.
+            its added-token rules), or for a SentencePiece-style file a
+            `bytepair.SentencePieceTokenizer` (``spm``; every added token a
+            control piece); ``core`` its encoder.
         allowed_all, allowed_plain: the added tokens to split out of text
             without and with ``split_special_tokens`` (then only those not
             special); ``split_unserved``: True when a plain added token is
@@ -84,7 +88,8 @@ class Loaded:
         stripping_ids: added tokens with lstrip or rstrip (their token string
             is the text matched); ``unserved_ids``: those of them matched in
             normalized text (HF serves a call that meets one).
-        decodes: whether decoding is served (a ByteLevel decoder);
+        decodes: whether decoding is served (a ByteLevel decoder, or a
+            SentencePiece-style ``chain``, with its ``byte_ids``);
             ``odd_bytes``: added tokens HF decodes to other bytes than their
             UTF-8 (all their characters are byte-level ones).
         twin: a `twins.Twin` that encodes most texts faster, or None.
