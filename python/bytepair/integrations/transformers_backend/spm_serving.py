@@ -107,7 +107,20 @@ def byte_ids(chain: Chain | None, token_of: list) -> frozenset:
 def decode(state, ids) -> str | None:
     """HF's ``Tokenizer.decode`` of `ids` (special ones already dropped when
     asked); None where HF must answer (an id outside the vocabulary, which HF
-    drops, or not an int)."""
+    drops, or not an int). The text of one id is kept (``state.one_id``, at
+    most one string per id): decoding a generation one token at a time asks
+    for the same ids again and again."""
+    if len(ids) == 1 and type(ids[0]) is int:
+        text = state.one_id.get(ids[0])
+        if text is None:
+            text = _decode(state, ids)
+            if text is not None:
+                state.one_id[ids[0]] = text
+        return text
+    return _decode(state, ids)
+
+
+def _decode(state, ids) -> str | None:
     token_of = state.token_of
     try:
         if ids and (min(ids) < 0 or max(ids) >= len(token_of)):

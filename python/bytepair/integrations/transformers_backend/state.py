@@ -128,6 +128,7 @@ class Loaded:
             self.chain = spm_serving.decoder_chain(doc)
             self.decodes = self.chain is not None
             self.byte_ids = spm_serving.byte_ids(self.chain, self.token_of)
+            self.one_id: dict = {}  # id -> its decoded text (`spm_serving.decode`)
             self.twin, self.odd_bytes = None, {}
         else:
             self.decodes = decoder.get("type") == "ByteLevel"
