@@ -19,7 +19,8 @@ Tokenizer folders (made once under bench/out/transformers/, offline):
     (Mistral 7B v0.1, Llama 2's recipe: 32,000 pieces, byte fallback) in Llama
     2's tokenizer.json layout (Prepend + Replace normalizer, ByteFallback
     decoder, ``<s>`` template), loaded as transformers 5's ``LlamaTokenizer``
-    (which rebuilds it with a Metaspace pre-tokenizer); no tiktoken column.
+    (which rebuilds it with a Metaspace pre-tokenizer); no tiktoken column;
+  - ``llama2-file``: the same file loaded as it is (``PreTrainedTokenizerFast``).
 
 Rows, each a median over ``--repeat`` rounds (tools interleaved, one fresh
 process per tool and round):
@@ -35,7 +36,8 @@ process per tool and round):
     ids of a 1,000-token document), microseconds per token.
 
 A tool whose patch cannot load the folder (fastokens on ``llama2``: its
-Tokenizer refuses the Metaspace pre-tokenizer, and ``from_pretrained`` raises)
+Tokenizer refuses the Metaspace pre-tokenizer ``LlamaTokenizer`` builds, and
+``from_pretrained`` raises)
 has "–" in every row; the log names the error.
 
 Every tool's outputs are compared with unpatched transformers' (column "= HF").
@@ -96,8 +98,10 @@ def folder(name: str, corpora: Path) -> Path:
         return path
     import bytepair
 
-    if name == "llama2":
-        return llama2_folder(path)
+    if name in ("llama2", "llama2-file"):
+        return llama2_folder(
+            path, "LlamaTokenizer" if name == "llama2" else "PreTrainedTokenizerFast"
+        )
     if name == "gpt2":
         tok = bytepair.Tokenizer.from_gpt2_files(
             corpora / "cs336" / "gpt2_vocab.json", corpora / "cs336" / "gpt2_merges.txt"
@@ -123,7 +127,7 @@ def folder(name: str, corpora: Path) -> Path:
     return path
 
 
-def llama2_folder(path: Path) -> Path:
+def llama2_folder(path: Path, tokenizer_class: str) -> Path:
     """Llama 2's layout over mistral-common's v1 SentencePiece model (see the module docstring)."""
     import mistral_common
 
@@ -150,7 +154,7 @@ def llama2_folder(path: Path) -> Path:
     doc["post_processor"] = json.loads(json.dumps(template).replace("<|begin_of_text|>", "<s>"))
     path.mkdir(parents=True, exist_ok=True)
     (path / "tokenizer.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
-    config = {"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>"}
+    config = {"tokenizer_class": tokenizer_class, "bos_token": "<s>", "eos_token": "</s>"}
     config |= {"unk_token": "<unk>", "pad_token": "</s>", "model_max_length": 4096}
     (path / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
     return path
@@ -296,7 +300,7 @@ def _plain(value):
 def measure(name: str, corpus: Path, args: argparse.Namespace) -> list[list[str]]:
     path = folder(name, args.corpora_dir)
     # No tiktoken form of a SentencePiece model.
-    tools = [t for t in args.tools if not (name == "llama2" and t == "tiktoken")]
+    tools = [t for t in args.tools if not (name.startswith("llama2") and t == "tiktoken")]
     runs: dict[str, list[dict]] = {t: [] for t in tools}
     for r in range(args.repeat):
         order = tools if r % 2 == 0 else list(reversed(tools))
@@ -375,7 +379,7 @@ def main() -> None:
         "--tokenizer",
         nargs="+",
         default=["gpt4", "llama3", "qwen"],
-        choices=["gpt4", "llama3", "qwen", "gpt2", "llama2"],
+        choices=["gpt4", "llama3", "qwen", "gpt2", "llama2", "llama2-file"],
     )
     ap.add_argument("--corpus", nargs="+", default=["enwiki"])
     ap.add_argument("--tools", nargs="+", default=list(TOOLS), choices=TOOLS)
