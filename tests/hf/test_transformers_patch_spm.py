@@ -318,6 +318,7 @@ def test_special_tokens_added_after_loading_are_served(spm_root, corpus_text):
 
 ADDED_TEXTS = [
     "a newtok b",
+    "the other then there",
     "newtok x",
     " newtok",
     "newtoknewtok",
@@ -337,14 +338,16 @@ def test_plain_tokens_added_after_loading(layout, normalized, spm_root):
     normalized one is matched as "▁newtok" by HF: that tokenizer goes to HF."""
     AddedToken = transformers.AddedToken
     tok = load(layout, spm_root)
-    tok.add_tokens([AddedToken("newtok", normalized=normalized, special=False)])
+    # "the" is also a piece of the model: in HF, BPE never sees it either (it is split out first)
+    added = [AddedToken(t, normalized=normalized, special=False) for t in ("newtok", "the")]
+    tok.add_tokens(added)
     tok.add_special_tokens({"additional_special_tokens": ["<tool>"]})
     on_hf = normalized and layout == "Llama 2 file"
     with bytepair.patch_transformers():
         ok, reason = served_by_bytepair(tok)
     assert ok != on_hf, reason
     if on_hf:
-        assert reason == "a normalized added token ('newtok') with a normalizer"
+        assert reason.startswith("a normalized added token (") and "a normalizer" in reason
     texts = ADDED_TEXTS
     for call in (
         lambda t: t(texts, padding=True, return_offsets_mapping=True),

@@ -50,7 +50,10 @@ def check_added(doc: dict) -> None:
     the normalizer at most turns spaces into "▁" (Gemma's), the content holds
     neither, and no raw-text token overlaps it. A plain added token that is
     also a piece of the model stays one BPE can make in HF, not in bytepair
-    (where it is a control piece). lstrip/rstrip are refused by the loader."""
+    (where it is a control piece): the same ids unless the text BPE sees can
+    hold it where the raw text does not, that is unless it holds a space or
+    "▁" (spaces become "▁", and the dummy prefix is one). lstrip/rstrip are
+    refused by the loader."""
     vocab = (doc.get("model") or {}).get("vocab") or {}
     added = doc.get("added_tokens") or []
     raw = [t["content"] for t in added if not _normalized(t)]
@@ -62,7 +65,7 @@ def check_added(doc: dict) -> None:
                 raise Unserved(f"a normalized added token ({content!r}) with a normalizer")
             if any(_overlap(content, r) for r in raw):
                 raise Unserved(f"a normalized added token ({content!r}) overlapping another")
-        if not t.get("special") and content in vocab:
+        if not t.get("special") and content in vocab and (" " in content or SPACE in content):
             raise Unserved(f"a plain added token that is a piece of the model ({content!r})")
 
 
