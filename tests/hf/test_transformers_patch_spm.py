@@ -131,12 +131,13 @@ def converter_layout(data: bytes) -> dict:
     return doc | {"added_tokens": ours["added_tokens"], "post_processor": ours["post_processor"]}
 
 
-def trained_identity_model() -> bytes:
-    """A model trained here with user-defined and control symbols, byte
-    fallback and extra whitespace removed, its charsmap dropped (identity)."""
+def trained_identity_model(name: str = "user-and-control") -> bytes:
+    """A model trained here (test_sentencepiece.TRAINED[name]; by default with
+    user-defined and control symbols, byte fallback and extra whitespace
+    removed), its charsmap dropped (identity)."""
     from test_sentencepiece import trained
 
-    proto = model_proto(trained("user-and-control"))
+    proto = model_proto(trained(name))
     proto.normalizer_spec.precompiled_charsmap = b""
     proto.normalizer_spec.name = "identity"
     return proto.SerializeToString()
@@ -167,11 +168,18 @@ LAYOUTS = {
     "Gemma as GemmaTokenizer": (V7, gemma_layout, "GemmaTokenizer"),
     "SpmConverter": (V2, converter_layout, None),
     "bytepair save(), user-defined pieces": ("trained", ours_layout, None),
+    "bytepair save(), no byte fallback, no dummy prefix": (
+        "trained:nfkc-no-dummy-prefix",
+        ours_layout,
+        None,
+    ),
 }
 
 
 def model_bytes(name: str) -> bytes:
-    return trained_identity_model() if name == "trained" else mistral_path(name).read_bytes()
+    if name.startswith("trained"):
+        return trained_identity_model(*name.split(":")[1:])
+    return mistral_path(name).read_bytes()
 
 
 @functools.cache
