@@ -138,24 +138,39 @@ def _decode(state, ids) -> str | None:
 
 
 def hf_offsets(
-    text: str, offsets: list[tuple[int, int]], collapses_spaces: bool
+    text: str,
+    ids: list[int],
+    offsets: list[tuple[int, int]],
+    specials: frozenset,
+    collapses_spaces: bool,
 ) -> list[tuple[int, int]]:
-    """HF's offsets from bytepair's (characters of `text`, one piece of it):
+    """HF's offsets from bytepair's (characters of `text`, one piece of it;
+    `ids` its ids, `specials` the ids of control pieces):
 
     - a token made only of the dummy prefix's "▁" (the one span bytepair
-      leaves empty) has the span of the character the prefix was put before,
-      as HF aligns a prepended character;
+      leaves empty; the first token of the text or after a control piece) has
+      the span of the character the prefix was put before, as HF aligns a
+      prepended character;
     - with `collapses_spaces` (the normalizer's ``Replace(" {2,}", " ")``), the
       space left of a run of spaces is aligned by HF to the run's last space,
       by bytepair to its first: a token starting on such a run starts on its
       last space.
     """
     out = offsets
-    if any(a == b for a, b in offsets):
-        out = [(a, a + 1) if a == b else (a, b) for a, b in offsets]
+    firsts = [0] if specials.isdisjoint(ids) else _after_specials(ids, specials)
+    empty = [k for k in firsts if k < len(offsets) and offsets[k][0] == offsets[k][1]]
+    if empty:
+        out = list(offsets)
+        for k in empty:
+            out[k] = (out[k][0], out[k][0] + 1)
     if collapses_spaces and "  " in text:
         out = [(_run_end(text, a) - 1 if text.startswith("  ", a) else a, b) for a, b in out]
     return out
+
+
+def _after_specials(ids: list[int], specials: frozenset) -> list[int]:
+    """0 and the index after each control piece: where a dummy prefix can be."""
+    return [0] + [k + 1 for k, i in enumerate(ids) if i in specials]
 
 
 def _run_end(text: str, at: int) -> int:

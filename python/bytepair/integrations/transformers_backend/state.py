@@ -129,6 +129,7 @@ class Loaded:
             self.decodes = self.chain is not None
             self.byte_ids = spm_serving.byte_ids(self.chain, self.token_of)
             self.one_id: dict = {}  # id -> its decoded text (`spm_serving.decode`)
+            self.special_of_core = frozenset(self.bp.special_tokens.values())
             self.twin, self.odd_bytes = None, {}
         else:
             self.decodes = decoder.get("type") == "ByteLevel"
@@ -234,11 +235,13 @@ class TokenizerState:
         """HF's offsets of `text`'s tokens, in characters."""
         twin = self.twin
         tok = twin.tok if twin is not None and twin.fits(text, allowed) else self.bp
-        offsets = tok.encode_with_offsets(
+        ids, offsets = tok.encode_with_offsets(
             text, allowed_special=frozenset(allowed), disallowed_special=()
-        )[1]
+        )
         if self.spm:
-            return spm_serving.hf_offsets(text, offsets, self.collapses_spaces)
+            return spm_serving.hf_offsets(
+                text, ids, offsets, self.special_of_core, self.collapses_spaces
+            )
         return offsets
 
     def decode(self, ids: list[int], skip_special: bool) -> str | None:
