@@ -120,7 +120,11 @@ fn spans_of_text_that_normalizes_to_nothing_are_empty() {
         let (ids, spans) = enc.encode_with_spans(text, &[], &[]).unwrap();
         let mut plain = Vec::new();
         enc.encode_ordinary_into(text, &mut plain).unwrap();
-        assert_eq!((ids.len(), spans.len()), (plain.len(), plain.len()), "{text:?}");
+        assert_eq!(
+            (ids.len(), spans.len()),
+            (plain.len(), plain.len()),
+            "{text:?}"
+        );
     }
 }
 
