@@ -398,21 +398,30 @@ pub fn count_texts<T: AsRef<str> + Sync>(
     progress: &Progress,
 ) -> Result<WordTally, CountError> {
     let text_bytes = texts.iter().map(|t| t.as_ref().len() as u64).sum();
-    count_parallel(
-        texts.iter().map(|t| Ok(t.as_ref())),
-        text_bytes,
-        limits,
-        progress,
-        |text, counts| {
-            counts.add_text(pre, text)?;
-            progress.add(text.len() as u64);
-            Ok(())
-        },
-    )
+    // Jobs are runs of consecutive texts of about DOCUMENT_BATCH_BYTES (a
+    // job's tally costs a few hundred KB up front under a budget).
+    let mut starts = vec![0usize];
+    let mut bytes = 0;
+    for (i, text) in texts.iter().enumerate() {
+        if bytes >= DOCUMENT_BATCH_BYTES {
+            starts.push(i);
+            bytes = 0;
+        }
+        bytes += text.as_ref().len() as i64;
+    }
+    starts.push(texts.len());
+    let jobs = starts.windows(2).map(|w| Ok(&texts[w[0]..w[1]]));
+    count_parallel(jobs, text_bytes, limits, progress, |batch, counts| {
+        for text in batch {
+            counts.add_text(pre, text.as_ref())?;
+            progress.add(text.as_ref().len() as u64);
+        }
+        Ok(())
+    })
 }
 
-/// Documents per counting job in `count_documents`, so tiny documents do not
-/// pay one lock round-trip each.
+/// Bytes of documents per counting job in `count_documents` and
+/// `count_texts`, so tiny documents do not pay one lock round-trip each.
 const DOCUMENT_BATCH_BYTES: i64 = 1 << 20;
 
 /// Count documents given in Arrow string layout in parallel: document i is
