@@ -293,3 +293,27 @@ def test_counting_within_a_budget_is_reproducible(tmp_path):
         for items, _ in runs
     }
     assert len(merges) == 1
+
+
+def test_folding_keeps_the_pieces_of_the_words_a_training_budget_drops(tmp_path):
+    """With ``fold`` (core only), the words a training budget drops are cut
+    into pieces of at most 8 bytes that are kept when they fit: the shared
+    piece of 3,000 rare long words carries all their occurrences; the words
+    still count as dropped."""
+    digits = str.maketrans("0123456789", "abcdefghij")
+    rare = " ".join(f"xylophone{i:04d}".translate(digits) for i in range(3000))
+    (tmp_path / "a.txt").write_text(" the cat" * 2000 + " " + rare)
+    counts = bytepair.count([tmp_path / "a.txt"], tmp_path / "c", num_workers=1, progress=False)
+    everything = dict(counts.items())
+    budget = (48 + 4 * 4) * 2 + 200 * (48 + 4 * 8)
+    kept = []
+    for fold in (False, True):
+        counter = _core.WordCounter("gpt2", [])
+        counts.load_into(counter, max_memory=budget, run={"fold": fold})
+        words, pre_tokens, _ = counter.pruned
+        assert words == 3000 and pre_tokens == sum(
+            n for w, n in everything.items() if w.startswith(b" xylophon")
+        )
+        kept.append(dict(counter.items()))
+    assert b" xylopho" not in kept[0]
+    assert kept[1][b" xylopho"] == 3000 and kept[1][b" the"] == 2000
