@@ -26,6 +26,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
+use super::tally::Part;
 use super::{CountError, Limits, WordTally};
 use crate::progress::Progress;
 
@@ -48,7 +49,7 @@ struct Shard {
 /// Parts of jobs counted, waiting for their shards to take them.
 struct Pending {
     /// Job index -> its parts, one per shard (None once taken).
-    counted: BTreeMap<usize, Vec<Option<WordTally>>>,
+    counted: BTreeMap<usize, Vec<Option<Part>>>,
     /// `Shard::next` of each shard (readable without the shards' locks).
     next: [usize; SHARDS],
 }
@@ -110,7 +111,7 @@ impl Ordered<'_> {
                 return;
             };
             while let Some(part) = self.take_part(s, shard.next) {
-                shard.tally.merge(part);
+                shard.tally.merge_part(part);
                 // Pruned at job boundaries, at thresholds that depend on the
                 // jobs summed so far: as one thread summing them in order would.
                 shard.tally.enforce_budget();
@@ -130,7 +131,7 @@ impl Ordered<'_> {
     }
 
     /// Shard `s`'s part of job `index`, if counted (and not taken).
-    fn take_part(&self, s: usize, index: usize) -> Option<WordTally> {
+    fn take_part(&self, s: usize, index: usize) -> Option<Part> {
         let mut pending = lock(&self.pending);
         let parts = pending.counted.get_mut(&index)?;
         let part = parts[s].take();

@@ -16,7 +16,9 @@ use crate::pretokenize::SearchError;
 use crate::shortkey::{self, MAX_MID, MAX_SHORT};
 
 mod budget;
+mod parts;
 pub use budget::{sampled_estimates, Prune, Pruned};
+pub(crate) use parts::Part;
 
 /// Slots of a new tally's narrow table (which grows by doubling).
 const INITIAL_NARROW: usize = 1 << 12;
@@ -232,39 +234,6 @@ impl WordTally {
         }
     }
 
-    /// The words split into `parts` tallies by a hash of their bytes
-    /// ([`part_of`]), each with this one's rule and threshold and no budget;
-    /// what was pruned goes with the first. Each part is sized for its share
-    /// (an eighth of a block's words fits small tables).
-    pub(crate) fn split(self, parts: usize) -> Vec<WordTally> {
-        let share = |table_words: usize| table_words / parts + table_words / (4 * parts) + 8;
-        let mut out: Vec<WordTally> = (0..parts)
-            .map(|_| {
-                let mut part = WordTally::new(self.max_word_bytes).with_pruning(self.rule);
-                part.narrow = Table::for_words(share(self.narrow.taken()), 16);
-                part.wide = Table::for_words(share(self.wide.taken()), 16);
-                part.mid = Table::for_words(share(self.mid.taken()), 16);
-                part.min_count = self.min_count;
-                part
-            })
-            .collect();
-        for (key, count) in self.narrow.entries().chain(self.wide.entries()) {
-            let part = &mut out[Word::Packed(key).with_bytes(|w| part_of(w, parts))];
-            part.reserve(1);
-            part.bump(key, count);
-        }
-        for (key, count) in self.mid.entries() {
-            let part = &mut out[Word::Mid(key).with_bytes(|w| part_of(w, parts))];
-            part.reserve(1);
-            part.mid.bump(key, key.hash(), count);
-        }
-        for (word, n) in self.long_words {
-            out[part_of(&word, parts)].add_long_word(&word, n);
-        }
-        out[0].pruned = self.pruned;
-        out
-    }
-
     /// Total pre-tokens counted (exact: a u128).
     pub fn total(&self) -> u128 {
         let mut total = 0u128;
@@ -415,13 +384,6 @@ impl WordTally {
             + self.wide.taken() * std::mem::size_of::<Wide>()
             + self.mid.taken() * std::mem::size_of::<Mid>()
     }
-}
-
-/// Which of `parts` a word goes to in `WordTally::split`: XXH3 of its bytes,
-/// a hash independent of the tables' own (whose top bits pick a home slot),
-/// so each part's words still spread over its tables.
-pub(crate) fn part_of(word: &[u8], parts: usize) -> usize {
-    (xxhash_rust::xxh3::xxh3_64(word) % parts as u64) as usize
 }
 
 /// The bounds of the pre-tokens after the last full batch (none when the
