@@ -7,7 +7,7 @@
 //! block first.
 //!
 //! The total is [`SHARDS`] tallies, a word's shard picked by a hash of its
-//! bytes (`tally::part_of`), each with its share of the budget and pruned on
+//! bytes (`WordTally::split`), each with its share of the budget and pruned on
 //! its own: a job's tally is split into its shards' parts, and each shard
 //! takes the parts in job order. The shards are summed concurrently (by
 //! whichever threads finished a job), so the serial sum does not bound the
