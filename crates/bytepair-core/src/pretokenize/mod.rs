@@ -4,7 +4,8 @@
 //! Two engines, one contract: every split must equal Python's `regex` module
 //! (`regex.findall(pattern, text)`) on the same pattern.
 //!
-//! * The presets (`gpt2`, `cl100k`, `o200k`) run without a regex engine: each
+//! * The presets (`gpt2`, `cl100k`, `o200k`, `llama3`, `qwen2`) run without a
+//!   regex engine: each
 //!   is a scalar state machine that mirrors its pattern branch by branch, with
 //!   the look-ahead `\s+(?!\S)` and the backtracking of o200k's optional
 //!   prefix written out (`scalar`), over a table of Unicode character classes
@@ -28,8 +29,8 @@ pub use aho_corasick::AhoCorasick;
 use fancy_regex::Regex as FancyRegex;
 
 pub use presets::{
-    is_preset, is_superbpe, resolve_pattern, Preset, CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN,
-    SUPERBPE_PATTERN,
+    is_preset, is_superbpe, resolve_pattern, Preset, CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN,
+    O200K_PATTERN, QWEN2_PATTERN, SUPERBPE_PATTERN,
 };
 pub use special::special_matcher;
 
@@ -310,7 +311,7 @@ mod tests {
             "héllo wörld 123 ...",
             "a\u{a0}\u{a0}b",
         ];
-        for pat in ["gpt2", "cl100k", "o200k"] {
+        for pat in ["gpt2", "cl100k", "o200k", "llama3", "qwen2"] {
             let full = resolve_pattern(pat);
             for t in texts {
                 let fancy = {
@@ -358,6 +359,13 @@ mod tests {
                 "\u{7ff} \u{5be}\u{5c0}\u{5c3}\u{5c6}",
             ),
             "\r\n\u{a0}\n\u{85} z",
+            // Whitespace that ends the text, with newlines in it.
+            "a\n  ",
+            "a \r\n\t",
+            "x\n\n",
+            "x \u{a0}\n\u{3000}",
+            "1\r\n",
+            "\n \n ",
             // o200k's cased words: Lt, Lm, Lo and marks in and next to words.
             concat!(
                 "\u{c0}\u{c9}cole \u{e9}T\u{c9} \u{c9}T\u{c9}'S \u{1c5}x \u{1c4}\u{1c5}\u{1c6} a",
@@ -373,6 +381,8 @@ mod tests {
             GPT2_PATTERN,
             CL100K_PATTERN,
             O200K_PATTERN,
+            LLAMA3_PATTERN,
+            QWEN2_PATTERN,
             SUPERBPE_PATTERN,
         ] {
             let re = FancyRegex::new(pattern).unwrap();

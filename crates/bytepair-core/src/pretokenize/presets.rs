@@ -1,5 +1,6 @@
-//! The preset patterns (`gpt2`, `cl100k`, `o200k`, as tiktoken ships them),
-//! and SuperBPE's stage-2 pre-tokenization (`superbpe`).
+//! The preset patterns (`gpt2`, `cl100k`, `o200k`, as tiktoken ships them;
+//! `llama3`, `qwen2`, as those models' tokenizer.json spells them), and
+//! SuperBPE's stage-2 pre-tokenization (`superbpe`).
 
 /// GPT-2's pattern (tiktoken `gpt2`, HF ByteLevel).
 pub const GPT2_PATTERN: &str =
@@ -18,6 +19,21 @@ pub const O200K_PATTERN: &str = concat!(
     r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*",
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
     r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+);
+
+/// Llama 3's Split regex (Meta's tokenizer.json; tiktoken's `cl100k_base`
+/// pattern as first published): cl100k's branches but for whitespace, which
+/// is o200k's (`\s*[\r\n]+|\s+(?!\S)|\s+`: trailing whitespace that holds a
+/// newline followed by other whitespace is split after that newline).
+pub const LLAMA3_PATTERN: &str = concat!(
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}",
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+);
+/// Qwen2's (and Qwen3's) Split regex: Llama 3's with one digit per pre-token
+/// (`\p{N}` for `\p{N}{1,3}`).
+pub const QWEN2_PATTERN: &str = concat!(
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}",
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 );
 
 /// SuperBPE's stage-2 pre-tokenization (Liu et al., "SuperBPE: Space Travel
@@ -41,6 +57,8 @@ pub enum Preset {
     Gpt2,
     Cl100k,
     O200k,
+    Llama3,
+    Qwen2,
 }
 
 impl Preset {
@@ -51,6 +69,8 @@ impl Preset {
             GPT2_PATTERN => Some(Preset::Gpt2),
             CL100K_PATTERN => Some(Preset::Cl100k),
             O200K_PATTERN => Some(Preset::O200k),
+            LLAMA3_PATTERN => Some(Preset::Llama3),
+            QWEN2_PATTERN => Some(Preset::Qwen2),
             _ => None,
         }
     }
@@ -62,6 +82,8 @@ impl Preset {
             Preset::Gpt2 => super::scalar::gpt2(text, pos),
             Preset::Cl100k => super::scalar::cl100k(text, pos),
             Preset::O200k => super::scalar::o200k(text, pos),
+            Preset::Llama3 => super::scalar::llama3(text, pos),
+            Preset::Qwen2 => super::scalar::qwen2(text, pos),
         }
     }
 }
@@ -72,6 +94,8 @@ pub fn resolve_pattern(name_or_pattern: &str) -> &str {
         "gpt2" | "r50k_base" | "p50k_base" => GPT2_PATTERN,
         "cl100k" | "cl100k_base" => CL100K_PATTERN,
         "o200k" | "o200k_base" => O200K_PATTERN,
+        "llama3" => LLAMA3_PATTERN,
+        "qwen2" => QWEN2_PATTERN,
         "superbpe" => SUPERBPE_PATTERN,
         other => other,
     }
@@ -82,7 +106,8 @@ pub fn is_superbpe(name_or_pattern: &str) -> bool {
     resolve_pattern(name_or_pattern) == SUPERBPE_PATTERN
 }
 
-/// Is `name_or_pattern` one of the presets (gpt2, cl100k, o200k; by name or regex)?
+/// Is `name_or_pattern` one of the presets (gpt2, cl100k, o200k, llama3, qwen2;
+/// by name or regex)?
 pub fn is_preset(name_or_pattern: &str) -> bool {
     Preset::of(name_or_pattern).is_some()
 }

@@ -124,8 +124,14 @@ pub(super) fn contraction_ci(b: &[u8], pos: usize) -> usize {
 /// `\p{N}{1,3}` from the number at `pos`.
 #[inline]
 fn digits3(b: &[u8], pos: usize) -> usize {
+    digits::<3>(b, pos)
+}
+
+/// `\p{N}{1,MAX}` from the number at `pos`.
+#[inline]
+fn digits<const MAX: usize>(b: &[u8], pos: usize) -> usize {
     let mut i = pos;
-    for _ in 0..3 {
+    for _ in 0..MAX {
         if !has_at(b, i, NUMBER) {
             break;
         }
@@ -160,31 +166,8 @@ pub fn gpt2(b: &[u8], pos: usize) -> usize {
 /// cl100k: `'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|
 ///  ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s`.
 pub fn cl100k(b: &[u8], pos: usize) -> usize {
-    let n = contraction_ci(b, pos);
-    if n > 0 {
-        return pos + n;
-    }
-    let c = b[pos];
-    let (f, len) = flags_at(b, pos);
-    let class = kind(f);
-    if class == LETTER {
-        return run_end(b, pos + len, LETTER);
-    }
-    // A prefix: anything but \r, \n, a letter or a number, before letters.
-    if class != NUMBER && !is_newline(c) && has_at(b, pos + len, LETTER) {
-        return run_end(b, pos + len, LETTER);
-    }
-    if class == NUMBER {
-        return digits3(b, pos);
-    }
-    if class == OTHER {
-        return newlines_end(b, run_end(b, pos + len, OTHER), is_newline);
-    }
-    if c == b' ' && pos + 1 < b.len() {
-        let (next, next_len) = flags_at(b, pos + 1);
-        if kind(next) == OTHER {
-            return newlines_end(b, run_end(b, pos + 1 + next_len, OTHER), is_newline);
-        }
+    if let Some(end) = cl100k_not_space::<3>(b, pos) {
+        return end;
     }
     let (end, last, newline_end) = whitespace_run(b, pos);
     if end == b.len() {
@@ -193,7 +176,71 @@ pub fn cl100k(b: &[u8], pos: usize) -> usize {
     if let Some(e) = newline_end {
         return e; // \s*[\r\n]: up to the last newline of the run
     }
-    space_not_before_text(b, pos, end, last).unwrap_or(pos + len)
+    space_not_before_text(b, pos, end, last).unwrap_or(end)
+}
+
+/// Llama 3 (`super::presets::LLAMA3_PATTERN`):
+/// `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+///  ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`. cl100k's branches up
+/// to whitespace (the contractions are the same set; greedy and possessive
+/// quantifiers end where nothing after them in their branch can fail), then
+/// o200k's whitespace branches.
+pub fn llama3(b: &[u8], pos: usize) -> usize {
+    llama3_like::<3>(b, pos)
+}
+
+/// Qwen2 (`super::presets::QWEN2_PATTERN`): Llama 3's with `\p{N}` for `\p{N}{1,3}`.
+pub fn qwen2(b: &[u8], pos: usize) -> usize {
+    llama3_like::<1>(b, pos)
+}
+
+/// Llama 3's pattern with numbers of up to `DIGITS` characters.
+#[inline]
+fn llama3_like<const DIGITS: usize>(b: &[u8], pos: usize) -> usize {
+    if let Some(end) = cl100k_not_space::<DIGITS>(b, pos) {
+        return end;
+    }
+    let (end, last, newline_end) = whitespace_run(b, pos);
+    if let Some(e) = newline_end {
+        return e; // \s*[\r\n]+: up to the last newline of the run
+    }
+    space_not_before_text(b, pos, end, last).unwrap_or(end)
+}
+
+/// cl100k's branches before whitespace (contraction, word with its prefix,
+/// up to `DIGITS` numbers, other characters with an optional space before
+/// and `[\r\n]*` after): the end of the one that matches at `pos`, None
+/// when `pos` starts a whitespace run that none of them takes.
+#[inline]
+fn cl100k_not_space<const DIGITS: usize>(b: &[u8], pos: usize) -> Option<usize> {
+    let n = contraction_ci(b, pos);
+    if n > 0 {
+        return Some(pos + n);
+    }
+    let c = b[pos];
+    let (f, len) = flags_at(b, pos);
+    let class = kind(f);
+    if class == LETTER {
+        return Some(run_end(b, pos + len, LETTER));
+    }
+    // A prefix: anything but \r, \n, a letter or a number, before letters.
+    if class != NUMBER && !is_newline(c) && has_at(b, pos + len, LETTER) {
+        return Some(run_end(b, pos + len, LETTER));
+    }
+    if class == NUMBER {
+        return Some(digits::<DIGITS>(b, pos));
+    }
+    if class == OTHER {
+        return Some(newlines_end(b, run_end(b, pos + len, OTHER), is_newline));
+    }
+    if c == b' ' && pos + 1 < b.len() {
+        let (next, next_len) = flags_at(b, pos + 1);
+        if kind(next) == OTHER {
+            let end = run_end(b, pos + 1 + next_len, OTHER);
+            return Some(newlines_end(b, end, is_newline));
+        }
+    }
+    None
 }
 
 /// End of the run of ASCII bytes `trail` accepts, from `i` (`[\r\n]*`, `[\r\n/]*`).
@@ -422,6 +469,23 @@ mod tests {
         assert_eq!(
             split(cl100k, "..x\u{17f}'\u{17f}"),
             ["..", "x\u{17f}", "'\u{17f}"]
+        );
+    }
+
+    #[test]
+    fn llama3_and_qwen2_examples() {
+        // Trailing whitespace: split after its last newline, unlike cl100k.
+        assert_eq!(split(llama3, "a\n  "), ["a", "\n", "  "]);
+        assert_eq!(split(cl100k, "a\n  "), ["a", "\n  "]);
+        assert_eq!(split(llama3, "a \n"), ["a", " \n"]);
+        assert_eq!(split(llama3, "a  "), ["a", "  "]);
+        assert_eq!(
+            split(llama3, "It'S (hello) 12345\n\n  x"),
+            ["It", "'S", " (", "hello", ")", " ", "123", "45", "\n\n", " ", " x"]
+        );
+        assert_eq!(
+            split(qwen2, "It'S 12345\r\n \t"),
+            ["It", "'S", " ", "1", "2", "3", "4", "5", "\r\n", " \t"]
         );
     }
 

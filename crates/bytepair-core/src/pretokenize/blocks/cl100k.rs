@@ -16,6 +16,13 @@
 //!
 //! Runs of whitespace or digits that touch a byte the masks do not classify,
 //! or run past the three blocks, are unsure as a whole.
+//!
+//! Llama 3's and Qwen2's patterns (`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|
+//! \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`, Qwen2 with
+//! `\p{N}`) start pre-tokens at the same places (`DIGITS`: 3, or 1 where every
+//! digit starts one): they differ from cl100k only in a whitespace run that
+//! ends the text (`\s++$` is not among their branches), which touches the
+//! end and so is unsure, left to their scalar machines.
 
 use super::gpt2::set;
 use super::{
@@ -34,7 +41,9 @@ fn contraction(text: &[u8], j: usize) -> u32 {
     }
 }
 
-pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
+/// The starts of the current block and where they are unsure, with numbers
+/// of up to `DIGITS` (3 or 1) characters.
+pub(super) fn starts<const DIGITS: u32>(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     let letter = w.mask(|c| c.letter);
     let digit = w.mask(|c| c.digit);
     let other = w.mask(|c| c.other());
@@ -58,7 +67,11 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     let prefix_before =
         (ws.prev(1) & !newline.prev(1)) | spread(other_starts, w.mask(|c| c.cont)).prev(1);
     let mut starts = letter.block & !letter.prev(1) & !prefix_before;
-    let (groups, digits_unsure) = digit_groups(digit);
+    let (groups, digits_unsure) = if DIGITS == 1 {
+        (digit.block, 0)
+    } else {
+        digit_groups(digit)
+    };
     starts |= groups & digit.block;
     starts |= other_starts.block;
 
@@ -99,7 +112,10 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     }
 
     let mut unsure = near(bad, 6, 2) | digits_unsure;
-    unsure |= runs_near_unknown(ws, bad) | runs_near_unknown(digit, bad);
+    unsure |= runs_near_unknown(ws, bad);
+    if DIGITS > 1 {
+        unsure |= runs_near_unknown(digit, bad);
+    }
     unsure |= if newline.prev_block == !0 { !0 } else { 0 };
     (starts, unsure)
 }

@@ -3,7 +3,8 @@
 //! Each 64-byte block of the text is classified into bitmasks (letter, digit,
 //! space, ...: `classify`), and each preset's rules, written as bit algebra
 //! over those masks and the masks of the blocks on either side, give the
-//! positions where a pre-token starts (`gpt2`, `cl100k`, `o200k`). Walking
+//! positions where a pre-token starts (`gpt2`, `cl100k`, which also serves
+//! `llama3` and `qwen2`, and `o200k`). Walking
 //! from one start to the next is then a `trailing_zeros` per pre-token, with
 //! no branch that depends on the characters.
 //!
@@ -278,7 +279,8 @@ pub(super) fn runs_near_unknown(run: WindowMask, bad: WindowMask) -> u64 {
 fn rules(preset: Preset, window: &Window, text: &[u8], base: usize) -> (u64, u64) {
     match preset {
         Preset::Gpt2 => gpt2::starts(window, text, base),
-        Preset::Cl100k => cl100k::starts(window, text, base),
+        Preset::Cl100k | Preset::Llama3 => cl100k::starts::<3>(window, text, base),
+        Preset::Qwen2 => cl100k::starts::<1>(window, text, base),
         Preset::O200k => o200k::starts(window, text, base),
     }
 }
@@ -355,7 +357,9 @@ impl<'t> Walker<'t> {
             unsafe {
                 return match preset {
                     Preset::Gpt2 => classify_avx2::<0>(block),
-                    Preset::Cl100k => classify_avx2::<NEWLINE>(block),
+                    Preset::Cl100k | Preset::Llama3 | Preset::Qwen2 => {
+                        classify_avx2::<NEWLINE>(block)
+                    }
                     Preset::O200k => classify_avx2::<{ UPPER | NEWLINE | SLASH }>(block),
                 };
             }

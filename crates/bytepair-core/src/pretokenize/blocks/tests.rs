@@ -52,7 +52,13 @@ fn check_batches(preset: Preset, text: &str, simd: bool, batch: usize) {
 }
 
 fn all_paths(text: &str) {
-    for preset in [Preset::Gpt2, Preset::Cl100k, Preset::O200k] {
+    for preset in [
+        Preset::Gpt2,
+        Preset::Cl100k,
+        Preset::O200k,
+        Preset::Llama3,
+        Preset::Qwen2,
+    ] {
         check(preset, text, false);
         if available() {
             check(preset, text, true);

@@ -83,7 +83,7 @@ pub(super) fn classify_wide(preset: Preset, text: &[u8], start: usize, classes: 
     let table = unicode::table();
     let kinds = &KINDS[match preset {
         Preset::Gpt2 => 0,
-        Preset::Cl100k => 1,
+        Preset::Cl100k | Preset::Llama3 | Preset::Qwen2 => 1,
         Preset::O200k => 2,
     }];
     let kind_of = |c: char| {
