@@ -31,7 +31,7 @@ st = hypothesis.strategies
 
 from conftest import byte_tokenizer  # noqa: E402
 
-PRESETS = ["gpt2", "cl100k", "o200k"]
+PRESETS = ["gpt2", "cl100k", "o200k", "llama3", "qwen2"]
 _TOKENIZERS: dict[str, bytepair.Tokenizer] = {}
 
 
@@ -72,6 +72,8 @@ def newer_than_unicodedata(c: str) -> bool:
         (("gpt2", "r50k_base", "p50k_base"), "gpt2"),
         (("cl100k", "cl100k_base"), "cl100k"),
         (("o200k", "o200k_base"), "o200k"),
+        (("llama3",), "llama3"),
+        (("qwen2",), "qwen2"),
     ],
 )
 def test_presets_are_the_published_patterns(names, key):

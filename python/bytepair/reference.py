@@ -69,6 +69,11 @@ PATTERNS = {
             r"""\s+""",
         ]
     ),
+    # Llama 3's and Qwen2's Split regexes, as their tokenizer.json spells them.
+    "llama3": r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"""
+    r"""| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
+    "qwen2": r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"""
+    r"""| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
 }
 
 Pair = tuple[bytes, bytes]
@@ -78,8 +83,8 @@ Pair = tuple[bytes, bytes]
 
 
 def resolve_pattern(pattern: str) -> str:
-    """A preset name (``gpt2``, ``cl100k``, ``o200k``) -> its regex; any other
-    string is a regex already.
+    """A preset name (``gpt2``, ``cl100k``, ``o200k``, ``llama3``, ``qwen2``) -> its regex;
+    any other string is a regex already.
 
     >>> resolve_pattern(r"\\w+")
     '\\\\w+'

@@ -15,7 +15,7 @@ from bytepair import _core
 
 # The patterns with a name (``superbpe``: SuperBPE's stage 2, `bytepair.superbpe`;
 # every regex here matches each character, so an Isolated Split keeps no gaps).
-PRESETS = ("gpt2", "cl100k", "o200k", "superbpe")
+PRESETS = ("gpt2", "cl100k", "o200k", "llama3", "qwen2", "superbpe")
 
 # Preset spellings for tokenizer.json. HF's regex engine (Oniguruma, Ruby syntax)
 # reads tiktoken's possessive interval `\p{N}{1,3}+` as `(\p{N}{1,3})+`, any
@@ -64,8 +64,8 @@ def unwrap_gaps(pattern: str) -> str | None:
 
 
 def preset_name(pattern: str) -> str:
-    """The preset name (``gpt2``, ``cl100k``, ``o200k``) whose pre-tokenization
-    `pattern` spells, else `pattern` itself."""
+    """The preset name (one of `PRESETS`: ``gpt2``, ``cl100k``, ``o200k``, ``llama3``...)
+    whose pre-tokenization `pattern` spells, else `pattern` itself."""
     for name in PRESETS:
         if pattern in (
             _core.resolve_pattern(name),
