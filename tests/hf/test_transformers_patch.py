@@ -895,24 +895,31 @@ def test_import_bytepair_does_not_import_transformers():
     assert out.stdout.strip() == "False"
 
 
-# ---- Llama 3's regex on cl100k's scanner ----------------------------------------------
+# ---- Llama 3's and Qwen2's regexes on their core presets ---------------------------------------
 
 WHITESPACE_TEXT = st.lists(
     st.sampled_from(
-        ["\n", "\r", " ", "\t", "\u3000", "\x0b", "a", "B", "1", ".", "'s", EOT, "<mask>"]
+        ["\n", "\r", " ", "\t", "\u3000", "\x0b", "a", "B", "1", "123", ".", "'s", EOT, "<mask>"]
     ),
     max_size=14,
 ).map("".join)
 
 
 @settings(max_examples=150)
-@given(texts=st.lists(WHITESPACE_TEXT, min_size=1, max_size=3))
-def test_llama3_regex_served_by_the_cl100k_scanner(texts, tmp_path_factory):
+@given(
+    family=st.sampled_from(["Llama 3", "Qwen2/3"]),
+    texts=st.lists(WHITESPACE_TEXT, min_size=1, max_size=3),
+)
+def test_llama3_and_qwen2_regexes_served_by_their_presets(family, texts, tmp_path_factory):
+    """Whitespace runs at the ends of texts and of the pieces between added
+    tokens (where Llama 3's and Qwen2's regexes split unlike cl100k's), digit runs."""
     from bytepair.integrations.transformers_backend import registry
 
-    tok = _hypothesis_tokenizer("Llama 3", tmp_path_factory)
+    tok = _hypothesis_tokenizer(family, tmp_path_factory)
     with bytepair.patch_transformers():
-        assert registry.state_of(tok).twin is not None
+        assert (
+            registry.state_of(tok).bp.pattern == {"Llama 3": "llama3", "Qwen2/3": "qwen2"}[family]
+        )
     assert_both(tok, lambda t: t(texts, return_offsets_mapping=True))
     assert_both(tok, lambda t: t(texts, padding=True, return_tensors="np"))
 
@@ -921,22 +928,21 @@ def test_llama3_regex_where_it_differs_from_cl100k(tmp_path, corpus_text):
     """A vocabulary with tokens that join a line break to the spaces after it
     (trained on such text with GPT-2's pattern), under Llama 3's regex: where
     that regex and cl100k's split a text's end differently, the ids differ, and
-    those texts must not go to the cl100k scanner."""
-    from bytepair.formats import keep_gaps
-    from bytepair.integrations.transformers_backend import registry, twins
+    the llama3 preset must split as Llama 3's regex does."""
+    from bytepair.integrations.transformers_backend import registry
 
     code = [p for p in corpus_text("code.txt", 30_000, at=0.5).split("\n\n") if p.strip()][:20]
     trained = bytepair.train_from_iterator(
         code + ["x\n  y\n\tz\n  \n    w "] * 300, 600, special_tokens=[EOT], progress=False
     )
     args = (trained.vocab, trained.merges, trained.special_tokens)
-    llama = bytepair.Tokenizer(*args, pattern=keep_gaps(twins.LLAMA3))
+    llama = bytepair.Tokenizer(*args, pattern="llama3")
     llama.save_pretrained(tmp_path, eos_token=EOT, pad_token=EOT)
     tok = load(tmp_path)
     texts = [f"{p} end\n    " for p in code] + [f"{p} end\n  {EOT}x\n\t" for p in code]
     texts += ["a\n    ", f"a\n  {EOT}b", "x\r\n\t", "x\n\n  y\n ", "\n \n  "]
     with bytepair.patch_transformers():
-        assert registry.state_of(tok).twin is not None
+        assert registry.state_of(tok).bp.pattern == "llama3"
     cl100k = bytepair.Tokenizer(*args, pattern="cl100k")
     differ = [t for t in texts if tok.encode(t) != cl100k.encode(t, allowed_special="all")]
     assert len(differ) > len(texts) // 2, differ  # the cases are real
@@ -1074,21 +1080,15 @@ def test_a_decoder_other_than_byte_level_goes_to_hf(folders):
 
 def _real_folder(name: str, path):
     """A transformers folder over a real vocabulary: GPT-2's released files, or
-    OpenAI's cl100k ranks under Llama 3's Split regex and template (served on
-    the cl100k scanner where the twin fits: `twins.py`)."""
+    OpenAI's cl100k ranks under Llama 3's Split regex and template (the llama3 preset)."""
     sys.path.insert(0, str(Path(__file__).parents[1]))
     from _gpt2 import gpt2_tokenizer, openai_tokenizer
-
-    from bytepair.formats import keep_gaps
-    from bytepair.integrations.transformers_backend import twins
 
     if name == "GPT-2":
         gpt2_tokenizer().save_pretrained(path, bos_token=EOT, eos_token=EOT, pad_token=EOT)
         return path
     base = openai_tokenizer("cl100k_base")
-    llama = bytepair.Tokenizer(
-        base.vocab, base.merges, base.special_tokens, pattern=keep_gaps(twins.LLAMA3)
-    )
+    llama = bytepair.Tokenizer(base.vocab, base.merges, base.special_tokens, pattern="llama3")
     llama.save_pretrained(path, bos_token=EOT, eos_token=EOT, pad_token=EOT)
     doc = json.loads((path / "tokenizer.json").read_text(encoding="utf-8"))
     doc["post_processor"] = sequence(
@@ -1112,7 +1112,7 @@ def test_real_vocabularies_equal_hf(name, tmp_path, corpus_text):
 
     with bytepair.patch_transformers():
         assert served_by_bytepair(tok) == (True, None)
-        assert (registry.state_of(tok).twin is not None) == (name != "GPT-2")
+        assert registry.state_of(tok).bp.pattern == ("gpt2" if name == "GPT-2" else "llama3")
     for call in (
         lambda t: t(docs, return_offsets_mapping=True),
         lambda t: t(docs, padding=True, truncation=True, max_length=256, return_tensors="np"),

@@ -111,27 +111,12 @@ def padded_batch(
 
 
 def _encode(state, texts: list[str], allowed: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """All texts' ids back to back (uint32) and each text's count (int64); the
-    texts the twin fits (`twins`) on its core, the others on the tokenizer's."""
+    """All texts' ids back to back (uint32) and each text's count (int64)."""
     try:
         raw = [t.encode("utf-8") for t in texts]
     except UnicodeEncodeError:
         raise Unserved("a lone surrogate in the text (HF raises)") from None
-    groups = state.cores_for(texts, allowed)  # [(core, indices of the texts it encodes)]
-    if len(groups) == 1:
-        flat, counts = _documents(groups[0][0], raw, allowed)
-    else:
-        parts = [
-            (where, *_documents(core, [raw[k] for k in where], allowed)) for core, where in groups
-        ]
-        counts = np.zeros(len(raw), np.int64)
-        pieces: list = [None] * len(raw)
-        for where, ids, n in parts:
-            counts[where] = n
-            bounds = np.concatenate([[0], np.cumsum(n)])
-            for j, k in enumerate(where):
-                pieces[k] = ids[bounds[j] : bounds[j + 1]]
-        flat = np.concatenate(pieces) if pieces else np.zeros(0, np.uint32)
+    flat, counts = _documents(state.core, raw, allowed)
     if state.unserved_ids and np.isin(flat, list(state.unserved_ids)).any():
         raise Unserved("a normalized added token that strips spaces")
     return flat, counts

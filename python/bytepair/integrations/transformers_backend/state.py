@@ -22,7 +22,6 @@ from typing import NamedTuple
 from bytepair.integrations.transformers_backend import spm_serving
 from bytepair.integrations.transformers_backend.model import Enc, Source, Unserved
 from bytepair.integrations.transformers_backend.processors import parse, post_process
-from bytepair.integrations.transformers_backend.twins import twin_of
 
 # `Loaded` by the sha256 of the backend's JSON, while a tokenizer uses it.
 _LOADED: "weakref.WeakValueDictionary[bytes, Loaded]" = weakref.WeakValueDictionary()
@@ -92,7 +91,6 @@ class Loaded:
             SentencePiece-style ``chain``, with its ``byte_ids``);
             ``odd_bytes``: added tokens HF decodes to other bytes than their
             UTF-8 (all their characters are byte-level ones).
-        twin: a `twins.Twin` that encodes most texts faster, or None.
     """
 
     def __init__(self, text: str):
@@ -130,10 +128,9 @@ class Loaded:
             self.byte_ids = spm_serving.byte_ids(self.chain, self.token_of)
             self.one_id: dict = {}  # id -> its decoded text (`spm_serving.decode`)
             self.special_of_core = frozenset(self.bp.special_tokens.values())
-            self.twin, self.odd_bytes = None, {}
+            self.odd_bytes = {}
         else:
             self.decodes = decoder.get("type") == "ByteLevel"
-            self.twin = twin_of(self.bp)
             self.odd_bytes = {
                 t["id"]: b for t in added if (b := _hf_bytes(t["content"])) is not None
             }
@@ -206,36 +203,12 @@ class TokenizerState:
         return out
 
     def _encode(self, texts: list[str], allowed: list[str]) -> list[list[int]]:
-        """The core's ids of each text: the twin's where it fits (`twins`)."""
-        groups = self.cores_for(texts, allowed)
-        if len(groups) == 1:
-            return _encode_with(groups[0][0], texts, allowed)
-        out: list = [None] * len(texts)
-        for core, where in groups:
-            for k, ids in zip(where, _encode_with(core, [texts[k] for k in where], allowed)):
-                out[k] = ids
-        return out
-
-    def cores_for(self, texts: list[str], allowed: list[str]) -> list[tuple]:
-        """[(core, indices of the texts it encodes as HF does)]: the twin's core
-        for the texts it fits, the tokenizer's for the others (one group when
-        one core takes them all)."""
-        twin = self.twin
-        if twin is None:
-            return [(self.core, range(len(texts)))]
-        fits = [twin.fits(t, allowed) for t in texts]
-        groups = [
-            (core, [k for k, f in enumerate(fits) if f is part])
-            for core, part in ((twin.core, True), (self.core, False))
-        ]
-        groups = [(core, where) for core, where in groups if where]
-        return groups or [(self.core, range(len(texts)))]
+        """The core's ids of each text."""
+        return _encode_with(self.core, texts, allowed)
 
     def offsets(self, text: str, allowed: list[str]) -> list[tuple[int, int]]:
         """HF's offsets of `text`'s tokens, in characters."""
-        twin = self.twin
-        tok = twin.tok if twin is not None and twin.fits(text, allowed) else self.bp
-        ids, offsets = tok.encode_with_offsets(
+        ids, offsets = self.bp.encode_with_offsets(
             text, allowed_special=frozenset(allowed), disallowed_special=()
         )
         if self.spm:
