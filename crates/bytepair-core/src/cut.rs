@@ -33,13 +33,14 @@ pub trait CutTest: Send + Sync + std::fmt::Debug {
 ///   newline followed by a letter or digit (o200k's `[\r\n/]*` does continue
 ///   into `/`, hence the restriction on `y`), and the block that ends in `x\n`
 ///   pre-tokenizes its tail exactly as the whole text would: the `\n` is either
-///   taken by the punctuation run before it (cl100k, o200k) or is a pre-token of
-///   its own, `\s+(?!\S)` at the end of the block and `\s+` in the whole text.
+///   taken by the punctuation run before it (cl100k, o200k, llama3, qwen2) or is
+///   a pre-token of its own, `\s+(?!\S)` at the end of the block and `\s+` in
+///   the whole text (llama3, qwen2: `\s*[\r\n]+` in both).
 ///   Used for custom patterns too (documented: a custom pattern that matches
 ///   across `x\ny` sees different splits).
 /// * **Letter, punctuation** (presets only, for text without newlines): between
-///   an ASCII letter and ASCII punctuation other than `'`. No branch of the
-///   gpt2, cl100k or o200k pattern matches a letter followed by such a character
+///   an ASCII letter and ASCII punctuation other than `'`. No branch of a
+///   preset's pattern matches a letter followed by such a character
 ///   (o200k's letter runs may end in a contraction, hence no `'`), so no
 ///   pre-token crosses the cut; and no match that ends before the cut can end
 ///   with a look-ahead there, because the character before it is not whitespace.
