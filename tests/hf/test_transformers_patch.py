@@ -860,6 +860,53 @@ def test_threads_share_one_tokenizer(family, folders, corpus_text):
         assert _threads_disagree(tok, shapes, want)
 
 
+def test_large_batches_pause_the_garbage_collector_and_restore_it(folders, corpus_text):
+    """A served batch of at least `gc_pause.MIN_BATCH` texts runs (almost) no
+    collection while it is built (unpatched, and with a small batch, the same
+    calls run many at a low threshold; transformers' steps after ours may run
+    one or two); the collector is on again afterwards, also after threads
+    overlapped, and stays off in a program that turned it off. The ids are HF's."""
+    import gc
+
+    from bytepair.integrations.transformers_backend import gc_pause
+
+    docs = (documents(corpus_text) * 20)[: 4 * gc_pause.MIN_BATCH]
+    tok = load(folders("Llama 3"))
+    want = tok(docs)["input_ids"]
+    started: list = []
+
+    def count(phase, info):
+        if phase == "start":
+            started.append(info["generation"])
+
+    threshold = gc.get_threshold()
+    gc.callbacks.append(count)
+    gc.set_threshold(50)
+    try:
+        tok(docs)
+        unpatched = len(started)
+        assert unpatched >= 8, "the unpatched call runs collections (the test can fail)"
+        with bytepair.patch_transformers():
+            tok(docs)
+            started.clear()
+            assert tok(docs)["input_ids"] == want
+            assert len(started) <= 2 and gc.isenabled(), started
+            started.clear()
+            kept = [tok(docs[k : k + 8]) for k in range(0, len(docs), 8)]
+            assert len(started) >= unpatched // 2, "small batches run with the collector"
+            del kept
+            assert not _threads_disagree(tok, [lambda t: t(docs)["input_ids"]], [want], 4)
+            assert gc.isenabled()
+            gc.disable()
+            tok(docs)
+            assert not gc.isenabled()
+            gc.enable()
+    finally:
+        gc.set_threshold(*threshold)
+        gc.callbacks.remove(count)
+        gc.enable()
+
+
 def test_tokenizers_made_before_during_and_after_the_patch(folders):
     path = folders("StarCoder")
     text = "def f(x):\n    return x**2  # 12345"

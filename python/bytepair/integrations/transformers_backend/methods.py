@@ -31,6 +31,7 @@ from transformers.tokenization_utils_base import (
 from transformers.tokenization_utils_tokenizers import TokenizersBackend
 from transformers.tokenization_utils_tokenizers import logger as transformers_logger
 
+from bytepair.integrations.transformers_backend import gc_pause
 from bytepair.integrations.transformers_backend.arrays import padded_batch
 from bytepair.integrations.transformers_backend.encoding import Encoding
 from bytepair.integrations.transformers_backend.model import Unserved
@@ -64,7 +65,9 @@ def _encode_plus(self, text, text_pair=None, *args, **kwargs):
     try:
         if args:
             raise Unserved("positional options")
-        return _serve_encode_plus(self, state, text, text_pair, kwargs)
+        batch_size = len(text) if isinstance(text, (list, tuple)) else 1
+        with gc_pause.paused(batch_size):
+            return _serve_encode_plus(self, state, text, text_pair, kwargs)
     except Unserved as e:
         return _by_hf(self, state, str(e), "_encode_plus", text, text_pair, *args, **kwargs)
 
