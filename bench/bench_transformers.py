@@ -10,10 +10,11 @@ Tokenizer folders (made once under bench/out/transformers/, offline):
     cl100k pre-tokenizer (Split(cl100k regex) + ByteLevel, one of bytepair's
     presets), Llama 3's special tokens after the ranks and its post-processor
     (ByteLevel, then a template that puts ``<|begin_of_text|>`` first);
-  - ``llama3``: the same with Llama 3's own Split regex, which is not a preset
-    (bytepair runs it on fancy-regex): the layout of Llama 3's tokenizer.json;
+  - ``llama3``: the same with Llama 3's own Split regex (bytepair's ``llama3``
+    preset): the layout of Llama 3's tokenizer.json;
   - ``qwen``: the same ranks with Qwen2's pipeline (NFC, Split(Qwen2's regex),
-    ByteLevel), which bytepair runs on its general pipeline path;
+    ByteLevel), which bytepair runs on its general pipeline path, the Split on
+    its ``qwen2`` preset;
   - ``gpt2``: GPT-2's own vocab.json and merges.txt (../shared/corpora/cs336), ByteLevel;
   - ``llama2``: a SentencePiece-style BPE, mistral-common's ``tokenizer.model.v1``
     (Mistral 7B v0.1, Llama 2's recipe: 32,000 pieces, byte fallback) in Llama
