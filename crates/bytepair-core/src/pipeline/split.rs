@@ -65,6 +65,14 @@ impl Split {
 
     /// The pieces of `text` (non-empty), as byte ranges, appended to `out`.
     pub fn split(&self, text: &str, out: &mut Vec<(usize, usize)>) -> Result<(), SearchError> {
+        if self.preset_isolated().is_some() {
+            // A preset's matches cover the text (no gaps) and are never empty:
+            // the pieces of an Isolated split are the matches, found without
+            // the lists of spans below.
+            return self
+                .pre
+                .for_each_match(text, |start, end| out.push((start, end)));
+        }
         let spans = self.find_matches(text)?;
         let kept = apply_behavior(spans, self.behavior);
         out.extend(
