@@ -53,7 +53,7 @@ class Tokenizer(VocabHolder, TokenizerHelpers, TokenizerFiles):
             special token takes the id the vocab already gives its UTF-8 bytes,
             else the next free id (in the order given).
         pattern: the pre-tokenization regex, or a preset name (``"gpt2"``,
-            ``"cl100k"``, ``"o200k"``).
+            ``"cl100k"``, ``"o200k"``, ``"llama3"``, ``"qwen2"``).
         pipeline: a tokenizer.json pipeline (`bytepair.formats.hf_pipeline`:
             normalizers, pre-tokenizers, added-token rules) used instead of `pattern`.
 

@@ -116,8 +116,8 @@ def train(
             ``<|reserved_special_token_0|>``, ``..._1|>``..., after the given
             ones (names already given are skipped); vocab_size counts them.
         pattern: pre-tokenization regex or preset (``gpt2``, the default,
-            ``cl100k``, ``o200k``); with `base`, the base's (a different one
-            raises).
+            ``cl100k``, ``o200k``, ``llama3``, ``qwen2``); with `base`, the
+            base's (a different one raises).
         base: a Tokenizer to extend (``Tokenizer.load``, ``bytepair.get_encoding``):
             its ids, merges, special tokens and pattern are kept, each word of
             the corpus is first split by its merges, and
