@@ -36,11 +36,9 @@ _restore = False  # whether the last one out enables the collector again
 
 
 @contextmanager
-def paused(batch_size: int) -> Iterator[None]:
-    """The collector paused for the block when `batch_size` (texts) is at least `MIN_BATCH`."""
-    if batch_size < MIN_BATCH:
-        yield
-        return
+def paused() -> Iterator[None]:
+    """The collector paused for the block (callers use it for batches of at
+    least `MIN_BATCH` texts)."""
     global _inside, _restore
     with _lock:
         if _inside == 0:

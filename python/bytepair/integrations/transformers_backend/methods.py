@@ -65,8 +65,9 @@ def _encode_plus(self, text, text_pair=None, *args, **kwargs):
     try:
         if args:
             raise Unserved("positional options")
-        batch_size = len(text) if isinstance(text, (list, tuple)) else 1
-        with gc_pause.paused(batch_size):
+        if not isinstance(text, (list, tuple)) or len(text) < gc_pause.MIN_BATCH:
+            return _serve_encode_plus(self, state, text, text_pair, kwargs)
+        with gc_pause.paused():
             return _serve_encode_plus(self, state, text, text_pair, kwargs)
     except Unserved as e:
         return _by_hf(self, state, str(e), "_encode_plus", text, text_pair, *args, **kwargs)
