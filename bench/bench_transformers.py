@@ -45,6 +45,11 @@ Every tool's outputs are compared with unpatched transformers' (column "= HF").
 
     python bench/bench_transformers.py              # gpt4, llama3, qwen on enwiki, 5 rounds
     python bench/bench_transformers.py --tokenizer gpt2 --corpus code --repeat 3
+    python bench/bench_transformers.py --baseline /tmp/main/python   # also another bytepair build
+
+``--baseline DIR`` adds a tool, ``baseline``: bytepair imported from DIR (a
+``python/`` folder with its built extension, e.g. main's), run with the others,
+interleaved; its column and the ratio baseline / bytepair join the table.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -302,14 +308,18 @@ def measure(name: str, corpus: Path, args: argparse.Namespace) -> list[list[str]
     path = folder(name, args.corpora_dir)
     # No tiktoken form of a SentencePiece model.
     tools = [t for t in args.tools if not (name.startswith("llama2") and t == "tiktoken")]
+    tools += ["baseline"] if args.baseline else []
     runs: dict[str, list[dict]] = {t: [] for t in tools}
     for r in range(args.repeat):
         order = tools if r % 2 == 0 else list(reversed(tools))
         for tool in order:
-            child_args = ["--tool", tool, "--name", name, "--folder", str(path)]
-            child_args += ["--corpus", str(corpus), "--docs", str(args.docs)]
+            env = None
+            if tool == "baseline":
+                env = {**os.environ, "PYTHONPATH": str(args.baseline)}
+            child_args = ["--tool", "bytepair" if tool == "baseline" else tool, "--name", name]
+            child_args += ["--folder", str(path), "--corpus", str(corpus), "--docs", str(args.docs)]
             child_args += ["--inner", str(args.inner)]
-            runs[tool].append(run_child(Path(__file__), child_args))
+            runs[tool].append(run_child(Path(__file__), child_args, env))
             got = runs[tool][-1]
             what = got.get("error") or got["seconds"]
             log(f"{name} {corpus_label(corpus)} round {r + 1} {tool}: {what}")
@@ -332,28 +342,30 @@ def table_rows(name: str, corpus: Path, runs: dict) -> list[list[str]]:
     for row in ROWS:
         unit, scale = ("ms", 1e3) if row.startswith("batch") else ("µs", 1e6)
         hf, ours, fast = med("hf", row), med("bytepair", row), med("fastokens", row)
-        tk = med("tiktoken", row)
-        rows.append(
-            [
-                name,
-                corpus_label(corpus),
-                f"{row} ({unit})",
-                fmt(hf and hf * scale, 1),
-                fmt(ours and ours * scale, 1),
-                fmt(fast and fast * scale, 1),
-                fmt(tk and tk * scale, 1),
-                fmt(hf and ours and hf / ours),
-                fmt(fast and ours and fast / ours),
-                fmt(tk and ours and ours / tk) if row == "prompt encode" else "–",
-                same("bytepair", row),
-                same("fastokens", row),
-            ]
-        )
+        tk, base = med("tiktoken", row), med("baseline", row)
+        cells = [
+            name,
+            corpus_label(corpus),
+            f"{row} ({unit})",
+            fmt(hf and hf * scale, 1),
+            fmt(ours and ours * scale, 1),
+            fmt(fast and fast * scale, 1),
+            fmt(tk and tk * scale, 1),
+            fmt(hf and ours and hf / ours),
+            fmt(fast and ours and fast / ours),
+            fmt(tk and ours and ours / tk) if row == "prompt encode" else "–",
+            same("bytepair", row),
+            same("fastokens", row),
+        ]
+        if "baseline" in runs:
+            cells += [fmt(base and base * scale, 1), fmt(base and ours and base / ours)]
+        rows.append(cells)
     peak = {t: max(r["peak_mib"] for r in rs) for t, rs in runs.items() if rs}
     rows.append(
         [name, corpus_label(corpus), "peak RSS (MiB)"]
         + [fmt(peak.get(t), 0) for t in ("hf", "bytepair", "fastokens", "tiktoken")]
         + ["–"] * 5
+        + ([fmt(peak.get("baseline"), 0), "–"] if "baseline" in runs else [])
     )
     return rows
 
@@ -388,6 +400,9 @@ def main() -> None:
     ap.add_argument("--inner", type=int, default=3, help="batch calls per round (median)")
     ap.add_argument("--docs", type=int, default=1000, help="documents per batch (default 1000)")
     ap.add_argument("--corpora-dir", type=Path, default=DEFAULT_CORPORA)
+    ap.add_argument(
+        "--baseline", type=Path, help="also run bytepair imported from this python/ folder"
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     for hidden in ("--tool", "--name", "--folder"):
         ap.add_argument(hidden, help=argparse.SUPPRESS)
@@ -399,7 +414,8 @@ def main() -> None:
     for name in args.tokenizer:
         for c in args.corpus:
             rows += measure(name, corpus_path(c, args.corpora_dir), args)
-    print(markdown_table(HEADER, rows))
+    header = HEADER + (["baseline", "baseline / bytepair"] if args.baseline else [])
+    print(markdown_table(header, rows))
 
 
 if __name__ == "__main__":
