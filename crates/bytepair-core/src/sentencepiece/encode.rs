@@ -20,8 +20,9 @@ use super::merge::{merge_word, push_ids};
 use super::model::{Kind, Model};
 use super::normalize::{Normalizer, Place};
 use super::reference::{populate_ids, sample_encode};
+use super::scan::WordScan;
 use super::vocab::{PieceSpec, Vocab};
-use super::words::{for_each_word, with_scratch, word_starts, Scratch, SPACE_CHAR};
+use super::words::{for_each_word, with_scratch, Scratch, SPACE_CHAR};
 
 /// Byte spans of the original text, one per id.
 pub type Spans = Vec<(usize, usize)>;
@@ -331,24 +332,21 @@ impl SpmEncoder {
                 return self.encode_words(t, true, s, last, out);
             }
             // The dummy prefix and the first word it joins: " " + text[..end].
-            let mut cut = Vec::new();
-            if !t.is_empty() {
-                word_starts(&self.vocab, t.as_bytes(), true, Some(SPACE_CHAR), &mut cut);
-            }
-            let end = cut.first().map_or(t.len(), |&e| e as usize);
-            let mut word = String::with_capacity(end + 1);
-            word.push(' ');
-            word.push_str(&t[..end]);
+            let end = WordScan::first_end(&self.vocab, t.as_bytes(), true, SPACE_CHAR);
             let first_id = out.len();
-            if word.len() <= MAX_SHORT {
-                let key = pack(word.as_bytes());
+            if end < MAX_SHORT {
+                let mut word = [b' '; MAX_SHORT];
+                word[1..=end].copy_from_slice(&t.as_bytes()[..end]);
+                let key = pack(&word[..=end]);
                 let hash = hash_key(key);
                 if !s.short.push_hit(key, hash, out) {
-                    self.merge_view(&word, true, s, out);
+                    // SAFETY: a space, then `t` up to a character's start.
+                    let word = unsafe { std::str::from_utf8_unchecked(&word[..=end]) };
+                    self.merge_view(word, true, s, out);
                     s.short.insert(key, hash, &out[first_id..]);
                 }
             } else {
-                self.merge_view(&word, true, s, out);
+                self.merge_view(&format!(" {}", &t[..end]), true, s, out);
             }
             if self.fuses_unk {
                 self.fuse_after(first_id, last, out);

@@ -16,6 +16,7 @@ pub mod model;
 pub mod normalize;
 pub mod proto;
 pub mod reference;
+mod scan;
 #[cfg(test)]
 mod tests;
 pub mod train;

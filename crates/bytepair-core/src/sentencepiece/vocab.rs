@@ -27,6 +27,8 @@ use super::model::Kind;
 pub const NO_RANK: u32 = u32::MAX;
 /// Id of a part that is not a piece (its bytes fall back, or it is `<unk>`).
 pub const NO_ID: u32 = u32::MAX;
+/// Pairs of ASCII bytes: the size of a byte table of the join test.
+pub const ASCII_PAIRS: usize = 128 * 128;
 
 /// A piece as the tables see it.
 pub struct PieceSpec<'a> {
@@ -55,9 +57,10 @@ pub struct Vocab {
     /// the ASCII character x, then "▁"; of `after_space`: "▁", then x.
     before_space: u128,
     after_space: u128,
-    /// `ascii_bigrams` with the space standing for "▁" (the space view of
-    /// text before normalization).
-    view_bigrams: [u128; 128],
+    /// `ascii_bigrams` as bytes (1: x, y may join) at `x << 7 | y`: one load
+    /// per test, no 128-bit shift (`scan`); and the same with the space
+    /// standing for "▁" (the space view of text before normalization).
+    join_bytes: Box<[[u8; ASCII_PAIRS]; 2]>,
     /// Byte -> id of its `<0xNN>` piece (NO_ID: none).
     pub(super) byte_ids: [u32; 256],
     pub(super) unk_id: u32,
@@ -169,10 +172,10 @@ impl Vocab {
         }
         view_bigrams[32] = view_bigrams[32] & !(1u128 << 32) | u128::from(spaces) << 32;
         Vocab {
+            join_bytes: Box::new([join_bytes(&ascii_bigrams), join_bytes(&view_bigrams)]),
             pairs: PairTable::new(&pairs, ids.len() + 1),
             before_space,
             after_space,
-            view_bigrams,
             ids,
             ranks,
             ascii,
@@ -221,32 +224,22 @@ impl Vocab {
         }
     }
 
-    /// May a merge join the ASCII character `x` and "▁" / "▁" and `y`?
+    /// The join test of two ASCII characters as a byte table at `x << 7 |
+    /// y` (1: x, y may join), of normalized text or, with `view`, of the
+    /// space view.
     #[inline]
-    pub(super) fn joins_space(&self, x: u8, space_first: bool) -> bool {
-        let bits = if space_first {
-            self.after_space
-        } else {
-            self.before_space
-        };
-        bits >> x & 1 == 1
+    pub(super) fn ascii_joins(&self, view: bool) -> &[u8; ASCII_PAIRS] {
+        &self.join_bytes[usize::from(view)]
     }
+}
 
-    /// Does a piece hold "▁▁"?
-    #[inline]
-    pub(super) fn joins_spaces(&self) -> bool {
-        self.bigrams.contains(&bigram_key('\u{2581}', '\u{2581}'))
+/// Bit rows of the ASCII join test as a byte table (see `Vocab::join_bytes`).
+fn join_bytes(rows: &[u128; 128]) -> [u8; ASCII_PAIRS] {
+    let mut bytes = [0u8; ASCII_PAIRS];
+    for (x, row) in rows.iter().enumerate() {
+        for y in 0..128 {
+            bytes[x << 7 | y] = (row >> y & 1) as u8;
+        }
     }
-
-    /// Rows of ASCII bigrams (bit y of row x: x, y may join), of normalized
-    /// text and of the space view.
-    #[inline]
-    pub(super) fn plain_ascii(&self) -> &[u128; 128] {
-        &self.ascii_bigrams
-    }
-
-    #[inline]
-    pub(super) fn view_ascii(&self) -> &[u128; 128] {
-        &self.view_bigrams
-    }
+    bytes
 }

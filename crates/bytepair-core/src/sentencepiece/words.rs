@@ -10,6 +10,8 @@ use std::cell::RefCell;
 use crate::encode::cache::{cache_shares, LongCache, MidCache, ShortCache};
 use crate::shortkey::{hash as hash_key, hash_mid, load as load_key, load_mid, MAX_MID, MAX_SHORT};
 
+use super::scan::WordScan;
+
 use super::encode::SpmEncoder;
 use super::merge::{merge_word, push_ids, Sym};
 use super::normalize::SPACE;
@@ -42,40 +44,109 @@ impl SpmEncoder {
             *last_unk = false;
             return;
         }
-        let mut starts = std::mem::take(&mut s.starts);
-        starts.clear();
-        word_starts(&self.vocab, b, view, None, &mut starts);
-        starts.push(b.len() as u32);
-        let mut hashes = [0u64; WORD_BATCH];
-        let mut keys = [0u128; WORD_BATCH];
-        let words = starts.len() - 1;
-        for batch in (0..words).step_by(WORD_BATCH) {
-            let bounds = &starts[batch..(batch + WORD_BATCH).min(words) + 1];
-            for (k, w) in bounds.windows(2).enumerate() {
-                let (a, len) = (w[0] as usize, (w[1] - w[0]) as usize);
-                if len <= MAX_SHORT {
-                    keys[k] = load_key(b, a, len);
-                    hashes[k] = hash_key(keys[k]);
-                    s.short.prefetch(hashes[k]);
-                }
+        let mut batch = s.batch.take().unwrap_or_else(WordBatch::new);
+        let mut scan = WordScan::new(&self.vocab, b, view);
+        loop {
+            let n = scan.fill(&mut batch.bounds);
+            if n == 0 {
+                break;
             }
-            for (k, w) in bounds.windows(2).enumerate() {
-                let (a, e) = (w[0] as usize, w[1] as usize);
-                let first = out.len();
-                if e - a <= MAX_SHORT {
-                    if !s.short.push_hit(keys[k], hashes[k], out) {
-                        self.merge_view(&text[a..e], view, s, out);
-                        s.short.insert(keys[k], hashes[k], &out[first..]);
-                    }
-                } else {
-                    self.encode_long_word(text, a, e, view, s, out);
-                }
-                if self.fuses_unk {
-                    self.fuse_after(first, last_unk, out);
-                }
-            }
+            self.encode_batch(text, view, &mut batch, n, s, last_unk, out);
         }
-        s.starts = starts;
+        s.batch = Some(batch);
+    }
+
+    /// The `n` words of a batch (`batch.bounds`): their keys and hashes
+    /// first, each short word's cache slot fetched into L2 a batch ahead and
+    /// into L1 `PREFETCH_AHEAD` words ahead of its probe; then a hit in its
+    /// home slot with its ids inline (nearly every word) is stored at a raw
+    /// cursor, anything else goes through `encode_word` (as the byte-level
+    /// encoder's `encode_preset_pieces`).
+    #[allow(clippy::too_many_arguments)]
+    fn encode_batch(
+        &self,
+        text: &str,
+        view: bool,
+        batch: &mut WordBatch,
+        n: usize,
+        s: &mut Scratch,
+        last_unk: &mut bool,
+        out: &mut Vec<u32>,
+    ) {
+        let b = text.as_bytes();
+        let WordBatch {
+            bounds,
+            keys,
+            hashes,
+        } = batch;
+        for k in 0..n {
+            let (a, len) = (bounds[k] as usize, (bounds[k + 1] - bounds[k]) as usize);
+            keys[k] = if len <= MAX_SHORT {
+                load_key(b, a, len)
+            } else {
+                0
+            };
+            hashes[k] = hash_key(keys[k]);
+            s.short.prefetch_l2(hashes[k]);
+        }
+        for &hash in &hashes[..n.min(PREFETCH_AHEAD)] {
+            s.short.prefetch(hash);
+        }
+        // `<unk>` runs fuse across words: then every word takes the slow way.
+        let fast = !self.fuses_unk;
+        out.reserve(4 * n);
+        let mut homes = s.short.home_slots();
+        let (mut w, mut dst) = (out.len(), out.as_mut_ptr());
+        for k in 0..n {
+            if k + PREFETCH_AHEAD < n {
+                s.short.prefetch(hashes[k + PREFETCH_AHEAD]);
+            }
+            if fast && keys[k] != 0 {
+                if let Some((lanes, count)) = homes.inline_ids(keys[k], hashes[k]) {
+                    // SAFETY: `out` has room for 4 more ids per word left in
+                    // the batch (reserved above and after every slow word).
+                    unsafe { dst.add(w).cast::<[u32; 4]>().write_unaligned(lanes) };
+                    w += count;
+                    continue;
+                }
+            }
+            // SAFETY: the first `w` ids were written (by `out` or the fast path).
+            unsafe { out.set_len(w) };
+            let (a, e) = (bounds[k] as usize, bounds[k + 1] as usize);
+            self.encode_word(text, a, e, (keys[k], hashes[k]), view, s, last_unk, out);
+            out.reserve(4 * (n - k));
+            (w, dst, homes) = (out.len(), out.as_mut_ptr(), s.short.home_slots());
+        }
+        // SAFETY: as above.
+        unsafe { out.set_len(w) };
+    }
+
+    /// The word `text[a..e]` (its short key and hash, key 0 if long) through
+    /// the caches, merged on a miss; a leading `<unk>` fused with one before.
+    #[allow(clippy::too_many_arguments)]
+    fn encode_word(
+        &self,
+        text: &str,
+        a: usize,
+        e: usize,
+        (key, hash): (u128, u64),
+        view: bool,
+        s: &mut Scratch,
+        last_unk: &mut bool,
+        out: &mut Vec<u32>,
+    ) {
+        let first = out.len();
+        if key != 0 {
+            if !s.short.push_hit(key, hash, out) {
+                self.merge_view(&text[a..e], view, s, out);
+                s.short.insert(key, hash, &out[first..]);
+            }
+        } else {
+            self.encode_long_word(text, a, e, view, s, out);
+        }
+        if self.fuses_unk {
+            self.fuse_after(first, last_unk, out);
+        }
     }
 
     /// A word of more than `MAX_SHORT` bytes, through the caches of longer pieces.
@@ -165,89 +236,51 @@ pub(super) fn char_at(b: &[u8], i: usize) -> (char, usize) {
     (char::from_u32(c).expect("valid UTF-8"), len)
 }
 
-/// Call `f(start, end)` for each word of `b` (valid UTF-8): the spans between
-/// the places where two characters that no piece holds side by side meet.
+/// Call `f(start, end)` for each word of `b` (valid UTF-8, not empty): the
+/// spans between the places where two characters that no piece holds side by
+/// side meet.
 pub(super) fn for_each_word(v: &Vocab, b: &[u8], mut f: impl FnMut(usize, usize)) {
-    let mut starts = Vec::new();
-    word_starts(v, b, false, None, &mut starts);
-    starts.push(b.len() as u32);
-    for w in starts.windows(2) {
-        f(w[0] as usize, w[1] as usize);
+    let mut scan = WordScan::new(v, b, false);
+    let mut bounds = [0u32; WORD_BATCH + 1];
+    loop {
+        let n = scan.fill(&mut bounds);
+        if n == 0 {
+            return;
+        }
+        for w in bounds[..=n].windows(2) {
+            f(w[0] as usize, w[1] as usize);
+        }
     }
 }
 
-/// The start of every word of `b` (valid UTF-8, not empty; see `for_each_word`),
-/// appended to `starts`. ASCII and "▁" (nearly every character of most text)
-/// are looked up in bit tables, other pairs in the vocabulary's bigram set.
-/// `view`: `b` is text before normalization, where a space stands for "▁"
-/// (`SpmEncoder::encode_plain`); `prev`: the character before `b` (the dummy
-/// prefix), if any, which the first word may join; then only the first cut
-/// is wanted, and the scan stops there.
-pub(super) fn word_starts(
-    v: &Vocab,
-    b: &[u8],
-    view: bool,
-    prev: Option<char>,
-    starts: &mut Vec<u32>,
-) {
-    let first_only = prev.is_some();
-    let spaces_join = v.joins_spaces();
-    let as_view = |c: char| if view && c == ' ' { SPACE_CHAR } else { c };
-    let (mut prev, mut i) = match prev {
-        Some(c) => (c, 0),
-        None => {
-            starts.push(0);
-            let (c, len) = char_at(b, 0);
-            (as_view(c), len)
-        }
-    };
-    let ascii = if view {
-        v.view_ascii()
-    } else {
-        v.plain_ascii()
-    };
-    while i < b.len() {
-        let byte = b[i];
-        let (c, len, joined) = if byte < 0x80 {
-            let c = as_view(byte as char);
-            let joined = match prev as u32 {
-                p if p < 0x80 => ascii[p as usize] >> byte & 1 == 1,
-                _ if prev == SPACE_CHAR => match c {
-                    SPACE_CHAR => spaces_join,
-                    _ => v.joins_space(byte, true),
-                },
-                _ => v.joins(prev, c),
-            };
-            (c, 1, joined)
-        } else if b[i..].starts_with(SPACE) {
-            let joined = match prev as u32 {
-                p if p < 0x80 => v.joins_space(p as u8, false),
-                _ if prev == SPACE_CHAR => spaces_join,
-                _ => v.joins(prev, SPACE_CHAR),
-            };
-            (SPACE_CHAR, SPACE.len(), joined)
-        } else {
-            let (c, len) = char_at(b, i);
-            (c, len, v.joins(prev, c))
-        };
-        if !joined {
-            starts.push(i as u32);
-            if first_only {
-                return;
-            }
-        }
-        prev = c;
-        i += len;
-    }
+/// Words probed per batch (their cache slots fetched first): 256, as the
+/// byte-level encoder's batches of pre-tokens.
+const WORD_BATCH: usize = 256;
+/// How many words ahead of its probe a cache slot is fetched into L1.
+const PREFETCH_AHEAD: usize = 64;
+
+/// A batch of words: their bounds in the text, short keys and hashes.
+pub(super) struct WordBatch {
+    bounds: [u32; WORD_BATCH + 1],
+    keys: [u128; WORD_BATCH],
+    hashes: [u64; WORD_BATCH],
 }
 
-/// Words probed per batch (their cache slots fetched first).
-const WORD_BATCH: usize = 128;
+impl WordBatch {
+    fn new() -> Box<Self> {
+        Box::new(WordBatch {
+            bounds: [0; WORD_BATCH + 1],
+            keys: [0; WORD_BATCH],
+            hashes: [0; WORD_BATCH],
+        })
+    }
+}
 
 /// One encoder's caches and buffers on one thread.
 pub(super) struct Scratch {
     tag: u64,
-    starts: Vec<u32>,
+    /// The arrays of `encode_words`, between its calls.
+    batch: Option<Box<WordBatch>>,
     /// A word of the space view, normalized (spaces as "▁").
     word: Vec<u8>,
     pub(super) short: ShortCache,
@@ -268,7 +301,7 @@ pub(super) fn with_scratch<R>(tag: u64, f: impl FnOnce(&mut Scratch) -> R) -> R 
         let (short, mid, long) = cache_shares();
         Scratch {
             tag,
-            starts: Vec::new(),
+            batch: None,
             word: Vec::new(),
             short: ShortCache::new(short),
             mid: MidCache::new(mid),
