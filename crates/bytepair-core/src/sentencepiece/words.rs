@@ -81,13 +81,16 @@ impl SpmEncoder {
         } = batch;
         for k in 0..n {
             let (a, len) = (bounds[k] as usize, (bounds[k + 1] - bounds[k]) as usize);
-            keys[k] = if len <= MAX_SHORT {
-                load_key(b, a, len)
-            } else {
-                0
-            };
+            let short = len <= MAX_SHORT;
+            keys[k] = if short { load_key(b, a, len) } else { 0 };
             hashes[k] = hash_key(keys[k]);
             s.short.prefetch_l2(hashes[k]);
+            // A word of 16 to 31 bytes (one in twelve of code's, with its
+            // indentation) gets the hash of its two-part key, its slot fetched.
+            if !short && len <= MAX_MID {
+                hashes[k] = hash_mid(load_mid(b, a, len));
+                s.mid.prefetch(hashes[k]);
+            }
         }
         for &hash in &hashes[..n.min(PREFETCH_AHEAD)] {
             s.short.prefetch(hash);
@@ -121,8 +124,9 @@ impl SpmEncoder {
         unsafe { out.set_len(w) };
     }
 
-    /// The word `text[a..e]` (its short key and hash, key 0 if long) through
-    /// the caches, merged on a miss; a leading `<unk>` fused with one before.
+    /// The word `text[a..e]` (its short key and hash, or key 0 and the hash
+    /// of its two-part key if it has 16 to 31 bytes) through the caches,
+    /// merged on a miss; a leading `<unk>` fused with one before.
     #[allow(clippy::too_many_arguments)]
     fn encode_word(
         &self,
@@ -142,19 +146,22 @@ impl SpmEncoder {
                 s.short.insert(key, hash, &out[first..]);
             }
         } else {
-            self.encode_long_word(text, a, e, view, s, out);
+            self.encode_long_word(text, a, e, hash, view, s, out);
         }
         if self.fuses_unk {
             self.fuse_after(first, last_unk, out);
         }
     }
 
-    /// A word of more than `MAX_SHORT` bytes, through the caches of longer pieces.
+    /// A word of more than `MAX_SHORT` bytes, through the caches of longer
+    /// pieces (`hash`: of its two-part key, if it has one).
+    #[allow(clippy::too_many_arguments)]
     fn encode_long_word(
         &self,
         text: &str,
         a: usize,
         e: usize,
+        hash: u64,
         view: bool,
         s: &mut Scratch,
         out: &mut Vec<u32>,
@@ -162,7 +169,6 @@ impl SpmEncoder {
         let (b, first) = (text.as_bytes(), out.len());
         if e - a <= MAX_MID {
             let key = load_mid(b, a, e - a);
-            let hash = hash_mid(key);
             if !s.mid.push_hit(key, hash, out) {
                 self.merge_view(&text[a..e], view, s, out);
                 s.mid.insert(key, hash, &out[first..]);
