@@ -228,7 +228,7 @@ impl SpmEncoder {
 }
 
 /// The character starting at byte `i` of valid UTF-8 `b`, and its length.
-#[inline]
+#[inline(always)]
 pub(super) fn char_at(b: &[u8], i: usize) -> (char, usize) {
     let lead = b[i];
     if lead < 0x80 {
