@@ -13,7 +13,6 @@ use aho_corasick::{AhoCorasick, MatchKind, StartKind};
 use crate::encode::cache::new_encoder_tag;
 use crate::encode::{DisallowedSpecial, EncodeError};
 use crate::pretokenize::{special_matcher, PatternError};
-use crate::shortkey::{hash as hash_key, pack, MAX_SHORT};
 
 use super::decode::UnknownId;
 use super::merge::{merge_word, push_ids};
@@ -333,24 +332,7 @@ impl SpmEncoder {
             }
             // The dummy prefix and the first word it joins: " " + text[..end].
             let end = WordScan::first_end(&self.vocab, t.as_bytes(), true, SPACE_CHAR);
-            let first_id = out.len();
-            if end < MAX_SHORT {
-                let mut word = [b' '; MAX_SHORT];
-                word[1..=end].copy_from_slice(&t.as_bytes()[..end]);
-                let key = pack(&word[..=end]);
-                let hash = hash_key(key);
-                if !s.short.push_hit(key, hash, out) {
-                    // SAFETY: a space, then `t` up to a character's start.
-                    let word = unsafe { std::str::from_utf8_unchecked(&word[..=end]) };
-                    self.merge_view(word, true, s, out);
-                    s.short.insert(key, hash, &out[first_id..]);
-                }
-            } else {
-                self.merge_view(&format!(" {}", &t[..end]), true, s, out);
-            }
-            if self.fuses_unk {
-                self.fuse_after(first_id, last, out);
-            }
+            self.encode_prefixed_word(&t[..end], s, last, out);
             self.encode_words(&t[end..], true, s, last, out);
         };
         if let Some(user) = &self.user {

@@ -95,7 +95,10 @@ fn fast_path_equals_sentencepieces_whole_text_queue() {
     for byte_fallback in [true, false] {
         let enc = SpmEncoder::new(model(byte_fallback), vec![]).unwrap();
         for round in 0..3000 {
-            let len = if round % 10 == 0 {
+            // Long texts fill several batches of words (256 each).
+            let len = if round % 100 == 0 {
+                3000
+            } else if round % 10 == 0 {
                 300
             } else {
                 rng.random_range(0..24)
@@ -178,5 +181,67 @@ fn halves_cut_at_safe_cuts_encode_to_the_ids_of_the_whole() {
             }
         }
         assert!(cuts > 1000, "{cuts} cuts tried");
+    }
+}
+
+#[test]
+fn scan_in_batches_finds_the_word_starts_of_a_pair_by_pair_test() {
+    use super::scan::WordScan;
+    use super::words::SPACE_CHAR;
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+    // Runs of ASCII longer than 8 (the scan's step), "▁" both as a space
+    // and as itself, characters of 2 and 3 bytes.
+    let alphabet = [
+        "a",
+        "b",
+        "c",
+        " ",
+        "x",
+        "é",
+        "日",
+        "\u{2581}",
+        "abcabcab",
+        "cccccccccc",
+    ];
+    let enc = SpmEncoder::new(model(true), vec![]).unwrap();
+    let v = &enc.vocab;
+    for round in 0..2000 {
+        let len = rng.random_range(1..if round % 20 == 0 { 400 } else { 30 });
+        let text: String = (0..len)
+            .map(|_| alphabet[rng.random_range(0..alphabet.len())])
+            .collect();
+        for view in [false, true] {
+            let as_view = |c: char| if view && c == ' ' { SPACE_CHAR } else { c };
+            let chars: Vec<(usize, char)> = text.char_indices().collect();
+            let mut expected = vec![0u32];
+            for w in chars.windows(2) {
+                if !v.joins(as_view(w[0].1), as_view(w[1].1)) {
+                    expected.push(w[1].0 as u32);
+                }
+            }
+            expected.push(text.len() as u32);
+            for batch in [1, 3, 8, 9, 256] {
+                let mut scan = WordScan::new(v, text.as_bytes(), view);
+                let mut bounds = vec![0u32; batch + 1];
+                let mut found = vec![0u32];
+                loop {
+                    let n = scan.fill(&mut bounds);
+                    if n == 0 {
+                        break;
+                    }
+                    assert_eq!(bounds[0], *found.last().unwrap(), "{text:?}");
+                    found.extend_from_slice(&bounds[1..=n]);
+                }
+                assert_eq!(found, expected, "{text:?} view {view} batch {batch}");
+            }
+            // The end of the first word after a "▁" (the dummy prefix),
+            // which it may join: 0 if it does not.
+            let first = match v.joins(SPACE_CHAR, as_view(chars[0].1)) {
+                true => expected[1] as usize,
+                false => 0,
+            };
+            let found = WordScan::first_end(v, text.as_bytes(), view, SPACE_CHAR);
+            assert_eq!(found, first, "{text:?} view {view}");
+        }
     }
 }

@@ -153,6 +153,33 @@ impl SpmEncoder {
         }
     }
 
+    /// The first word of a text with the dummy prefix's "▁" before it: " " +
+    /// `rest` in the space view, through the caches like any word (a line of
+    /// code starts with its indentation, often 15 bytes or more with it).
+    pub(super) fn encode_prefixed_word(
+        &self,
+        rest: &str,
+        s: &mut Scratch,
+        last_unk: &mut bool,
+        out: &mut Vec<u32>,
+    ) {
+        let mut word = std::mem::take(&mut s.prefixed);
+        word.clear();
+        word.push(' ');
+        word.push_str(rest);
+        let (b, len) = (word.as_bytes(), word.len());
+        let key_hash = match len {
+            n if n <= MAX_SHORT => {
+                let key = load_key(b, 0, n);
+                (key, hash_key(key))
+            }
+            n if n <= MAX_MID => (0, hash_mid(load_mid(b, 0, n))),
+            _ => (0, 0),
+        };
+        self.encode_word(&word, 0, len, key_hash, true, s, last_unk, out);
+        s.prefixed = word;
+    }
+
     /// A word of more than `MAX_SHORT` bytes, through the caches of longer
     /// pieces (`hash`: of its two-part key, if it has one).
     #[allow(clippy::too_many_arguments)]
@@ -289,6 +316,8 @@ pub(super) struct Scratch {
     batch: Option<Box<WordBatch>>,
     /// A word of the space view, normalized (spaces as "▁").
     word: Vec<u8>,
+    /// The first word of a text after the dummy prefix (`encode_prefixed_word`).
+    prefixed: String,
     pub(super) short: ShortCache,
     mid: MidCache,
     long: LongCache,
@@ -309,6 +338,7 @@ pub(super) fn with_scratch<R>(tag: u64, f: impl FnOnce(&mut Scratch) -> R) -> R 
             tag,
             batch: None,
             word: Vec::new(),
+            prefixed: String::new(),
             short: ShortCache::new(short),
             mid: MidCache::new(mid),
             long: LongCache::new(long),
