@@ -22,6 +22,14 @@ HF runs the model's tokenizer.json as transformers converts it, gigatoken the
 cell); peak RSS is the child's. Ratios are ours / the fastest peer of the
 same run, so host load moves both.
 
+``--tools`` may also name ``cl100k`` and ``o200k``: bytepair's byte-level
+encodings on the same text and calls (the issue's goal: a SentencePiece model
+at least as fast per byte as the byte-level families). They are no peers:
+their ids differ, and they get the columns "ours / cl100k" and "ours / o200k"
+(warm) instead. ``--cpu-time`` times each call by the process's CPU time
+instead of the wall clock (on a shared host the wall clock counts the other
+processes' turns; every tool runs on one thread).
+
 Usage::
 
     python bench/bench_sentencepiece.py                         # v3, 3 corpora, docs
@@ -51,6 +59,7 @@ MODELS = {
     "v7": "mistral_instruct_tokenizer_241114.model.v7",
 }
 TOOLS = ("bytepair", "sentencepiece", "hf", "gigatoken")
+BYTE_LEVEL = {"cl100k": "cl100k_base", "o200k": "o200k_base"}
 CORPORA = ("enwiki", "code", "multilingual")
 
 
@@ -88,6 +97,14 @@ def load(tool: str, name: str):
             lambda docs: tok.encode_ordinary_batch(docs, num_threads=1),
             lambda text: tok.encode_to_numpy(text, disallowed_special=()),
         )
+    if tool in BYTE_LEVEL:
+        import bytepair
+
+        enc = bytepair.get_encoding(BYTE_LEVEL[tool])
+        return (
+            lambda docs: enc.encode_ordinary_batch(docs, num_threads=1),
+            lambda text: enc.encode_to_numpy(text, disallowed_special=()),
+        )
     if tool == "sentencepiece":
         import sentencepiece
 
@@ -119,7 +136,9 @@ def checksum(ids) -> str:
     return hashlib.sha256(np.asarray(ids, dtype=np.uint32).tobytes()).hexdigest()[:16]
 
 
-def child(tool: str, name: str, corpus: str, mode: str, limit: int, repeat: int) -> dict:
+def child(
+    tool: str, name: str, corpus: str, mode: str, limit: int, repeat: int, clock=time.perf_counter
+) -> dict:
     import resource
 
     raw = common.corpus_path(corpus).read_bytes()[:limit]
@@ -130,9 +149,9 @@ def child(tool: str, name: str, corpus: str, mode: str, limit: int, repeat: int)
     mb = sum(len(d.encode()) for d in docs) / 1e6 if mode == "docs" else len(raw) / 1e6
     times = []
     for _ in range(1 + repeat):
-        start = time.perf_counter()
+        start = clock()
         ids = encode(arg)
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return {
         "cold": mb / times[0],
         "warm": mb / statistics.median(times[1:]),
@@ -145,7 +164,7 @@ def run_child(tool: str, name: str, corpus: str, args) -> dict:
     env = dict(os.environ, RAYON_NUM_THREADS="1", OMP_NUM_THREADS="1")
     env["TOKENIZERS_PARALLELISM"] = "false"
     cmd = [sys.executable, __file__, "--child", tool, name, corpus, args.mode]
-    cmd += [str(int(args.limit_mb * 1e6)), str(args.repeat)]
+    cmd += [str(int(args.limit_mb * 1e6)), str(args.repeat), str(int(args.cpu_time))]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -158,22 +177,26 @@ def main() -> None:
     parser.add_argument("--limit-mb", type=float, default=None, help="10 (docs), 2 (text)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--runs", type=int, default=1, help="runs of every cell (medians)")
-    parser.add_argument("--tools", nargs="+", default=list(TOOLS), choices=TOOLS)
-    parser.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
+    choices = TOOLS + tuple(BYTE_LEVEL)
+    parser.add_argument("--tools", nargs="+", default=list(TOOLS), choices=choices)
+    parser.add_argument("--cpu-time", action="store_true", help="time calls by CPU time")
+    parser.add_argument("--child", nargs=7, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        tool, name, corpus, mode, limit, repeat = args.child
-        print(json.dumps(child(tool, name, corpus, mode, int(limit), int(repeat))))
+        tool, name, corpus, mode, limit, repeat, cpu = args.child
+        clock = time.process_time if cpu == "1" else time.perf_counter
+        print(json.dumps(child(tool, name, corpus, mode, int(limit), int(repeat), clock)))
         return
     args.limit_mb = args.limit_mb or (10 if args.mode == "docs" else 2)
     print(
         f"# {args.mode}, first {args.limit_mb} MB, 1 thread, warm = median of {args.repeat}, "
-        f"medians of {args.runs} run(s)"
+        f"medians of {args.runs} run(s), {'CPU' if args.cpu_time else 'wall'} time"
     )
-    peers = [t for t in args.tools if t != "bytepair"]
+    peers = [t for t in args.tools if t in TOOLS and t != "bytepair"]
+    byte_level = [t for t in args.tools if t in BYTE_LEVEL]
     header = ["model", "corpus"] + [f"{t} warm MB/s" for t in args.tools]
     same_as = "ids = sentencepiece" if "sentencepiece" in args.tools else "ids equal"
-    header += ["warm ratio", "cold ratio", same_as]
+    header += ["warm ratio", "cold ratio"] + [f"ours / {t}" for t in byte_level] + [same_as]
     header += [f"{t} peak MiB" for t in args.tools]
     print("| " + " | ".join(header) + " |")
     print("|" + " --- |" * len(header))
@@ -188,7 +211,7 @@ def main() -> None:
                 for t, rs in runs.items()
             }
             ids = {t: rs[-1]["ids"] for t, rs in runs.items()}
-            same = all(ids[t] == ids.get("sentencepiece", ids[t]) for t in args.tools)
+            same = all(ids[t] == ids.get("sentencepiece", ids[t]) for t in args.tools if t in TOOLS)
             best = {
                 k: max((med[t][k] for t in peers), default=float("nan")) for k in ("warm", "cold")
             }
@@ -197,8 +220,9 @@ def main() -> None:
             row += [
                 f"{ours['warm'] / best['warm']:.2f}" if ours else "-",
                 f"{ours['cold'] / best['cold']:.2f}" if ours else "-",
-                "yes" if same else f"NO {ids}",
             ]
+            row += [f"{ours['warm'] / med[t]['warm']:.2f}" if ours else "-" for t in byte_level]
+            row += ["yes" if same else f"NO {ids}"]
             row += [f"{med[t]['peak_mib']:.0f}" for t in args.tools]
             print("| " + " | ".join(row) + " |", flush=True)
 
