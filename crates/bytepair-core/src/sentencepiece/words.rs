@@ -10,20 +10,19 @@ use std::cell::RefCell;
 use crate::encode::cache::{cache_shares, LongCache, MidCache, ShortCache};
 use crate::shortkey::{hash as hash_key, hash_mid, load as load_key, load_mid, MAX_MID, MAX_SHORT};
 
-use super::scan::WordScan;
-
 use super::encode::SpmEncoder;
 use super::merge::{merge_word, push_ids, Sym};
 use super::normalize::SPACE;
+use super::scan::WordScan;
 use super::vocab::Vocab;
 
 pub(super) const SPACE_CHAR: char = '\u{2581}';
 
 impl SpmEncoder {
-    /// The ids of normalized text holding no user-defined piece, word by word:
-    /// the words' starts first, then their cache probes in batches, each
-    /// batch's slots fetched ahead (a cache of 10^5 words does not fit in the
-    /// CPU's caches; the byte-level encoder does the same).
+    /// The ids of normalized text holding no user-defined piece, word by word
+    /// in batches (`WordScan::fill`, then `encode_batch`), each batch's cache
+    /// slots fetched ahead (a cache of 10^5 words does not fit in the CPU's
+    /// caches; the byte-level encoder does the same).
     ///
     /// `view`: `text` is the space view (see `encode_plain`), whose words are
     /// normalized (spaces as "▁") only when merged.
