@@ -218,8 +218,8 @@ def main() -> None:
             ours = med.get("bytepair")
             row = [name, corpus] + [f"{med[t]['warm']:.1f}" for t in args.tools]
             row += [
-                f"{ours['warm'] / best['warm']:.2f}" if ours else "-",
-                f"{ours['cold'] / best['cold']:.2f}" if ours else "-",
+                f"{ours['warm'] / best['warm']:.2f}" if ours and peers else "-",
+                f"{ours['cold'] / best['cold']:.2f}" if ours and peers else "-",
             ]
             row += [f"{ours['warm'] / med[t]['warm']:.2f}" if ours else "-" for t in byte_level]
             row += ["yes" if same else f"NO {ids}"]
