@@ -133,10 +133,11 @@ def run_plan(
     parts: int,
     *,
     max_memory: int | None,
+    threads: int,
 ) -> dict[str, Any]:
     """What fixes a run's output (the plan a resumed run must share): the spec,
     the inputs and their sizes, the shards' files, the parts and the budget
-    (not the threads: counts within a budget do not depend on them)."""
+    (and, with a budget, the threads per shard: lossy counting prunes per thread)."""
     return {
         "spec": [
             spec.pattern,
@@ -150,6 +151,7 @@ def run_plan(
         "shards": [list(g) for g in groups],
         "parts": parts,
         "max_memory": max_memory,
+        "threads": threads if max_memory is not None else None,
     }
 
 
