@@ -9,6 +9,8 @@ use std::time::Instant;
 use bytepair_core::rank_file::parse_rank_file;
 use bytepair_core::Encoder;
 
+mod common;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 {
@@ -30,43 +32,12 @@ fn main() {
         "rank file parsed in {parsed:.2?}, encoder built in {:.2?}",
         start.elapsed() - parsed
     );
-    let limit = args.get(4).map_or(10.0, |s| s.parse::<f64>().expect("MB")) * 1e6;
+    let mb = args.get(4).map_or(10.0, |s| s.parse::<f64>().expect("MB"));
     let rounds: usize = args.get(5).map_or(5, |s| s.parse().expect("rounds"));
-    let bytes = std::fs::read(&args[3]).expect("text file");
-    let mut end = bytes.len().min(limit as usize);
-    while end < bytes.len() && (bytes[end] & 0xC0) == 0x80 {
-        end -= 1;
-    }
-    let text = std::str::from_utf8(&bytes[..end]).expect("UTF-8 text");
-    let mut times = vec![];
-    let mut count = 0;
-    for _ in 0..rounds {
-        let start = thread_cpu_seconds();
+    let text = common::read_text(&args[3], mb);
+    common::time_rounds(&text, rounds, |text| {
         let mut ids = Vec::new();
         enc.encode_ordinary_into(text, &mut ids).expect("encodes");
-        times.push(thread_cpu_seconds() - start);
-        count = ids.len();
-    }
-    let cold = times[0];
-    let mut warm = times[1..].to_vec();
-    warm.sort_by(f64::total_cmp);
-    let median = warm.get(warm.len() / 2).copied().unwrap_or(cold);
-    let mb = text.len() as f64 / 1e6;
-    println!(
-        "{:.1} MB, {count} tokens: cold {:.1} MB/s, warm {:.1} MB/s",
-        mb,
-        mb / cold,
-        mb / median
-    );
-}
-
-/// This thread's CPU time, in seconds.
-fn thread_cpu_seconds() -> f64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `t` is a valid timespec to write to.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+        ids.len()
+    });
 }
