@@ -3,7 +3,7 @@
 //! path in `super` is untouched; `encode_into` and dropout come here when the
 //! encoder has a pipeline.
 
-use super::cache::with_scratch;
+use super::cache::{with_scratch, Scratch};
 use super::{DisallowedSpecial, EncodeError, Encoder, EncoderError, PatternError, SearchError};
 use crate::pipeline::{piece_bytes, AddedRule, Chunk, Pipeline, Specials};
 
@@ -19,6 +19,9 @@ pub(super) struct PipelineEncoding {
     rules: Vec<AddedRule>,
     /// The walk's matchers over every special token (all allowed).
     every_special: Specials,
+    /// Whether a text can take the presets' path after normalization
+    /// (`Encoder::encode_plain_pipeline`).
+    pub(super) plain: bool,
 }
 
 impl PipelineEncoding {
@@ -54,10 +57,19 @@ impl Encoder {
             .iter()
             .map(|(t, _)| AddedRule::of(rules, t))
             .collect();
+        // Plain: the pieces are the encoder's own preset's, and every special
+        // token is cut out of the original text as tiktoken's split does
+        // (leftmost-longest, no lstrip / rstrip / single_word, none looked
+        // for in the normalized text).
+        let plain = pipeline
+            .preset_only()
+            .is_some_and(|p| self.pre.preset() == Some(p))
+            && rules.iter().all(|r| *r == AddedRule::default());
         let mut encoding = PipelineEncoding {
             pipeline,
             rules,
             every_special: Specials::default(),
+            plain,
         };
         let names: Vec<String> = self.specials.iter().map(|(t, _)| t.clone()).collect();
         encoding.every_special = encoding.specials(&self.specials, &names)?;
@@ -68,6 +80,30 @@ impl Encoder {
     /// Does this encoder run a tokenizer.json pipeline (the general path)?
     pub fn has_pipeline(&self) -> bool {
         self.pipeline.is_some()
+    }
+
+    /// `encode_into` through a plain pipeline `g` (normalizers, then one
+    /// Isolated Split by the encoder's preset; special tokens without rules,
+    /// `g.plain`): the special tokens are cut out of the original
+    /// text with tiktoken's policy (`encode_with`), and each part between
+    /// them is normalized, then encoded on the presets' path
+    /// (`encode_pieces`). That is the walk's result for such a pipeline (HF
+    /// normalizes each part between added tokens of the original text, then
+    /// splits it), without the walk's list of pieces and call per piece; a
+    /// part already normalized (ASCII or NFC text under NFC) is not copied.
+    pub(super) fn encode_plain_pipeline(
+        &self,
+        g: &PipelineEncoding,
+        text: &str,
+        (allowed, disallowed): (&[String], &[String]),
+        scratch: &mut Scratch,
+        out: &mut Vec<u32>,
+    ) -> Result<(), EncodeError> {
+        debug_assert!(g.plain);
+        self.encode_with(text, allowed, disallowed, out, &mut |part, out| {
+            let normalized = g.pipeline.normalize(part, None);
+            self.encode_pieces(&normalized, scratch, out)
+        })
     }
 
     /// The pre-tokens of `text` (no special tokens treated): by the pipeline
@@ -220,5 +256,87 @@ impl Encoder {
             )
         });
         Some(result.map(|()| (out, spans)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::{split_step, Form, Normalizer, Step};
+
+    /// Bytes, "ab", "é" (NFC) and "<|e|>" over an NFC + Split(qwen2) pipeline.
+    fn nfc_encoder(rules: &[(String, AddedRule)]) -> Encoder {
+        let merged = vec![b"ab".to_vec(), "\u{e9}".as_bytes().to_vec()];
+        let pipeline = Pipeline::new(
+            vec![Normalizer::Unicode(Form::Nfc)],
+            vec![split_step("qwen2", "Isolated", false).unwrap()],
+        );
+        Encoder::from_merged(merged, &["<|e|>".to_string()], "qwen2")
+            .unwrap()
+            .with_pipeline(pipeline, rules)
+            .unwrap()
+    }
+
+    /// The ids by the walk (`encode_general_pieces`), the reference.
+    fn walked(enc: &Encoder, text: &str, allowed: &[String]) -> Result<Vec<u32>, EncodeError> {
+        let g = enc.pipeline.as_ref().unwrap();
+        let mut out = vec![];
+        enc.encode_general_pieces(g, text, (allowed, &[]), &mut out, &mut |piece, out| {
+            enc.encode_word_into(piece, out)
+        })?;
+        Ok(out)
+    }
+
+    #[test]
+    fn plain_pipeline_path_equals_the_walk() {
+        let enc = nfc_encoder(&[]);
+        assert!(enc.pipeline.as_ref().unwrap().plain);
+        let all = ["<|e|>".to_string()];
+        let texts = [
+            "ab caf\u{e9} ab",
+            // Decomposed: NFC makes "é" (id 257), the walk and the plain path alike.
+            "ab cafe\u{301} ab",
+            "\u{1100}\u{1161}\u{11a8} ab",
+            // A special token is cut from the original text before NFC, which
+            // would make ">\u{338}" one character (U+226F) and hide it.
+            "x<|e|>\u{338}e\u{301}<|e|>",
+            "",
+        ];
+        for text in texts {
+            for allowed in [&all[..], &[]] {
+                let got = enc.encode(text, allowed, &[]).unwrap();
+                assert_eq!(got, walked(&enc, text, allowed).unwrap(), "{text:?}");
+            }
+        }
+        assert_eq!(
+            enc.encode("cafe\u{301}", &[], &[]).unwrap(),
+            [99, 97, 102, 257]
+        );
+        assert_eq!(enc.encode("<|e|>\u{338}", &all, &[]).unwrap()[0], 258);
+        assert!(enc.encode("a<|e|>", &[], &all).is_err());
+    }
+
+    #[test]
+    fn rules_or_other_steps_take_the_walk() {
+        let lstrip = AddedRule {
+            lstrip: true,
+            ..AddedRule::default()
+        };
+        assert!(
+            !nfc_encoder(&[("<|e|>".into(), lstrip)])
+                .pipeline
+                .unwrap()
+                .plain
+        );
+        let with_space = Pipeline::new(
+            vec![Normalizer::Unicode(Form::Nfc)],
+            vec![
+                Step::PrefixSpace,
+                split_step("qwen2", "Isolated", false).unwrap(),
+            ],
+        );
+        assert_eq!(with_space.preset_only(), None);
+        let removed = Pipeline::new(vec![], vec![split_step("qwen2", "Removed", false).unwrap()]);
+        assert_eq!(removed.preset_only(), None);
     }
 }

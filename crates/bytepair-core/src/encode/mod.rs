@@ -306,6 +306,9 @@ impl Encoder {
         out: &mut Vec<u32>,
     ) -> Result<(), EncodeError> {
         with_scratch(self.tag, |scratch| match &self.pipeline {
+            Some(g) if g.plain => {
+                self.encode_plain_pipeline(g, text, (allowed, disallowed), scratch, out)
+            }
             Some(g) => self.encode_general_pieces(
                 g,
                 text,

@@ -31,7 +31,7 @@ pub use walk::{Chunk, Specials};
 
 use std::borrow::Cow;
 
-use crate::pretokenize::{PatternError, SearchError};
+use crate::pretokenize::{PatternError, Preset, SearchError};
 
 /// One pre-tokenizer step.
 pub enum Step {
@@ -66,9 +66,11 @@ impl Pipeline {
     }
 
     /// The normalized `text`; `align`, if given, must hold one entry per byte
-    /// of `text` and is rewritten to one per byte of the result.
+    /// of `text` and is rewritten to one per byte of the result. A text every
+    /// normalizer leaves as it is (ASCII or NFC text under NFC) is borrowed,
+    /// not copied, and `align` is left as it is.
     pub fn normalize<'t>(&self, text: &'t str, mut align: Option<&mut Alignments>) -> Cow<'t, str> {
-        if self.normalizers.is_empty() {
+        if self.normalizers.iter().all(|n| n.leaves(text)) {
             return Cow::Borrowed(text);
         }
         Cow::Owned(
@@ -76,6 +78,17 @@ impl Pipeline {
                 .iter()
                 .fold(text.to_string(), |t, n| n.apply(t, align.as_deref_mut())),
         )
+    }
+
+    /// The preset of a pipeline whose pre-tokenization is one Isolated Split
+    /// by that preset (Qwen2's NFC + Split + ByteLevel without its regex):
+    /// its pieces of a normalized text are the preset's pieces of it, which
+    /// the encoder can find on its presets' path.
+    pub fn preset_only(&self) -> Option<Preset> {
+        match self.steps.as_slice() {
+            [Step::Split(split)] => split.preset_isolated(),
+            _ => None,
+        }
     }
 
     /// The pre-tokens of `text` (already normalized, holding no added token).

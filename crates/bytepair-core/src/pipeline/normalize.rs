@@ -14,7 +14,8 @@ use fancy_regex::Regex as FancyRegex;
 // several): the alignments HF computes offsets with, and its Unicode tables,
 // so normalized text equals HF's byte for byte.
 use unicode_normalization_alignments::{
-    is_nfc_quick, is_nfd_quick, is_nfkc_quick, is_nfkd_quick, IsNormalized, UnicodeNormalization,
+    is_nfc, is_nfc_quick, is_nfd, is_nfd_quick, is_nfkc, is_nfkc_quick, is_nfkd, is_nfkd_quick,
+    IsNormalized, UnicodeNormalization,
 };
 
 use crate::pretokenize::PatternError;
@@ -73,6 +74,23 @@ impl Normalizer {
             regex,
             content: content.to_string(),
         })
+    }
+
+    /// Does `apply` leave `text` as it is? Known without a copy for the
+    /// Unicode forms (ASCII is in every form; else the crate's own check,
+    /// which needs no allocation) and Lowercase; false for the others.
+    pub fn leaves(&self, text: &str) -> bool {
+        match self {
+            Normalizer::Unicode(_) if text.is_ascii() => true,
+            Normalizer::Unicode(Form::Nfc) => is_nfc(text),
+            Normalizer::Unicode(Form::Nfd) => is_nfd(text),
+            Normalizer::Unicode(Form::Nfkc) => is_nfkc(text),
+            Normalizer::Unicode(Form::Nfkd) => is_nfkd(text),
+            Normalizer::Lowercase => {
+                text.is_ascii() && !text.bytes().any(|b| b.is_ascii_uppercase())
+            }
+            _ => false,
+        }
     }
 
     /// Apply to `text`, updating `align` (one entry per byte of `text`) if given.
