@@ -182,6 +182,10 @@ class CoreBPE:
     ) -> tuple[list[int], list[tuple[int, int]]] | None:
         """Ids and each id's byte span of text, through the pipeline; None without one."""
     def encode_ordinary(self, text: str) -> list[int]: ...
+    @property
+    def plain_pipeline(self) -> bool:
+        """Whether the pipeline (normalizers + one Isolated preset Split, special tokens
+        without rules) encodes on the presets' path; False without a pipeline."""
     def chars_after_last_cut(self, text: str) -> int | None:
         """Characters after the last safe cut of text (bytepair_core::cut::CutRule), or None."""
     def encode(self, text: str, allowed: list[str], disallowed: list[str]) -> list[int]: ...

@@ -21,6 +21,7 @@ import pickle
 import subprocess
 import sys
 import threading
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -1000,6 +1001,77 @@ def test_llama3_regex_where_it_differs_from_cl100k(tmp_path, corpus_text):
         lambda t: t(texts, padding=True, return_tensors="np"),
     ):
         assert_both(tok, call)
+
+
+# ---- normalizing pipelines on the presets' path ------------------------------------------------
+
+# Text that NFC changes: decomposed accents, Hangul jamo, singletons, marks out
+# of order, and marks right after an added token (">" + U+0338 is U+226F under
+# NFC: normalizing a whole text before cutting the added tokens out would hide
+# the token; HF cuts first, then normalizes each part).
+NOT_NFC = [
+    "cafe\u0301 na\u0308ive re\u0301sume\u0301",
+    "\u1100\u1161\u11a8 \u1112\u1161\u11ab\u1100\u1173\u11af",
+    "\u212b \u2126 A\u030a \u00c5",
+    "a\u0323\u0308 o\u0308\u0323 \u0915\u093c",
+    f"x{EOT}\u0338 e\u0301{EOT}e\u0301\u0338",
+    "<|im_start|>user\ncafe\u0301<|im_end|>\u0301\n",
+]
+ALREADY_NFC = ["caf\u00e9 na\u00efve \ud55c\uae00", "plain ascii, 123", "\u0301 a mark first", ""]
+
+
+@pytest.mark.parametrize("family", ["Qwen2/3", "GPT-NeoX/OLMo", "Claude (anthropic 0.20.0)"])
+def test_normalizing_pipelines_on_the_presets_path_equal_hf(family, folders, corpus_text):
+    """A pipeline of a normal form and one preset Split (Qwen2: NFC +
+    Split(qwen2); NeoX: NFC + ByteLevel's regex; Claude: NFKC + ByteLevel's
+    regex) encodes on the presets' path (`CoreBPE.plain_pipeline`): ids and
+    offsets (in the original text) equal HF's on text the form changes and
+    text it leaves as it is."""
+    from bytepair.integrations.transformers_backend import registry
+
+    tok = load(folders(family))
+    with bytepair.patch_transformers():
+        state = registry.state_of(tok)
+    assert state.core.plain_pipeline, family
+    docs = [p for p in corpus_text("multilingual.txt", 8_000, at=0.2).split("\n\n") if p][:6]
+    texts = NOT_NFC + ALREADY_NFC + docs + [unicodedata.normalize("NFD", d) for d in docs]
+    # The case is real: without normalization, the decomposed texts get other ids.
+    plain = bytepair.Tokenizer(
+        state.bp.vocab, state.bp.merges, state.bp.special_tokens, pattern=state.bp.pattern
+    )
+    with bytepair.patch_transformers():
+        differ = [
+            t
+            for t in texts
+            if tok.encode(t, add_special_tokens=False) != plain.encode(t, allowed_special="all")
+        ]
+    assert len(differ) >= len(NOT_NFC), differ
+    for call in (
+        lambda t: t(texts),
+        lambda t: [t.encode(x) for x in texts],
+        lambda t: t(texts, return_offsets_mapping=True),
+        lambda t: t(texts, padding=True, truncation=True, max_length=24, return_tensors="np"),
+        lambda t: t(texts[:4], split_special_tokens=True),
+    ):
+        assert_both(tok, call, family)
+
+
+COMPOSING_TEXT = st.lists(
+    st.sampled_from(
+        ["e", "\u0301", "\u0308", "\u0323", "\u0338", ">", "A", "\u030a", "\u1100", "\u1161"]
+        + ["\u11a8", "\uac00", "\u212b", " ", "\n", "1", "'s", EOT, "<|im_end|>"]
+    ),
+    max_size=16,
+).map("".join)
+
+
+@settings(max_examples=150)
+@given(texts=st.lists(COMPOSING_TEXT, min_size=1, max_size=4))
+def test_composing_text_around_added_tokens_equals_hf(texts, tmp_path_factory):
+    """Qwen2's NFC on the presets' path: combining marks, jamo and added tokens side by side."""
+    tok = _hypothesis_tokenizer("Qwen2/3", tmp_path_factory)
+    assert_both(tok, lambda t: t(texts, return_offsets_mapping=True))
+    assert_both(tok, lambda t: [t.encode(x) for x in texts])
 
 
 # ---- generated strings ------------------------------------------------------------------------

@@ -194,6 +194,15 @@ impl CoreBPE {
             .map(|i| text[i..].chars().count())
     }
 
+    /// Whether `encode` and the batch calls take the presets' path through
+    /// this encoder's pipeline: normalizers, then one Isolated Split by the
+    /// preset, special tokens without added-token rules
+    /// (`Encoder::has_plain_pipeline`). False without a pipeline.
+    #[getter]
+    fn plain_pipeline(&self) -> bool {
+        self.enc.has_plain_pipeline()
+    }
+
     /// `encode` through the pipeline with each id's span of `text` in bytes
     /// (`Encoder::encode_with_spans`); None without a pipeline.
     fn encode_with_spans(

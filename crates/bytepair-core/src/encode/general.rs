@@ -106,6 +106,12 @@ impl Encoder {
         })
     }
 
+    /// Does this encoder's pipeline encode on the presets' path
+    /// (`encode_plain_pipeline`)? False without a pipeline.
+    pub fn has_plain_pipeline(&self) -> bool {
+        self.pipeline.as_ref().is_some_and(|g| g.plain)
+    }
+
     /// The pre-tokens of `text` (no special tokens treated): by the pipeline
     /// when there is one (normalized, prefix spaces included), else the pattern.
     pub fn pretokenize(&self, text: &str) -> Result<Vec<Vec<u8>>, SearchError> {
