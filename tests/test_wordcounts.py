@@ -143,6 +143,20 @@ def test_artifact_pins_pattern_and_special_tokens(inputs, tmp_path):
     )
 
 
+@pytest.mark.parametrize("preset", ["llama3", "qwen2", "o200k"])
+def test_every_preset_is_named_in_the_manifest(preset, inputs, tmp_path):
+    """The manifest names each of the core's presets (not only its regex), so
+    that a tokenizer trained from the counts keeps the preset (and its fast path)."""
+    counts = bytepair.count(
+        inputs[:1], tmp_path / "c", pattern=preset, num_workers=1, progress=False
+    )
+    assert counts.pattern_name == preset and counts.pattern == bytepair.resolve_pattern(preset)
+    again = WordCounts.open(tmp_path / "c")
+    assert again.pattern_name == preset
+    assert json.loads((tmp_path / "c" / MANIFEST).read_text())["pattern"]["name"] == preset
+    assert bytepair.train_from_counts(again, 280, progress=False).pattern == preset
+
+
 def test_a_failed_shard_is_retried_without_counting_twice(inputs, tmp_path):
     from bytepair.counts.count import count_locally
     from bytepair.counts.sources import CountSpec

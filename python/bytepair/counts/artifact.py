@@ -155,7 +155,8 @@ class WordCounts:
 
     @property
     def pattern_name(self) -> str | None:
-        """The preset name (``gpt2``, ``cl100k``, ``o200k``), or None for a custom regex."""
+        """The preset name (``gpt2``, ``cl100k``, ``o200k``, ``llama3``, ``qwen2``,
+        ``superbpe``), or None for a custom regex."""
         return self.manifest["pattern"]["name"]
 
     @property

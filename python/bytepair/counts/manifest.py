@@ -27,9 +27,10 @@ from bytepair.folders import (
     sha256_hex,
     string,
 )
+from bytepair.formats.hf_regex import PRESETS
 
-# The patterns a manifest names (``superbpe``: SuperBPE's stage-2 pieces).
-PRESETS = ("gpt2", "cl100k", "o200k", "superbpe")
+# The patterns a manifest names are the core's presets, `PRESETS` (``superbpe``:
+# SuperBPE's stage-2 pieces), as `protocol.pattern_entry` writes them.
 
 SCHEMA = record(
     bytepair_version=string,

@@ -68,6 +68,7 @@ from bytepair.folders import (
     write_plan,
     write_task_record,
 )
+from bytepair.formats.hf_regex import PRESETS
 
 FORMAT = "bytepair-word-counts"
 # 2: the manifest says what a memory budget dropped ("pruned"); version 1
@@ -395,8 +396,7 @@ def finished_part(staging: str, paths: Sequence[str], bucket: int) -> dict[str, 
 def pattern_entry(pattern: str) -> dict[str, str | None]:
     """``{"name": preset or None, "regex": full regex}`` for the manifest."""
     regex = _core.resolve_pattern(pattern)
-    names = ("gpt2", "cl100k", "o200k", "superbpe")
-    name = next((p for p in names if _core.resolve_pattern(p) == regex), None)
+    name = next((p for p in PRESETS if _core.resolve_pattern(p) == regex), None)
     return {"name": name, "regex": regex}
 
 
