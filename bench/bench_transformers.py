@@ -27,8 +27,10 @@ Rows, each a median over ``--repeat`` rounds (tools interleaved, one fresh
 process per tool and round):
 
   - ``batch``: ``tok(docs)``, 1,000 documents (paragraphs of the corpus);
+    also its CPU time (``time.process_time``: every thread of the process), a
+    row ``batch, CPU time``, the measure that holds on a shared machine;
   - ``batch padded``: ``tok(docs, padding=True, truncation=True, max_length=512,
-    return_tensors="np")``;
+    return_tensors="np")``, and its CPU time;
   - ``prompt call`` / ``prompt encode``: ``tok(p)`` / ``tok.encode(p)`` for
     prompts of ~100 characters (1,000 distinct, cycled), microseconds per call;
     tiktoken's ``encode(p)`` of the same prompts with the same ranks and regex
@@ -262,13 +264,16 @@ def child(args: argparse.Namespace) -> None:
             docs, padding=True, truncation=True, max_length=512, return_tensors="np"
         ),
     }
+    out["cpu"] = {}
     for row, call in rows.items():
-        times = []
+        times, cpu = [], []
         for _ in range(args.inner):
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             result = call()
             times.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - cpu_start)
         out["seconds"][row] = median(times)
+        out["cpu"][row] = median(cpu)
         out["digest"][row] = digest({k: _plain(v) for k, v in result.items()})
     out["seconds"]["prompt call"] = per_call(tok, short)
     out["seconds"]["prompt encode"] = per_call(tok.encode, short)
@@ -331,6 +336,10 @@ def table_rows(name: str, corpus: Path, runs: dict) -> list[list[str]]:
         values = [r["seconds"][row] for r in runs.get(tool, []) if row in r["seconds"]]
         return median(values) if values else None
 
+    def cpu(tool: str, row: str) -> float | None:
+        values = [r["cpu"][row] for r in runs.get(tool, []) if row in r.get("cpu", {})]
+        return median(values) if values else None
+
     def same(tool: str, row: str) -> str:
         key = {"prompt call": "prompt", "prompt encode": "prompt", "decode 1 token": "decode"}
         key = key.get(row, row)
@@ -359,6 +368,16 @@ def table_rows(name: str, corpus: Path, runs: dict) -> list[list[str]]:
         ]
         if "baseline" in runs:
             cells += [fmt(base and base * scale, 1), fmt(base and ours and base / ours)]
+        rows.append(cells)
+    for row in ("batch", "batch padded"):
+        hf, ours, fast, base = (cpu(t, row) for t in ("hf", "bytepair", "fastokens", "baseline"))
+        if ours is None:
+            continue
+        cells = [name, corpus_label(corpus), f"{row}, CPU time (ms)"]
+        cells += [fmt(v and v * 1e3, 1) for v in (hf, ours, fast)] + ["–"]
+        cells += [fmt(hf and hf / ours), fmt(fast and fast / ours), "–", "–", "–"]
+        if "baseline" in runs:
+            cells += [fmt(base and base * 1e3, 1), fmt(base and base / ours)]
         rows.append(cells)
     peak = {t: max(r["peak_mib"] for r in rs) for t, rs in runs.items() if rs}
     rows.append(
