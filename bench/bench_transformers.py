@@ -326,7 +326,7 @@ def measure(name: str, corpus: Path, args: argparse.Namespace) -> list[list[str]
             child_args += ["--inner", str(args.inner)]
             runs[tool].append(run_child(Path(__file__), child_args, env))
             got = runs[tool][-1]
-            what = got.get("error") or got["seconds"]
+            what = got.get("error") or f"{got['seconds']}, CPU {got.get('cpu')}"
             log(f"{name} {corpus_label(corpus)} round {r + 1} {tool}: {what}")
     return table_rows(name, corpus, runs)
 
