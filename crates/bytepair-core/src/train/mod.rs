@@ -350,33 +350,27 @@ impl<S: Symbol> Trainer<S> {
                 }
             }
         };
-        for &(x, n, _) in &changes.left.seen {
-            if x != new_id {
-                count_down((x, a), n);
+        for seen in &changes.left.seen {
+            if seen.token != new_id {
+                count_down((seen.token, a), seen.count);
             }
         }
-        for &(y, n, _) in &changes.right.seen {
-            count_down((b, y), n);
+        for seen in &changes.right.seen {
+            count_down((b, seen.token), seen.count);
         }
         let mut new_pairs = Vec::with_capacity(changes.left.seen.len() + changes.right.seen.len());
-        let lefts = changes
-            .left
-            .drain()
-            .map(|(x, n, words)| ((x, new_id), n, words));
-        let rights = changes.right.drain().map(|(y, n, words)| {
-            (
-                (new_id, y),
-                if y == a { n - back_from_new } else { n },
-                words,
-            )
-        });
-        for (p, n, words) in lefts.chain(rights) {
+        let mut add = |p: Pair, n: u64, words: &[u32]| {
             if n > 0 {
-                let words = WordList::of_sorted(&words);
+                let words = WordList::of_sorted(words);
                 pairs.insert(p, PairStats { count: n, words });
                 new_pairs.push((p, n));
             }
-        }
+        };
+        changes.left.drain(|x, n, words| add((x, new_id), n, words));
+        changes.right.drain(|y, n, words| {
+            let n = if y == a { n - back_from_new } else { n };
+            add((new_id, y), n, words)
+        });
         new_pairs
     }
 
