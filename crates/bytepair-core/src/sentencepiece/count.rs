@@ -14,6 +14,7 @@
 
 use aho_corasick::AhoCorasick;
 use rayon::prelude::*;
+#[cfg(test)]
 use rustc_hash::FxHashMap;
 
 use super::normalize::{Normalizer, Place, SPACE};
@@ -63,7 +64,9 @@ impl SpmCounts {
         });
     }
 
-    /// Occurrences of every character (from the units).
+    /// Occurrences of every character (from the units; the tests compare
+    /// countings with it).
+    #[cfg(test)]
     pub(super) fn chars(&self) -> FxHashMap<char, u64> {
         let mut ascii = [0u64; 128];
         let mut chars: FxHashMap<char, u64> = FxHashMap::default();

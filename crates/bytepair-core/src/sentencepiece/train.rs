@@ -90,47 +90,96 @@ pub enum SpmTrainError {
     Train(#[from] TrainError),
 }
 
-/// The units as runs of kept characters' indexes in `chars` (cut at the
-/// others), in one buffer: the buffer and each run's (start, end, count).
-fn unit_symbols(counts: &SpmCounts, chars: &[char]) -> (Vec<u32>, Vec<(usize, usize, u64)>) {
-    const NONE: u32 = u32::MAX;
-    let mut ascii = [NONE; 128];
-    let mut code: FxHashMap<char, u32> = FxHashMap::default();
-    for (i, &c) in chars.iter().enumerate() {
-        match c as usize {
-            a if a < 128 => ascii[a] = i as u32,
-            _ => _ = code.insert(c, i as u32),
-        }
+const NONE: u32 = u32::MAX;
+
+/// Every distinct unit's characters, decoded once: each character as its
+/// index in `chars` (the distinct characters, in first-seen order), each
+/// unit a span of `codes` with its count, and each character's occurrences.
+/// (Decoding the units twice, once to count the characters and once to map
+/// them to the kept ones, hashing every character both times, was a tenth
+/// of training on multilingual text.)
+struct UnitChars {
+    codes: Vec<u32>,
+    spans: Vec<(usize, usize, u64)>,
+    chars: Vec<char>,
+    counts: Vec<u64>,
+}
+
+impl UnitChars {
+    fn of(counts: &SpmCounts) -> Self {
+        let mut ascii = [NONE; 128];
+        let mut index: FxHashMap<char, u32> = FxHashMap::default();
+        let mut units = UnitChars {
+            codes: Vec::new(),
+            spans: Vec::with_capacity(counts.distinct_units()),
+            chars: Vec::new(),
+            counts: Vec::new(),
+        };
+        counts.for_each_unit(|unit, n| {
+            let start = units.codes.len();
+            for c in unit {
+                let slot = match c as usize {
+                    a if a < 128 => &mut ascii[a],
+                    _ => index.entry(c).or_insert(NONE),
+                };
+                if *slot == NONE {
+                    *slot = units.chars.len() as u32;
+                    units.chars.push(c);
+                    units.counts.push(0);
+                }
+                units.counts[*slot as usize] += n;
+                units.codes.push(*slot);
+            }
+            units.spans.push((start, units.codes.len(), n));
+        });
+        units
     }
-    let mut ids = Vec::new();
-    let mut spans = Vec::with_capacity(counts.distinct_units());
-    counts.for_each_unit(|unit, n| {
-        let mut start = ids.len();
-        for c in unit {
-            let id = match c as usize {
-                a if a < 128 => ascii[a],
-                _ => code.get(&c).copied().unwrap_or(NONE),
-            };
-            if id != NONE {
-                ids.push(id);
-                continue;
+
+    /// The units as runs of kept characters' indexes in `kept` (cut at the
+    /// others), in one buffer: the buffer and each run's (start, end, count).
+    fn kept_runs(self, kept: &[char]) -> (Vec<u32>, Vec<(usize, usize, u64)>) {
+        let place: FxHashMap<char, u32> = kept
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| (c, i as u32))
+            .collect();
+        let id_of: Vec<u32> = self
+            .chars
+            .iter()
+            .map(|c| place.get(c).copied().unwrap_or(NONE))
+            .collect();
+        // In place: a run only moves towards the front as characters drop out.
+        let mut ids = self.codes;
+        let mut spans = Vec::with_capacity(self.spans.len());
+        let mut write = 0;
+        for &(from, to, n) in &self.spans {
+            let mut start = write;
+            for k in from..to {
+                let id = id_of[ids[k] as usize];
+                if id != NONE {
+                    ids[write] = id;
+                    write += 1;
+                    continue;
+                }
+                if write > start {
+                    spans.push((start, write, n));
+                }
+                start = write;
             }
-            if ids.len() > start {
-                spans.push((start, ids.len(), n));
+            if write > start {
+                spans.push((start, write, n));
             }
-            start = ids.len();
         }
-        if ids.len() > start {
-            spans.push((start, ids.len(), n));
-        }
-    });
-    (ids, spans)
+        ids.truncate(write);
+        (ids, spans)
+    }
 }
 
 /// The characters kept: the most frequent ones covering `coverage` of all
 /// character occurrences ("▁" always), most frequent first.
-fn kept_chars(chars: &FxHashMap<char, u64>, coverage: f64) -> Vec<char> {
-    let mut by_count: Vec<(char, u64)> = chars.iter().map(|(&c, &n)| (c, n)).collect();
+fn kept_chars(chars: &[char], counts: &[u64], coverage: f64) -> Vec<char> {
+    let mut by_count: Vec<(char, u64)> =
+        chars.iter().copied().zip(counts.iter().copied()).collect();
     by_count.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let total: u64 = by_count.iter().map(|&(_, n)| n).sum();
     let mut kept = Vec::new();
@@ -152,11 +201,12 @@ pub fn train(
     options: &SpmTrainOptions,
     progress: &Progress,
 ) -> Result<ModelProto, SpmTrainError> {
-    let char_counts = counts.chars();
-    if char_counts.is_empty() {
+    let units = UnitChars::of(&counts);
+    drop(counts);
+    if units.chars.is_empty() {
         return Err(SpmTrainError::Empty);
     }
-    let chars = kept_chars(&char_counts, options.character_coverage);
+    let chars = kept_chars(&units.chars, &units.counts, options.character_coverage);
     let mut fixed: Vec<(String, Kind)> = vec![
         ("<unk>".into(), Kind::Unknown),
         ("<s>".into(), Kind::Control),
@@ -198,7 +248,7 @@ pub fn train(
             })
         }
     };
-    let (ids, spans) = unit_symbols(&counts, &chars);
+    let (ids, spans) = units.kept_runs(&chars);
     let words = spans.iter().map(|&(a, b, n)| (&ids[a..b], n)).collect();
     let symbols: Vec<Vec<u8>> = chars.iter().map(|c| c.to_string().into_bytes()).collect();
     let train_options = TrainOptions {

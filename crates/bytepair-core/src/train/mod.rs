@@ -60,7 +60,7 @@ use crate::count::WordSource;
 use crate::memory::drop_in_background;
 use crate::progress::Progress;
 use changes::SeamChanges;
-use pairs::{initial_pair_index, PairMap, PairStats, WordList};
+use pairs::{initial_pair_index, PairMap};
 use queue::Candidate;
 use words::{merge_words, Words};
 
@@ -287,11 +287,7 @@ impl<S: Symbol> Trainer<S> {
     /// Apply merge `pair -> new_id` to every word that has it, updating pair
     /// counts and the reverse index, then queue the new pairs.
     fn apply_merge(&mut self, pair: Pair, new_id: u32) {
-        let mut word_ids = self
-            .pairs
-            .remove(&pair)
-            .map(|stats| stats.words.to_vec())
-            .unwrap_or_default();
+        let mut word_ids = self.pairs.take_words(&pair);
         // Lists are made in increasing order; sorting is a cheap safeguard.
         word_ids.sort_unstable();
         word_ids.dedup();
@@ -361,8 +357,7 @@ impl<S: Symbol> Trainer<S> {
         let mut new_pairs = Vec::with_capacity(changes.left.seen.len() + changes.right.seen.len());
         let mut add = |p: Pair, n: u64, words: &[u32]| {
             if n > 0 {
-                let words = WordList::of_sorted(words);
-                pairs.insert(p, PairStats { count: n, words });
+                pairs.insert(p, n, words);
                 new_pairs.push((p, n));
             }
         };

@@ -9,22 +9,28 @@ use rustc_hash::FxHashMap;
 use super::words::{Symbol, Words};
 use super::Pair;
 
-#[derive(Default)]
 pub(super) struct PairStats {
     /// Occurrences in the corpus (sum of the frequencies of the words holding it).
     pub(super) count: u64,
     /// Indices of words that contained the pair when it was counted. May hold
     /// words that lost the pair since; the merge re-checks.
-    pub(super) words: WordList,
+    words: WordList,
 }
 
 /// Increasing word indices, each stored as its difference from the previous
-/// one in LEB128 (7 bits a byte). The index holds about one entry per byte of
-/// every word (97 M for 8 M words), most of them small steps between the
+/// one in LEB128 (7 bits a byte), in the byte arena of the pair's shard
+/// (`Shard`): `len` bytes at `at`. The index holds about one entry per byte
+/// of every word (97 M for 8 M words), most of them small steps between the
 /// words of a frequent pair: 1.3 bytes an entry where a `u32` took 4. A list
-/// never grows once made (a new pair comes with all its words).
-#[derive(Default)]
-pub(super) struct WordList(Box<[u8]>);
+/// never grows once made (a new pair comes with all its words). In an arena,
+/// not a box each: a training run makes hundreds of thousands of pairs, most
+/// with a few words, and their allocations and frees were a fifth of
+/// training SentencePiece BPE on multilingual text.
+#[derive(Clone, Copy)]
+struct WordList {
+    at: u64,
+    len: u32,
+}
 
 /// Bytes of `delta` in LEB128.
 fn varint_len(delta: u32) -> usize {
@@ -39,51 +45,40 @@ fn push_varint(out: &mut Vec<u8>, mut delta: u32) {
     out.push(delta as u8);
 }
 
-impl WordList {
-    /// The list of `ids`, which must increase.
-    pub(super) fn of_sorted(ids: &[u32]) -> Self {
-        let mut last = 0;
-        let bytes = ids.iter().map(|&i| varint_len(i - last.min(i))).sum();
-        let mut out = Vec::with_capacity(bytes);
-        for &i in ids {
-            push_varint(&mut out, i - last);
-            last = i;
-        }
-        WordList(out.into_boxed_slice())
+/// Write `delta` in LEB128 at `out[*at..]`, moving `at` past it.
+fn put_varint(out: &mut [u8], at: &mut usize, mut delta: u32) {
+    while delta >= 0x80 {
+        out[*at] = delta as u8 | 0x80;
+        *at += 1;
+        delta >>= 7;
     }
+    out[*at] = delta as u8;
+    *at += 1;
+}
 
-    /// The word indices, in order.
-    pub(super) fn to_vec(&self) -> Vec<u32> {
-        let mut ids = Vec::with_capacity(self.0.len());
-        let (mut last, mut delta, mut shift) = (0u32, 0u32, 0);
-        for &b in self.0.iter() {
-            delta |= u32::from(b & 0x7f) << shift;
-            shift += 7;
-            if b < 0x80 {
-                last += delta;
-                ids.push(last);
-                (delta, shift) = (0, 0);
-            }
-        }
-        ids
+/// Append the list of `ids` (increasing) to `out`.
+fn encode_sorted(out: &mut Vec<u8>, ids: &[u32]) {
+    let mut last = 0;
+    for &i in ids {
+        push_varint(out, i - last);
+        last = i;
     }
 }
 
-/// A word list being built in increasing order with its final size known.
-#[derive(Default)]
-struct ListBuilder {
-    bytes: Vec<u8>,
-    last: Option<u32>,
-}
-
-impl ListBuilder {
-    /// Add word `i` unless it is the last one added.
-    fn push(&mut self, i: u32) {
-        if self.last != Some(i) {
-            push_varint(&mut self.bytes, i - self.last.unwrap_or(0));
-            self.last = Some(i);
+/// The word indices of a list's bytes, in order.
+fn decode(bytes: &[u8]) -> Vec<u32> {
+    let mut ids = Vec::with_capacity(bytes.len());
+    let (mut last, mut delta, mut shift) = (0u32, 0u32, 0);
+    for &b in bytes {
+        delta |= u32::from(b & 0x7f) << shift;
+        shift += 7;
+        if b < 0x80 {
+            last += delta;
+            ids.push(last);
+            (delta, shift) = (0, 0);
         }
     }
+    ids
 }
 
 /// Pair counts and reverse index of the initial words, built in parallel:
@@ -106,37 +101,38 @@ pub(super) fn initial_pair_index<S: Symbol>(words: &Words<S>, freqs: &[u64]) -> 
 }
 
 /// The pairs of shard `shard` (`shard_of(pair) & mask`) in every word.
-fn shard_index<S: Symbol>(
-    words: &Words<S>,
-    freqs: &[u64],
-    shard: usize,
-    mask: usize,
-) -> FxHashMap<Pair, PairStats> {
+fn shard_index<S: Symbol>(words: &Words<S>, freqs: &[u64], shard: usize, mask: usize) -> Shard {
     let mut pairs = FxHashMap::<Pair, Building>::default();
     // Pass 1: every pair's count and list size.
     for_pairs_of_shard(words, shard, mask, |p, i| {
         let b = pairs.entry(p).or_default();
         b.count += freqs[i as usize];
-        if b.list.last != Some(i) {
-            b.size += varint_len(i - b.list.last.unwrap_or(0));
-            b.list.last = Some(i);
+        if b.last != Some(i) {
+            b.size += varint_len(i - b.last.unwrap_or(0));
+            b.last = Some(i);
         }
     });
+    // Each list's place in the arena, then pass 2 writes them.
+    let mut total = 0;
     for b in pairs.values_mut() {
-        b.list = ListBuilder {
-            bytes: Vec::with_capacity(b.size),
-            last: None,
-        };
+        (b.at, b.last) = (total, None);
+        total += b.size;
     }
-    // Pass 2: the word lists.
+    let mut base = vec![0u8; total];
     for_pairs_of_shard(words, shard, mask, |p, i| {
-        pairs.get_mut(&p).expect("counted in pass 1").list.push(i);
+        let b = pairs.get_mut(&p).expect("counted in pass 1");
+        if b.last != Some(i) {
+            put_varint(&mut base, &mut b.at, i - b.last.unwrap_or(0));
+            b.last = Some(i);
+        }
     });
-    pairs
+    let map = pairs
         .into_iter()
         .map(|(p, b)| {
-            debug_assert_eq!(b.list.bytes.len(), b.list.bytes.capacity());
-            let words = WordList(b.list.bytes.into_boxed_slice());
+            let words = WordList {
+                at: (b.at - b.size) as u64,
+                len: b.size as u32,
+            };
             (
                 p,
                 PairStats {
@@ -145,7 +141,13 @@ fn shard_index<S: Symbol>(
                 },
             )
         })
-        .collect()
+        .collect();
+    Shard {
+        map,
+        base,
+        extra: Vec::new(),
+        garbage: 0,
+    }
 }
 
 /// Call `f(pair, word)` for each pair of shard `shard` in each word, in order.
@@ -165,13 +167,14 @@ fn for_pairs_of_shard<S: Symbol>(
     }
 }
 
-/// A pair of `shard_index`: its count, the bytes of its word list (pass 1),
-/// and the list (pass 2).
+/// A pair of `shard_index`: its count, the bytes of its word list, the last
+/// word listed, and where its list goes on in the arena (pass 2).
 #[derive(Default)]
 struct Building {
     count: u64,
     size: usize,
-    list: ListBuilder,
+    last: Option<u32>,
+    at: usize,
 }
 
 /// Every pair with a positive count and its stats, in shards by a hash of the
@@ -180,8 +183,69 @@ struct Building {
 /// enwiki (2.1M pairs) the join was a rehash of every pair with both copies
 /// held at once. A lookup picks its shard with a multiply and a mask.
 pub(super) struct PairMap {
-    shards: Vec<FxHashMap<Pair, PairStats>>,
+    shards: Vec<Shard>,
     mask: usize,
+}
+
+/// The pairs of one shard and their word lists: those of the initial
+/// words in `base` (made at their final size), those made by merges
+/// appended to `extra`; an offset past `base` is in `extra`. A removed
+/// pair's list stays as garbage until garbage is half the bytes, when the
+/// live lists are copied into a new `base` (so the arena holds at most
+/// twice the live lists, besides `extra`'s room to grow).
+struct Shard {
+    map: FxHashMap<Pair, PairStats>,
+    base: Vec<u8>,
+    extra: Vec<u8>,
+    garbage: usize,
+}
+
+impl Shard {
+    fn bytes(&self, list: WordList) -> &[u8] {
+        let (at, len) = (list.at as usize, list.len as usize);
+        match at.checked_sub(self.base.len()) {
+            None => &self.base[at..at + len],
+            Some(at) => &self.extra[at..at + len],
+        }
+    }
+
+    fn remove(&mut self, pair: &Pair) -> Option<PairStats> {
+        let stats = self.map.remove(pair)?;
+        self.garbage += stats.words.len as usize;
+        if 2 * self.garbage > self.base.len() + self.extra.len() {
+            self.compact();
+        }
+        Some(stats)
+    }
+
+    fn insert(&mut self, pair: Pair, count: u64, ids: &[u32]) {
+        let at = self.base.len() + self.extra.len();
+        encode_sorted(&mut self.extra, ids);
+        let len = (self.base.len() + self.extra.len() - at) as u32;
+        let words = WordList { at: at as u64, len };
+        if let Some(old) = self.map.insert(pair, PairStats { count, words }) {
+            self.garbage += old.words.len as usize;
+        }
+    }
+
+    /// Copy the live lists into a new `base`, dropping the garbage.
+    fn compact(&mut self) {
+        let live = self.base.len() + self.extra.len() - self.garbage;
+        let mut base = Vec::with_capacity(live);
+        for stats in self.map.values_mut() {
+            let at = base.len();
+            let list = stats.words;
+            let bytes = match (list.at as usize).checked_sub(self.base.len()) {
+                None => &self.base[list.at as usize..][..list.len as usize],
+                Some(x) => &self.extra[x..][..list.len as usize],
+            };
+            base.extend_from_slice(bytes);
+            stats.words.at = at as u64;
+        }
+        self.base = base;
+        self.extra = Vec::new();
+        self.garbage = 0;
+    }
 }
 
 impl PairMap {
@@ -192,33 +256,55 @@ impl PairMap {
 
     #[inline]
     pub(super) fn get(&self, pair: &Pair) -> Option<&PairStats> {
-        self.shards[self.shard(*pair)].get(pair)
+        self.shards[self.shard(*pair)].map.get(pair)
     }
 
     #[inline]
     pub(super) fn get_mut(&mut self, pair: &Pair) -> Option<&mut PairStats> {
         let shard = self.shard(*pair);
-        self.shards[shard].get_mut(pair)
+        self.shards[shard].map.get_mut(pair)
     }
 
+    /// Remove `pair`; its count if it was there.
     #[inline]
-    pub(super) fn remove(&mut self, pair: &Pair) -> Option<PairStats> {
+    pub(super) fn remove(&mut self, pair: &Pair) -> Option<u64> {
         let shard = self.shard(*pair);
-        self.shards[shard].remove(pair)
+        self.shards[shard].remove(pair).map(|stats| stats.count)
     }
 
+    /// Remove `pair`, returning the words of its list (increasing); empty
+    /// if it was not there.
+    pub(super) fn take_words(&mut self, pair: &Pair) -> Vec<u32> {
+        let at = self.shard(*pair);
+        let shard = &mut self.shards[at];
+        let Some(stats) = shard.map.get(pair) else {
+            return Vec::new();
+        };
+        let ids = decode(shard.bytes(stats.words));
+        shard.remove(pair);
+        ids
+    }
+
+    /// Add `pair` with its count and its words (increasing, no repeats).
     #[inline]
-    pub(super) fn insert(&mut self, pair: Pair, stats: PairStats) {
+    pub(super) fn insert(&mut self, pair: Pair, count: u64, words: &[u32]) {
         let shard = self.shard(pair);
-        self.shards[shard].insert(pair, stats);
+        self.shards[shard].insert(pair, count, words);
     }
 
     pub(super) fn len(&self) -> usize {
-        self.shards.iter().map(FxHashMap::len).sum()
+        self.shards.iter().map(|s| s.map.len()).sum()
     }
 
     pub(super) fn iter(&self) -> impl Iterator<Item = (&Pair, &PairStats)> {
-        self.shards.iter().flat_map(|shard| shard.iter())
+        self.shards.iter().flat_map(|shard| shard.map.iter())
+    }
+
+    /// The words of `pair`'s list (tests).
+    #[cfg(test)]
+    fn words_of(&self, pair: &Pair) -> Vec<u32> {
+        let shard = &self.shards[self.shard(*pair)];
+        decode(shard.bytes(shard.map[pair].words))
     }
 }
 
@@ -238,20 +324,51 @@ mod tests {
     #[test]
     fn word_lists_round_trip() {
         for ids in [vec![], vec![0], vec![5, 6, 200, 70_000, u32::MAX - 1]] {
-            let list = WordList::of_sorted(&ids);
-            assert_eq!(list.to_vec(), ids);
-            let mut b = ListBuilder {
-                bytes: vec![],
-                last: None,
-            };
-            ids.iter().for_each(|&i| b.push(i));
-            assert_eq!(b.bytes[..], list.0[..]);
+            let mut out = vec![];
+            encode_sorted(&mut out, &ids);
+            assert_eq!(decode(&out), ids);
+            let mut fixed = vec![0u8; out.len()];
+            let (mut at, mut last) = (0, 0);
+            for &i in &ids {
+                put_varint(&mut fixed, &mut at, i - last);
+                last = i;
+            }
+            assert_eq!((fixed, at), (out.clone(), out.len()));
         }
-        assert_eq!(WordList::of_sorted(&[1, 2, 3]).0.len(), 3);
         assert_eq!(
             varint_len(127) + varint_len(128) + varint_len(u32::MAX),
             1 + 2 + 5
         );
+    }
+
+    #[test]
+    fn lists_survive_removals_and_compaction() {
+        let (words, freqs) = Words::<u16>::from_token_words(vec![(0, vec![1, 2, 1, 2], 1)]);
+        let mut map = pool_index(1, &words, &freqs);
+        let lists: Vec<Vec<u32>> = (0..200).map(|k| (k..k + 1 + k % 7).collect()).collect();
+        for (k, ids) in lists.iter().enumerate() {
+            map.insert((10, k as u32), 1, ids);
+        }
+        for k in (0..200).step_by(3) {
+            assert_eq!(map.take_words(&(10, k)), lists[k as usize]);
+        }
+        for k in (1..200).step_by(3) {
+            assert_eq!(map.remove(&(10, k)), Some(1));
+        }
+        assert_eq!(map.take_words(&(10, 0)), Vec::<u32>::new());
+        for k in (2..200).step_by(3) {
+            assert_eq!(map.words_of(&(10, k)), lists[k as usize]);
+        }
+        assert_eq!(map.words_of(&(1, 2)), [0]);
+        assert!(map.shards[0].garbage * 2 <= map.shards[0].base.len() + map.shards[0].extra.len());
+    }
+
+    fn pool_index(threads: usize, words: &Words<u16>, freqs: &[u64]) -> PairMap {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| initial_pair_index(words, freqs))
     }
 
     #[test]
@@ -288,7 +405,7 @@ mod tests {
             assert_eq!(got.len(), want.len(), "{threads} threads");
             for (p, (count, ids)) in &want {
                 let stats = got.get(p).expect("every pair indexed");
-                assert_eq!((stats.count, stats.words.to_vec()), (*count, ids.clone()));
+                assert_eq!((stats.count, got.words_of(p)), (*count, ids.clone()));
             }
         }
     }
