@@ -8,8 +8,10 @@ characters, spaces kept).
 Each tool runs in a fresh process on the first ``--limit-mb`` of a corpus
 (written to a temporary file, lines as sentences; spm_train's sentence length
 limit lifted so both see every line), with ``--threads`` threads. Reported:
-wall time of the training call, the process's peak RSS, and bytes per token
-of both models on held-out text (the 2 MB after the training slice).
+wall time of the training call and its CPU time (every thread of the
+process: on a shared host the wall clock counts other processes' turns),
+the process's peak RSS, and bytes per token of both models on held-out text
+(the 2 MB after the training slice).
 
 Usage::
 
@@ -37,7 +39,7 @@ HELD_OUT_BYTES = 2_000_000
 def child(tool: str, train_path: str, held_path: str, vocab: int, threads: int, out: str) -> dict:
     import resource
 
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     if tool == "bytepair":
         import bytepair
 
@@ -63,13 +65,19 @@ def child(tool: str, train_path: str, held_path: str, vocab: int, threads: int, 
             minloglevel=2,
         )
     seconds = time.perf_counter() - start
+    cpu = time.process_time() - cpu_start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     import sentencepiece
 
     sp = sentencepiece.SentencePieceProcessor(model_file=out)
     held = open(held_path, encoding="utf-8").read()
     tokens = sum(len(ids) for ids in sp.encode(held.split("\n")))
-    return {"seconds": seconds, "peak_mib": peak, "bytes_per_token": len(held.encode()) / tokens}
+    return {
+        "seconds": seconds,
+        "cpu": cpu,
+        "peak_mib": peak,
+        "bytes_per_token": len(held.encode()) / tokens,
+    }
 
 
 def main() -> None:
@@ -90,10 +98,11 @@ def main() -> None:
         f"held out: the next {HELD_OUT_BYTES / 1e6:.0f} MB; medians of {args.runs} run(s)"
     )
     print(
-        "| corpus | bytepair s | spm_train s | speedup | bytepair peak MiB | spm_train peak MiB "
+        "| corpus | bytepair s | spm_train s | speedup | bytepair CPU s | spm_train CPU s "
+        "| CPU speedup | bytepair peak MiB | spm_train peak MiB "
         "| bytepair bytes/token | spm_train bytes/token |"
     )
-    print("|" + " --- |" * 8)
+    print("|" + " --- |" * 11)
     with tempfile.TemporaryDirectory() as tmp:
         for corpus in args.corpus:
             raw = common.corpus_path(corpus).read_bytes()
@@ -122,6 +131,9 @@ def main() -> None:
                 f"{ours['seconds']:.2f}",
                 f"{theirs['seconds']:.2f}",
                 f"{theirs['seconds'] / ours['seconds']:.1f}x",
+                f"{ours['cpu']:.2f}",
+                f"{theirs['cpu']:.2f}",
+                f"{theirs['cpu'] / ours['cpu']:.1f}x",
                 f"{ours['peak_mib']:.0f}",
                 f"{theirs['peak_mib']:.0f}",
                 f"{ours['bytes_per_token']:.3f}",

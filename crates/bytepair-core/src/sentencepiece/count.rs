@@ -47,18 +47,20 @@ impl SpmCounts {
     }
 
     /// Every distinct unit as its characters ("▁" for a space) and its count.
-    pub(super) fn for_each_unit(&self, mut f: impl FnMut(&mut dyn Iterator<Item = char>, u64)) {
+    pub(super) fn for_each_unit<F>(&self, mut f: F)
+    where
+        F: FnMut(&mut UnitCharIter<'_>, u64),
+    {
         let view = self.view;
         self.units.for_each_word(|word, n| {
             word.with_bytes(|b| {
                 // SAFETY: units are whole characters of UTF-8 text (cut at
                 // character boundaries), or a newline standing for "▁".
                 let text = unsafe { std::str::from_utf8_unchecked(b) };
-                let mut chars = text.char_indices().map(|(i, c)| match c {
-                    ' ' if view => SPACE_CHAR,
-                    '\n' if view && i == 0 => SPACE_CHAR,
-                    c => c,
-                });
+                let mut chars = UnitCharIter {
+                    chars: text.char_indices(),
+                    view,
+                };
                 f(&mut chars, n)
             })
         });
@@ -84,6 +86,27 @@ impl SpmCounts {
             }
         }
         chars
+    }
+}
+
+/// The characters of a unit as the model sees them: in the space view a
+/// space, and a newline at the start of a unit (the dummy prefix), are "▁".
+pub(super) struct UnitCharIter<'a> {
+    chars: std::str::CharIndices<'a>,
+    view: bool,
+}
+
+impl Iterator for UnitCharIter<'_> {
+    type Item = char;
+
+    #[inline]
+    fn next(&mut self) -> Option<char> {
+        let (i, c) = self.chars.next()?;
+        Some(match c {
+            ' ' if self.view => SPACE_CHAR,
+            '\n' if self.view && i == 0 => SPACE_CHAR,
+            c => c,
+        })
     }
 }
 
