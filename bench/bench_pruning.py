@@ -1,11 +1,14 @@
 """What a memory budget costs the merges: train with and without one and
 compare the merge tables and the compression of held-out text.
 
-Two ways a budget drops words (issue 37):
+Three ways a budget drops words (issue 37):
 
 * ``train``: training from an artifact within a budget
   (``train_from_counts(max_memory=)``): the counts are final, so it keeps
   exactly the words counted at least t times, the smallest t whose words fit;
+* ``fold``: the same, the words dropped folded into pieces of at most 8
+  bytes (cut at character boundaries), the budget applied to words and pieces
+  together (``WordRows::folding``), so the pairs inside rare words still count;
 * ``count``: counting within a budget (``count(max_memory=)``, each worker's
   counter): lossy counting drops the words seen fewer than 2, 4, 8... times
   *so far* whenever the counts outgrow the budget, then the merge loop trains
@@ -154,6 +157,11 @@ def run(corpus: str, fractions: list[float], merges: int, threads: int | None, w
         # merges=0: the whole budget for the words (the per-merge share is left out)
         counts.load_into(counter, max_memory=budget, run={"ids": 256 + merges, "merges": 0})
         record("train", f, budget, counter, time.perf_counter() - start)
+        start = time.perf_counter()
+        counter = _core.WordCounter("gpt2", [])
+        run = {"ids": 256 + merges, "merges": 0, "fold": True}
+        counts.load_into(counter, max_memory=budget, run=run)
+        record("fold", f, budget, counter, time.perf_counter() - start)
         start = time.perf_counter()
         budget = int(f * count_memory)
         counter = _core.WordCounter("gpt2", [], max_memory=budget)

@@ -254,3 +254,66 @@ def test_a_killed_count_resumes_from_its_finished_shards(tmp_path):
     assert not glob.glob(str(tmp_path / ".out.partial-*")), "the staging folder stayed"
     assert {**resumed.manifest, "parts": None} == {**fresh.manifest, "parts": None}
     assert resumed.manifest["parts"] == fresh.manifest["parts"], "not the same bytes"
+
+
+_TO_LETTERS = str.maketrans("0123456789ABCDEFGHIJKLMNOP", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _zipf_lines(path, megabytes: float, seed: int = 0) -> None:
+    """Lines of words drawn from a Zipf law over 300k words (as real text: a
+    frequent head, a long tail of rare words), so a budget prunes a share."""
+    rng = np.random.default_rng(seed)
+    ranks = rng.zipf(1.2, size=int(megabytes * (1 << 20) / 7)) % 300_000
+    words = [np.base_repr(r, 26).translate(_TO_LETTERS) for r in ranks]
+    lines = (" ".join(words[i : i + 14]) for i in range(0, len(words), 14))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_counting_within_a_budget_is_reproducible(tmp_path):
+    """Counts pruned under a budget depend only on the input, the options and
+    the budget: the blocks are merged in input order, pruned at block
+    boundaries, so 1 or 2 threads, run after run, give the same words, counts,
+    pruned totals and merge table."""
+    path = tmp_path / "zipf.txt"
+    _zipf_lines(path, 4)
+    exact = _core.WordCounter("gpt2", [])
+    exact.count_files([str(path)], 1)
+    runs = []
+    for threads in (1, 2, 2, 1, 2):
+        counter = _core.WordCounter("gpt2", [], max_memory=1 << 20)
+        counter.count_files([str(path)], threads, chunk_size=64 << 10)
+        runs.append((sorted(counter.items()), counter.pruned))
+    items, (words, pre_tokens, _) = runs[0]
+    assert words > 1000, "the budget pruned"
+    assert sum(n for _, n in items) + pre_tokens == exact.total()
+    for i, run in enumerate(runs[1:], 1):
+        assert run == runs[0], f"run {i} differs"
+    merges = {
+        tuple(bytepair.train_from_counts(dict(items), 400, progress=False).merges)
+        for items, _ in runs
+    }
+    assert len(merges) == 1
+
+
+def test_folding_keeps_the_pieces_of_the_words_a_training_budget_drops(tmp_path):
+    """With ``fold`` (core only), the words a training budget drops are cut
+    into pieces of at most 8 bytes that are kept when they fit: the shared
+    piece of 3,000 rare long words carries all their occurrences; the words
+    still count as dropped."""
+    digits = str.maketrans("0123456789", "abcdefghij")
+    rare = " ".join(f"xylophone{i:04d}".translate(digits) for i in range(3000))
+    (tmp_path / "a.txt").write_text(" the cat" * 2000 + " " + rare)
+    counts = bytepair.count([tmp_path / "a.txt"], tmp_path / "c", num_workers=1, progress=False)
+    everything = dict(counts.items())
+    budget = (48 + 4 * 4) * 2 + 200 * (48 + 4 * 8)
+    kept = []
+    for fold in (False, True):
+        counter = _core.WordCounter("gpt2", [])
+        counts.load_into(counter, max_memory=budget, run={"fold": fold})
+        words, pre_tokens, _ = counter.pruned
+        assert words == 3000 and pre_tokens == sum(
+            n for w, n in everything.items() if w.startswith(b" xylophon")
+        )
+        kept.append(dict(counter.items()))
+    assert b" xylopho" not in kept[0]
+    assert kept[1][b" xylopho"] == 3000 and kept[1][b" the"] == 2000

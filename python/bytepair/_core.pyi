@@ -121,13 +121,18 @@ class WordCounter:
         budget: int | None = None,
         ids: int = 256,
         merges: int = 0,
+        fold: bool = False,
     ) -> None:
         """Append one part's rows as they are (each word in one part): L + 12 bytes a word;
         budget (bytes, from the first call): keep the words counted at least t times, the
-        smallest t whose words the merge loop of `merges` merges, `ids` ids holds within it."""
-    def fit_training_budget(self, budget: int, ids: int = 256, merges: int = 0) -> None:
+        smallest t whose words the merge loop of `merges` merges, `ids` ids holds within it;
+        fold: the words dropped are folded into pieces of <= 8 bytes, kept when they fit."""
+    def fit_training_budget(
+        self, budget: int, ids: int = 256, merges: int = 0, fold: bool = False
+    ) -> None:
         """Drop every word counted fewer than t times, the smallest t whose words the merge
-        loop holds within budget bytes (counts taken as final); adds to pruned."""
+        loop holds within budget bytes (counts taken as final); adds to pruned. fold: fold
+        the words dropped into pieces of <= 8 bytes first, kept when they fit."""
     def to_buckets(self, parts: int) -> list[tuple[bytes, bytes, bytes]]:
         """The counts in `parts` buckets by stable word hash: sorted (data, offsets, counts)
         each."""

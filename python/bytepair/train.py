@@ -160,7 +160,8 @@ def train(
             times for the smallest t whose words it can hold within the budget
             (`bytepair_core::train::budget`: ~48 + 4 bytes per byte of a word,
             and ~2.5 KB per merge). What was dropped is in ``training_stats``
-            (``pruned_*``) and a warning.
+            (``pruned_*``) and a warning. The same input, options and budget
+            give the same counts and merges whatever the thread count.
         superbpe_transition: SuperBPE (Liu et al. 2025, `bytepair.superbpe`):
             ordinary merges until the vocabulary holds this many ids (bytes or
             the base's, merges and the special tokens), then merges across

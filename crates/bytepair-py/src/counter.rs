@@ -117,10 +117,12 @@ impl WordCounter {
     /// the rows are kept (L + 12 bytes a word), not summed into a map.
     /// `budget` (bytes, taken from the first call): keep only the words the
     /// merge loop of a run of `merges` merges and `ids` token ids can hold
-    /// within it (`bytepair_core::count::Accumulator::add_rows`). A batch
+    /// within it (`bytepair_core::count::Accumulator::add_rows`); `fold`
+    /// (taken from the first call): fold the words dropped into pieces of at
+    /// most 8 bytes (`WordRows::folding`). A batch
     /// holding a special-token string inside a word (a part made elsewhere:
     /// counting cuts there) is cut and summed as `add_columns` does instead.
-    #[pyo3(signature = (data, offsets, counts, budget=None, ids=256, merges=0))]
+    #[pyo3(signature = (data, offsets, counts, budget=None, ids=256, merges=0, fold=false))]
     #[allow(clippy::too_many_arguments)]
     fn load_rows(
         &mut self,
@@ -131,6 +133,7 @@ impl WordCounter {
         budget: Option<u64>,
         ids: usize,
         merges: usize,
+        fold: bool,
     ) -> PyResult<()> {
         let (offsets, n) = (le_i64s(offsets, "offsets")?, le_i64s(counts, "counts")?);
         let cost = TrainingCost::for_run(ids, merges);
@@ -146,7 +149,7 @@ impl WordCounter {
                 let words = accumulator.settled();
                 wordcounts::add_rows(words, data, &offsets, &n, true, specials)
             } else {
-                accumulator.add_rows((data, &offsets, &n), budget, cost)
+                accumulator.add_rows((data, &offsets, &n), budget, cost, fold)
             }
         })
         .map_err(columns_error)
@@ -156,10 +159,20 @@ impl WordCounter {
     /// and `ids` token ids holds at most `budget` bytes for the words left:
     /// every word counted fewer than t times, t the smallest count that fits
     /// (counts taken as final); what is dropped is added to `pruned`.
-    #[pyo3(signature = (budget, ids=256, merges=0))]
-    fn fit_training_budget(&mut self, py: Python<'_>, budget: u64, ids: usize, merges: usize) {
+    /// `fold`: fold the words dropped into pieces of at most 8 bytes, kept
+    /// when they fit (`Accumulator::fit_training_budget`).
+    #[pyo3(signature = (budget, ids=256, merges=0, fold=false))]
+    fn fit_training_budget(
+        &mut self,
+        py: Python<'_>,
+        budget: u64,
+        ids: usize,
+        merges: usize,
+        fold: bool,
+    ) {
         let accumulator = &mut self.counts;
-        py.detach(|| accumulator.fit_training_budget(budget, TrainingCost::for_run(ids, merges)));
+        let cost = TrainingCost::for_run(ids, merges);
+        py.detach(|| accumulator.fit_training_budget(budget, cost, fold));
     }
 
     /// Count UTF-8 files, each one document; progress reports bytes read.

@@ -198,7 +198,7 @@ def count_locally(
     workers = min(workers, len(groups))
     parts = parts or max(1, workers)
     threads = max(1, cores // workers)
-    plan = run_plan(spec, paths, sizes, groups, parts, max_memory=max_memory, threads=threads)
+    plan = run_plan(spec, paths, sizes, groups, parts, max_memory=max_memory)
     staging = staging_dir(out, plan)
     done = finished_shards(staging, paths, groups)
     try:

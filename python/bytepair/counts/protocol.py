@@ -134,11 +134,10 @@ def run_plan(
     parts: int,
     *,
     max_memory: int | None,
-    threads: int,
 ) -> dict[str, Any]:
     """What fixes a run's output (the plan a resumed run must share): the spec,
     the inputs and their sizes, the shards' files, the parts and the budget
-    (and, with a budget, the threads per shard: lossy counting prunes per thread)."""
+    (not the threads: counts within a budget do not depend on them)."""
     return {
         "spec": [
             spec.pattern,
@@ -152,7 +151,6 @@ def run_plan(
         "shards": [list(g) for g in groups],
         "parts": parts,
         "max_memory": max_memory,
-        "threads": threads if max_memory is not None else None,
     }
 
 

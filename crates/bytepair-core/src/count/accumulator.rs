@@ -144,7 +144,8 @@ impl Accumulator {
     /// `wordcounts::for_each_row`) as they are: each word of an artifact is in
     /// one part with its final count, so the rows are kept, not summed into a
     /// map. `budget` (taken from the first call): keep only the words that a
-    /// merge loop costing `cost` holds within it (`WordRows::with_budget`).
+    /// merge loop costing `cost` holds within it (`WordRows::with_budget`),
+    /// folding the others into pieces when `fold` (`WordRows::folding`).
     ///
     /// # Errors
     /// As `WordRows::push_part`.
@@ -153,27 +154,89 @@ impl Accumulator {
         (data, offsets, counts): (&[u8], &[i64], &[i64]),
         budget: Option<u64>,
         cost: TrainingCost,
+        fold: bool,
     ) -> Result<(), ColumnsError> {
         self.rows
-            .get_or_insert_with(|| WordRows::with_budget(budget, cost))
+            .get_or_insert_with(|| {
+                let rows = WordRows::with_budget(budget, cost);
+                if fold {
+                    rows.folding()
+                } else {
+                    rows
+                }
+            })
             .push_part(data, offsets, counts)
     }
 
     /// Drop every word counted fewer than t times, t the smallest count whose
     /// words a merge loop costing `cost` holds within `budget` bytes
     /// (`TrainingCost::words_budget`); the counts are taken as final. What is
-    /// dropped is added to `pruned`.
-    pub fn fit_training_budget(&mut self, budget: u64, cost: TrainingCost) {
+    /// dropped is added to `pruned`. `fold`: the words dropped are folded
+    /// into pieces of at most 8 bytes first, added to the counts, and the
+    /// budget applied again (`WordRows::folding`; what that drops is lost).
+    pub fn fit_training_budget(&mut self, budget: u64, cost: TrainingCost, fold: bool) {
         if self.rows.is_some() && self.pending.is_none() && self.counts.is_empty() {
             return; // rows keep their own budget
         }
         self.settle_rows();
         let budget = cost.words_budget(budget);
+        let t = self.histogram().min_count_within(budget, &cost);
+        if !fold || t <= 1 {
+            return self.drop_counted_below(t);
+        }
+        let pieces = self.fold_below(t);
+        let mut histogram = self.histogram();
+        pieces.iter().for_each(|(p, &n)| histogram.add(n, p.len()));
+        let t = histogram.min_count_within(budget, &cost);
+        self.drop_counted_below(t);
+        // Pieces dropped now are parts of words counted as dropped already.
+        let pieces = pieces.into_iter().filter(|&(_, n)| n >= t);
+        match &mut self.pending {
+            Some(tally) => pieces.for_each(|(p, n)| tally.add(&p, n)),
+            None => pieces.for_each(|(p, n)| add_word(&mut self.counts, &p, n)),
+        }
+    }
+
+    /// Words and bytes of the counts (pending and settled) by count.
+    fn histogram(&self) -> CountHistogram {
         let mut histogram = CountHistogram::of(&self.counts);
         if let Some(tally) = &self.pending {
             tally.for_each_word(|w, n| histogram.add(n, w.len()));
         }
-        let t = histogram.min_count_within(budget, &cost);
+        histogram
+    }
+
+    /// Drop every word counted fewer than `t` times, counted as dropped, and
+    /// return their pieces (`wordcounts::fold_word`).
+    fn fold_below(&mut self, t: u64) -> WordCounts {
+        let mut pieces = WordCounts::default();
+        let mut dropped = Pruned {
+            min_count: t,
+            ..Pruned::default()
+        };
+        let mut fold = |word: &[u8], n: u64| {
+            if n < t {
+                dropped.words += 1;
+                dropped.pre_tokens += n;
+                crate::wordcounts::fold_word(&mut pieces, word, n);
+            }
+        };
+        if let Some(tally) = &self.pending {
+            tally.for_each_word(|w, n| w.with_bytes(|w| fold(w, n)));
+        }
+        for (word, &n) in &self.counts {
+            fold(word, n);
+        }
+        if let Some(tally) = &mut self.pending {
+            tally.prune(t);
+        }
+        drop_below(&mut self.counts, t);
+        self.pruned.add(dropped);
+        pieces
+    }
+
+    /// Drop every word counted fewer than `t` times (t > 1), adding them to `pruned`.
+    fn drop_counted_below(&mut self, t: u64) {
         if t > 1 {
             if let Some(tally) = &mut self.pending {
                 let dropped = tally.prune(t);
@@ -426,10 +489,10 @@ mod tests {
         let cost = TrainingCost::default();
         let (d, o, c) = part(&[(" a", 2), (" b", 5)]);
         let mut a = Accumulator::default();
-        a.add_rows((&d, &o, &c), None, cost).unwrap();
+        a.add_rows((&d, &o, &c), None, cost, false).unwrap();
         assert_eq!((a.len(), a.total()), (2, 7));
         assert!(matches!(a.take(), Accumulated::Rows(r) if r.total() == 7));
-        a.add_rows((&d, &o, &c), None, cost).unwrap();
+        a.add_rows((&d, &o, &c), None, cost, false).unwrap();
         a.add_tally(tally_of(" a x"));
         assert_eq!(
             a.sorted(),
@@ -454,10 +517,44 @@ mod tests {
         // Room for the words counted 5 times or more.
         let kept = (0..600).filter(|i| i % 7 >= 4);
         let room = kept.clone().map(|i| cost.of(word(i).len())).sum();
-        a.fit_training_budget(room, cost);
+        a.fit_training_budget(room, cost, false);
         let pruned = a.pruned();
         assert_eq!((pruned.min_count, a.len()), (5, kept.count()));
         assert_eq!(pruned.words as usize + a.len(), 600);
+    }
+
+    #[test]
+    fn a_folding_training_budget_keeps_the_pieces_of_the_words_it_drops() {
+        // " the" 2000 times, and 600 words " xylophone" + letters seen once.
+        let rare = |i: usize| {
+            format!(
+                " xylophone{}{}",
+                (b'a' + (i / 26 % 26) as u8) as char,
+                (b'a' + (i % 26) as u8) as char
+            )
+        };
+        let text: String = " the".repeat(2000) + &(0..600).map(rare).collect::<String>();
+        let cost = TrainingCost::default();
+        let room = cost.of(4) + 50 * cost.of(8);
+        for fold in [false, true] {
+            let mut a = Accumulator::default();
+            a.add_tally(tally_of(&text));
+            a.fit_training_budget(room, cost, fold);
+            let pruned = a.pruned();
+            assert_eq!((pruned.words, pruned.pre_tokens), (600, 600), "fold {fold}");
+            let kept: Vec<(Vec<u8>, u64)> = a
+                .sorted()
+                .into_iter()
+                .map(|(w, n)| (w.to_vec(), n))
+                .collect();
+            let want: &[(&[u8], u64)] = if fold {
+                &[(b" the", 2000), (b" xylopho", 600)]
+            } else {
+                &[(b" the", 2000)]
+            };
+            let want: Vec<(Vec<u8>, u64)> = want.iter().map(|(w, n)| (w.to_vec(), *n)).collect();
+            assert_eq!(kept, want, "fold {fold}");
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@
 
 mod accumulator;
 mod chunks;
+mod ordered;
 mod slots;
 mod tally;
 mod words;
@@ -98,7 +99,10 @@ pub struct Limits {
     /// "Approximate Frequency Counts over Data Streams", 2002): every word seen
     /// fewer than 2 times so far, then 4, 8... until the counts fit in half the
     /// budget again. What was dropped is reported ([`Pruned`]); counts are then
-    /// approximate and can depend on the thread count.
+    /// approximate, but reproducible: the jobs (blocks of files, batches of
+    /// documents, texts) are summed in input order and pruned only as one
+    /// thread counting them in that order would (`ordered`), so they depend on
+    /// the input, the block size and the budget, not on the thread count.
     pub max_memory: Option<usize>,
     /// Which words the budget drops: the rarest ([`Prune::Rare`], above), or
     /// a sample of the rare ones ([`Prune::Sample`], for pieces that mostly
@@ -335,6 +339,10 @@ pub fn merge_counts(mut a: WordCounts, mut b: WordCounts) -> WordCounts {
 /// accumulators, and summing hundreds of tallies of ~10^5 words each costs
 /// more than the counting. Here each pool thread (`rayon::broadcast`) keeps
 /// one tally and pulls jobs from the shared iterator until it is exhausted.
+///
+/// With `limits.max_memory` each job gets a tally of its own instead, summed
+/// into the budgeted total in job order (`ordered`), so what the budget drops
+/// does not depend on the threads; the total then keeps at most half the budget.
 fn count_parallel<J: Send>(
     jobs: impl Iterator<Item = Result<J, CountError>> + Send,
     text_bytes: u64,
@@ -342,15 +350,15 @@ fn count_parallel<J: Send>(
     progress: &Progress,
     count_one: impl Fn(J, &mut WordTally) -> Result<(), CountError> + Sync,
 ) -> Result<WordTally, CountError> {
+    if let Some(budget) = limits.max_memory {
+        let mut total = ordered::count_ordered(jobs, limits, progress, count_one)?.unbounded();
+        total.prune_to(budget / 2);
+        return Ok(total);
+    }
     let jobs = Mutex::new(jobs);
     let failed = AtomicBool::new(false);
-    // Half the budget for the threads' tallies, half for their sum.
-    let thread_budget = limits
-        .max_memory
-        .map(|m| m / (2 * rayon::current_num_threads()));
     let tallies: Vec<Result<WordTally, CountError>> = rayon::broadcast(|_| {
-        let mut tally =
-            WordTally::with_budget(limits.max_word_bytes, thread_budget).with_pruning(limits.prune);
+        let mut tally = WordTally::new(limits.max_word_bytes).with_pruning(limits.prune);
         tally.expect_text_bytes(text_bytes / rayon::current_num_threads() as u64);
         loop {
             if progress.is_cancelled() {
@@ -365,7 +373,6 @@ fn count_parallel<J: Send>(
                 failed.store(true, Ordering::Relaxed);
                 return Err(e);
             }
-            tally.enforce_budget();
         }
         Ok(tally)
     });
@@ -380,9 +387,6 @@ fn count_parallel<J: Send>(
     for tally in tallies {
         total.merge(tally);
     }
-    if let Some(budget) = limits.max_memory {
-        total.prune_to(budget / 2);
-    }
     Ok(total)
 }
 
@@ -394,21 +398,30 @@ pub fn count_texts<T: AsRef<str> + Sync>(
     progress: &Progress,
 ) -> Result<WordTally, CountError> {
     let text_bytes = texts.iter().map(|t| t.as_ref().len() as u64).sum();
-    count_parallel(
-        texts.iter().map(|t| Ok(t.as_ref())),
-        text_bytes,
-        limits,
-        progress,
-        |text, counts| {
-            counts.add_text(pre, text)?;
-            progress.add(text.len() as u64);
-            Ok(())
-        },
-    )
+    // Jobs are runs of consecutive texts of about DOCUMENT_BATCH_BYTES (a
+    // job's tally costs a few hundred KB up front under a budget).
+    let mut starts = vec![0usize];
+    let mut bytes = 0;
+    for (i, text) in texts.iter().enumerate() {
+        if bytes >= DOCUMENT_BATCH_BYTES {
+            starts.push(i);
+            bytes = 0;
+        }
+        bytes += text.as_ref().len() as i64;
+    }
+    starts.push(texts.len());
+    let jobs = starts.windows(2).map(|w| Ok(&texts[w[0]..w[1]]));
+    count_parallel(jobs, text_bytes, limits, progress, |batch, counts| {
+        for text in batch {
+            counts.add_text(pre, text.as_ref())?;
+            progress.add(text.as_ref().len() as u64);
+        }
+        Ok(())
+    })
 }
 
-/// Documents per counting job in `count_documents`, so tiny documents do not
-/// pay one lock round-trip each.
+/// Bytes of documents per counting job in `count_documents` and
+/// `count_texts`, so tiny documents do not pay one lock round-trip each.
 const DOCUMENT_BATCH_BYTES: i64 = 1 << 20;
 
 /// Count documents given in Arrow string layout in parallel: document i is

@@ -107,3 +107,72 @@ fn a_line_without_newlines_is_read_in_chunks() {
         text.len()
     );
 }
+
+/// Counts of `texts` within `budget` on `threads` threads, each job first
+/// sleeping a time drawn from `seed` (so the jobs finish in another order).
+fn budgeted_counts(
+    texts: &[String],
+    budget: usize,
+    threads: usize,
+    seed: u64,
+) -> (WordCounts, Pruned) {
+    let pre = PreTokenizer::new("gpt2", &[]).unwrap();
+    let limits = Limits {
+        max_memory: Some(budget),
+        ..Limits::default()
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
+    let tally = pool
+        .install(|| {
+            let jobs = texts.iter().enumerate().map(Ok);
+            count_parallel(
+                jobs,
+                0,
+                &limits,
+                &Progress::default(),
+                |(i, text), tally| {
+                    let wait = xxhash_rust::xxh3::xxh3_64_with_seed(&i.to_le_bytes(), seed) % 3;
+                    std::thread::sleep(std::time::Duration::from_millis(wait));
+                    tally.add_text(&pre, text)?;
+                    Ok(())
+                },
+            )
+        })
+        .unwrap();
+    let pruned = tally.pruned();
+    (tally.into_counts(), pruned)
+}
+
+#[test]
+fn counts_within_a_budget_do_not_depend_on_threads_or_timing() {
+    // Words of a Zipf-like law: a frequent head and a tail the budget prunes.
+    let mut state = 1u64;
+    let mut texts = Vec::new();
+    for _ in 0..120 {
+        let mut text = String::new();
+        for _ in 0..3000 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let u = ((state >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+            let rank = (u.powf(-4.0) as u64) % 200_000;
+            let word: String = format!("{rank}")
+                .bytes()
+                .map(|d| (b'a' + d - b'0') as char)
+                .collect();
+            text.push(' ');
+            text.push_str(&word);
+        }
+        texts.push(text);
+    }
+    let budget = 1 << 20;
+    let want = budgeted_counts(&texts, budget, 1, 0);
+    assert!(want.1.words > 1000, "the budget pruned: {:?}", want.1);
+    for (threads, seed) in [(2, 1), (3, 2), (2, 3), (4, 4), (1, 5)] {
+        let got = budgeted_counts(&texts, budget, threads, seed);
+        assert!(got == want, "{threads} threads, timing {seed}");
+    }
+}

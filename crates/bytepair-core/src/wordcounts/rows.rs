@@ -10,7 +10,8 @@
 //! the order the parts come in.
 
 use super::{for_each_row, ColumnsError};
-use crate::count::{Pruned, Word, WordSource};
+use crate::count::{add_word, prune_to_budget, split_long_word, Prune};
+use crate::count::{Pruned, Word, WordCounts, WordSource};
 use crate::train::budget::{CountHistogram, TrainingCost};
 
 /// The rows of an artifact: each word once, with its final count (see module docs).
@@ -27,6 +28,19 @@ pub struct WordRows {
     /// Words and bytes of every row kept when it came, by count.
     kept: CountHistogram,
     pruned: Pruned,
+    /// With `folding`: the pieces of the rows dropped, summed by piece.
+    folded: Option<WordCounts>,
+}
+
+/// The longest piece a dropped word is folded into (`WordRows::folding`).
+pub const FOLD_BYTES: usize = 8;
+
+/// Add `n` occurrences of each piece of `word` (at most `FOLD_BYTES` bytes,
+/// cut at UTF-8 character boundaries: `count::split_long_word`) to `pieces`.
+pub fn fold_word(pieces: &mut WordCounts, word: &[u8], n: u64) {
+    for piece in split_long_word(word, FOLD_BYTES) {
+        add_word(pieces, piece, n);
+    }
 }
 
 impl WordRows {
@@ -38,6 +52,32 @@ impl WordRows {
             budget: budget.map(|b| cost.words_budget(b)),
             cost,
             ..WordRows::default()
+        }
+    }
+
+    /// Fold the words the budget drops into pieces of at most `FOLD_BYTES`
+    /// bytes (`fold_word`) instead of losing them: the pieces are added as
+    /// rows by `finish`, and the budget is applied again to rows and pieces
+    /// together, so the pairs inside a rare word still count (a rare long word
+    /// holds text whose merges the frequent words need). The pieces held
+    /// meanwhile take at most a quarter of the budget (the rarest dropped past it).
+    /// Without a budget nothing is dropped, so nothing is folded.
+    pub fn folding(mut self) -> Self {
+        if self.budget.is_some() {
+            self.folded = Some(WordCounts::default());
+        }
+        self
+    }
+
+    /// Count `word` (`n` times) as dropped, folding it when `folding`.
+    fn drop_row(&mut self, word: &[u8], n: u64) {
+        self.pruned.words += 1;
+        self.pruned.pre_tokens += n;
+        if let (Some(pieces), Some(budget)) = (&mut self.folded, self.budget) {
+            fold_word(pieces, word, n);
+            if crate::count::memory_bytes(pieces) as u64 > budget / 4 {
+                prune_to_budget(pieces, budget as usize / 8, Prune::Rare, 2);
+            }
         }
     }
 
@@ -62,8 +102,7 @@ impl WordRows {
                 return;
             };
             if n < self.min_count {
-                self.pruned.words += 1;
-                self.pruned.pre_tokens += n;
+                self.drop_row(word, n);
                 return;
             }
             self.data.extend_from_slice(word);
@@ -108,8 +147,13 @@ impl WordRows {
                 kept += 1;
                 write += len;
             } else {
-                self.pruned.words += 1;
-                self.pruned.pre_tokens += n;
+                if self.folded.is_some() {
+                    let word = self.data[read..read + len].to_vec();
+                    self.drop_row(&word, n);
+                } else {
+                    self.pruned.words += 1;
+                    self.pruned.pre_tokens += n;
+                }
             }
             read += len;
         }
@@ -125,10 +169,35 @@ impl WordRows {
         if self.min_count > 0 {
             self.drop_below(self.min_count);
         }
+        if let Some(pieces) = self.folded.take() {
+            self.add_pieces(pieces);
+        }
         self.data.shrink_to_fit();
         self.lens.shrink_to_fit();
         self.counts.shrink_to_fit();
         crate::memory::release_freed_memory();
+    }
+
+    /// Apply the budget to the rows and the folded `pieces` together: drop
+    /// the rows below the new minimum count (as words dropped, not folded
+    /// again), then append the pieces that reach it as rows (a piece that is
+    /// also a word is two rows: training sums them). Pieces left out are
+    /// parts of words counted as dropped already.
+    fn add_pieces(&mut self, pieces: WordCounts) {
+        let Some(budget) = self.budget else { return };
+        let mut histogram = self.kept.clone();
+        pieces.iter().for_each(|(p, &n)| histogram.add(n, p.len()));
+        let t = histogram
+            .min_count_within(budget, &self.cost)
+            .max(self.min_count);
+        self.drop_below(t);
+        self.min_count = t;
+        for (piece, n) in pieces.into_iter().filter(|&(_, n)| n >= t) {
+            self.data.extend_from_slice(&piece);
+            self.lens.push(piece.len() as u32);
+            self.counts.push(n);
+            self.kept.add(n, piece.len());
+        }
     }
 
     /// Rows kept so far (distinct words).
@@ -266,5 +335,45 @@ mod tests {
         };
         assert!(fits(t) && !fits(t - 1), "threshold {t}");
         assert_eq!(kept[0], (t..=3000).collect::<Vec<u64>>());
+    }
+
+    #[test]
+    fn folding_keeps_the_pieces_of_the_words_dropped_within_the_budget() {
+        // 400 frequent words, and 3000 rare long words (counted once or twice)
+        // that share their pieces: " xylophon" + "eNNNN".
+        let mut words: Vec<(String, i64)> = (0..400).map(|i| (format!(" w{i:03}"), 50)).collect();
+        words.extend((0..3000).map(|i| (format!(" xylophone{i:04}"), 1 + i % 2)));
+        words.sort();
+        let cost = TrainingCost::default();
+        let frequent: u64 = words[..400].iter().map(|(w, _)| cost.of(w.len())).sum();
+        let budget = frequent + 200 * cost.of(8);
+        let parts: Vec<Columns> = words
+            .chunks(500)
+            .map(|c| part(&c.iter().map(|(w, n)| (&w[..], *n)).collect::<Vec<_>>()))
+            .collect();
+        let mut results = vec![];
+        for fold in [false, true] {
+            let rows = WordRows::with_budget(Some(budget), cost);
+            let mut rows = if fold { rows.folding() } else { rows };
+            for p in &parts {
+                push(&mut rows, p);
+            }
+            rows.finish();
+            let kept: std::collections::HashMap<Vec<u8>, u64> =
+                rows.iter().map(|(w, n)| (w.to_vec(), n)).collect();
+            let held: u64 = kept.keys().map(|w| cost.of(w.len())).sum();
+            assert!(
+                held <= cost.words_budget(budget),
+                "fold {fold}: within the budget"
+            );
+            // Every long word is dropped (and counted as such) either way.
+            assert_eq!(rows.pruned().words, 3000, "fold {fold}");
+            assert_eq!(rows.pruned().pre_tokens, 4500, "fold {fold}");
+            results.push(kept);
+        }
+        assert!(!results[0].contains_key(&b" xylopho"[..]));
+        // Folded: the shared piece carries every occurrence of the words dropped.
+        assert_eq!(results[1].get(&b" xylopho"[..]), Some(&4500));
+        assert_eq!(results[1].get(&b" w123"[..]), Some(&50));
     }
 }

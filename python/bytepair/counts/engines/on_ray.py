@@ -112,7 +112,7 @@ def count_on_ray(
         sizes = [input_size(p) for p in paths]
         groups = plan_shards(sizes, shards or default_shards(sizes, cpus))
         parts = parts or cpus
-        plan = run_plan(spec, paths, sizes, groups, parts, max_memory=max_memory, threads=1)
+        plan = run_plan(spec, paths, sizes, groups, parts, max_memory=max_memory)
         staging = staging_dir(out, plan)
         done = finished_shards(staging, paths, groups)
         options = {"num_cpus": 1, "max_retries": max_retries, "retry_exceptions": True}

@@ -16,7 +16,9 @@ use crate::pretokenize::SearchError;
 use crate::shortkey::{self, MAX_MID, MAX_SHORT};
 
 mod budget;
+mod parts;
 pub use budget::{sampled_estimates, Prune, Pruned};
+pub(crate) use parts::Part;
 
 /// Slots of a new tally's narrow table (which grows by doubling).
 const INITIAL_NARROW: usize = 1 << 12;
