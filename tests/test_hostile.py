@@ -430,7 +430,9 @@ def test_a_memory_budget_bounds_counting_of_all_distinct_words(tmp_path):
     bounded = _run(code.replace("{budget}", str(budget))).stdout.split()
     unbounded = _run(code.replace("{budget}", "None")).stdout.split()
     grown, pruned, min_count, distinct, warned = map(int, bounded)
-    assert grown < budget, f"{grown >> 20} MiB for a budget of {budget >> 20} MiB"
+    # 32-34 MiB (the 24 MB of text is one job: it has no safe cut); 65-68 MiB
+    # when one job's tally could take half the budget.
+    assert grown < budget * 3 // 4, f"{grown >> 20} MiB for a budget of {budget >> 20} MiB"
     assert pruned > 1_000_000 and min_count >= 2 and warned == 1 and distinct > 10_000
     assert int(unbounded[0]) > 3 * grown and unbounded[1] == "0"
 

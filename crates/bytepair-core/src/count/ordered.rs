@@ -23,7 +23,7 @@
 //! gave three merge tables.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use super::tally::Part;
@@ -36,8 +36,43 @@ pub(super) const SHARDS: usize = 8;
 
 /// Jobs counted ahead of the oldest one not yet summed, per thread: a
 /// thread slowed down (a long block, the host) lets the others go on for
-/// that long; their tallies wait for it in `Pending::counted`.
+/// that long; their tallies wait for it in `Pending::counted`. Fewer when
+/// the jobs' tallies would not fit in their share of the budget (`window`).
 const AHEAD_PER_THREAD: usize = 2;
+
+/// Where the budget goes, in fixed fractions of it, never of the thread
+/// count (what a job's tally prunes must not depend on how many threads
+/// there are). A tally's slot tables take at most half its own budget
+/// (`WordTally::with_budget`); the rest is room for a pruning's copy.
+/// - The shards: three quarters (`shard_budget`), so their tables hold at
+///   most 3/8 of the budget.
+/// - One job's tally: an eighth (`JOB_SHARE`): its tables at most a
+///   sixteenth, ~130k distinct words under 64 MiB, more than a 1 MiB block
+///   of real text holds, so it rarely prunes (a job of one huge text does).
+///   When this was half the budget, 24 MB of all-distinct words (one job:
+///   the text has no safe cut) grew one tally to 16 MiB of tables plus the
+///   8 MiB copy of its last growth beside the 24 MB of text, and peaked at
+///   65-68 MiB under 64 MiB whatever the shards' share was.
+/// - The jobs alive at once (counting, or their parts waiting for the
+///   shards): a quarter (`JOBS_ALIVE_SHARE`), judged by the largest job so far.
+/// - At the end, the union of the shards (`WordTally::union`) is allocated
+///   beside them, when no job is alive.
+///
+/// A job's tally gets at least `MIN_JOB_BUDGET`, what the smallest budget
+/// the API takes (64 MiB) gives it: below that (bench_pruning's budgets of
+/// a few MiB) a 1 MiB block's ~50k words were pruned within their job (the
+/// words seen once in the block, however frequent elsewhere).
+///
+/// The text of the jobs alive (a 1 MiB block each, or a whole text with no
+/// safe cut: up to `chunks::FORCED_CUT`) is not in the budget.
+const JOB_SHARE: usize = 8;
+const MIN_JOB_BUDGET: usize = 8 << 20;
+const JOBS_ALIVE_SHARE: usize = 4;
+
+/// Budget of one of the `SHARDS` shards.
+fn shard_budget(budget: usize) -> usize {
+    budget / 4 * 3 / SHARDS
+}
 
 /// One shard of the budgeted total and its place in the job order.
 struct Shard {
@@ -68,7 +103,11 @@ struct Ordered<'a> {
     /// Signalled when a shard takes a part (a thread too far ahead waits on it).
     added: Condvar,
     failed: AtomicBool,
+    /// The most jobs ahead of the oldest one not yet summed (by the threads).
     ahead: usize,
+    /// Bytes the largest job so far held when delivered (its tally, and its
+    /// parts about as much again): sets how many jobs may be alive at once.
+    job_bytes: AtomicUsize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -76,18 +115,42 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Ordered<'_> {
-    /// A tally for one job: bounded by half the budget too (only a job as
-    /// large as one huge text ever prunes there), and pruned by the same
-    /// rule; what it prunes depends on the job alone.
+    fn budget(&self) -> usize {
+        self.limits
+            .max_memory
+            .expect("count_ordered needs a budget")
+    }
+
+    /// A job's budget: a fixed share of the budget (`JOB_SHARE`), at least
+    /// `MIN_JOB_BUDGET`.
+    fn job_budget(&self) -> usize {
+        (self.budget() / JOB_SHARE).max(MIN_JOB_BUDGET)
+    }
+
+    /// A tally for one job, within `job_budget` and pruned by the same rule,
+    /// so what it prunes depends on the job and the budget alone.
     fn job_tally(&self) -> WordTally {
-        let budget = self.limits.max_memory.map(|m| m / 2);
+        let budget = Some(self.job_budget());
         WordTally::with_budget(self.limits.max_word_bytes, budget).with_pruning(self.limits.prune)
+    }
+
+    /// How many jobs may be alive at once (counted after the oldest one not
+    /// yet summed): as many as the largest job so far fits in the jobs'
+    /// share of the budget, at least 1, at most `ahead`. Only the timing
+    /// depends on it, never the counts.
+    fn window(&self) -> usize {
+        // Until a job is delivered, as if each took its whole budget.
+        let job = match self.job_bytes.load(Ordering::Relaxed) {
+            0 => self.job_budget(),
+            bytes => bytes,
+        };
+        (self.budget() / JOBS_ALIVE_SHARE / job).clamp(1, self.ahead)
     }
 
     /// Wait until job `index` is close enough to the oldest job not yet summed.
     fn wait_for_room(&self, index: usize) {
         let mut pending = lock(&self.pending);
-        while index >= pending.oldest() + self.ahead && !self.failed.load(Ordering::Relaxed) {
+        while index >= pending.oldest() + self.window() && !self.failed.load(Ordering::Relaxed) {
             pending = self.added.wait(pending).unwrap_or_else(|e| e.into_inner());
         }
     }
@@ -96,6 +159,9 @@ impl Ordered<'_> {
     /// are next in its order, unless another thread is summing that shard
     /// (it will see them).
     fn deliver(&self, index: usize, tally: WordTally) {
+        // The tally, and its parts (about as large) while it is split.
+        let bytes = 2 * tally.memory_bytes();
+        self.job_bytes.fetch_max(bytes, Ordering::Relaxed);
         let parts = tally.split(SHARDS).into_iter().map(Some).collect();
         lock(&self.pending).counted.insert(index, parts);
         for s in 0..SHARDS {
@@ -154,12 +220,7 @@ pub(super) fn count_ordered<J: Send>(
     let budget = limits.max_memory.expect("count_ordered needs a budget");
     let threads = rayon::current_num_threads();
     let shard = || {
-        // The shards get three quarters of the budget: the rest is room for
-        // the jobs' tallies in flight (a few MB each: a 1 MiB block's words)
-        // and for the union of the shards at the end (all-distinct words
-        // reached 68 MiB under a 64 MiB budget when the shards had it all).
-        let share = budget / 4 * 3 / SHARDS;
-        let tally = WordTally::with_budget(limits.max_word_bytes, Some(share));
+        let tally = WordTally::with_budget(limits.max_word_bytes, Some(shard_budget(budget)));
         Mutex::new(Shard {
             tally: tally.with_pruning(limits.prune),
             next: 0,
@@ -175,6 +236,7 @@ pub(super) fn count_ordered<J: Send>(
         added: Condvar::new(),
         failed: AtomicBool::new(false),
         ahead: AHEAD_PER_THREAD * threads,
+        job_bytes: AtomicUsize::new(0),
     };
     let jobs = Mutex::new(jobs.enumerate());
     let results: Vec<Result<(), CountError>> = rayon::broadcast(|_| {
@@ -206,15 +268,15 @@ pub(super) fn count_ordered<J: Send>(
     });
     results.into_iter().collect::<Result<Vec<()>, _>>()?;
     // The shards hold disjoint words: their sum is their union.
-    let mut shards = ordered.shards.into_iter().map(|s| {
+    let shards = ordered.shards.into_iter().map(|s| {
         s.into_inner()
             .unwrap_or_else(|e| e.into_inner())
             .tally
             .unbounded()
     });
-    let mut total = shards.next().expect("SHARDS > 0");
-    for shard in shards {
-        total.merge(shard);
-    }
+    let total = WordTally::union(shards.collect());
+    // The parts freed into the counting threads' arenas (the tables were
+    // unmapped already: `ZeroedSlice::returned_on_drop`).
+    crate::memory::release_freed_memory();
     Ok(total)
 }

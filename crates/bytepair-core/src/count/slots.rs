@@ -171,7 +171,7 @@ impl<S: Slot> Table<S> {
         debug_assert!(slots.is_power_of_two());
         // SAFETY: an all-zero slot is a valid, empty slot (both kinds are plain integers).
         Table {
-            slots: unsafe { ZeroedSlice::new(slots) },
+            slots: unsafe { ZeroedSlice::returned_on_drop(slots) },
             shift: 64 - slots.trailing_zeros(),
             taken: 0,
         }

@@ -7,8 +7,8 @@
 //! and zero per part (allocating and zeroing 8 parts' tables per 1 MiB block
 //! took a quarter of budgeted counting).
 
-use super::{Pruned, WordTally, BATCH};
-use crate::count::slots::{narrow_key, NARROW_MAX};
+use super::{Pruned, WordTally, BATCH, INITIAL_MID, INITIAL_NARROW, INITIAL_WIDE};
+use crate::count::slots::{narrow_key, Table, NARROW_MAX};
 use crate::count::Word;
 use crate::shortkey;
 
@@ -59,6 +59,27 @@ impl WordTally {
         out
     }
 
+    /// The sum of `tallies` that hold disjoint words (the shards), with no
+    /// budget, its tables sized once for all their words, each tally freed
+    /// once added. Summed into the first shard, the sum grew by doubling:
+    /// its old and new tables were alive at once beside the shards not yet
+    /// added.
+    pub(crate) fn union(tallies: Vec<WordTally>) -> WordTally {
+        let sum = |taken: fn(&WordTally) -> usize| tallies.iter().map(taken).sum::<usize>();
+        let Some(first) = tallies.first() else {
+            return WordTally::default();
+        };
+        let mut total = WordTally::new(first.max_word_bytes).with_pruning(first.rule);
+        total.min_count = first.min_count;
+        total.narrow = Table::for_words(sum(|t| t.narrow.taken()), INITIAL_NARROW);
+        total.wide = Table::for_words(sum(|t| t.wide.taken()), INITIAL_WIDE);
+        total.mid = Table::for_words(sum(|t| t.mid.taken()), INITIAL_MID);
+        for tally in tallies {
+            total.merge(tally);
+        }
+        total
+    }
+
     /// Add every count of `part` (as `merge` adds a tally's). With a budget,
     /// `self` prunes as `add` does.
     pub(crate) fn merge_part(&mut self, part: Part) {
@@ -88,5 +109,36 @@ impl WordTally {
         if self.rule == super::Prune::Sample {
             self.min_count = self.min_count.max(part.min_count);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pretokenize::PreTokenizer;
+
+    #[test]
+    fn the_union_of_a_tallys_parts_is_the_tally() {
+        let pre = PreTokenizer::new("gpt2", &[]).unwrap();
+        let text: String = (0..20_000)
+            .map(|i| format!(" w{} {}", i % 7919, "x".repeat(12 + i % 30)))
+            .collect();
+        let mut whole = WordTally::default();
+        whole.add_text(&pre, &text).unwrap();
+        let mut copy = WordTally::default();
+        copy.add_text(&pre, &text).unwrap();
+        let shards: Vec<WordTally> = copy
+            .split(3)
+            .into_iter()
+            .map(|part| {
+                let mut shard = WordTally::default();
+                shard.merge_part(part);
+                shard
+            })
+            .collect();
+        assert!(shards.iter().all(|s| !s.is_empty()));
+        let union = WordTally::union(shards);
+        assert_eq!(union.len(), whole.len());
+        assert_eq!(union.into_counts(), whole.into_counts());
     }
 }
