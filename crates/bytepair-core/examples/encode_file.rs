@@ -35,9 +35,7 @@ fn main() {
     let mb = args.get(4).map_or(10.0, |s| s.parse::<f64>().expect("MB"));
     let rounds: usize = args.get(5).map_or(5, |s| s.parse().expect("rounds"));
     let text = common::read_text(&args[3], mb);
-    common::time_rounds(&text, rounds, |text| {
-        let mut ids = Vec::new();
-        enc.encode_ordinary_into(text, &mut ids).expect("encodes");
-        ids.len()
+    common::time_rounds(&text, rounds, |text, ids| {
+        enc.encode_ordinary_into(text, ids).expect("encodes");
     });
 }

@@ -14,17 +14,22 @@ pub fn read_text(path: &str, mb: f64) -> String {
     String::from_utf8(bytes[..end].to_vec()).expect("UTF-8 text")
 }
 
-/// Encode `text` `rounds` times with `encode` (which returns the token
-/// count) and print the throughput of the first, cold call and the median of
-/// the warm ones, in MB/s of thread CPU time.
-pub fn time_rounds(text: &str, rounds: usize, encode: impl Fn(&str) -> usize) {
+/// Encode `text` `rounds` times with `encode` (appending its ids to an empty
+/// buffer) and print the throughput of the first, cold call and the median of
+/// the warm ones, in MB/s of thread CPU time. The id buffer is made once,
+/// with room for ~2 bytes per token, and reused, as the binding's
+/// `encode_to_numpy` reuses its pooled one: growing a fresh buffer each
+/// round cost the encoding with more ids per byte more (copies, page faults).
+pub fn time_rounds(text: &str, rounds: usize, encode: impl Fn(&str, &mut Vec<u32>)) {
     let mut times = vec![];
-    let mut count = 0;
+    let mut ids = Vec::with_capacity(text.len() / 2 + 16);
     for _ in 0..rounds.max(1) {
+        ids.clear();
         let start = thread_cpu_seconds();
-        count = encode(text);
+        encode(text, &mut ids);
         times.push(thread_cpu_seconds() - start);
     }
+    let count = ids.len();
     let cold = times[0];
     let mut warm = times[1..].to_vec();
     warm.sort_by(f64::total_cmp);
