@@ -20,6 +20,7 @@ use super::model::{Kind, Model};
 use super::normalize::{Normalizer, Place};
 use super::reference::{populate_ids, sample_encode};
 use super::scan::WordScan;
+use super::user::UserScan;
 use super::vocab::{PieceSpec, Vocab};
 use super::words::{for_each_word, with_scratch, Scratch, SPACE_CHAR};
 
@@ -62,6 +63,8 @@ pub struct SpmEncoder {
     denormalizer: Option<Normalizer>,
     /// User-defined pieces over normalized text (leftmost-longest), and their ids.
     pub(super) user: Option<AhoCorasick>,
+    /// `user` as the encoder scans a text with it.
+    user_scan: Option<UserScan>,
     pub(super) user_ids: Vec<u32>,
     pub(super) specials: Vec<(String, u32)>,
     all_specials: Option<AhoCorasick>,
@@ -180,6 +183,7 @@ impl SpmEncoder {
             vocab,
             normalizer,
             denormalizer,
+            user_scan: user.clone().map(|m| UserScan::new(m, &texts)),
             user,
             user_ids: user_pieces.iter().map(|(_, id)| *id).collect(),
             all_specials: special_matcher(&names)?,
@@ -335,13 +339,13 @@ impl SpmEncoder {
             self.encode_prefixed_word(&t[..end], s, last, out);
             self.encode_words(&t[end..], true, s, last, out);
         };
-        if let Some(user) = &self.user {
-            for m in user.find_iter(text) {
-                view(&text[start..m.start()], start == 0, s, &mut last_unk, out);
-                out.push(self.user_ids[m.pattern().as_usize()]);
+        if let Some(user) = &self.user_scan {
+            user.for_each(text.as_bytes(), |(a, e, piece)| {
+                view(&text[start..a], start == 0, s, &mut last_unk, out);
+                out.push(self.user_ids[piece]);
                 last_unk = false;
-                start = m.end();
-            }
+                start = e;
+            });
         }
         view(&text[start..], start == 0, s, &mut last_unk, out);
     }
@@ -358,13 +362,13 @@ impl SpmEncoder {
         }
         let mut last_unk = false;
         let mut start = 0;
-        if let Some(user) = &self.user {
-            for m in user.find_iter(norm) {
-                self.encode_words(&norm_str[start..m.start()], false, s, &mut last_unk, out);
-                out.push(self.user_ids[m.pattern().as_usize()]);
+        if let Some(user) = &self.user_scan {
+            user.for_each(norm, |(a, e, piece)| {
+                self.encode_words(&norm_str[start..a], false, s, &mut last_unk, out);
+                out.push(self.user_ids[piece]);
                 last_unk = false;
-                start = m.end();
-            }
+                start = e;
+            });
         }
         self.encode_words(&norm_str[start..], false, s, &mut last_unk, out);
     }
