@@ -163,6 +163,29 @@ def test_generated_strings_match_sentencepiece(text):
     assert_same(*mistral("mistral_instruct_tokenizer_240323.model.v3"), text)
 
 
+def test_user_pieces_sharing_a_prefix_are_found_as_sentencepiece_finds_them(corpus_text):
+    """Mistral v3's user-defined pieces share "[REFERENCE_DOC_": the encoder
+    finds them by that prefix (a SIMD substring search), then the matcher. Each
+    tokenizer is a fresh Python object: the search's state must not depend on
+    where Python's allocator puts it (it once needed 32-byte alignment that a
+    16-byte aligned object did not give, and segfaulted)."""
+    path = mistral_path("mistral_instruct_tokenizer_240323.model.v3")
+    sp = spm.SentencePieceProcessor(model_file=str(path))
+    docs = "".join(f"[REFERENCE_DOC_{k}]" for k in (0, 1, 10, 19, 2))
+    texts = [
+        docs,
+        "x[REFERENCE_DOC_1][[REFERENCE_DOC_[REFERENCE_DOC_19]] [REFERENCE_DOC_20] y",
+        "[REFERENCE_DOC_" * 3 + "[REFERENCE_DOC_7]",
+        "a[b][REFERENCE_DOC]c[REFERENCE_DOC_9",
+        corpus_text("code.txt", 200_000, at=0.2) + docs,
+    ]
+    for _ in range(4):
+        ours = bytepair.Tokenizer.load(path)
+        for text in texts:
+            assert_same(ours, sp, text)
+            assert ours.encode_to_numpy(text, disallowed_special=()).tolist() == sp.encode(text)
+
+
 def test_special_tokens_follow_tiktokens_policy_and_each_text_gets_its_dummy_prefix():
     ours, sp = mistral("mistral_instruct_tokenizer_240323.model.v3")
     assert ours.special_tokens["<s>"] == 1 and ours.special_tokens["[INST]"] == 3

@@ -12,7 +12,11 @@ use memchr::memmem::Finder;
 /// The user-defined pieces' matcher, and the finder of their common prefix.
 pub(super) struct UserScan {
     matcher: AhoCorasick,
-    prefix: Option<Finder<'static>>,
+    /// Boxed: the finder holds AVX2 vectors (32-byte alignment), and an
+    /// encoder inside a Python object is only 16-byte aligned (PyO3
+    /// allocates it with Python's allocator): unboxed, its aligned loads
+    /// faulted.
+    prefix: Option<Box<Finder<'static>>>,
 }
 
 /// A match: (start, end, pattern index), in bytes of the text searched.
@@ -27,7 +31,7 @@ impl UserScan {
             let same = first.iter().zip(p.as_bytes()).take_while(|(a, b)| a == b);
             n.min(same.count())
         });
-        let prefix = (shared >= 2).then(|| Finder::new(&first[..shared]).into_owned());
+        let prefix = (shared >= 2).then(|| Box::new(Finder::new(&first[..shared]).into_owned()));
         UserScan { matcher, prefix }
     }
 
