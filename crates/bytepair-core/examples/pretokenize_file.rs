@@ -1,39 +1,33 @@
 //! Pre-tokenize a text file with a preset, for profiling the pre-tokenizer:
 //! `cargo run --release -p bytepair-core --example pretokenize_file -- PRESET TEXT [MB] [ROUNDS]`
-//! prints the throughput of the block scanner (or scalar machine) and the
-//! number of pre-tokens.
+//! prints the throughput of the block scanner (or scalar machine), in MB
+//! per second of thread CPU time (the first call and the median of the
+//! others), and the number of pre-tokens.
 
-use std::time::Instant;
+mod common;
 
 use bytepair_core::pretokenize::{blocks, Pieces, Preset};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let preset = Preset::of(&args[1]).expect("a preset name");
-    let bytes = std::fs::read(&args[2]).expect("text file");
-    let limit = args.get(3).map_or(10.0, |s| s.parse::<f64>().expect("MB")) * 1e6;
+    let mb = args.get(3).map_or(10.0, |s| s.parse::<f64>().expect("MB"));
     let rounds: usize = args.get(4).map_or(5, |s| s.parse().expect("rounds"));
-    let mut end = bytes.len().min(limit as usize);
-    while end < bytes.len() && (bytes[end] & 0xC0) == 0x80 {
-        end -= 1;
-    }
-    let text = &bytes[..end];
-    let mut best = f64::MAX;
-    let mut count = 0;
-    for _ in 0..rounds {
-        let start = Instant::now();
-        let mut pieces = Pieces::new(text, preset);
+    let text = common::read_text(&args[2], mb);
+    let count_pieces = |text: &str| {
+        let mut pieces = Pieces::new(text.as_bytes(), preset);
         let mut bounds = [0usize; 129];
-        count = 0;
+        let mut count = 0;
         loop {
             let n = pieces.fill(&mut bounds);
             if n == 0 {
-                break;
+                return count;
             }
             count += n;
         }
-        best = best.min(start.elapsed().as_secs_f64());
-    }
+    };
+    common::time_rounds(&text, rounds, count_pieces);
+    let (count, text) = (count_pieces(&text), text.as_bytes());
     if blocks::available() {
         let mut walker = blocks::Walker::new(text, preset, true);
         let mut bounds = [0usize; 129];
@@ -44,9 +38,4 @@ fn main() {
             100.0 * walker.fallbacks() as f64 / count as f64
         );
     }
-    println!(
-        "{:.1} MB, {count} pre-tokens: {:.1} MB/s (best of {rounds})",
-        text.len() as f64 / 1e6,
-        text.len() as f64 / 1e6 / best
-    );
 }

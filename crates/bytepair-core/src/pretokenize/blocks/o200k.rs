@@ -136,47 +136,54 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     // which the scalar machine follows: apostrophes 2 or 3 bytes after one
     // that could begin a contraction (right after a letter or an unclassified
     // character; before the block, assumed) are unsure. Others (code's `'\n'`) begin none.
-    let maybe_letter = letter | bad;
-    let after_letter = WindowMask {
-        prev_block: apostrophe.prev_block & (maybe_letter.prev_block << 1 | 1),
-        block: apostrophe.block & maybe_letter.prev(1),
-        next_block: apostrophe.next_block
-            & (maybe_letter.next_block << 1 | maybe_letter.block >> 63),
-    };
-    let chained = WindowMask {
-        prev_block: apostrophe.prev_block
-            & (after_letter.prev_block << 2 | after_letter.prev_block << 3),
-        block: apostrophe.block & (after_letter.prev(2) | after_letter.prev(3)),
-        next_block: apostrophe.next_block
-            & (after_letter.next_block << 2
-                | after_letter.next_block << 3
-                | after_letter.block >> 62
-                | after_letter.block >> 61),
-    };
-    let after_word = apostrophe.block & letter.prev(1) & !chained.block;
-    let after_word_before =
-        apostrophe.prev_block & letter.prev_block << 1 & !chained.prev_block & (0b111 << 61);
-    for (mut bits, origin) in [
-        (after_word_before, base as isize - 64),
-        (after_word, base as isize),
-    ] {
-        while bits != 0 {
-            let j = origin + bits.trailing_zeros() as isize;
-            bits &= bits - 1;
-            let len = contraction(text, j as usize);
-            if len > 0 {
-                let rel = j - base as isize;
-                // Nothing starts inside the contraction: not its letters, and
-                // not an upper-case letter after a lower-case one (`A'lL`).
-                for k in 0..len as isize {
-                    clear(&mut starts, rel + k);
+    // (Most blocks hold no apostrophe: all of it skipped.)
+    let chained_near = if apostrophe.prev_block | apostrophe.block | apostrophe.next_block != 0 {
+        let maybe_letter = letter | bad;
+        let after_letter = WindowMask {
+            prev_block: apostrophe.prev_block & (maybe_letter.prev_block << 1 | 1),
+            block: apostrophe.block & maybe_letter.prev(1),
+            next_block: apostrophe.next_block
+                & (maybe_letter.next_block << 1 | maybe_letter.block >> 63),
+        };
+        let chained = WindowMask {
+            prev_block: apostrophe.prev_block
+                & (after_letter.prev_block << 2 | after_letter.prev_block << 3),
+            block: apostrophe.block & (after_letter.prev(2) | after_letter.prev(3)),
+            next_block: apostrophe.next_block
+                & (after_letter.next_block << 2
+                    | after_letter.next_block << 3
+                    | after_letter.block >> 62
+                    | after_letter.block >> 61),
+        };
+        let after_word = apostrophe.block & letter.prev(1) & !chained.block;
+        let after_word_before =
+            apostrophe.prev_block & letter.prev_block << 1 & !chained.prev_block & (0b111 << 61);
+        for (mut bits, origin) in [
+            (after_word_before, base as isize - 64),
+            (after_word, base as isize),
+        ] {
+            while bits != 0 {
+                let j = origin + bits.trailing_zeros() as isize;
+                bits &= bits - 1;
+                let len = contraction(text, j as usize);
+                if len > 0 {
+                    let rel = j - base as isize;
+                    // Nothing starts inside the contraction: not its letters, and
+                    // not an upper-case letter after a lower-case one (`A'lL`).
+                    for k in 0..len as isize {
+                        clear(&mut starts, rel + k);
+                    }
+                    set(&mut starts, rel + len as isize);
                 }
-                set(&mut starts, rel + len as isize);
             }
         }
-    }
 
-    let mut unsure = near(bad, 6, 2) | near(chained, 4, 3) | digits_unsure | after_upper_part;
+        near(chained, 4, 3)
+    } else {
+        0
+    };
+
+    let mut unsure = near(bad, 6, 2) | chained_near | digits_unsure | after_upper_part;
     unsure |= runs_near_unknown(ws, bad) | runs_near_unknown(digit, bad);
     // A run of `[\r\n/]` after an unclassified character: whether an other
     // run takes it decides whether the character after it continues an other
@@ -186,10 +193,13 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     let ambiguous = runs_near_unknown(newline | slash, bad);
     unsure |= ambiguous | ambiguous << 1 | ambiguous << 2;
     let run_p = newline.prev_block | slash.prev_block;
-    if forward64(bad.prev_block << 1 & run_p, run_p) >> 62 != 0 {
+    // (Each Kogge-Stone carry below is skipped when its seed is empty, as
+    // it is in most blocks: ~30 operations each.)
+    let seed_p = bad.prev_block << 1 & run_p;
+    if seed_p != 0 && forward64(seed_p, run_p) >> 62 != 0 {
         unsure |= 0b11;
     }
-    if (newline.prev_block | slash.prev_block) == !0 {
+    if run_p == !0 {
         unsure = !0;
     }
     // A run of `[\r\n/]` that the previous block begins with may be taken by
@@ -197,12 +207,7 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     // previous block's second-last byte, whether the last byte continues an
     // other run, so whether this block's first bytes follow a prefix, is
     // unsure (found by the pretokenize fuzz target: `,\r` + 124 `/` + `'ll`).
-    if forward64(
-        (newline.prev_block | slash.prev_block) & 1,
-        newline.prev_block | slash.prev_block,
-    ) >> 62
-        != 0
-    {
+    if run_p & 1 != 0 && forward64(1, run_p) >> 62 != 0 {
         unsure |= 0b1111;
     }
     (starts, unsure)

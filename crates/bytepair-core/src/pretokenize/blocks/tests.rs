@@ -270,3 +270,39 @@ fn walker_equals_scalar_at_every_offset() {
         all_paths(&text);
     }
 }
+
+/// `forward64` (an addition's carries) equals the Kogge-Stone scan it
+/// replaced, bit by bit, on random and edge-case masks.
+#[test]
+fn forward64_is_the_carry_scan() {
+    fn scan(seed: u64, through: u64) -> u64 {
+        let (mut g, mut p) = (seed, through);
+        for s in [1, 2, 4, 8, 16, 32] {
+            g |= p & (g << s);
+            p &= p << s;
+        }
+        g
+    }
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let edges = [0, 1, 1 << 63, !0, !0 >> 1, !0 << 1, 0x5555_5555_5555_5555];
+    for &seed in &edges {
+        for &through in &edges {
+            assert_eq!(forward64(seed, through), scan(seed, through));
+        }
+    }
+    for _ in 0..100_000 {
+        let seed = next() & next() & next();
+        let through = next() | next();
+        assert_eq!(
+            forward64(seed, through),
+            scan(seed, through),
+            "{seed:#x} {through:#x}"
+        );
+    }
+}
