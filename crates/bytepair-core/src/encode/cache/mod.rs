@@ -52,7 +52,8 @@ static CACHE_BYTES: AtomicUsize = AtomicUsize::new(DEFAULT_CACHE_BYTES);
 /// used encoders) take at most this much: half for the slots of pieces of up
 /// to 15 bytes, a quarter for those of 16 to 31 bytes, an eighth for longer
 /// pieces, and a sixteenth and a thirty-second for the ids that do not fit
-/// in a slot. Rounded down to a power of two, at least 1 MiB; caches made
+/// in a slot (plus the part of their table's share the table does not take
+/// yet). Rounded down to a power of two, at least 1 MiB; caches made
 /// afterwards use it. Returns the budget in effect.
 pub fn set_cache_budget(bytes: usize) -> usize {
     let bytes = pieces::prev_power_of_two(bytes.max(MIN_CACHE_BYTES));

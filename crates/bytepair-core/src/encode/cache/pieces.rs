@@ -232,11 +232,11 @@ impl<K: SlotKey, const N: usize> PieceCache<K, N> {
             self.grow();
         }
         let spilled = if ids.len() > N { ids.len() } else { 0 };
-        if 4 * (self.len + 1) > 3 * self.slots.len() || self.spill.len() + spilled > self.max_spill
-        {
+        let room = self.spill_room();
+        if 4 * (self.len + 1) > 3 * self.slots.len() || self.spill.len() + spilled > room {
             self.sweep();
         }
-        if self.spill.len() + spilled > self.max_spill {
+        if self.spill.len() + spilled > self.spill_room() {
             return; // larger than the spill's share after a sweep: not cached
         }
         // At the budget a piece comes in cold: the next sweep evicts it
@@ -253,7 +253,7 @@ impl<K: SlotKey, const N: usize> PieceCache<K, N> {
             slot.ids[0] = self.spill.len() as u32;
             if self.spill.len() + ids.len() > self.spill.capacity() {
                 // Doubling, but never past the share.
-                let want = (2 * self.spill.capacity()).max(64).min(self.max_spill);
+                let want = (2 * self.spill.capacity()).max(64).min(self.spill_room());
                 self.spill.reserve_exact(want - self.spill.len());
             }
             self.spill.extend_from_slice(ids);
@@ -261,6 +261,18 @@ impl<K: SlotKey, const N: usize> PieceCache<K, N> {
         self.place(slot, hash);
         self.len += 1;
         self.stats.inserted += 1;
+    }
+
+    /// Most ids the spill list may hold now: its own share, plus the part of
+    /// the slots' share the table does not take yet. Pieces of many ids
+    /// (GPT-2's ranks on words of non-Latin scripts: 16 to 31 bytes, 8 ids
+    /// and more) filled the spill's share while the table was a fraction of
+    /// its own, and every pass over such text swept and merged them again.
+    /// Slots and spill together stay within the two shares; a table that
+    /// grows into the room the spill took sweeps it back at its next insert.
+    fn spill_room(&self) -> usize {
+        let unused_slots = self.max_slots - self.slots.len();
+        self.max_spill + unused_slots * std::mem::size_of::<Slot<K, N>>() / 4
     }
 
     /// Put `slot` (its key's hash `hash`) at the first free slot from its home on.
@@ -328,7 +340,7 @@ impl<K: SlotKey, const N: usize> PieceCache<K, N> {
     /// bits every time, the survivors of the last sweep (all of them picked)
     /// came back over the quota and the walk's end was cut again.
     fn sweep(&mut self) {
-        let quotas = self.quotas(self.slots.len() / 2, self.max_spill / 2);
+        let quotas = self.quotas(self.slots.len() / 2, self.spill_room() / 2);
         let salt = self.stats.sweeps.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let mut left = quotas.map(|q| (q.slots, q.spill));
         let mut spill = Vec::new();

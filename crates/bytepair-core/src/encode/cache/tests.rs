@@ -199,3 +199,34 @@ fn budget_rounds_down_to_a_power_of_two() {
     assert_eq!(set_cache_budget(1), MIN_CACHE_BYTES);
     set_cache_budget(old);
 }
+
+/// A table below its budget lends the part of its share it does not take
+/// to the spill list: pieces of many ids (twice the spill's own share) stay
+/// cached with no sweep, and when the table grows into that room the spill
+/// is swept back; the bytes never exceed the two shares.
+#[test]
+fn spilled_ids_borrow_the_room_the_slots_do_not_take() {
+    let budget = 1 << 20; // 32k slots; the table starts at 16k
+    let mut cache = PieceCache::<u128, INLINE_IDS>::new(budget);
+    let shares = budget + budget / 8;
+    let ids_of = |n: u32| (0..40).map(|k| n + k).collect::<Vec<u32>>();
+    let pieces = 2 * (budget / 32) as u32 / 40 + 1;
+    for n in 0..pieces {
+        cache.insert(short_key(n), short_key(n).hash(), &ids_of(n));
+        assert!(cache.stats().bytes <= shares);
+    }
+    assert_eq!(cache.stats().sweeps, 0);
+    for n in 0..pieces {
+        assert_eq!(hit(&mut cache, short_key(n)), Some(ids_of(n)));
+    }
+    for n in pieces..pieces + 20_000 {
+        cache.insert(short_key(n), short_key(n).hash(), &[n]);
+        assert!(cache.stats().bytes <= shares);
+    }
+    assert!(cache.stats().sweeps > 0);
+    for n in 0..pieces + 20_000 {
+        if let Some(got) = hit(&mut cache, short_key(n)) {
+            assert_eq!(got, if n < pieces { ids_of(n) } else { vec![n] });
+        }
+    }
+}
