@@ -26,7 +26,7 @@ fn main() {
             count += n;
         }
     };
-    common::time_rounds(&text, rounds, count_pieces);
+    common::time_calls(&text, rounds, "pre-tokens", count_pieces);
     let (count, text) = (count_pieces(&text), text.as_bytes());
     if blocks::available() {
         let mut walker = blocks::Walker::new(text, preset, true);

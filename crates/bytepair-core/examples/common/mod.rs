@@ -15,28 +15,38 @@ pub fn read_text(path: &str, mb: f64) -> String {
 }
 
 /// Encode `text` `rounds` times with `encode` (appending its ids to an empty
-/// buffer) and print the throughput of the first, cold call and the median of
-/// the warm ones, in MB/s of thread CPU time. The id buffer is made once,
-/// with room for ~2 bytes per token, and reused, as the binding's
+/// buffer) and print the throughput as [`time_calls`] does. The id buffer is
+/// made once, with room for ~2 bytes per token, and reused, as the binding's
 /// `encode_to_numpy` reuses its pooled one: growing a fresh buffer each
 /// round cost the encoding with more ids per byte more (copies, page faults).
+#[allow(dead_code)] // each example compiles this module; not all of them encode
 pub fn time_rounds(text: &str, rounds: usize, encode: impl Fn(&str, &mut Vec<u32>)) {
-    let mut times = vec![];
     let mut ids = Vec::with_capacity(text.len() / 2 + 16);
-    for _ in 0..rounds.max(1) {
+    time_calls(text, rounds, "tokens", |text| {
         ids.clear();
-        let start = thread_cpu_seconds();
         encode(text, &mut ids);
+        ids.len()
+    });
+}
+
+/// Call `call` on `text` `rounds` times and print the throughput of the
+/// first, cold call and the median of the warm ones, in MB/s of thread CPU
+/// time, with the count the last call returned (in `unit`s).
+pub fn time_calls(text: &str, rounds: usize, unit: &str, mut call: impl FnMut(&str) -> usize) {
+    let mut times = vec![];
+    let mut count = 0;
+    for _ in 0..rounds.max(1) {
+        let start = thread_cpu_seconds();
+        count = call(text);
         times.push(thread_cpu_seconds() - start);
     }
-    let count = ids.len();
     let cold = times[0];
     let mut warm = times[1..].to_vec();
     warm.sort_by(f64::total_cmp);
     let median = warm.get(warm.len() / 2).copied().unwrap_or(cold);
     let mb = text.len() as f64 / 1e6;
     println!(
-        "{:.1} MB, {count} tokens: cold {:.1} MB/s, warm {:.1} MB/s",
+        "{:.1} MB, {count} {unit}: cold {:.1} MB/s, warm {:.1} MB/s",
         mb,
         mb / cold,
         mb / median
