@@ -15,6 +15,10 @@ PipelineSpec = tuple[
 def resolve_pattern(name_or_pattern: str) -> str:
     """Preset name (gpt2, cl100k, o200k) -> its regex; other strings unchanged."""
 
+def untrack_int_lists(lists: list) -> int:
+    """Untrack each list of exact ints in `lists` from the cyclic garbage
+    collector (as CPython untracks tuples of atomic items); returns how many."""
+
 def set_cache_budget(nbytes: int) -> int:
     """Budget of each thread's caches per encoder, in bytes; returns the budget in effect."""
 

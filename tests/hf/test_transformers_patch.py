@@ -908,6 +908,36 @@ def test_large_batches_pause_the_garbage_collector_and_restore_it(folders, corpu
         gc.enable()
 
 
+def test_large_batches_hand_out_id_lists_the_collector_does_not_track(folders, corpus_text):
+    """The lists of ids of a served batch of at least `gc_pause.MIN_BATCH`
+    texts (input_ids, attention_mask, the encodings' own ids) are untracked by
+    the cyclic collector, so the collection after the batch does not traverse
+    every id; smaller batches and unpatched calls keep tracked lists, and the
+    values are HF's. `untrack_int_lists` leaves a list holding a container
+    tracked."""
+    import gc
+
+    from bytepair._core import untrack_int_lists
+    from bytepair.integrations.transformers_backend import gc_pause
+
+    docs = (documents(corpus_text) * 20)[: 2 * gc_pause.MIN_BATCH]
+    tok = load(folders("Llama 3"))
+    want = tok(docs)
+    assert all(gc.is_tracked(ids) for ids in want["input_ids"]), "unpatched lists are tracked"
+    with bytepair.patch_transformers():
+        got = tok(docs)
+        small = tok(docs[:8])
+    assert got["input_ids"] == want["input_ids"]
+    assert got["attention_mask"] == want["attention_mask"]
+    for key in ("input_ids", "attention_mask"):
+        assert not any(gc.is_tracked(ids) for ids in got[key]), key
+    assert not any(gc.is_tracked(e._ids) for e in got.encodings)
+    assert all(gc.is_tracked(ids) for ids in small["input_ids"])
+    mixed = [[1, 2], [1, []], [1, 2.0], (1, 2), "12"]
+    assert untrack_int_lists(mixed) == 1
+    assert [gc.is_tracked(x) for x in mixed[:3]] == [False, True, True]
+
+
 def test_tokenizers_made_before_during_and_after_the_patch(folders):
     path = folders("StarCoder")
     text = "def f(x):\n    return x**2  # 12345"

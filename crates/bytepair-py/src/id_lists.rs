@@ -157,3 +157,40 @@ fn exact_int(item: *mut pyo3::ffi::PyObject) -> Option<i64> {
         Some(value)
     }
 }
+
+/// Take each item of `lists` that is a list (exactly) of ints (exactly) out
+/// of the cyclic garbage collector's tracking, as CPython itself untracks a
+/// tuple or dict of atomic items: such a list cannot be part of a cycle. A
+/// batch of 1,000 documents served to transformers makes ~3,000 lists of
+/// ~400k ids in all, and the one young collection that followed the batch
+/// traversed every id (2 ms of a 4.5 ms call on enwiki paragraphs).
+/// Unlike a dict, a list is not tracked again when a container is put into
+/// it later: a cycle made through such a list would not be collected, so
+/// this is only for lists the caller hands out as ids.
+///
+/// Returns the number of lists untracked; other items are left as they are.
+#[pyfunction]
+pub fn untrack_int_lists(lists: &Bound<'_, PyList>) -> usize {
+    let mut untracked = 0;
+    for item in lists.iter() {
+        let Ok(list) = item.cast_exact::<PyList>() else {
+            continue;
+        };
+        if holds_only_ints(list) {
+            // SAFETY: a live list (we hold the GIL); untracking a list that is
+            // not tracked is allowed.
+            unsafe { pyo3::ffi::PyObject_GC_UnTrack(list.as_ptr().cast()) };
+            untracked += 1;
+        }
+    }
+    untracked
+}
+
+/// Whether every item of `list` is an exact `int` (no Python code runs).
+fn holds_only_ints(list: &Bound<'_, PyList>) -> bool {
+    (0..list.len()).all(|i| {
+        let item = borrowed_item(list, i);
+        // SAFETY: a live item of a list we hold, with the GIL held.
+        !item.is_null() && unsafe { pyo3::ffi::PyLong_CheckExact(item) } != 0
+    })
+}

@@ -236,6 +236,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(split_documents, m)?)?;
     m.add_function(wrap_pyfunction!(reduce::merge_runs, m)?)?;
     m.add_function(wrap_pyfunction!(set_cache_budget, m)?)?;
+    m.add_function(wrap_pyfunction!(id_lists::untrack_int_lists, m)?)?;
     m.add_function(wrap_pyfunction!(cache_budget, m)?)?;
     m.add_class::<counter::WordCounter>()?;
     m.add_class::<encoder::CoreBPE>()?;

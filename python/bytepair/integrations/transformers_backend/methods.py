@@ -68,7 +68,9 @@ def _encode_plus(self, text, text_pair=None, *args, **kwargs):
         if not isinstance(text, (list, tuple)) or len(text) < gc_pause.MIN_BATCH:
             return _serve_encode_plus(self, state, text, text_pair, kwargs)
         with gc_pause.paused():
-            return _serve_encode_plus(self, state, text, text_pair, kwargs)
+            out = _serve_encode_plus(self, state, text, text_pair, kwargs)
+            gc_pause.untrack_id_lists(out)
+            return out
     except Unserved as e:
         return _by_hf(self, state, str(e), "_encode_plus", text, text_pair, *args, **kwargs)
 

@@ -10,6 +10,8 @@ its own, offsets relative to it, its index as word id, as HF does).
 
 from __future__ import annotations
 
+from bytepair._core import untrack_int_lists
+from bytepair.integrations.transformers_backend import gc_pause
 from bytepair.integrations.transformers_backend.encoding import Encoding, MirrorContext
 from bytepair.integrations.transformers_backend.model import Enc, Source, Unserved
 from bytepair.integrations.transformers_backend.processors import Padding, Truncation, post_process
@@ -31,7 +33,10 @@ def encode_batch(
     allowed = state.allowed(split)
     sequences = [_sequences(item, pretokenized) for item in items]
     texts = [t for seqs in sequences for s in seqs for t in (s if pretokenized else (s,))]
-    ids = iter(state.encode_texts(texts, allowed) if texts else ())
+    core_ids = state.encode_texts(texts, allowed) if texts else []
+    if len(core_ids) >= gc_pause.MIN_BATCH:  # kept by the Encodings (see gc_pause)
+        untrack_int_lists(core_ids)
+    ids = iter(core_ids)
 
     layout = plan.single.get(add_special)
     if (
