@@ -340,13 +340,14 @@ def test_tiktoken_vocab_and_merges_made_on_demand_equal_the_python_reading(name)
     path = openai_rank_file(name)
     tok = bytepair.Tokenizer.from_tiktoken(path)
     assert tok._vocab is None, "the vocab was made at load"
-    for none in ({}, [], ()):
-        bare = bytepair.Tokenizer.from_tiktoken(path, special_tokens=none)
-        assert bare._vocab is None and bare.special_tokens == {}, none
+    bares = [bytepair.Tokenizer.from_tiktoken(path, special_tokens=n) for n in ({}, [], ())]
+    assert all(b._vocab is None and b.special_tokens == {} for b in bares)
     sizes = (tok.n_vocab, tok.vocab_size)
     ids = tok.encode("Hello <|endoftext|> world", allowed_special="all")
     assert tok._vocab is None
     ranks, _ = parse_ranks(gunzipped(name), source=name)
+    # Sizes read with no vocab and no special tokens (n_vocab raised: max() of one int).
+    assert all((b.n_vocab, b.vocab_size) == (max(ranks.values()) + 1, len(ranks)) for b in bares)
     slow = bytepair.Tokenizer(
         {r: t for t, r in ranks.items()},
         merges_from_ranks(ranks, source=name),

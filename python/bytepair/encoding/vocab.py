@@ -181,5 +181,5 @@ class VocabHolder:
     def n_vocab(self) -> int:
         """One more than the largest id (tiktoken's `n_vocab`)."""
         if self._vocab is None:
-            return max(self._rank_table.max_rank(), *self.special_tokens.values()) + 1
+            return max(self._rank_table.max_rank(), *self.special_tokens.values(), -1) + 1
         return max(self.vocab, default=-1) + 1
