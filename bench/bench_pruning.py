@@ -1,18 +1,27 @@
 """What a memory budget costs the merges: train with and without one and
 compare the merge tables and the compression of held-out text.
 
-Three ways a budget drops words (issue 37):
+Five ways a budget drops words (issue 37):
 
-* ``train``: training from an artifact within a budget
-  (``train_from_counts(max_memory=)``): the counts are final, so it keeps
-  exactly the words counted at least t times, the smallest t whose words fit;
+* ``sample``: training from an artifact within a budget
+  (``train_from_counts(max_memory=)``, the default): every word counted at
+  least t times, and a hash sample of the rarer ones, a word counted c < t
+  times kept with probability c/t and counted t times (threshold sampling),
+  t the smallest threshold whose sample fits;
+* ``train``: the same without the sample (``load_into(sample=False)``): it
+  keeps exactly the words counted at least t times, the smallest t whose
+  words fit;
 * ``fold``: the same, the words dropped folded into pieces of at most 8
   bytes (cut at character boundaries), the budget applied to words and pieces
   together (``WordRows::folding``), so the pairs inside rare words still count;
 * ``count``: counting within a budget (``count(max_memory=)``, each worker's
   counter): lossy counting drops the words seen fewer than 2, 4, 8... times
   *so far* whenever the counts outgrow the budget, then the merge loop trains
-  on what is left.
+  on what is left;
+* ``count-sample``: counting within a budget by threshold sampling instead
+  (``WordCounter(sample=True)``, SuperBPE's stage-2 rule): past the budget a
+  word seen c < t times *so far* stays with probability c/t, and the words
+  kept count at least the last t.
 
 A budget is a fraction of what the exact run holds: for ``train``, of the
 merge loop's estimated cost of every word (`TrainingCost`: 48 + 4 bytes per
@@ -22,7 +31,8 @@ sum). Budgets here go below the API's 64 MiB minimum (the corpora are small),
 so the core's classes are called directly.
 
 For each corpus and fraction: distinct words, pre-tokens and text bytes
-(count x length) kept; how many of the exact run's first N merges (N = 1k,
+(count x length) kept, as the counts trained on say (a sample's estimates);
+the threshold t; how many of the exact run's first N merges (N = 1k,
 8k, 32k) are among the first N of the budgeted run; how many merges the two
 share from the first on (the common prefix); bytes per token on held-out text
 against the exact tokenizer's.
@@ -127,6 +137,7 @@ def run(corpus: str, fractions: list[float], merges: int, threads: int | None, w
 
     def record(mode: str, fraction: float, budget: int | None, counter, seconds: float):
         kept = word_stats(counter.items())
+        threshold = counter.pruned[2]
         start = time.perf_counter()
         tok = train_one(counter, merges, threads)
         rows.append(
@@ -138,6 +149,7 @@ def run(corpus: str, fractions: list[float], merges: int, threads: int | None, w
                 "words_kept": kept["words"] / stats["words"],
                 "pre_tokens_kept": kept["pre_tokens"] / stats["pre_tokens"],
                 "text_kept": kept["text"] / stats["text"],
+                "threshold": threshold,
                 "merges": [a + b"\x00" + b for a, b in tok.merges],
                 "bytes_per_token": bytes_per_token(tok, held, held_bytes),
                 "seconds": seconds + time.perf_counter() - start,
@@ -155,18 +167,27 @@ def run(corpus: str, fractions: list[float], merges: int, threads: int | None, w
         counter = _core.WordCounter("gpt2", [])
         budget = int(f * cost)
         # merges=0: the whole budget for the words (the per-merge share is left out)
-        counts.load_into(counter, max_memory=budget, run={"ids": 256 + merges, "merges": 0})
+        run = {"ids": 256 + merges, "merges": 0}
+        counts.load_into(counter, max_memory=budget, run=run)
+        record("sample", f, budget, counter, time.perf_counter() - start)
+        start = time.perf_counter()
+        counter = _core.WordCounter("gpt2", [])
+        counts.load_into(counter, max_memory=budget, run=run, sample=False)
         record("train", f, budget, counter, time.perf_counter() - start)
         start = time.perf_counter()
         counter = _core.WordCounter("gpt2", [])
         run = {"ids": 256 + merges, "merges": 0, "fold": True}
-        counts.load_into(counter, max_memory=budget, run=run)
+        counts.load_into(counter, max_memory=budget, run=run, sample=False)
         record("fold", f, budget, counter, time.perf_counter() - start)
         start = time.perf_counter()
         budget = int(f * count_memory)
         counter = _core.WordCounter("gpt2", [], max_memory=budget)
         counter.count_files(train_files, threads)
         record("count", f, budget, counter, time.perf_counter() - start)
+        start = time.perf_counter()
+        counter = _core.WordCounter("gpt2", [], max_memory=budget, sample=True)
+        counter.count_files(train_files, threads)
+        record("count-sample", f, budget, counter, time.perf_counter() - start)
     exact = rows[0]["merges"]
     for row in rows:
         row.update(compare(exact, row["merges"]))
@@ -176,7 +197,7 @@ def run(corpus: str, fractions: list[float], merges: int, threads: int | None, w
 
 
 def table(rows: list[dict]) -> str:
-    header = ["corpus", "budget", "fraction", "words kept", "pre-tokens kept", "text kept"]
+    header = ["corpus", "budget", "fraction", "words kept", "pre-tokens kept", "text kept", "t"]
     header += [f"same first {n // 1000}k" for n in NS]
     header += ["common prefix", "held-out bytes/token", "vs exact"]
     body = []
@@ -188,6 +209,7 @@ def table(rows: list[dict]) -> str:
             f"{r['words_kept']:.1%}",
             f"{r['pre_tokens_kept']:.2%}",
             f"{r['text_kept']:.2%}",
+            str(r["threshold"]),
         ]
         cells += [f"{r[f'set_{n}']:.2%}" if f"set_{n}" in r else "–" for n in NS]
         cells += [

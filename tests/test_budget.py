@@ -1,7 +1,8 @@
 """Memory budgets at every step (issue 37): counting (`bytepair.count(max_memory=)`,
 lossy counting per worker, what it dropped in the manifest), the reduce (a merge
 of sorted runs, exact at any size), training from counts (`max_memory=` keeps
-exactly the words counted at least t times), and resuming a killed count.
+the words counted at least t times, and from an artifact a hash sample of the
+rarer ones that stands for them), and resuming a killed count.
 """
 
 from __future__ import annotations
@@ -55,8 +56,7 @@ def test_a_training_budget_keeps_exactly_the_words_counted_at_least_t_times():
 
 def test_an_artifact_streams_into_rows_within_the_budget(tmp_path):
     """Rows of an artifact are kept as they come (each word in one part); with a
-    budget, exactly the words counted at least t times stay, whatever the order
-    of the parts."""
+    budget and no sample, exactly the words counted at least t times stay."""
     text = " ".join(f"w{i % 5000:x}q" * (1 + i % 4) for i in range(20_000))
     (tmp_path / "a.txt").write_text(text)
     counts = bytepair.count(
@@ -69,7 +69,7 @@ def test_an_artifact_streams_into_rows_within_the_budget(tmp_path):
     costs = sorted(48 + 4 * len(w) for w in everything)
     budget = sum(costs) // 3
     rows = _core.WordCounter("gpt2", [])
-    counts.load_into(rows, max_memory=budget)
+    counts.load_into(rows, max_memory=budget, sample=False)
     words, pre_tokens, t = rows.pruned
     kept = {w: c for w, c in everything.items() if c >= t}
     assert t > 1 and dict(rows.items()) == kept
@@ -309,7 +309,7 @@ def test_folding_keeps_the_pieces_of_the_words_a_training_budget_drops(tmp_path)
     kept = []
     for fold in (False, True):
         counter = _core.WordCounter("gpt2", [])
-        counts.load_into(counter, max_memory=budget, run={"fold": fold})
+        counts.load_into(counter, max_memory=budget, run={"fold": fold}, sample=False)
         words, pre_tokens, _ = counter.pruned
         assert words == 3000 and pre_tokens == sum(
             n for w, n in everything.items() if w.startswith(b" xylophon")
@@ -317,3 +317,65 @@ def test_folding_keeps_the_pieces_of_the_words_a_training_budget_drops(tmp_path)
         kept.append(dict(counter.items()))
     assert b" xylopho" not in kept[0]
     assert kept[1][b" xylopho"] == 3000 and kept[1][b" the"] == 2000
+
+
+def _zipf_artifact(tmp_path, parts: int):
+    path = tmp_path / "zipf.txt"
+    if not path.exists():
+        _zipf_lines(path, 3)
+    out = tmp_path / f"c{parts}"
+    return bytepair.count([path], out, parts=parts, num_workers=1, progress=False)
+
+
+def test_a_sample_within_a_training_budget_stands_for_every_word(tmp_path):
+    """The default of an artifact within a budget (threshold sampling): every
+    word counted t times or more exactly, a share of the rarer ones each counted
+    t times, within the budget; the estimates sum to the true pre-tokens and
+    text bytes (the words left out hold ~17% of the pre-tokens: counted as
+    they are, a sample would miss them); the same
+    sample from an artifact cut into other parts, and the same merges on 1 or 2
+    threads."""
+    from bytepair.train import TrainingStats
+    from bytepair.train_learn import learn
+    from bytepair.train_plan import plan_training
+
+    samples, merges = [], set()
+    for parts in (3, 5):
+        counts = _zipf_artifact(tmp_path, parts)
+        everything = dict(counts.items())
+        budget = sum(48 + 4 * len(w) for w in everything) // 10
+        counter = _core.WordCounter("gpt2", [])
+        counts.load_into(counter, max_memory=budget)
+        kept = dict(counter.items())
+        words, pre_tokens, t = counter.pruned
+        assert t > 4 and words == len(everything) - len(kept)
+        assert sum(48 + 4 * len(w) for w in kept) <= budget
+        rare = {w: c for w, c in everything.items() if c < t}
+        for w, c in everything.items():
+            if c >= t:
+                assert kept[w] == c, w
+            elif w in kept:
+                assert kept[w] == t, (w, c)
+        sampled = sum(1 for w in rare if w in kept)
+        expected = sum(c / t for c in rare.values())
+        assert abs(sampled - expected) < 4 * expected**0.5, (sampled, expected)
+        assert pre_tokens == sum(c for w, c in rare.items() if w not in kept)
+        true_total = sum(everything.values())
+        true_text = sum(c * len(w) for w, c in everything.items())
+        assert pre_tokens > 0.1 * sum(everything.values()), "the sample left out words"
+        for got, want in (
+            (sum(kept.values()), true_total),
+            (sum(c * len(w) for w, c in kept.items()), true_text),
+        ):
+            assert abs(got - want) < 0.01 * want, (got, want, t)
+        samples.append(kept)
+        for threads in (1, 2):
+            counter = _core.WordCounter("gpt2", [])
+            counts.load_into(counter, max_memory=budget)
+            plan = plan_training(256 + 300, [], pattern="gpt2")
+            tok = learn(counter, plan, TrainingStats(), num_threads=threads, progress=False)
+            merges.add(tuple(tok.merges))
+    assert samples[0] == samples[1], "the same sample whatever the parts"
+    assert len(merges) == 1
+    with pytest.raises(ValueError, match="fold and sample"):
+        counts.load_into(_core.WordCounter("gpt2", []), max_memory=budget, run={"fold": True})

@@ -126,11 +126,15 @@ class WordCounter:
         ids: int = 256,
         merges: int = 0,
         fold: bool = False,
+        sample: bool = False,
     ) -> None:
         """Append one part's rows as they are (each word in one part): L + 12 bytes a word;
         budget (bytes, from the first call): keep the words counted at least t times, the
         smallest t whose words the merge loop of `merges` merges, `ids` ids holds within it;
-        fold: the words dropped are folded into pieces of <= 8 bytes, kept when they fit."""
+        fold: the words dropped are folded into pieces of <= 8 bytes, kept when they fit;
+        sample: keep a hash sample of the words counted c < t times (probability c/t, each
+        counted t), t the smallest threshold whose sample fits (threshold sampling).
+        ValueError: fold and sample both set."""
     def fit_training_budget(
         self, budget: int, ids: int = 256, merges: int = 0, fold: bool = False
     ) -> None:

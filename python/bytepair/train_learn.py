@@ -37,11 +37,24 @@ def note_pruning(
     stats: TrainingStats,
     max_memory: int | None,
     stage: str = "counting",
+    sampled: bool = False,
 ) -> None:
     """Copy what the budget dropped into `stats`, with a warning when it dropped
-    anything (`stage`: "counting" or "training", the step that dropped it)."""
+    anything (`stage`: "counting" or "training", the step that dropped it;
+    `sampled`: a sample kept by the budget stands for the words it left out)."""
     stats.pruned_words, stats.pruned_pre_tokens, stats.pruned_min_count = counter.pruned
-    if stats.pruned_words:
+    stats.pruned_sampled = sampled and stats.pruned_words > 0
+    if stats.pruned_sampled:
+        share = stats.pruned_pre_tokens / max(counter.total(), 1)
+        warnings.warn(
+            f"to stay within max_memory={max_memory:,} bytes, {stage} kept a sample of the "
+            f"words seen fewer than {stats.pruned_min_count} times, each standing for "
+            f"{stats.pruned_min_count} occurrences; it left out {stats.pruned_words:,} distinct "
+            f"words ({stats.pruned_pre_tokens:,} pre-tokens, ~{share:.2%} of all); the counts, "
+            "and so the merges, are approximate",
+            stacklevel=3,
+        )
+    elif stats.pruned_words:
         share = stats.pruned_pre_tokens / max(stats.pruned_pre_tokens + counter.total(), 1)
         warnings.warn(
             f"to stay within max_memory={max_memory:,} bytes, {stage} dropped "

@@ -55,6 +55,9 @@ class TrainingStats:
     pruned_words: int = 0
     pruned_pre_tokens: int = 0
     pruned_min_count: int = 0
+    # True when a sample stood for the words dropped (`train_from_counts` of
+    # an artifact): each word sampled counts pruned_min_count times.
+    pruned_sampled: bool = False
     # Ids kept from a base tokenizer (0 without one).
     base_ids: int = 0
     # Each source counted by `train`: (name, bytes read, weight).

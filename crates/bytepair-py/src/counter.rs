@@ -119,10 +119,14 @@ impl WordCounter {
     /// merge loop of a run of `merges` merges and `ids` token ids can hold
     /// within it (`bytepair_core::count::Accumulator::add_rows`); `fold`
     /// (taken from the first call): fold the words dropped into pieces of at
-    /// most 8 bytes (`WordRows::folding`). A batch
+    /// most 8 bytes (`WordRows::folding`); `sample` (taken from the first
+    /// call): keep a hash sample of them instead, each word sampled standing
+    /// for the threshold's count (`WordRows::sampling`; not with `fold`). A batch
     /// holding a special-token string inside a word (a part made elsewhere:
     /// counting cuts there) is cut and summed as `add_columns` does instead.
-    #[pyo3(signature = (data, offsets, counts, budget=None, ids=256, merges=0, fold=false))]
+    #[pyo3(signature = (
+        data, offsets, counts, budget=None, ids=256, merges=0, fold=false, sample=false
+    ))]
     #[allow(clippy::too_many_arguments)]
     fn load_rows(
         &mut self,
@@ -134,7 +138,19 @@ impl WordCounter {
         ids: usize,
         merges: usize,
         fold: bool,
+        sample: bool,
     ) -> PyResult<()> {
+        let keep = match (fold, sample) {
+            (true, true) => {
+                return Err(PyValueError::new_err(
+                    "fold and sample exclude each other: a sample already stands for \
+                     the words it leaves out",
+                ))
+            }
+            (true, false) => wordcounts::BeyondBudget::Fold,
+            (false, true) => wordcounts::BeyondBudget::Sample,
+            (false, false) => wordcounts::BeyondBudget::Drop,
+        };
         let (offsets, n) = (le_i64s(offsets, "offsets")?, le_i64s(counts, "counts")?);
         let cost = TrainingCost::for_run(ids, merges);
         let (accumulator, specials) = (&mut self.counts, self.specials.as_ref());
@@ -149,7 +165,7 @@ impl WordCounter {
                 let words = accumulator.settled();
                 wordcounts::add_rows(words, data, &offsets, &n, true, specials)
             } else {
-                accumulator.add_rows((data, &offsets, &n), budget, cost, fold)
+                accumulator.add_rows((data, &offsets, &n), budget, cost, keep)
             }
         })
         .map_err(columns_error)
@@ -377,8 +393,9 @@ impl WordCounter {
                 "superbpe training needs base, the stage-1 tokenizer",
             ));
         }
-        // Counts of files and texts only come as a tally: trained on as they are.
-        let counts = if superbpe {
+        // Counts of files and texts only come as a tally: trained on as they
+        // are, unless a sample must stand for what it left out.
+        let counts = if superbpe || self.limits.prune == Prune::Sample {
             Accumulated::Counts(self.counts.take_estimates())
         } else {
             self.counts.take()

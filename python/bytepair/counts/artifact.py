@@ -193,25 +193,33 @@ class WordCounts:
         verify: bool = True,
         max_memory: int | None = None,
         run: dict[str, int] | None = None,
+        sample: bool = True,
     ) -> None:
         """Stream every part into a Rust counter, as Arrow buffers (no Python
         dict), as rows: each word of an artifact is in one part, so its rows
         are kept as they come (``WordCounter.load_rows``), never summed.
         With `verify`, each part's SHA-256 and row count are checked first.
         `max_memory` (bytes): keep only the words the merge loop can hold within
-        it, every word counted at least t times for the smallest t that fits
-        (the counts are final, so these are exactly the most frequent words);
+        it. With `sample` (default), threshold sampling (Duffield, Lund and
+        Thorup 2005): every word counted at least t times exactly, and a hash
+        sample of the rarer ones, a word counted c < t times kept with
+        probability c/t and counted t times, so the pair counts stay unbiased;
+        t is the smallest threshold whose sample fits, and the same artifact
+        gives the same sample. Without, every word counted at least t times
+        for the smallest t that fits (exactly the most frequent words).
         `run`: ``{"ids", "merges"}`` of the training run, which set what the
-        merge loop holds per word and per merge."""
+        merge loop holds per word and per merge (``"fold": True`` folds the
+        words dropped into pieces instead, only with ``sample=False``)."""
         if verify:
             self.verify()
         for part, path in zip(self.manifest["parts"], self.part_paths()):
             rows = open_part(path).metadata.num_rows
             if rows != part["rows"]:
                 raise ValueError(f"{path}: {rows} rows, the manifest says {part['rows']}")
-            load_part(counter, path, max_memory, **(run or {}))
+            load_part(counter, path, max_memory, sample=sample, **(run or {}))
         if max_memory is not None:
-            # Rows cut at special tokens were summed apart from the rows: fit them too.
+            # Rows cut at special tokens (parts made elsewhere) were summed apart
+            # from the rows: fit them too (with the rows, by dropping).
             counter.fit_training_budget(max_memory, **(run or {}))
         release_arrow_memory()  # pyarrow's buffers, before training
 

@@ -140,15 +140,17 @@ def load_part(
     counter: _core.WordCounter,
     path: str,
     max_memory: int | None = None,
+    sample: bool = False,
     **run: int,
 ) -> None:
     """Append the rows of the part at `path` to `counter` as rows
     (``WordCounter.load_rows``: each word of an artifact is in one part, so
     nothing is summed), within the training budget `max_memory` of a run of
-    `run` (``ids``, ``merges``). ValueError names the file for a bad part."""
+    `run` (``ids``, ``merges``), keeping a sample of the rare words when
+    `sample`. ValueError names the file for a bad part."""
     for data, offsets, counts in part_batches(path):
         try:
-            counter.load_rows(data, offsets, counts, max_memory, **run)
+            counter.load_rows(data, offsets, counts, max_memory, sample=sample, **run)
         except ValueError as e:
             raise ValueError(f"{path}: {e}") from None
 

@@ -12,7 +12,7 @@ use super::{
     WordCounts, WordSource, WordTally,
 };
 use crate::train::budget::{CountHistogram, TrainingCost};
-use crate::wordcounts::{ColumnsError, WordRows};
+use crate::wordcounts::{BeyondBudget, ColumnsError, WordRows};
 
 /// 2^64 as an f64 (exact): the first weighted count a u64 cannot hold.
 const TWO_POW_64: f64 = (1u128 << 64) as f64;
@@ -145,7 +145,8 @@ impl Accumulator {
     /// one part with its final count, so the rows are kept, not summed into a
     /// map. `budget` (taken from the first call): keep only the words that a
     /// merge loop costing `cost` holds within it (`WordRows::with_budget`),
-    /// folding the others into pieces when `fold` (`WordRows::folding`).
+    /// folding the others into pieces (`WordRows::folding`) or keeping a
+    /// sample of them (`WordRows::sampling`) as `keep` says.
     ///
     /// # Errors
     /// As `WordRows::push_part`.
@@ -154,15 +155,15 @@ impl Accumulator {
         (data, offsets, counts): (&[u8], &[i64], &[i64]),
         budget: Option<u64>,
         cost: TrainingCost,
-        fold: bool,
+        keep: BeyondBudget,
     ) -> Result<(), ColumnsError> {
         self.rows
             .get_or_insert_with(|| {
                 let rows = WordRows::with_budget(budget, cost);
-                if fold {
-                    rows.folding()
-                } else {
-                    rows
+                match keep {
+                    BeyondBudget::Drop => rows,
+                    BeyondBudget::Fold => rows.folding(),
+                    BeyondBudget::Sample => rows.sampling(),
                 }
             })
             .push_part(data, offsets, counts)
@@ -489,10 +490,12 @@ mod tests {
         let cost = TrainingCost::default();
         let (d, o, c) = part(&[(" a", 2), (" b", 5)]);
         let mut a = Accumulator::default();
-        a.add_rows((&d, &o, &c), None, cost, false).unwrap();
+        a.add_rows((&d, &o, &c), None, cost, BeyondBudget::Drop)
+            .unwrap();
         assert_eq!((a.len(), a.total()), (2, 7));
         assert!(matches!(a.take(), Accumulated::Rows(r) if r.total() == 7));
-        a.add_rows((&d, &o, &c), None, cost, false).unwrap();
+        a.add_rows((&d, &o, &c), None, cost, BeyondBudget::Drop)
+            .unwrap();
         a.add_tally(tally_of(" a x"));
         assert_eq!(
             a.sorted(),

@@ -20,7 +20,7 @@ use crate::count::{add_word, for_each_piece, WordCounts};
 mod merge;
 mod rows;
 pub use merge::{merge_runs, Run};
-pub use rows::{fold_word, WordRows, FOLD_BYTES};
+pub use rows::{fold_word, BeyondBudget, WordRows, FOLD_BYTES};
 
 /// Fixed seed of the bucket hash; changing it changes the artifact layout.
 pub const BUCKET_SEED: u64 = 0x6279_7465_7061_6972; // "bytepair"

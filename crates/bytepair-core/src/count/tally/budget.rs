@@ -42,6 +42,24 @@ impl Prune {
             }
         }
     }
+
+    /// The highest threshold at which `keeps(word, count, threshold)` holds:
+    /// `count` for `Rare`; for `Sample`, `count / u` with `u` the word's hash
+    /// as a fraction of the hash range (at least `count`: a word kept at a
+    /// threshold is kept at every lower one). Budgets that fit a threshold
+    /// to final counts (`wordcounts::WordRows::sampling`) tally words by it.
+    pub fn priority(self, word: &[u8], count: u64) -> u64 {
+        match self {
+            Prune::Rare => count,
+            Prune::Sample if count == 0 => 0,
+            Prune::Sample => match sample_hash(word) {
+                0 => u64::MAX,
+                // The largest t with h * t < count * 2^64.
+                h => u64::try_from(((u128::from(count) << 64) - 1) / u128::from(h))
+                    .unwrap_or(u64::MAX),
+            },
+        }
+    }
 }
 
 /// The hash `Prune::Sample` ranks a word by: XXH3 (fully specified, so every
@@ -260,6 +278,25 @@ mod tests {
         tally.add(b" common", 1);
         *want.get_mut(&b" common"[..]).unwrap() += 1;
         assert_eq!(tally.into_counts(), want);
+    }
+
+    #[test]
+    fn a_priority_is_the_highest_threshold_that_keeps_a_word() {
+        for rule in [Prune::Rare, Prune::Sample] {
+            for i in 0..2000u64 {
+                let word = format!("w{i}");
+                let count = [0, 1, 2, 3, 7, 40, 1000, u64::MAX][i as usize % 8];
+                let p = rule.priority(word.as_bytes(), count);
+                assert!(p >= count, "{rule:?} {word} {count}: {p}");
+                assert!(
+                    rule.keeps(word.as_bytes(), count, p),
+                    "{rule:?} {word} {count}"
+                );
+                if p < u64::MAX {
+                    assert!(!rule.keeps(word.as_bytes(), count, p + 1), "{word} {count}");
+                }
+            }
+        }
     }
 
     #[test]
