@@ -28,22 +28,32 @@ def _random_words(n: int, seed: int = 0) -> dict[bytes, int]:
 
 
 @pytest.mark.slow
-def test_a_training_budget_keeps_exactly_the_words_counted_at_least_t_times():
+def test_a_training_budget_keeps_the_words_counted_at_least_t_times_and_a_sample():
     """900k distinct words cost the merge loop more than 64 MiB: the budget
-    keeps every word counted t times or more (t > 1) and nothing else, so the
-    merges equal training on those words alone; a budget that holds every
-    word changes nothing."""
+    keeps every word counted t times or more (t > 1) and a sample of the
+    others, each counted t times, so the merges equal training on those words
+    alone; without the sample, exactly the words counted t times or more; a
+    budget that holds every word changes nothing."""
     words = _random_words(900_000)
     budget = 64 << 20
-    with pytest.warns(UserWarning, match="training dropped"):
+    with pytest.warns(UserWarning, match="training kept a sample"):
         pruned = bytepair.train_from_counts(words, 300, max_memory=budget, progress=False)
     s = pruned.training_stats
     t = s.pruned_min_count
-    kept = {w: c for w, c in words.items() if c >= t}
-    assert 1 < t <= 10 and s.pruned_words == len(words) - len(kept)
-    assert s.pruned_pre_tokens == sum(c for c in words.values() if c < t)
-    assert s.distinct_words == len(kept)
-    assert pruned.merges == bytepair.train_from_counts(kept, 300, progress=False).merges
+    assert s.pruned_sampled and 1 < t and s.distinct_words + s.pruned_words == len(words)
+    run = {"ids": 300, "merges": 44}
+    for sample in (True, False):
+        counter = _core.WordCounter("gpt2", [])
+        counter.add_counts(list(words.items()))
+        counter.fit_training_budget(budget, **run, sample=sample)
+        kept = dict(counter.items())
+        if sample:
+            assert all(kept[w] == max(c, t) for w, c in words.items() if w in kept)
+            assert {w for w, c in words.items() if c >= t} <= kept.keys()
+            assert pruned.merges == bytepair.train_from_counts(kept, 300, progress=False).merges
+        else:
+            t = counter.pruned[2]
+            assert kept == {w: c for w, c in words.items() if c >= t} and 1 < t <= 10
     small = dict(random.Random(1).sample(sorted(words.items()), 1000))
     assert (
         bytepair.train_from_counts(small, 300, max_memory=budget, progress=False).merges

@@ -136,11 +136,13 @@ class WordCounter:
         counted t), t the smallest threshold whose sample fits (threshold sampling).
         ValueError: fold and sample both set."""
     def fit_training_budget(
-        self, budget: int, ids: int = 256, merges: int = 0, fold: bool = False
+        self, budget: int, ids: int = 256, merges: int = 0, fold: bool = False, sample: bool = False
     ) -> None:
         """Drop every word counted fewer than t times, the smallest t whose words the merge
         loop holds within budget bytes (counts taken as final); adds to pruned. fold: fold
-        the words dropped into pieces of <= 8 bytes first, kept when they fit."""
+        the words dropped into pieces of <= 8 bytes first, kept when they fit; sample: keep a
+        hash sample of them (probability c/t, each counted t), t the smallest threshold whose
+        sample fits. ValueError: fold and sample both set."""
     def to_buckets(self, parts: int) -> list[tuple[bytes, bytes, bytes]]:
         """The counts in `parts` buckets by stable word hash: sorted (data, offsets, counts)
         each."""

@@ -424,8 +424,8 @@ def train_from_counts(
     `max_memory` (bytes, at least 64 MiB): train on the words the merge loop
     can hold within it (~48 + 4 bytes per byte of a word, 6 past 65,536 ids,
     and ~2.5 KB per merge; the interpreter and pyarrow hold ~100-150 MB more),
-    so any artifact trains on one node. From a WordCounts artifact (streamed
-    in, never whole in memory): every word counted at least t times exactly,
+    so any artifact trains on one node (streamed in, never whole in
+    memory). Every word counted at least t times exactly,
     and a sample of the rarer ones that stands for them all (threshold
     sampling, Duffield, Lund and Thorup 2005: a word counted c < t times is
     kept when a hash of its bytes falls in the first c/t of the hash range,
@@ -434,8 +434,7 @@ def train_from_counts(
     identifiers) still shapes the merges (117 MB mix within 1/10 of the exact
     cost: 85% of the first 32k merges as without a budget, against 75% when
     the rarest words are dropped; ``bench/bench_pruning.py``). The same
-    artifact and budget give the same merges. From a mapping: exactly the
-    words counted at least t times. What was left out is in
+    counts and budget give the same merges. What was left out is in
     ``training_stats.pruned_*`` (with ``pruned_sampled``) and a warning.
     None (default): every word. SuperBPE's stage 2 is not bounded.
 
@@ -491,8 +490,8 @@ def train_from_counts(
     )
     counter = counts_counter(plan, word_counts)
     stats = TrainingStats()
-    fit_budget(counter, plan, max_memory)
-    note_pruning(counter, stats, max_memory, "training")
+    fit_budget(counter, plan, max_memory, sample=True)
+    note_pruning(counter, stats, max_memory, "training", sampled=True)
     return _finish(counter, plan, stats, superbpe, num_threads, progress)
 
 

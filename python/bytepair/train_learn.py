@@ -25,11 +25,15 @@ def run_size(plan: TrainPlan) -> dict[str, int]:
     return {"ids": plan.next_id + plan.num_merges, "merges": plan.num_merges}
 
 
-def fit_budget(counter: _core.WordCounter, plan: TrainPlan, max_memory: int | None) -> None:
+def fit_budget(
+    counter: _core.WordCounter, plan: TrainPlan, max_memory: int | None, sample: bool = False
+) -> None:
     """Keep only the words the merge loop can hold within `max_memory`: those
-    counted at least t times, for the smallest t that fits (none dropped below it)."""
+    counted at least t times, for the smallest t that fits (none dropped below
+    it), and with `sample` a hash sample of the rarer ones, each counted t times
+    (threshold sampling: the counts must be final)."""
     if max_memory is not None:
-        counter.fit_training_budget(max_memory, **run_size(plan))
+        counter.fit_training_budget(max_memory, **run_size(plan), sample=sample)
 
 
 def note_pruning(

@@ -140,17 +140,7 @@ impl WordCounter {
         fold: bool,
         sample: bool,
     ) -> PyResult<()> {
-        let keep = match (fold, sample) {
-            (true, true) => {
-                return Err(PyValueError::new_err(
-                    "fold and sample exclude each other: a sample already stands for \
-                     the words it leaves out",
-                ))
-            }
-            (true, false) => wordcounts::BeyondBudget::Fold,
-            (false, true) => wordcounts::BeyondBudget::Sample,
-            (false, false) => wordcounts::BeyondBudget::Drop,
-        };
+        let keep = beyond_budget(fold, sample)?;
         let (offsets, n) = (le_i64s(offsets, "offsets")?, le_i64s(counts, "counts")?);
         let cost = TrainingCost::for_run(ids, merges);
         let (accumulator, specials) = (&mut self.counts, self.specials.as_ref());
@@ -176,8 +166,10 @@ impl WordCounter {
     /// every word counted fewer than t times, t the smallest count that fits
     /// (counts taken as final); what is dropped is added to `pruned`.
     /// `fold`: fold the words dropped into pieces of at most 8 bytes, kept
-    /// when they fit (`Accumulator::fit_training_budget`).
-    #[pyo3(signature = (budget, ids=256, merges=0, fold=false))]
+    /// when they fit; `sample`: keep a hash sample of the words counted c < t
+    /// times, each counted t, t the smallest threshold whose sample fits
+    /// (`Accumulator::fit_training_budget`; not with `fold`).
+    #[pyo3(signature = (budget, ids=256, merges=0, fold=false, sample=false))]
     fn fit_training_budget(
         &mut self,
         py: Python<'_>,
@@ -185,10 +177,13 @@ impl WordCounter {
         ids: usize,
         merges: usize,
         fold: bool,
-    ) {
+        sample: bool,
+    ) -> PyResult<()> {
+        let keep = beyond_budget(fold, sample)?;
         let accumulator = &mut self.counts;
         let cost = TrainingCost::for_run(ids, merges);
-        py.detach(|| accumulator.fit_training_budget(budget, cost, fold));
+        py.detach(|| accumulator.fit_training_budget(budget, cost, keep));
+        Ok(())
     }
 
     /// Count UTF-8 files, each one document; progress reports bytes read.
@@ -454,4 +449,20 @@ impl WordCounter {
             .last_cut(text.as_bytes())
             .map(|at| text[at..].chars().count())
     }
+}
+
+/// What a training budget does with the words it cannot hold (`fold`, `sample`
+/// of `load_rows` and `fit_training_budget`).
+fn beyond_budget(fold: bool, sample: bool) -> PyResult<wordcounts::BeyondBudget> {
+    Ok(match (fold, sample) {
+        (true, true) => {
+            return Err(PyValueError::new_err(
+                "fold and sample exclude each other: a sample already stands for the \
+                 words it leaves out",
+            ))
+        }
+        (true, false) => wordcounts::BeyondBudget::Fold,
+        (false, true) => wordcounts::BeyondBudget::Sample,
+        (false, false) => wordcounts::BeyondBudget::Drop,
+    })
 }

@@ -219,8 +219,9 @@ class WordCounts:
             load_part(counter, path, max_memory, sample=sample, **(run or {}))
         if max_memory is not None:
             # Rows cut at special tokens (parts made elsewhere) were summed apart
-            # from the rows: fit them too (with the rows, by dropping).
-            counter.fit_training_budget(max_memory, **(run or {}))
+            # from the rows: fit them too (a sample of a sample, at a threshold
+            # t' >= t, keeps a word with probability c/t * t/t': still unbiased).
+            counter.fit_training_budget(max_memory, **(run or {}), sample=sample)
         release_arrow_memory()  # pyarrow's buffers, before training
 
     def items(self) -> Iterator[tuple[bytes, int]]:

@@ -172,17 +172,22 @@ impl Accumulator {
     /// Drop every word counted fewer than t times, t the smallest count whose
     /// words a merge loop costing `cost` holds within `budget` bytes
     /// (`TrainingCost::words_budget`); the counts are taken as final. What is
-    /// dropped is added to `pruned`. `fold`: the words dropped are folded
-    /// into pieces of at most 8 bytes first, added to the counts, and the
-    /// budget applied again (`WordRows::folding`; what that drops is lost).
-    pub fn fit_training_budget(&mut self, budget: u64, cost: TrainingCost, fold: bool) {
+    /// dropped is added to `pruned`. `BeyondBudget::Fold`: the words dropped
+    /// are folded into pieces of at most 8 bytes first, added to the counts,
+    /// and the budget applied again (`WordRows::folding`; what that drops is
+    /// lost). `BeyondBudget::Sample`: a sample of them stays instead
+    /// (`sample_within`).
+    pub fn fit_training_budget(&mut self, budget: u64, cost: TrainingCost, keep: BeyondBudget) {
         if self.rows.is_some() && self.pending.is_none() && self.counts.is_empty() {
             return; // rows keep their own budget
         }
         self.settle_rows();
         let budget = cost.words_budget(budget);
+        if keep == BeyondBudget::Sample {
+            return self.sample_within(budget, &cost);
+        }
         let t = self.histogram().min_count_within(budget, &cost);
-        if !fold || t <= 1 {
+        if keep == BeyondBudget::Drop || t <= 1 {
             return self.drop_counted_below(t);
         }
         let pieces = self.fold_below(t);
@@ -195,6 +200,24 @@ impl Accumulator {
         match &mut self.pending {
             Some(tally) => pieces.for_each(|(p, n)| tally.add(&p, n)),
             None => pieces.for_each(|(p, n)| add_word(&mut self.counts, &p, n)),
+        }
+    }
+
+    /// Threshold sampling of the counts, taken as final (as
+    /// `WordRows::sampling`): every word counted at least t times, and a word
+    /// counted fewer when `Prune::Sample` keeps it, then counted t times
+    /// (`sampled_estimates`); t is the smallest threshold whose words fit
+    /// `budget` (the words tallied by `Prune::priority`).
+    fn sample_within(&mut self, budget: u64, cost: &TrainingCost) {
+        self.settle();
+        let mut histogram = CountHistogram::default();
+        for (word, &n) in &self.counts {
+            histogram.add(Prune::Sample.priority(word, n), word.len());
+        }
+        let t = histogram.min_count_within(budget, cost);
+        let last = sampled_estimates(&mut self.counts, t);
+        if last.words > 0 {
+            self.pruned.add(last);
         }
     }
 
@@ -520,7 +543,7 @@ mod tests {
         // Room for the words counted 5 times or more.
         let kept = (0..600).filter(|i| i % 7 >= 4);
         let room = kept.clone().map(|i| cost.of(word(i).len())).sum();
-        a.fit_training_budget(room, cost, false);
+        a.fit_training_budget(room, cost, BeyondBudget::Drop);
         let pruned = a.pruned();
         assert_eq!((pruned.min_count, a.len()), (5, kept.count()));
         assert_eq!(pruned.words as usize + a.len(), 600);
@@ -542,7 +565,12 @@ mod tests {
         for fold in [false, true] {
             let mut a = Accumulator::default();
             a.add_tally(tally_of(&text));
-            a.fit_training_budget(room, cost, fold);
+            let keep = if fold {
+                BeyondBudget::Fold
+            } else {
+                BeyondBudget::Drop
+            };
+            a.fit_training_budget(room, cost, keep);
             let pruned = a.pruned();
             assert_eq!((pruned.words, pruned.pre_tokens), (600, 600), "fold {fold}");
             let kept: Vec<(Vec<u8>, u64)> = a
