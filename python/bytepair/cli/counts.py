@@ -19,6 +19,7 @@ from bytepair.cli.args import (
 from bytepair.counts.artifact import WordCounts
 from bytepair.counts.count import ENGINES, count
 from bytepair.inspection.report import format_token, printable
+from bytepair.train_plan import TrainingStats
 
 
 def cmd_count(args: argparse.Namespace) -> int:
@@ -64,6 +65,22 @@ def pruned_line(counts: WordCounts) -> str:
         f"{p.words:,} distinct words seen < {p.min_count} times ({p.pre_tokens:,} pre-tokens, "
         f"{share:.2%} of all) to stay within {_size(p.max_memory)} per worker"
     )
+
+
+def training_pruned_line(s: TrainingStats) -> str:
+    """The `bytepair train` summary line of what --max-memory left out ("" when nothing was)."""
+    if s.pruned_sampled:
+        return (
+            f"  sampled        words seen < {s.pruned_min_count} times, each kept standing for "
+            f"{s.pruned_min_count}: {s.pruned_words:,} distinct ({s.pruned_pre_tokens:,} "
+            "pre-tokens) left out to stay within --max-memory\n"
+        )
+    if s.pruned_words:
+        return (
+            f"  pruned         {s.pruned_words:,} distinct words seen < {s.pruned_min_count} "
+            f"times ({s.pruned_pre_tokens:,} pre-tokens) to stay within --max-memory\n"
+        )
+    return ""
 
 
 def _size(nbytes: int | None) -> str:

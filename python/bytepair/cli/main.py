@@ -56,7 +56,6 @@ from bytepair.progress import ProgressBar
 from bytepair.textfile import read_text_blocks
 from bytepair.tokenizer import Tokenizer
 from bytepair.train import train, train_from_counts
-from bytepair.train_plan import TrainingStats
 
 _DECODE_BLOCK_IDS = 1 << 20
 _COPY_BLOCK_BYTES = 16 << 20
@@ -200,22 +199,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     )
 
 
-def _pruned_line(s: TrainingStats) -> str:
-    """The summary line of what --max-memory left out ("" when nothing was)."""
-    if s.pruned_sampled:
-        return (
-            f"  sampled        words seen < {s.pruned_min_count} times, each kept standing for "
-            f"{s.pruned_min_count}: {s.pruned_words:,} distinct ({s.pruned_pre_tokens:,} "
-            "pre-tokens) left out to stay within --max-memory\n"
-        )
-    if s.pruned_words:
-        return (
-            f"  pruned         {s.pruned_words:,} distinct words seen < {s.pruned_min_count} "
-            f"times ({s.pruned_pre_tokens:,} pre-tokens) to stay within --max-memory\n"
-        )
-    return ""
-
-
 def _report_training(args: argparse.Namespace, tok, source: str, start: float) -> int:
     save_tokenizer_json(tok, args.output)
     total = time.perf_counter() - start
@@ -225,7 +208,9 @@ def _report_training(args: argparse.Namespace, tok, source: str, start: float) -
     bpt = weighted_bytes / s.tokens if s.tokens else float("nan")
     if args.quiet:
         return 0
-    pruned = _pruned_line(s)
+    from bytepair.cli.counts import training_pruned_line
+
+    pruned = training_pruned_line(s)
     sources = (
         "".join(f"    {_fmt_bytes(n):>10}  x {w:g}  {name}\n" for name, n, w in s.sources)
         if args.weight
