@@ -456,7 +456,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="SIZE",
         help="memory budget of the word counts and the merge loop, e.g. 4G (at least 64M); past "
-        "it the rarest words are dropped and the summary says how many (default: no bound)",
+        "it the rarest words are dropped (with --from-counts a hash sample of them stays, each "
+        "standing for several) and the summary says how many (default: no bound)",
     )
     t.add_argument(
         "-o", "--output", default="tokenizer.json", help="tokenizer.json to write (- for stdout)"
