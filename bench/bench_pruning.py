@@ -45,6 +45,7 @@ Usage::
 
     python bench/bench_pruning.py --corpus all
     python bench/bench_pruning.py --corpus heaps:/work/big/h1 --fractions 0.25 0.1
+    python bench/bench_pruning.py --fractions 0.1 --modes sample train   # no counting budget
 """
 
 from __future__ import annotations
@@ -120,17 +121,29 @@ def bytes_per_token(tok: bytepair.Tokenizer, text: str, nbytes: int) -> float:
     return nbytes / len(tok.encode_to_numpy(text, disallowed_special=(), num_threads=None))
 
 
-def run(corpus: str, fractions: list[float], merges: int, threads: int | None, work: Path) -> list:
+MODES = ("sample", "train", "fold", "count", "count-sample")
+
+
+def run(
+    corpus: str,
+    fractions: list[float],
+    merges: int,
+    threads: int | None,
+    work: Path,
+    modes: tuple[str, ...] = MODES,
+) -> list:
     train_files, held_path = prepare(corpus, work)
     held = Path(held_path).read_text(encoding="utf-8")
     held_bytes = len(held.encode())
     common.log(f"{corpus}: counting {len(train_files)} file(s)")
-    common.reset_peak_rss()
-    before = common.current_rss_mib()
-    exact_counter = _core.WordCounter("gpt2", [])
-    exact_counter.count_files(train_files, threads)
-    count_memory = int((common.peak_rss_mib() - before) * 2**20)
-    del exact_counter
+    count_memory = 0
+    if {"count", "count-sample"} & set(modes):
+        common.reset_peak_rss()
+        before = common.current_rss_mib()
+        exact_counter = _core.WordCounter("gpt2", [])
+        exact_counter.count_files(train_files, threads)
+        count_memory = int((common.peak_rss_mib() - before) * 2**20)
+        del exact_counter
     counts = bytepair.count(train_files, work / "counts", progress=False)
     stats = word_stats(counts.items())
     rows = []
@@ -162,32 +175,32 @@ def run(corpus: str, fractions: list[float], merges: int, threads: int | None, w
     counts.load_into(counter)
     record("exact", 1.0, None, counter, time.perf_counter() - start)
     cost = PER_WORD * stats["words"] + PER_BYTE * stats["bytes"]
+    # merges=0: the whole budget for the words (the per-merge share is left out)
+    run = {"ids": 256 + merges, "merges": 0}
+
+    def load(budget: int, **how) -> tuple[int, _core.WordCounter]:
+        counter = _core.WordCounter("gpt2", [])
+        fold = {"fold": True} if how.pop("fold", False) else {}
+        counts.load_into(counter, max_memory=budget, run=run | fold, **how)
+        return budget, counter
+
+    def count(budget: int, **how) -> tuple[int, _core.WordCounter]:
+        counter = _core.WordCounter("gpt2", [], max_memory=budget, **how)
+        counter.count_files(train_files, threads)
+        return budget, counter
+
+    ways = {
+        "sample": lambda f: load(int(f * cost)),
+        "train": lambda f: load(int(f * cost), sample=False),
+        "fold": lambda f: load(int(f * cost), sample=False, fold=True),
+        "count": lambda f: count(int(f * count_memory)),
+        "count-sample": lambda f: count(int(f * count_memory), sample=True),
+    }
     for f in fractions:
-        start = time.perf_counter()
-        counter = _core.WordCounter("gpt2", [])
-        budget = int(f * cost)
-        # merges=0: the whole budget for the words (the per-merge share is left out)
-        run = {"ids": 256 + merges, "merges": 0}
-        counts.load_into(counter, max_memory=budget, run=run)
-        record("sample", f, budget, counter, time.perf_counter() - start)
-        start = time.perf_counter()
-        counter = _core.WordCounter("gpt2", [])
-        counts.load_into(counter, max_memory=budget, run=run, sample=False)
-        record("train", f, budget, counter, time.perf_counter() - start)
-        start = time.perf_counter()
-        counter = _core.WordCounter("gpt2", [])
-        run = {"ids": 256 + merges, "merges": 0, "fold": True}
-        counts.load_into(counter, max_memory=budget, run=run, sample=False)
-        record("fold", f, budget, counter, time.perf_counter() - start)
-        start = time.perf_counter()
-        budget = int(f * count_memory)
-        counter = _core.WordCounter("gpt2", [], max_memory=budget)
-        counter.count_files(train_files, threads)
-        record("count", f, budget, counter, time.perf_counter() - start)
-        start = time.perf_counter()
-        counter = _core.WordCounter("gpt2", [], max_memory=budget, sample=True)
-        counter.count_files(train_files, threads)
-        record("count-sample", f, budget, counter, time.perf_counter() - start)
+        for mode in modes:
+            start = time.perf_counter()
+            budget, counter = ways[mode](f)
+            record(mode, f, budget, counter, time.perf_counter() - start)
     exact = rows[0]["merges"]
     for row in rows:
         row.update(compare(exact, row["merges"]))
@@ -227,6 +240,7 @@ def main() -> None:
     p.add_argument("--fractions", nargs="+", type=float, default=[0.5, 0.25, 0.1, 0.05])
     p.add_argument("--merges", type=int, default=32000)
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     p.add_argument("--work-dir", type=Path, default=None, help="keep the inputs here")
     args = p.parse_args()
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="bench-pruning-"))
@@ -235,7 +249,7 @@ def main() -> None:
         for corpus in args.corpus:
             sub = work / corpus.replace("/", "_").replace(":", "_")
             sub.mkdir(parents=True, exist_ok=True)
-            rows += run(corpus, args.fractions, args.merges, args.threads, sub)
+            rows += run(corpus, args.fractions, args.merges, args.threads, sub, tuple(args.modes))
     finally:
         if args.work_dir is None:
             shutil.rmtree(work, ignore_errors=True)
