@@ -95,9 +95,9 @@ fn fast_path_equals_sentencepieces_whole_text_queue() {
     for byte_fallback in [true, false] {
         let enc = SpmEncoder::new(model(byte_fallback), vec![]).unwrap();
         for round in 0..3000 {
-            // Long texts fill several batches of words (256 each).
+            // Long texts fill several batches of words (1024 each).
             let len = if round % 100 == 0 {
-                3000
+                6000
             } else if round % 10 == 0 {
                 300
             } else {
