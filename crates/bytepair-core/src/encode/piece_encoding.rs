@@ -10,7 +10,7 @@ use crate::shortkey::{hash_mid, load_mid, MAX_MID as MID_PIECE};
 
 use super::cache::{hash_key, BatchArrays, Scratch};
 use super::merge::{merge_by_rank, merge_long, merge_short, LONG_PIECE};
-use super::superwords::has_cut;
+use super::superwords::spans_words;
 use super::tables::{load_key, piece_key, CACHED_PIECE, NO_ID};
 use super::{EncodeError, Encoder, CANCEL};
 
@@ -269,7 +269,7 @@ impl Encoder {
         {
             return Err(EncodeError::NotInVocabulary(vec![b]));
         }
-        if has_cut(piece) && piece.len() < u32::MAX as usize {
+        if spans_words(piece) && piece.len() < u32::MAX as usize {
             return self.merge_words(piece, scratch, out);
         }
         if piece.len() < LONG_PIECE {

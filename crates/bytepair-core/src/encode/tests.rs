@@ -334,3 +334,39 @@ fn encoding_a_distinct_word_gives_the_ids_of_encoding_it() {
         assert!(e.encode_distinct_into(word, &mut vec![]).is_err());
     }
 }
+
+#[test]
+fn whitespace_runs_are_merged_whole_without_the_word_by_word_tables() {
+    // "\n  " has a cut (a space after the newline) but no words, nor has
+    // " \u{a0} " (no-break space, as enwiki has): merging them
+    // word by word built `Seams` (the BPE of every merged token) for nothing.
+    let mut tokens: Vec<(Vec<u8>, u32)> = (0..=255u8).map(|b| (vec![b], b as u32)).collect();
+    tokens.push((b"  ".to_vec(), 256));
+    tokens.push((b"\n ".to_vec(), 257));
+    let merged = vec![b"  ".to_vec(), b"\n ".to_vec()];
+    let e = Encoder::new(tokens, merged, vec![], "gpt2").unwrap();
+    let text = "a\n   b\n\n    c \n  d\t \n     x \u{a0} \u{a0}y\u{3000} z";
+    let mut want = vec![];
+    e.pre_tokenizer()
+        .for_each_piece(text, |piece| {
+            want.extend(ids_by_byte_merge(&e, piece.as_bytes()))
+        })
+        .unwrap();
+    let mut got = vec![];
+    e.encode_ordinary_into(text, &mut got).unwrap();
+    assert_eq!(got, want);
+    assert!(want.contains(&256) && want.contains(&257));
+    assert!(!e.vocab.word_tables_built());
+    for (piece, spans) in [
+        (" by the", true),
+        ("é b", true),
+        (" \u{a0} ", false),
+        ("\n\t  ", false),
+    ] {
+        assert_eq!(
+            super::superwords::spans_words(piece.as_bytes()),
+            spans,
+            "{piece:?}"
+        );
+    }
+}

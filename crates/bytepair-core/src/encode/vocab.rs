@@ -77,6 +77,12 @@ impl VocabTables {
         self.seams
             .get_or_init(|| Seams::new(&self.pair_ranks, &self.ranks.merged))
     }
+
+    /// Whether `seams` was built (tests: plain pieces never build it).
+    #[cfg(test)]
+    pub(super) fn word_tables_built(&self) -> bool {
+        self.seams.get().is_some()
+    }
 }
 
 /// `strings` in one buffer.
