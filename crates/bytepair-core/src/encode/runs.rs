@@ -3,10 +3,15 @@
 //! that encodes one input on many threads shares (`segments`, `file`,
 //! `documents`).
 //!
-//! Each rayon task encodes a run of consecutive segments into one buffer
-//! (a fold), taken from a small pool and given back afterwards: a fresh
-//! buffer per segment was a fresh mapping whose pages faulted in on every
-//! call, whatever the allocator did before. The caller then sizes its output
+//! Each rayon task encodes a run of consecutive segments (a fold) into
+//! buffers of `BUFFER_IDS` taken from a small pool and given back
+//! afterwards: a fresh buffer per segment was a fresh mapping whose pages
+//! faulted in on every call, whatever the allocator did before. A run that
+//! fills its buffer takes another rather than grow it: how many segments a
+//! fold gets changes from call to call, and growing (a `realloc`) copied the
+//! run's ids into fresh pages (95% of the page faults of steady-state
+//! `encode_to_numpy(num_threads=2)` calls on 30 MB of enwiki, 2,000-4,600 a
+//! call, where one thread had none). The caller then sizes its output
 //! from the segments' lengths and every segment is copied (or converted) to
 //! its place on the pool: no serial pass over the ids on one thread while
 //! the others wait.
@@ -21,17 +26,26 @@ use super::segments::EncodeSegment;
 use super::{cancellable, EncodeError};
 use crate::progress::Progress;
 
-/// Buffers kept in the pool for the next call, at most.
-const POOLED_BUFFERS: usize = 16;
+/// Ids a new run buffer holds (4 MiB: the ids of ~8 MB of prose).
+const BUFFER_IDS: usize = 1 << 20;
+/// Buffers kept in the pool for the next call, at most: 256 MiB of
+/// `BUFFER_IDS`, the ids of a text of ~500 MB (only pages once written are
+/// resident).
+const POOLED_BUFFERS: usize = 64;
 /// A buffer of more ids than this is freed, not pooled (64 MiB).
 const POOLED_MAX_IDS: usize = 16 << 20;
 
 /// Run buffers of calls that finished.
 static POOL: Mutex<Vec<Vec<u32>>> = Mutex::new(Vec::new());
 
-fn take_buffer() -> Vec<u32> {
+/// An empty buffer with room for at least `ids` ids: a pooled one if one is
+/// large enough, else a new one of `BUFFER_IDS` (or `ids` if more).
+fn take_buffer(ids: usize) -> Vec<u32> {
     let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-    pool.pop().unwrap_or_default()
+    match pool.iter().rposition(|b| b.capacity() >= ids) {
+        Some(i) => pool.swap_remove(i),
+        None => Vec::with_capacity(ids.max(BUFFER_IDS)),
+    }
 }
 
 fn give_buffer(mut ids: Vec<u32>) {
@@ -46,18 +60,39 @@ fn give_buffer(mut ids: Vec<u32>) {
 }
 
 /// The segments one task encoded (consecutive ones, as rayon folds a slice
-/// in ranges, though nothing here relies on it): `ends[j] = (k, end)` says
-/// segment `k`'s ids end at `ids[end]` and start where the one before ends.
+/// in ranges, though nothing here relies on it): `ends[j] = (k, b, end)`
+/// says segment `k`'s ids end at `buffers[b][end]` and start where the one
+/// before in that buffer ends (at 0 if none).
+#[derive(Default)]
 struct Run {
-    ends: Vec<(usize, usize)>,
-    ids: Vec<u32>,
+    ends: Vec<(usize, usize, usize)>,
+    buffers: Vec<Vec<u32>>,
 }
+
+impl Run {
+    /// The buffer to encode a segment of `text_bytes` into: the last one, or
+    /// a new one if the last lacks room for ~2 bytes per id.
+    fn buffer_for(&mut self, text_bytes: usize) -> &mut Vec<u32> {
+        let need = text_bytes / 2 + 16;
+        if self
+            .buffers
+            .last()
+            .is_none_or(|ids| ids.capacity() - ids.len() < need)
+        {
+            self.buffers.push(take_buffer(need));
+        }
+        self.buffers.last_mut().expect("a buffer was just pushed")
+    }
+}
+
+/// Where a segment's ids are: (run, buffer of the run, range in it).
+type Place = (usize, usize, Range<usize>);
 
 /// Every segment's ids, in runs (see the module's comment).
 pub(super) struct Runs {
     runs: Vec<Run>,
-    /// (run, range in its ids) of each segment, in segment order.
-    segments: Vec<(usize, Range<usize>)>,
+    /// Each segment's place, in segment order.
+    segments: Vec<Place>,
 }
 
 impl Runs {
@@ -78,24 +113,20 @@ impl Runs {
             .par_iter()
             .enumerate()
             .fold(
-                || {
-                    Ok(Run {
-                        ends: Vec::new(),
-                        ids: take_buffer(),
-                    })
-                },
+                || Ok(Run::default()),
                 |run, (k, &(offset, text))| {
                     let mut run = run?;
                     if progress.is_cancelled() {
                         return Err((k, EncodeError::Cancelled));
                     }
-                    run.ids.reserve(text.len() / 2 + 16);
+                    let ids = run.buffer_for(text.len());
                     let at_start = starts_text && offset == 0;
                     cancellable(progress, || {
-                        encode.encode_segment(text, at_start, &mut run.ids)
+                        encode.encode_segment(text, at_start, &mut *ids)
                     })
                     .map_err(|e| (k, e.shifted(offset)))?;
-                    run.ends.push((k, run.ids.len()));
+                    let end = ids.len();
+                    run.ends.push((k, run.buffers.len() - 1, end));
                     Ok(run)
                 },
             )
@@ -123,27 +154,30 @@ impl Runs {
 
     /// Fill `segments` from the runs (every one of `count` segments is in one).
     fn index(mut self, count: usize) -> Self {
-        let mut placed: Vec<(usize, usize, Range<usize>)> = Vec::with_capacity(count);
+        let mut placed: Vec<(usize, Place)> = Vec::with_capacity(count);
         for (r, run) in self.runs.iter().enumerate() {
-            let mut start = 0;
-            for &(k, end) in &run.ends {
-                placed.push((k, r, start..end));
+            let (mut buffer, mut start) = (0, 0);
+            for &(k, b, end) in &run.ends {
+                if b != buffer {
+                    (buffer, start) = (b, 0);
+                }
+                placed.push((k, (r, b, start..end)));
                 start = end;
             }
         }
-        placed.sort_unstable_by_key(|(k, _, _)| *k);
+        placed.sort_unstable_by_key(|(k, _)| *k);
         assert!(
-            placed.iter().enumerate().all(|(i, (k, _, _))| i == *k) && placed.len() == count,
+            placed.iter().enumerate().all(|(i, (k, _))| i == *k) && placed.len() == count,
             "every segment encoded once"
         );
-        self.segments = placed.into_iter().map(|(_, r, range)| (r, range)).collect();
+        self.segments = placed.into_iter().map(|(_, place)| place).collect();
         self
     }
 
     /// The ids of segment `k`.
     pub(super) fn ids(&self, k: usize) -> &[u32] {
-        let (r, range) = &self.segments[k];
-        &self.runs[*r].ids[range.clone()]
+        let (r, b, range) = &self.segments[k];
+        &self.runs[*r].buffers[*b][range.clone()]
     }
 
     /// Number of segments.
@@ -153,7 +187,7 @@ impl Runs {
 
     /// Ids of all segments together.
     pub(super) fn total_ids(&self) -> usize {
-        self.segments.iter().map(|(_, range)| range.len()).sum()
+        self.segments.iter().map(|(_, _, range)| range.len()).sum()
     }
 
     /// Write every segment to its place in `out`'s spare capacity, on the
@@ -192,8 +226,8 @@ impl Runs {
 
 impl Drop for Runs {
     fn drop(&mut self) {
-        for run in self.runs.drain(..) {
-            give_buffer(run.ids);
+        for buffer in self.runs.drain(..).flat_map(|run| run.buffers) {
+            give_buffer(buffer);
         }
     }
 }
@@ -266,6 +300,35 @@ mod tests {
             assert_eq!(out[0], 7, "appended");
             assert!(out[1..].iter().copied().eq(text.bytes().map(u32::from)));
         }
+    }
+
+    #[test]
+    fn a_run_that_fills_its_buffer_goes_on_in_another() {
+        // One id per byte where the estimate is one per 2 bytes: every
+        // second segment of a run needs a new buffer (or a grown one).
+        let text: String = (0..3 * BUFFER_IDS)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let segments = segments_of(&text, 700_000);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let runs = pool
+            .install(|| Runs::encode(&segments, true, &bytes_of, &Progress::default()))
+            .unwrap();
+        assert!(runs.runs.iter().map(|run| run.buffers.len()).sum::<usize>() > runs.runs.len());
+        let mut out = vec![];
+        runs.write_out(
+            &mut out,
+            |k| runs.ids(k).len(),
+            |k, place| {
+                copy_ids(runs.ids(k), place);
+                Ok::<(), ()>(())
+            },
+        )
+        .unwrap();
+        assert!(out.iter().copied().eq(text.bytes().map(u32::from)));
     }
 
     #[test]
