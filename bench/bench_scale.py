@@ -29,12 +29,22 @@ Rows (default ranks in brackets):
 "Warm" is the median of ``--repeat`` calls after the first; each call's
 result replaces the last one's (``ids = encode(text)``), as a loop would.
 
-``--cores`` measures ours on 1 and 2 threads instead (threads = cores here):
-``encode_to_numpy(num_threads=N)`` on 30 MB of enwiki (warm), ``encode_batch``
-on 30 MB of it as 100 KB documents (second call; gigatoken's
+``--cores`` measures ours on 1 and 2 threads instead (threads = cores here),
+each cell a fresh process that calls several times; the median is of the
+later calls (the steady state of a long job: a process's first calls fill
+the piece caches and fault in buffers, and used to carry a second thread's
+work): ``encode_to_numpy(num_threads=N)`` on 30 MB of enwiki (calls 4-8),
+``encode_batch`` on 30 MB of it as 100 KB documents (calls 5-8; gigatoken's
 ``encode_batch(parallel=True)`` alongside), ``encode_dataset`` of enwiki.txt
-(one document per line) and ``bytepair encode enwiki.txt -o ids.npy`` (whole
-process), and ``count_files`` (counting, per thread).
+(one document per line; runs 2-3), ``bytepair encode enwiki.txt -o ids.npy``
+(whole process, start-up included) and ``count_files`` (counting, calls 2-4).
+Each cell gives wall MB/s, CPUs busy (CPU seconds of all threads / wall
+seconds), threads ready (seconds the process's threads were on a CPU or
+waiting in a run queue for one / wall seconds: ~N when N threads never wait
+for each other, whatever else the host runs; threads that end during a call,
+such as ``encode_dataset``'s reader and writer, are not in it) and MB per CPU
+second; the load average before and after is printed (scaling needs idle
+cores).
 
 Usage::
 
@@ -283,30 +293,76 @@ def save(raw: list, name: str) -> None:
 # ---- cores: ours on 1 and 2 threads -----------------------------------------------
 
 CORE_JOBS = {
-    "numpy": "encode_to_numpy(num_threads=N), 30 MB of enwiki, warm",
-    "batch": "encode_batch, 30 MB of enwiki as 100 KB documents, 2nd call",
-    "giga_batch": "gigatoken encode_batch(parallel=True), same documents, 2nd call",
-    "dataset": "encode_dataset(enwiki.txt, one document per line), 2nd run",
+    "numpy": "encode_to_numpy(num_threads=N), 30 MB of enwiki",
+    "batch": "encode_batch, 30 MB of enwiki as 100 KB documents",
+    "giga_batch": "gigatoken encode_batch(parallel=True), same documents",
+    "dataset": "encode_dataset(enwiki.txt, one document per line)",
     "cli": "bytepair encode enwiki.txt -o ids.npy (whole process)",
     "count": "count_files(enwiki.txt) (counting)",
 }
+# Calls per child process, and how many of the first are left out of the
+# median: a process's first calls fill the piece caches and fault in the
+# buffers, and the steady state is what a long job sees.
+CORE_CALLS = {"numpy": (8, 3), "batch": (8, 4), "giga_batch": (8, 4), "count": (4, 1)}
+DATASET_RUNS = (3, 1)
+
+
+def ready_seconds() -> float:
+    """Seconds this process's live threads have been ready to run: on a CPU
+    or waiting in a run queue for one (/proc/self/task/*/schedstat; 0 where
+    it is missing)."""
+    total = 0
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/schedstat") as f:
+                on_cpu, waiting = f.read().split()[:2]
+        except (OSError, ValueError):
+            continue
+        total += int(on_cpu) + int(waiting)
+    return total / 1e9
+
+
+def timed_calls(call, calls: int, skip: int) -> tuple[float, float, float]:
+    """Median wall, CPU (user + system, all threads) and ready (see
+    `ready_seconds`) seconds of calls `skip + 1`..`calls` of `call`; each
+    call's result is dropped before the next."""
+    times, cpu, ready = [], [], []
+    for _ in range(calls):
+        start, start_cpu, start_ready = time.perf_counter(), time.process_time(), ready_seconds()
+        result = call()
+        times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+        ready.append(ready_seconds() - start_ready)
+        del result
+    return tuple(statistics.median(x[skip:]) for x in (times, cpu, ready))
+
+
+def rates(mb: float, seconds: float, cpu_seconds: float, ready: float) -> dict:
+    """MB/s, MB per CPU second, CPUs busy (CPU seconds / wall seconds) and
+    threads ready (ready seconds / wall seconds: the threads that wanted a
+    CPU, which a shared host does not lower as it lowers CPUs busy)."""
+    return {
+        "mbps": mb / seconds,
+        "cpu_mbps": mb / cpu_seconds,
+        "cpus": cpu_seconds / seconds,
+        "ready": ready / seconds,
+        "peak_mib": common.peak_rss_mib(),
+    }
 
 
 def cores_child(job: str, threads: str, ranks_path: str) -> dict:
-    """One job of the cores table on `threads` threads; MB/s and peak RSS."""
+    """One job of the cores table on `threads` threads, in this fresh process."""
     n = int(threads)
     path = common.corpus_path("enwiki")
     if job == "count":
         from bytepair import _core
 
-        counter = _core.WordCounter("gpt2", [common.EOT])
-        start, start_cpu = time.perf_counter(), time.process_time()
-        counter.count_files([str(path)], n)
-        mb = path.stat().st_size / common.MB
-        return {
-            "mbps": mb / (time.perf_counter() - start),
-            "cpu_mbps": mb / (time.process_time() - start_cpu),
-        }
+        def call():
+            counter = _core.WordCounter("gpt2", [common.EOT])
+            counter.count_files([str(path)], n)
+            return counter
+
+        return rates(path.stat().st_size / common.MB, *timed_calls(call, *CORE_CALLS[job]))
     text = path.read_bytes()[: 30 * 10**6].decode("utf-8", "ignore")
     docs = [text[i : i + 100_000] for i in range(0, len(text), 100_000)]
     mb = len(text.encode()) / common.MB
@@ -325,46 +381,33 @@ def cores_child(job: str, threads: str, ranks_path: str) -> dict:
             call = lambda: tok.encode_batch(docs, num_threads=n)  # noqa: E731
         else:  # dataset
             return dataset_child(tok, n)
-    times, cpu = [], []
-    for _ in range(4 if job == "numpy" else 2):
-        start, start_cpu = time.perf_counter(), time.process_time()
-        ids = call()
-        times.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - start_cpu)
-        del ids
-    return {
-        "mbps": mb / statistics.median(times[1:]),
-        "cpu_mbps": mb / statistics.median(cpu[1:]),
-        "peak_mib": common.peak_rss_mib(),
-    }
+    return rates(mb, *timed_calls(call, *CORE_CALLS[job]))
 
 
 def dataset_child(tok, threads: int) -> dict:
-    """encode_dataset of enwiki.txt twice into fresh folders; MB/s of the second."""
+    """encode_dataset of enwiki.txt into fresh folders, DATASET_RUNS times."""
     import bytepair.dataset
 
     path = common.corpus_path("enwiki")
-    seconds, cpu = [], []
     with tempfile.TemporaryDirectory(dir=common.OUT_DIR) as tmp:
-        for k in range(2):
-            start, start_cpu = time.perf_counter(), time.process_time()
-            bytepair.dataset.encode_dataset(
+        runs = iter(range(DATASET_RUNS[0]))
+
+        def call():
+            return bytepair.dataset.encode_dataset(
                 path,
-                os.path.join(tmp, str(k)),
+                os.path.join(tmp, str(next(runs))),
                 tok,
                 separator="\n",
                 eot=None,
                 num_threads=threads,
                 progress=False,
             )
-            seconds.append(time.perf_counter() - start)
-            cpu.append(time.process_time() - start_cpu)
-    mb = path.stat().st_size / common.MB
-    return {"mbps": mb / seconds[-1], "cpu_mbps": mb / cpu[-1], "peak_mib": common.peak_rss_mib()}
+
+        return rates(path.stat().st_size / common.MB, *timed_calls(call, *DATASET_RUNS))
 
 
 def cli_run(threads: int, ranks_path: str) -> dict:
-    """`bytepair encode enwiki.txt` as a whole process; MB/s from wall time."""
+    """`bytepair encode enwiki.txt` as a whole process (start-up included)."""
     path = common.corpus_path("enwiki")
     with tempfile.TemporaryDirectory(dir=common.OUT_DIR) as tmp:
         cmd = [sys.executable, "-m", "bytepair", "encode", "-q", str(path), "-t", ranks_path]
@@ -376,48 +419,58 @@ def cli_run(threads: int, ranks_path: str) -> dict:
     if os.waitstatus_to_exitcode(status):
         raise SystemExit(f"{cmd} failed")
     mb = path.stat().st_size / common.MB
-    return {
-        "mbps": mb / seconds,
-        "cpu_mbps": mb / (usage.ru_utime + usage.ru_stime),
-        "peak_mib": usage.ru_maxrss / 1024,
-    }
+    cpu = usage.ru_utime + usage.ru_stime
+    return {"mbps": mb / seconds, "cpu_mbps": mb / cpu, "cpus": cpu / seconds, "ready": None}
+
+
+def cores_run(job: str, threads: int, ranks_path: str) -> dict:
+    """One fresh process of `job` on `threads` threads."""
+    if job == "cli":
+        return cli_run(threads, ranks_path)
+    env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
+    cmd = [sys.executable, __file__, "--child", "cores", job, str(threads), ranks_path]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if out.returncode:
+        raise SystemExit(f"{job} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def cores_table(args: argparse.Namespace) -> None:
     """Ours (and gigatoken's batch) on 1 and 2 threads, interleaved runs, medians."""
     common.OUT_DIR.mkdir(exist_ok=True)
     ranks_path = rank_file("gpt2")
+    print(f"<!-- load average before: {os.getloadavg()[0]:.2f} -->")
     print(
         "| what (gpt2 ranks) | 1 thread MB/s | 2 threads MB/s | speed-up | per thread at 2 "
-        "| MB per CPU second, 1 / 2 threads |"
+        "| CPUs busy, 1 / 2 threads | threads ready, 1 / 2 | MB per CPU second, 1 / 2 threads |"
     )
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     raw = []
     for job, label in CORE_JOBS.items():
         runs = {1: [], 2: []}
         for run in range(args.runs):
             for threads in (1, 2) if run % 2 == 0 else (2, 1):
-                if job == "cli":
-                    runs[threads].append(cli_run(threads, ranks_path))
-                else:
-                    env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
-                    cmd = [sys.executable, __file__, "--child", "cores", job, str(threads)]
-                    out = subprocess.run(
-                        cmd + [ranks_path], capture_output=True, text=True, env=env
-                    )
-                    if out.returncode:
-                        raise SystemExit(f"{job} failed:\n{out.stderr[-3000:]}")
-                    runs[threads].append(json.loads(out.stdout.strip().splitlines()[-1]))
-        one = [r["mbps"] for r in runs[1]]
-        two = [r["mbps"] for r in runs[2]]
+                runs[threads].append(cores_run(job, threads, ranks_path))
+        one, two = ([r["mbps"] for r in runs[t]] for t in (1, 2))
         speedup = statistics.median(two) / statistics.median(one)
-        cpu = [statistics.median(r["cpu_mbps"] for r in runs[t]) for t in (1, 2)]
+        cpus, cpu = (
+            [statistics.median(r[key] for r in runs[t]) for t in (1, 2)]
+            for key in ("cpus", "cpu_mbps")
+        )
+        ready = " / ".join(
+            "-"
+            if runs[t][0]["ready"] is None
+            else f"{statistics.median(r['ready'] for r in runs[t]):.2f}"
+            for t in (1, 2)
+        )
         print(
             f"| {label} | {spread(one)} | {spread(two)} | {speedup:.2f} | "
-            f"{statistics.median(two) / 2:.0f} | {cpu[0]:.0f} / {cpu[1]:.0f} |",
+            f"{statistics.median(two) / 2:.0f} | {cpus[0]:.2f} / {cpus[1]:.2f} | {ready} | "
+            f"{cpu[0]:.0f} / {cpu[1]:.0f} |",
             flush=True,
         )
         raw.append({"job": job, **{str(k): v for k, v in runs.items()}})
+    print(f"<!-- load average after: {os.getloadavg()[0]:.2f} -->")
     save(raw, "scale_cores.json")
 
 
