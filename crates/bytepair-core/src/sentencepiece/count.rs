@@ -205,6 +205,14 @@ impl UnitSplitter<'_> {
                 class = k;
             }
             i += len;
+            if k == 2 && len == 1 {
+                // The rest of a run of ASCII letters (class 2, as every
+                // ASCII letter) joins this unit: nothing above would cut it.
+                i += b[i..to]
+                    .iter()
+                    .position(|&x| !x.is_ascii_alphabetic())
+                    .unwrap_or(to - i);
+            }
         }
     }
 

@@ -107,7 +107,10 @@ struct UnitChars {
 
 impl UnitChars {
     fn of(counts: &SpmCounts) -> Self {
-        let mut ascii = [NONE; 128];
+        // Characters of the Basic Multilingual Plane (nearly all) are
+        // numbered through a table, the others through a hash map (hashing
+        // every character was a tenth of training on multilingual text).
+        let mut bmp = vec![NONE; 1 << 16];
         let mut index: FxHashMap<char, u32> = FxHashMap::default();
         let mut units = UnitChars {
             codes: Vec::new(),
@@ -119,7 +122,7 @@ impl UnitChars {
             let start = units.codes.len();
             for c in unit {
                 let slot = match c as usize {
-                    a if a < 128 => &mut ascii[a],
+                    a if a < 1 << 16 => &mut bmp[a],
                     _ => index.entry(c).or_insert(NONE),
                 };
                 if *slot == NONE {

@@ -48,6 +48,7 @@ pub mod budget;
 mod changes;
 mod pairs;
 mod queue;
+mod rare;
 mod superbpe;
 mod symbols;
 mod words;
@@ -62,6 +63,7 @@ use crate::progress::Progress;
 use changes::SeamChanges;
 use pairs::{initial_pair_index, PairMap};
 use queue::Candidate;
+use rare::RarePairs;
 use words::{merge_words, Words};
 
 pub use base::{train_on_base, Base};
@@ -149,6 +151,12 @@ impl TokenPrefix {
     }
 }
 
+/// A token's length in bytes and in UTF-8 characters.
+fn size_of_token(bytes: &[u8]) -> (usize, usize) {
+    let chars = bytes.iter().filter(|&&x| x & 0xC0 != 0x80).count();
+    (bytes.len(), chars)
+}
+
 struct Trainer<S: Symbol> {
     words: Words<S>,
     /// Symbols of the words as they stand (`words` is compacted when merges
@@ -158,6 +166,9 @@ struct Trainer<S: Symbol> {
     /// Token id -> bytes (ids 0..255 are single bytes), and their prefixes.
     token_bytes: Vec<Vec<u8>>,
     token_prefix: Vec<TokenPrefix>,
+    /// Every token's length in bytes and in UTF-8 characters (`too_long`
+    /// asks for both of every pair queued: hundreds of thousands).
+    token_size: Vec<(usize, usize)>,
     /// Every pair with a positive count. One map for the count and the reverse
     /// index, so counting a new occurrence up is one hash lookup, not two.
     pairs: PairMap,
@@ -184,6 +195,8 @@ struct Trainer<S: Symbol> {
     taken: FxHashSet<Vec<u8>>,
     /// SuperBPE stage 2's limits (`set_rules`), and every token's shape.
     rules: Option<(superbpe::SuperwordRules, Vec<superbpe::Shape>)>,
+    /// The rare pairs merges make, left out of `pairs` (`rare`).
+    rare: RarePairs,
 }
 
 impl<S: Symbol> Trainer<S> {
@@ -198,7 +211,8 @@ impl<S: Symbol> Trainer<S> {
         max_chars: usize,
     ) -> Self {
         let token_prefix = token_bytes.iter().map(|b| TokenPrefix::of(b)).collect();
-        let pairs = initial_pair_index(&words, &freqs);
+        let token_size = token_bytes.iter().map(|b| size_of_token(b)).collect();
+        let pairs = initial_pair_index(&words, &freqs, token_bytes.len());
         let vocabulary = token_bytes.len();
         let live_symbols = words.capacity();
         let mut t = Trainer {
@@ -207,6 +221,7 @@ impl<S: Symbol> Trainer<S> {
             freqs,
             token_bytes,
             token_prefix,
+            token_size,
             pairs,
             heap: BinaryHeap::new(),
             threshold: 1 << 63,
@@ -216,6 +231,7 @@ impl<S: Symbol> Trainer<S> {
             max_token_chars: max_chars,
             taken,
             rules: None,
+            rare: RarePairs::default(),
         };
         t.rebuild_queue();
         t
@@ -234,14 +250,10 @@ impl<S: Symbol> Trainer<S> {
     /// Whether merging `pair` would make a token longer than allowed.
     fn too_long(&self, pair: Pair) -> bool {
         let (left, right) = (
-            &self.token_bytes[pair.0 as usize],
-            &self.token_bytes[pair.1 as usize],
+            self.token_size[pair.0 as usize],
+            self.token_size[pair.1 as usize],
         );
-        if left.len() + right.len() > self.max_token_length {
-            return true;
-        }
-        let chars = |b: &[u8]| b.iter().filter(|&&x| x & 0xC0 != 0x80).count();
-        self.max_token_chars != usize::MAX && chars(left) + chars(right) > self.max_token_chars
+        left.0 + right.0 > self.max_token_length || left.1 + right.1 > self.max_token_chars
     }
 
     /// Whether `pair` may be merged: `may_merge`, and not a token already.
@@ -271,6 +283,7 @@ impl<S: Symbol> Trainer<S> {
             self.taken.insert(bytes.clone());
         }
         self.token_prefix.push(TokenPrefix::of(&bytes));
+        self.token_size.push(size_of_token(&bytes));
         self.token_bytes.push(bytes);
     }
 
@@ -335,15 +348,24 @@ impl<S: Symbol> Trainer<S> {
     /// of one merge are few.
     fn apply_changes(&mut self, pair: Pair, new_id: u32) -> Vec<(Pair, u64)> {
         let (a, b) = pair;
-        let Trainer { pairs, changes, .. } = self;
+        let Trainer {
+            pairs,
+            changes,
+            rare,
+            ..
+        } = self;
         let back_from_new = changes.left.count_of(new_id);
         let mut count_down = |p: Pair, n: u64| {
-            if p != pair {
-                let stats = pairs.get_mut(&p).expect("a pair in a word is counted");
-                stats.count -= n;
-                if stats.count == 0 {
-                    pairs.remove(&p);
-                }
+            if p == pair {
+                return;
+            }
+            let Some(stats) = pairs.get_mut(&p) else {
+                assert!(rare.skipped > 0, "a pair in a word is counted");
+                return;
+            };
+            stats.count -= n;
+            if stats.count == 0 {
+                pairs.remove(&p);
             }
         };
         for seen in &changes.left.seen {
@@ -356,9 +378,11 @@ impl<S: Symbol> Trainer<S> {
         }
         let mut new_pairs = Vec::with_capacity(changes.left.seen.len() + changes.right.seen.len());
         let mut add = |p: Pair, n: u64, words: &[u32]| {
-            if n > 0 {
+            if n >= rare.below.max(1) {
                 pairs.insert(p, n, words);
                 new_pairs.push((p, n));
+            } else if n > 0 {
+                rare.skipped = rare.skipped.max(n + 1);
             }
         };
         changes.left.drain(|x, n, words| add((x, new_id), n, words));
@@ -529,7 +553,12 @@ fn learn<S: Symbol>(
         if progress.is_cancelled() {
             return Err(TrainError::Cancelled);
         }
-        let Some((pair, count)) = t.pop_best() else {
+        let best = t.pop_best();
+        if t.rare.may_hide_best(best.map(|(_, count)| count)) {
+            t.recount();
+            continue;
+        }
+        let Some((pair, count)) = best else {
             stop = Stop::NoPairLeft;
             break;
         };
@@ -546,6 +575,7 @@ fn learn<S: Symbol>(
             count,
         });
         progress.add(1);
+        t.rare.guess(&merges, num_merges);
         // Compaction keeps the heap within a small factor of the live pairs.
         if t.heap.len() > 4 * t.pairs.len() + 1024 {
             t.rebuild_queue();

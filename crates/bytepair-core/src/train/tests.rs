@@ -243,3 +243,33 @@ fn training_on_a_tally_equals_training_on_its_map() {
         (key(&from_map), from_map.tokens)
     );
 }
+
+#[test]
+fn leaving_rare_pairs_out_keeps_the_merges() {
+    // Pairs made below `below` are left out from the first merge on; with a
+    // high `below` the best indexed pair soon falls under it and the words
+    // are counted again. The merges are the full recount's either way.
+    let mut next = xorshift(0x5851_f42d_4c95_7f2d);
+    for below in [0, 2, 5, 50, 1 << 20] {
+        let counts = generated_words(&mut next, b"abcd", 7, [1, 3, 40, 700]);
+        let words: Vec<(Vec<u8>, u64)> = counts.iter().map(|(w, c)| (w.clone(), *c)).collect();
+        let expected = learn_by_recounting(&words, 40);
+        let (w, freqs) = Words::<u16>::from_counts(&counts);
+        let bytes = (0..=255u8).map(|b| vec![b]).collect();
+        let options = TrainOptions::default();
+        let mut t = Trainer::new(w, freqs, bytes, Default::default(), &options, usize::MAX);
+        t.rare.below = below;
+        let (merges, stop, tokens) =
+            super::learn(t, 0, 40, &options, &Progress::default()).unwrap();
+        let trained = Trained {
+            merges,
+            stop,
+            tokens,
+        };
+        assert_eq!(
+            trained.merged_tokens(),
+            expected,
+            "below {below}, words {words:?}"
+        );
+    }
+}
