@@ -26,8 +26,8 @@
 
 use super::gpt2::set;
 use super::{
-    digit_groups, near, reached_from_behind, reaches_forward, runs_near_unknown, spread, Window,
-    WindowMask,
+    digit_groups, near, near_unknown, reached_from_behind, reaches_forward, runs_near_unknown,
+    spread, Window, WindowMask,
 };
 
 /// Length of the case-insensitive contraction at `j` (which holds `'`), 0 if none.
@@ -111,10 +111,12 @@ pub(super) fn starts<const DIGITS: u32>(w: &Window, text: &[u8], base: usize) ->
         }
     }
 
-    let mut unsure = near(bad, 6, 2) | digits_unsure;
-    unsure |= runs_near_unknown(ws, bad);
-    if DIGITS > 1 {
-        unsure |= runs_near_unknown(digit, bad);
+    let mut unsure = digits_unsure;
+    if near_unknown(bad, [ws, digit]) {
+        unsure |= near(bad, 6, 2) | runs_near_unknown(ws, bad);
+        if DIGITS > 1 {
+            unsure |= runs_near_unknown(digit, bad);
+        }
     }
     unsure |= if newline.prev_block == !0 { !0 } else { 0 };
     (starts, unsure)

@@ -2,6 +2,8 @@
 //! with AVX2 compares where the CPU has them and a plain loop elsewhere. Only
 //! ASCII bytes are classified; bytes of 0x80 and above are `nonascii`.
 
+use super::super::Preset;
+
 /// The classes of the bytes of one block. Masks of bytes past the end of the
 /// text are 0 but for `phantom`.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
@@ -49,6 +51,52 @@ impl Classes {
     #[inline(always)]
     pub fn lower(&self) -> u64 {
         self.letter & !self.upper
+    }
+}
+
+/// How a walker classifies its blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Simd {
+    /// One byte at a time: the tests' reference.
+    Portable,
+    /// Two 32-byte halves, a movemask per class and half.
+    Avx2,
+    /// One 64-byte vector, a mask register per class (AVX-512 BW, with AVX2
+    /// for the rest of the walker).
+    Avx512,
+}
+
+impl Simd {
+    /// The fastest classifier of this CPU, given that `available` is true.
+    pub fn best() -> Simd {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512bw") {
+            return Simd::Avx512;
+        }
+        Simd::Avx2
+    }
+
+    /// Write the classes of a whole block with this classifier to `out`,
+    /// each preset's (the classes it reads).
+    #[inline(always)]
+    pub(super) fn classify_into(self, block: &[u8; 64], preset: Preset, out: &mut Classes) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            const O200K: u8 = UPPER | NEWLINE | SLASH;
+            // SAFETY: the walker is only made with a classifier the CPU has.
+            unsafe {
+                match (self, preset) {
+                    (Simd::Portable, _) => {}
+                    (Simd::Avx2, Preset::Gpt2) => return *out = classify_avx2::<0>(block),
+                    (Simd::Avx2, Preset::O200k) => return *out = classify_avx2::<O200K>(block),
+                    (Simd::Avx2, _) => return *out = classify_avx2::<NEWLINE>(block),
+                    (Simd::Avx512, Preset::Gpt2) => return classify_avx512::<0>(block, out),
+                    (Simd::Avx512, Preset::O200k) => return classify_avx512::<O200K>(block, out),
+                    (Simd::Avx512, _) => return classify_avx512::<NEWLINE>(block, out),
+                }
+            }
+        }
+        *out = classify_portable(block);
     }
 }
 
@@ -153,14 +201,66 @@ pub unsafe fn classify_avx2<const WANT: u8>(block: &[u8; 64]) -> Classes {
     }
 }
 
+/// `classify_avx2` with AVX-512 BW, written to `out`: one 64-byte load and,
+/// per class, a compare or two into a mask register, which is the class's
+/// mask (no movemask per 32-byte half). Not inlined: the walker around it is
+/// compiled for AVX2 (for AVX-512 LLVM vectorized its loop that writes
+/// boundaries, 8-12% slower), and the masks are stored to `out` here, not
+/// returned (a returned `Classes` copied in was read back with loads the
+/// CPU cannot forward from the stores that wrote it).
+///
+/// # Safety
+/// The CPU must support AVX-512 F and BW.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+#[inline(never)]
+pub unsafe fn classify_avx512<const WANT: u8>(block: &[u8; 64], out: &mut Classes) {
+    use std::arch::x86_64::*;
+    // SAFETY (whole body): `block` holds 64 readable bytes; AVX-512 BW is enabled.
+    unsafe {
+        let v = _mm512_loadu_si512(block.as_ptr().cast::<__m512i>());
+        let splat = |b: u8| _mm512_set1_epi8(b as i8);
+        // Unsigned `x - lo <= span`.
+        let in_range = |v: __m512i, lo: u8, span: u8| {
+            _mm512_cmple_epu8_mask(_mm512_sub_epi8(v, splat(lo)), splat(span))
+        };
+        let eq = |b: u8| _mm512_cmpeq_epi8_mask(v, splat(b));
+        let space = eq(b' ');
+        *out = Classes {
+            letter: in_range(_mm512_or_si512(v, splat(0x20)), b'a', 25),
+            upper: if WANT & UPPER != 0 {
+                in_range(v, b'A', 25)
+            } else {
+                0
+            },
+            digit: in_range(v, b'0', 9),
+            ws: space | in_range(v, b'\t', 4),
+            space,
+            newline: if WANT & NEWLINE != 0 {
+                eq(b'\n') | eq(b'\r')
+            } else {
+                0
+            },
+            apostrophe: eq(b'\''),
+            slash: if WANT & SLASH != 0 { eq(b'/') } else { 0 },
+            nonascii: _mm512_movepi8_mask(v),
+            lead: _mm512_cmpge_epu8_mask(v, splat(0xC0)),
+            cont: 0,
+            caseless: 0,
+            phantom: 0,
+        };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn avx2_equals_portable() {
+    fn avx2_and_avx512_equal_portable() {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
+            let avx512 = std::arch::is_x86_feature_detected!("avx512bw");
             let mut state = 0x9E37_79B9_7F4A_7C15u64;
             for round in 0..2000 {
                 let mut block = [0u8; 64];
@@ -175,12 +275,16 @@ mod tests {
                         (state % 128) as u8
                     };
                 }
+                let want = classify_portable(&block);
                 // SAFETY: AVX2 was detected.
-                assert_eq!(
-                    unsafe { classify_avx2::<{ UPPER | NEWLINE | SLASH }>(&block) },
-                    classify_portable(&block),
-                    "{block:?}"
-                );
+                let got = unsafe { classify_avx2::<{ UPPER | NEWLINE | SLASH }>(&block) };
+                assert_eq!(got, want, "{block:?}");
+                if avx512 {
+                    // SAFETY: AVX-512 BW was detected (F comes with it).
+                    let mut got = Classes::default();
+                    unsafe { classify_avx512::<{ UPPER | NEWLINE | SLASH }>(&block, &mut got) };
+                    assert_eq!(got, want, "{block:?}");
+                }
             }
         }
     }

@@ -17,7 +17,8 @@
 //! Python's `regex` (tests of both, and `tests::walker_equals_scalar`).
 //!
 //! The masks need AVX2 to pay off; on other CPUs the walker is not used and
-//! the scalar machine runs alone.
+//! the scalar machine runs alone. With AVX-512 (BW) a block is classified
+//! by one compare into a mask register per class (`classify_avx512`).
 
 mod cl100k;
 mod classify;
@@ -27,7 +28,7 @@ mod wide;
 
 use std::ops::{BitAnd, BitOr, Not};
 
-pub use classify::{classify_portable, Classes};
+pub use classify::{classify_portable, Classes, Simd};
 
 use super::Preset;
 
@@ -198,24 +199,37 @@ pub(super) fn reached_from_behind(seed: WindowMask, through: WindowMask) -> Wind
     }
 }
 
-/// Positions of the current and next blocks that reach a `seed` at or after
-/// them through a run of `through`.
+/// Positions of the current block that reach a `seed` at or after them
+/// through a run of `through`, and whether the next block's first position
+/// does (the only bit of the next block the rules read: `next_block` holds
+/// it alone, at bit 0).
+///
+/// That bit is the next block's first seed coming no later than its first
+/// byte outside `through` (two `tzcnt`s, not a scan of the block); and when
+/// the current block has no seed, its answer is the run of `through` at its
+/// top, if that bit is set.
 #[inline(always)]
 pub(super) fn reaches_forward(seed: WindowMask, through: WindowMask) -> WindowMask {
-    if seed.block | seed.next_block == 0 {
-        return WindowMask {
-            prev_block: 0,
-            block: 0,
-            next_block: 0,
-        };
-    }
-    let n = backward64(seed.next_block, through.next_block);
-    let c = backward64(seed.block | ((n & 1) << 63 & through.block), through.block);
+    let first_seed = seed.next_block.trailing_zeros();
+    let n = (first_seed < 64 && (!through.next_block).trailing_zeros() >= first_seed) as u64;
+    let c = if seed.block != 0 {
+        backward64(seed.block | (n << 63 & through.block), through.block)
+    } else if n & through.block >> 63 != 0 {
+        top_run(through.block)
+    } else {
+        0
+    };
     WindowMask {
         prev_block: 0,
         block: c,
         next_block: n,
     }
+}
+
+/// The run of set bits that ends at bit 63 (all of `x` when it is `!0`).
+#[inline(always)]
+fn top_run(x: u64) -> u64 {
+    !(!0u64).checked_shr(x.leading_ones()).unwrap_or(0)
 }
 
 /// Group starts of `\p{N}{1,3}` in the current block: the first digit of each
@@ -284,6 +298,18 @@ pub(super) fn runs_near_unknown(run: WindowMask, bad: WindowMask) -> u64 {
     r & out
 }
 
+/// Can `near` or `runs_near_unknown` of these `runs` mark anything unsure:
+/// is a byte of the three blocks unclassified (`bad`), or does a run fill
+/// the previous or the next block (then it may reach past them)? Most blocks
+/// of ASCII text answer no, and skip those (a few branches per run).
+#[inline(always)]
+pub(super) fn near_unknown<const N: usize>(bad: WindowMask, runs: [WindowMask; N]) -> bool {
+    bad.prev_block | bad.block | bad.next_block != 0
+        || runs
+            .iter()
+            .any(|r| r.prev_block == !0 || r.next_block == !0)
+}
+
 /// The starts of the block at `base` and where they are unsure: `(starts, unsure)`.
 #[inline(always)]
 fn rules(preset: Preset, window: &Window, text: &[u8], base: usize) -> (u64, u64) {
@@ -311,8 +337,7 @@ pub fn available() -> bool {
 pub struct Walker<'t> {
     text: &'t [u8],
     preset: Preset,
-    /// Classify with AVX2 (else one byte at a time: the tests' reference).
-    simd: bool,
+    simd: Simd,
     /// The start of the next pre-token.
     pos: usize,
     /// The block whose `starts` and `unsure` are computed (None before the
@@ -328,8 +353,15 @@ pub struct Walker<'t> {
 
 impl<'t> Walker<'t> {
     /// A walker over `text` (valid UTF-8) with `preset`; `simd` selects the
-    /// AVX2 classifier, which the caller has checked is `available`.
+    /// fastest SIMD classifier (`Simd::best`), the caller having checked
+    /// that the CPU has one (`available`).
     pub fn new(text: &'t [u8], preset: Preset, simd: bool) -> Self {
+        let simd = if simd { Simd::best() } else { Simd::Portable };
+        Self::with_classifier(text, preset, simd)
+    }
+
+    /// A walker that classifies with `simd`, which the CPU must support.
+    pub fn with_classifier(text: &'t [u8], preset: Preset, simd: Simd) -> Self {
         Walker {
             text,
             preset,
@@ -347,34 +379,14 @@ impl<'t> Walker<'t> {
     /// to `out`, each arm assigning its own value (one value merged from the
     /// arms lived on the stack and was copied).
     #[inline(always)]
-    fn classify(text: &[u8], preset: Preset, simd: bool, k: usize, out: &mut Classes) {
+    fn classify(text: &[u8], preset: Preset, simd: Simd, k: usize, out: &mut Classes) {
         let start = k * 64;
         if start + 64 > text.len() {
             *out = Self::classify_last(text, preset, simd, k);
             return;
         }
         let block: &[u8; 64] = text[start..start + 64].try_into().expect("64 bytes");
-        *out = Self::classify_block(block, preset, simd);
-    }
-
-    /// The classes of a whole block, with AVX2 if `simd`.
-    #[inline(always)]
-    fn classify_block(block: &[u8; 64], preset: Preset, simd: bool) -> Classes {
-        #[cfg(target_arch = "x86_64")]
-        if simd {
-            use classify::{classify_avx2, NEWLINE, SLASH, UPPER};
-            // SAFETY: `simd` is only set where AVX2 was detected.
-            unsafe {
-                return match preset {
-                    Preset::Gpt2 => classify_avx2::<0>(block),
-                    Preset::Cl100k | Preset::Llama3 | Preset::Qwen2 => {
-                        classify_avx2::<NEWLINE>(block)
-                    }
-                    Preset::O200k => classify_avx2::<{ UPPER | NEWLINE | SLASH }>(block),
-                };
-            }
-        }
-        classify_portable(block)
+        simd.classify_into(block, preset, out);
     }
 
     /// `classify` of a block that reaches past the end of the text: the
@@ -382,7 +394,7 @@ impl<'t> Walker<'t> {
     /// block (with AVX2 too: every short text ends in such a block, and one
     /// byte at a time it was a large share of encoding lines of ~100 bytes).
     #[inline(never)]
-    fn classify_last(text: &[u8], preset: Preset, simd: bool, k: usize) -> Classes {
+    fn classify_last(text: &[u8], preset: Preset, simd: Simd, k: usize) -> Classes {
         let start = k * 64;
         if start >= text.len() {
             return Classes {
@@ -393,7 +405,8 @@ impl<'t> Walker<'t> {
         let mut block = [0u8; 64];
         let have = text.len() - start;
         block[..have].copy_from_slice(&text[start..start + have]);
-        let mut c = Self::classify_block(&block, preset, simd);
+        let mut c = Classes::default();
+        simd.classify_into(&block, preset, &mut c);
         let real = (1u64 << have) - 1;
         for mask in [
             &mut c.letter,
@@ -559,10 +572,14 @@ impl<'t> Walker<'t> {
     /// Returns how many pre-tokens were written (0 at the end of the text).
     #[inline]
     pub fn fill(&mut self, bounds: &mut [usize]) -> usize {
+        // SAFETY: the walker is only made with a classifier the CPU has
+        // (`available` found AVX2 and BMI1 for the others).
         #[cfg(target_arch = "x86_64")]
-        if self.simd {
-            // SAFETY: `simd` is only set where `available` found AVX2 and BMI1.
-            return unsafe { self.fill_avx2(bounds) };
+        unsafe {
+            match self.simd {
+                Simd::Avx2 | Simd::Avx512 => return self.fill_avx2(bounds),
+                Simd::Portable => {}
+            }
         }
         self.fill_impl(bounds)
     }

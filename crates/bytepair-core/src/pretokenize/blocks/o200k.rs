@@ -29,8 +29,8 @@
 
 use super::gpt2::{clear, set};
 use super::{
-    digit_groups, forward64, near, reached_from_behind, reaches_forward, runs_near_unknown, spread,
-    Window, WindowMask,
+    digit_groups, forward64, near, near_unknown, reached_from_behind, reaches_forward,
+    runs_near_unknown, spread, Window, WindowMask,
 };
 
 /// Length of the case-insensitive contraction at `j` (which holds `'`), 0 if none.
@@ -183,21 +183,22 @@ pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
         0
     };
 
-    let mut unsure = near(bad, 6, 2) | chained_near | digits_unsure | after_upper_part;
-    unsure |= runs_near_unknown(ws, bad) | runs_near_unknown(digit, bad);
-    // A run of `[\r\n/]` after an unclassified character: whether an other
-    // run takes it decides whether the character after it continues an other
-    // run or starts one (a prefix), so where the one after that starts
-    // (`\u{301}\n/'LL`). The run and those two are unsure, also when the run
-    // ends the previous block.
-    let ambiguous = runs_near_unknown(newline | slash, bad);
-    unsure |= ambiguous | ambiguous << 1 | ambiguous << 2;
+    let mut unsure = chained_near | digits_unsure | after_upper_part;
     let run_p = newline.prev_block | slash.prev_block;
-    // (Each Kogge-Stone carry below is skipped when its seed is empty, as
-    // it is in most blocks: ~30 operations each.)
-    let seed_p = bad.prev_block << 1 & run_p;
-    if seed_p != 0 && forward64(seed_p, run_p) >> 62 != 0 {
-        unsure |= 0b11;
+    if near_unknown(bad, [ws, digit, newline | slash]) {
+        unsure |= near(bad, 6, 2);
+        unsure |= runs_near_unknown(ws, bad) | runs_near_unknown(digit, bad);
+        // A run of `[\r\n/]` after an unclassified character: whether an other
+        // run takes it decides whether the character after it continues an other
+        // run or starts one (a prefix), so where the one after that starts
+        // (`\u{301}\n/'LL`). The run and those two are unsure, also when the run
+        // ends the previous block.
+        let ambiguous = runs_near_unknown(newline | slash, bad);
+        unsure |= ambiguous | ambiguous << 1 | ambiguous << 2;
+        let seed_p = bad.prev_block << 1 & run_p;
+        if seed_p != 0 && forward64(seed_p, run_p) >> 62 != 0 {
+            unsure |= 0b11;
+        }
     }
     if run_p == !0 {
         unsure = !0;

@@ -5,12 +5,12 @@ use super::*;
 /// Split `text` with the walker and with the scalar machine; they must agree.
 /// Batches of 16 and of 256 pre-tokens (the encoder's): a block's starts are
 /// written eight at a time only where the batch has room for them.
-fn check(preset: Preset, text: &str, simd: bool) {
+fn check(preset: Preset, text: &str, simd: Simd) {
     check_batches(preset, text, simd, 16);
     check_batches(preset, text, simd, 256);
 }
 
-fn check_batches(preset: Preset, text: &str, simd: bool, batch: usize) {
+fn check_batches(preset: Preset, text: &str, simd: Simd, batch: usize) {
     let b = text.as_bytes();
     let mut want = vec![0];
     let mut pos = 0;
@@ -18,7 +18,7 @@ fn check_batches(preset: Preset, text: &str, simd: bool, batch: usize) {
         pos = preset.advance(b, pos);
         want.push(pos);
     }
-    let mut walker = Walker::new(b, preset, simd);
+    let mut walker = Walker::with_classifier(b, preset, simd);
     let mut got = vec![0];
     let mut bounds = vec![0usize; batch + 1];
     loop {
@@ -42,7 +42,7 @@ fn check_batches(preset: Preset, text: &str, simd: bool, batch: usize) {
                 .collect()
         };
         panic!(
-            "{preset:?} simd={simd} batch={batch}: boundary {i} (byte {}) differs: \
+            "{preset:?} simd={simd:?} batch={batch}: boundary {i} (byte {}) differs: \
              walker {:?} vs scalar {:?}",
             want[i - 1],
             pieces(&got),
@@ -59,9 +59,12 @@ fn all_paths(text: &str) {
         Preset::Llama3,
         Preset::Qwen2,
     ] {
-        check(preset, text, false);
+        check(preset, text, Simd::Portable);
         if available() {
-            check(preset, text, true);
+            check(preset, text, Simd::Avx2);
+            if Simd::best() == Simd::Avx512 {
+                check(preset, text, Simd::Avx512);
+            }
         }
     }
 }
@@ -304,5 +307,68 @@ fn forward64_is_the_carry_scan() {
             scan(seed, through),
             "{seed:#x} {through:#x}"
         );
+    }
+}
+
+/// `reaches_forward` equals the two scans it replaced (the next block's,
+/// whose first bit carries into the current block's): the current block's
+/// positions and the next block's first, on random and edge-case masks.
+#[test]
+fn reaches_forward_equals_two_backward_scans() {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let edges = [
+        0,
+        1,
+        2,
+        1 << 63,
+        !0,
+        !0 >> 1,
+        !0 << 1,
+        0x5555_5555_5555_5555,
+    ];
+    let mask = |block: u64, next_block: u64| WindowMask {
+        prev_block: 0,
+        block,
+        next_block,
+    };
+    let check = |seed: WindowMask, through: WindowMask| {
+        let n = backward64(seed.next_block, through.next_block);
+        let c = backward64(seed.block | ((n & 1) << 63 & through.block), through.block);
+        let got = reaches_forward(seed, through);
+        assert_eq!(
+            (got.block, got.next_block),
+            (c, n & 1),
+            "{seed:?} {through:?}"
+        );
+    };
+    for &sb in &edges {
+        for &sn in &edges {
+            for &tb in &edges {
+                for &tn in &edges {
+                    check(mask(sb, sn), mask(tb, tn));
+                }
+            }
+        }
+    }
+    for round in 0..200_000 {
+        // Sparse seeds, dense runs; now and then no seed in a block.
+        let sb = if round % 3 == 0 {
+            0
+        } else {
+            next() & next() & next()
+        };
+        let sn = if round % 5 == 0 {
+            0
+        } else {
+            next() & next() & next() & next()
+        };
+        let (tb, tn) = (next() | next() | next(), next() | next() | next());
+        check(mask(sb, sn), mask(tb, tn));
     }
 }
