@@ -228,6 +228,28 @@ def test_jsonl_and_parquet_records_are_documents(tmp_path):
         assert counts.totals.bytes == sum(len(t.encode()) for t in texts)
 
 
+def test_jsonl_blocks_end_at_lines_and_errors_name_the_record(tmp_path, monkeypatch):
+    """JSON Lines are parsed in blocks of whole lines (no Arrow read-ahead
+    thread: it aborted the interpreter at exit after a parse error): records
+    cut by a block boundary, a line longer than a block, blank lines and a last
+    line without a newline all arrive whole, and a parse error names the record
+    counted from the start of the file, not of its block."""
+    from bytepair.counts import sources
+
+    monkeypatch.setattr(sources, "_BATCH_BYTES", 64)
+    texts = [f"record {k} " + "ä" * (k % 7) for k in range(40)] + ["long " * 40, "last"]
+    lines = [json.dumps({"id": k, "text": t}) for k, t in enumerate(texts)]
+    path = tmp_path / "d.jsonl"
+    path.write_text("\n".join(lines[:10]) + "\n\n" + "\n".join(lines[10:]), encoding="utf-8")
+    columns = list(sources._json_batches(str(path), "text"))
+    assert len(columns) > 5
+    assert [t for c in columns for t in c.to_pylist()] == texts
+    lines[30] = '{"text": '
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"d\.jsonl: not JSON Lines .* in record 30$"):
+        list(sources._json_batches(str(path), "text"))
+
+
 def test_jsonl_and_parquet_errors_name_file_and_record(tmp_path):
     (tmp_path / "missing.jsonl").write_text('{"text": "a"}\n{"body": "b"}\n')
     with pytest.raises(ValueError, match=r"missing\.jsonl: record 1 has no 'text' text"):
