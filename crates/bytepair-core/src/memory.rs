@@ -30,39 +30,28 @@ pub(crate) fn release_freed_memory() {
     }
 }
 
-/// Hint the CPU to load the cache line at `ptr` into L1 (`L1`) or into L2
-/// only; any address will do: a prefetch never faults (no effect on other
-/// targets).
+/// Hint the CPU to load the cache line at `ptr` into L1; any address will
+/// do: a prefetch never faults (no effect on other targets).
 #[inline(always)]
-fn prefetch_line<const L1: bool, T>(ptr: *const T) {
+fn prefetch_line<T>(ptr: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch only hints the cache and never faults.
     unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0, _MM_HINT_T1};
-        if L1 {
-            _mm_prefetch(ptr.cast::<i8>(), _MM_HINT_T0);
-        } else {
-            _mm_prefetch(ptr.cast::<i8>(), _MM_HINT_T1);
-        }
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch(ptr.cast::<i8>(), _MM_HINT_T0);
     }
 }
 
 /// Hint the CPU to load the cache line of `value` into L1.
 #[inline(always)]
 pub(crate) fn prefetch<T>(value: &T) {
-    prefetch_line::<true, T>(value);
-}
-
-/// `prefetch` into the L2 cache only (`_MM_HINT_T1`).
-#[inline(always)]
-pub(crate) fn prefetch_l2<T>(value: &T) {
-    prefetch_line::<false, T>(value);
+    prefetch_line(value);
 }
 
 /// `prefetch` of an address that may be past the end of an allocation.
 #[inline(always)]
 pub(crate) fn prefetch_ptr<T>(ptr: *const T) {
-    prefetch_line::<true, T>(ptr);
+    prefetch_line(ptr);
 }
 
 /// A zero-filled slice of plain-data items (all-zero bytes must be a valid

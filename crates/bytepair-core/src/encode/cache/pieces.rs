@@ -182,14 +182,6 @@ impl<K: SlotKey, const N: usize> PieceCache<K, N> {
         }
     }
 
-    /// `prefetch` into L2 only: far ahead of the probe, without taking L1's
-    /// few slots for outstanding misses (faster warm calls on English, gpt2).
-    #[inline]
-    pub(crate) fn prefetch_l2(&self, hash: u64) {
-        // SAFETY: a home slot is below 2^(64 - shift), the table's length.
-        crate::memory::prefetch_l2(unsafe { self.slots.get_unchecked(self.home(hash)) });
-    }
-
     /// The index of the slot of `key` (hash `hash`), if it is cached.
     #[inline]
     fn find(&self, key: K, hash: u64) -> Option<usize> {
