@@ -243,6 +243,18 @@ pub(super) fn copy_ids(ids: &[u32], place: &mut [MaybeUninit<u32>]) {
 mod tests {
     use super::*;
 
+    /// Every run's ids appended to `out`, in segment order.
+    fn copy_all(runs: &Runs, out: &mut Vec<u32>) -> Result<(), ()> {
+        runs.write_out(
+            out,
+            |k| runs.ids(k).len(),
+            |k, place| {
+                copy_ids(runs.ids(k), place);
+                Ok(())
+            },
+        )
+    }
+
     /// "Encode" a segment as its bytes; a `!` fails with its offset.
     fn bytes_of(text: &str, ids: &mut Vec<u32>) -> Result<(), EncodeError> {
         if let Some(at) = text.find('!') {
@@ -286,16 +298,7 @@ mod tests {
                     .eq(segment.bytes().map(u32::from)));
             }
             let mut out = vec![7u32];
-            let written = pool.install(|| {
-                runs.write_out(
-                    &mut out,
-                    |k| runs.ids(k).len(),
-                    |k, place| {
-                        copy_ids(runs.ids(k), place);
-                        Ok::<(), ()>(())
-                    },
-                )
-            });
+            let written = pool.install(|| copy_all(&runs, &mut out));
             assert!(written.is_ok());
             assert_eq!(out[0], 7, "appended");
             assert!(out[1..].iter().copied().eq(text.bytes().map(u32::from)));
@@ -319,15 +322,7 @@ mod tests {
             .unwrap();
         assert!(runs.runs.iter().map(|run| run.buffers.len()).sum::<usize>() > runs.runs.len());
         let mut out = vec![];
-        runs.write_out(
-            &mut out,
-            |k| runs.ids(k).len(),
-            |k, place| {
-                copy_ids(runs.ids(k), place);
-                Ok::<(), ()>(())
-            },
-        )
-        .unwrap();
+        copy_all(&runs, &mut out).unwrap();
         assert!(out.iter().copied().eq(text.bytes().map(u32::from)));
     }
 
