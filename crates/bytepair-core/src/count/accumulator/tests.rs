@@ -112,16 +112,19 @@ fn rows_alone_are_taken_as_rows_and_mixed_ones_are_summed() {
     );
 }
 
+/// Two letters naming `i` (below 676): "aa", "ab", ... (letters only, so a
+/// word ending in them stays one pre-token).
+fn two_letters(i: usize) -> String {
+    [i / 26 % 26, i % 26]
+        .map(|k| char::from(b'a' + k as u8))
+        .iter()
+        .collect()
+}
+
 #[test]
 fn a_training_budget_keeps_the_most_frequent_words() {
     // Word i (letters only: one pre-token) is counted 1 + i % 7 times.
-    let word = |i: usize| {
-        format!(
-            " w{}{}",
-            (b'a' + (i / 26 % 26) as u8) as char,
-            (b'a' + (i % 26) as u8) as char
-        )
-    };
+    let word = |i: usize| format!(" w{}", two_letters(i));
     let mut a = Accumulator::default();
     let text: String = (0..600).map(|i| word(i).repeat(1 + i % 7)).collect();
     a.add_tally(tally_of(&text));
@@ -138,13 +141,7 @@ fn a_training_budget_keeps_the_most_frequent_words() {
 #[test]
 fn a_folding_training_budget_keeps_the_pieces_of_the_words_it_drops() {
     // " the" 2000 times, and 600 words " xylophone" + letters seen once.
-    let rare = |i: usize| {
-        format!(
-            " xylophone{}{}",
-            (b'a' + (i / 26 % 26) as u8) as char,
-            (b'a' + (i % 26) as u8) as char
-        )
-    };
+    let rare = |i: usize| format!(" xylophone{}", two_letters(i));
     let text: String = " the".repeat(2000) + &(0..600).map(rare).collect::<String>();
     let cost = TrainingCost::default();
     let room = cost.of(4) + 50 * cost.of(8);
