@@ -122,6 +122,18 @@ def test_same_shards_for_one_and_two_threads(mixed, tok, tmp_path):
     assert one == two
 
 
+def test_same_shards_for_any_batch_size(mixed, tok, tmp_path, monkeypatch):
+    """Separated text is read in batches of a size set per thread: documents
+    straddling batches, and shards closing inside a batch, change no byte."""
+    from bytepair.dataset import protocol
+
+    folder, _ = mixed
+    whole = encode(folder, tmp_path / "whole", tok, num_threads=1).manifest
+    monkeypatch.setattr(protocol, "SEPARATED_BATCH_BYTES_PER_THREAD", 997)
+    small = encode(folder, tmp_path / "small", tok, num_threads=1).manifest
+    assert small == whole
+
+
 def test_uint16_when_the_vocabulary_fits_and_no_eot(tmp_path, corpus_text):
     from conftest import byte_tokenizer
 

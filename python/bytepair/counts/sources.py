@@ -332,6 +332,7 @@ def document_batches(
     *,
     separator: str | None = None,
     content: bytes | None = None,
+    batch_bytes: int | None = None,
 ) -> Iterator[tuple[bytes, bytes, int]]:
     """The documents of one input file, in batches: ``(data, offsets, first)``
     with the documents' bytes back to back in `data`, n + 1 little-endian
@@ -343,8 +344,9 @@ def document_batches(
         format: ``text``, ``jsonl`` or ``parquet`` (see the module docs).
         text_field: the JSON key / Parquet column with the text.
         separator: ``text`` only: the string between two documents (documents
-            are then read in ~16 MiB batches, a document held whole).
+            are then read in batches of about `batch_bytes`, a document held whole).
         content: the file's bytes, already read elsewhere (`path` only names it).
+        batch_bytes: bytes read per batch of separated documents (default 16 MiB).
 
     Raises:
         OSError: the file cannot be read.
@@ -352,7 +354,8 @@ def document_batches(
             `text_field`, a file that is not Parquet (each naming the file).
     """
     if format == "text" and separator:
-        yield from _separated_batches(path, separator.encode("utf-8"), content)
+        batch_bytes = batch_bytes or _BATCH_BYTES
+        yield from _separated_batches(path, separator.encode("utf-8"), content, batch_bytes)
         return
     if format == "text":  # one document, whole
         with _open(path, content) as f:
@@ -375,7 +378,7 @@ def document_batches(
 
 
 def _separated_batches(
-    path: str, separator: bytes, content: bytes | None
+    path: str, separator: bytes, content: bytes | None, batch_bytes: int
 ) -> Iterator[tuple[bytes, bytes, int]]:
     """`document_batches` of a text file cut at every `separator` (in the
     core: no Python object per document); empty pieces (a separator at the
@@ -386,7 +389,7 @@ def _separated_batches(
     held = b""  # the start of a document the next block continues
     with _open(path, content) as f:
         while True:
-            block = f.read(_BATCH_BYTES)
+            block = f.read(batch_bytes)
             buffer = held + block
             data, offsets, n, tail = _core.split_documents(buffer, separator, not block)
             held = buffer[tail:]

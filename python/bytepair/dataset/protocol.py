@@ -22,6 +22,7 @@ shards on resume only if they match its record.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +38,14 @@ if TYPE_CHECKING:
     import numpy
 
     from bytepair.tokenizer import Tokenizer
+
+# Text cut at a separator is read in batches of this many bytes per encoding
+# thread (1 MiB: ~0.5 MB of ids). Against 16 MiB batches, on enwiki.txt's
+# 723k lines: the encoding starts after reading 1 MiB, not 16, and only the
+# last small batch is hashed and written after it (together ~50 ms less on a
+# 0.3 s run), and the reader's buffers are reused by the allocator instead of
+# each faulting in fresh pages (~20% less CPU for the whole run).
+SEPARATED_BATCH_BYTES_PER_THREAD = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -133,7 +142,7 @@ def encode_task(
             lengths_parts = []
             digest = hashlib.sha256()
             with atomic_open(os.path.join(out_dir, name + ".bin")) as f:
-                out = _WriteBehind(writer, HashingWriter(f, digest))
+                out = _WriteBehind(writer, HashingWriter(f, digest), f.fileno())
                 tokens = 0
                 try:
                     while tokens < spec.shard_size and (pending or next_batch()):
@@ -179,17 +188,28 @@ class _WriteBehind:
     """Writes to `out` on the single thread of `pool`, in the order given,
     while the caller goes on to encode the next batch: hashing and writing a
     batch's ids took about as long as encoding them on two threads, and the
-    encoding threads waited for it. `wait()` returns once all is written and
-    raises the first error; `abandon()` waits for what has started, quietly."""
+    encoding threads waited for it. Every `SYNC_BYTES` it also flushes what it
+    wrote to disk (`fdatasync` of `fd`), so that the fsync closing the file
+    (`atomic_open`), which the encoding waits for, has only the tail left
+    (~15 ms for the 30 MB of ids of enwiki.txt on this VM's disk).
+    `wait()` returns once all is written and raises the first error;
+    `abandon()` waits for what has started, quietly."""
 
-    def __init__(self, pool: ThreadPoolExecutor, out: HashingWriter) -> None:
-        self._pool, self._out = pool, out
+    SYNC_BYTES = 16 << 20
+
+    def __init__(self, pool: ThreadPoolExecutor, out: HashingWriter, fd: int) -> None:
+        self._pool, self._out, self._fd = pool, out, fd
         self._pending: list[Any] = []
+        self._unsynced = 0
 
     def write(self, data: memoryview) -> None:
         while self._pending and self._pending[0].done():
             self._pending.pop(0).result()  # an earlier write's error, raised here
         self._pending.append(self._pool.submit(self._out.write, data))
+        self._unsynced += len(data)
+        if self._unsynced >= self.SYNC_BYTES:
+            self._pending.append(self._pool.submit(_fdatasync, self._fd))
+            self._unsynced = 0
 
     def wait(self) -> None:
         while self._pending:
@@ -204,6 +224,9 @@ class _WriteBehind:
         self._pending.clear()
 
 
+_fdatasync = getattr(os, "fdatasync", os.fsync)  # macOS has no fdatasync
+
+
 def _encoded_batches(
     paths: Sequence[str],
     spec: ShardSpec,
@@ -215,6 +238,9 @@ def _encoded_batches(
     import numpy as np
 
     itemsize = np.dtype(spec.dtype).itemsize
+    cores = os.cpu_count() or 1
+    threads = min(num_threads or cores, cores)  # capped at the cores, as the core's pools are
+    batch_bytes = SEPARATED_BATCH_BYTES_PER_THREAD * threads
 
     def batches():
         for path in paths:
@@ -223,7 +249,7 @@ def _encoded_batches(
             # One document per file: errors name the file alone.
             whole = kind == "text" and not spec.separator
             for data, offsets, first in document_batches(
-                path, kind, field, separator=spec.separator
+                path, kind, field, separator=spec.separator, batch_bytes=batch_bytes
             ):
                 yield path, data, offsets, None if whole else first
 
@@ -268,8 +294,8 @@ def _write_index(
         path = os.path.join(out_dir, name + ".offsets.npy")
         offsets = np.zeros(len(lengths) + 1, dtype="<i8")
         np.cumsum(lengths, out=offsets[1:])
-        with atomic_open(path) as f:
-            np.save(f, offsets, allow_pickle=False)
-        with open(path, "rb") as f:
-            data = f.read()
+        buffer = io.BytesIO()  # hashed as written, not read back
+        np.save(buffer, offsets, allow_pickle=False)
+        data = buffer.getbuffer()
+        atomic_write(path, data)
     return {"index": os.path.basename(path), "index_sha256": hashlib.sha256(data).hexdigest()}
