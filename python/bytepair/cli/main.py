@@ -20,16 +20,11 @@ from __future__ import annotations
 import argparse
 import glob
 import os
-import re
 import resource
-import shutil
 import signal
 import sys
 import sysconfig
-import tempfile
 import time
-
-import numpy as np
 
 from bytepair import __version__
 from bytepair.cli.args import (
@@ -42,7 +37,6 @@ from bytepair.cli.args import (
     int_between,
     load_ids,
     memory_budget,
-    message,
     output_file,
     pair_count,
     positive_int,
@@ -51,14 +45,12 @@ from bytepair.cli.args import (
     save_tokenizer_json,
     seed_value,
 )
+from bytepair.cli.encode_file import cmd_encode
 from bytepair.cli.superbpe_flags import add_superbpe_flags, superbpe_summary
-from bytepair.progress import ProgressBar
-from bytepair.textfile import read_text_blocks
 from bytepair.tokenizer import Tokenizer
 from bytepair.train import train, train_from_counts
 
 _DECODE_BLOCK_IDS = 1 << 20
-_COPY_BLOCK_BYTES = 16 << 20
 
 
 def default_corpus() -> list[str]:
@@ -238,113 +230,6 @@ def _report_training(args: argparse.Namespace, tok, source: str, start: float) -
         file=sys.stderr if args.output == "-" else sys.stdout,
     )
     return 0
-
-
-def _special_policy(choice: str) -> dict:
-    return {
-        "allow": {"allowed_special": "all"},
-        "raise": {},
-        "text": {"disallowed_special": ()},
-    }[choice]
-
-
-def cmd_encode(args: argparse.Namespace) -> int:
-    from bytepair.cli.dataset import cmd_encode_dataset, writes_dataset
-
-    if writes_dataset(args):
-        return cmd_encode_dataset(args)
-    args.file, args.special = args.inputs[0], args.special or "raise"
-    tok = Tokenizer.load(args.tokenizer)
-    dtype = np.uint16 if tok.n_vocab <= 1 << 16 else np.uint32
-    policy = _special_policy(args.special)
-    size = os.path.getsize(args.file) if os.path.isfile(args.file) else None  # None: a pipe
-    count = read = 0
-    # Ids go to an anonymous scratch file first (the .npy header needs the final
-    # count), then into the output atomically: a kill leaves neither behind.
-    scratch_dir = os.path.dirname(os.path.abspath(args.output))
-    with tempfile.TemporaryFile(dir=scratch_dir) as raw:
-        with ProgressBar(
-            size, "encoding", unit="B", scale=True, enabled=not args.quiet and sys.stderr.isatty()
-        ) as bar:
-
-            def on_read(done: int) -> None:
-                nonlocal read
-                read = done
-                bar.update_to(done)
-
-            try:
-                if (
-                    size is not None
-                    and not args.dropout
-                    and tok.pipeline is None
-                    and os.name == "posix"
-                ):
-                    # A regular file: read, encoded on every thread and written by the core.
-                    allowed, disallowed = tok._special_policy(
-                        policy.get("allowed_special", frozenset()),
-                        policy.get("disallowed_special", "all"),
-                    )
-                    count, read = tok._core.encode_file(
-                        args.file,
-                        raw.fileno(),
-                        np.dtype(dtype).itemsize,
-                        allowed,
-                        disallowed,
-                        args.errors == "replace",
-                        args.threads,
-                        on_read,
-                    )
-                else:
-                    # A pipe, BPE-dropout or a tokenizer.json pipeline: Python reads the text
-                    # one block at a time.
-                    if args.dropout:
-                        policy |= {"dropout": args.dropout, "seed": args.seed}
-                    for ids in tok.encode_blocks(
-                        read_text_blocks(args.file, args.errors, on_read), **policy
-                    ):
-                        raw.write(ids.astype(dtype, copy=False).data)
-                        count += len(ids)
-            except ValueError as e:
-                _reword_disallowed_special(e, args.file, read)
-                raise
-        raw.seek(0)
-        with output_file(args.output) as out:
-            # .npy = header + raw array bytes; copy in blocks (a memmap would map
-            # the whole id file into this process).
-            header = {
-                "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
-                "fortran_order": False,
-                "shape": (count,),
-            }
-            np.lib.format.write_array_header_1_0(out, header)
-            shutil.copyfileobj(raw, out, _COPY_BLOCK_BYTES)
-    where = "stdout" if args.output == "-" else args.output
-    message(
-        args,
-        f"wrote {where}: {count:,} tokens ({np.dtype(dtype).name}), {read / max(count, 1):.3f} "
-        "bytes/token",
-    )
-    return 0
-
-
-def _reword_disallowed_special(error: ValueError, path: str, read: int) -> None:
-    """Raise a disallowed-special-token error again in CLI words (flags, not
-    keyword arguments); any other error is left alone."""
-    hint = "--special allow encodes it as the special token's id, --special text as plain text"
-    if str(error).startswith(
-        f"{path}: the text holds the special-token string "
-    ):  # the core's file encoder
-        raise ValueError(f"{error}; {hint}") from None
-    match = re.match(
-        r"Encountered text corresponding to disallowed special token (.+) at character offset",
-        str(error),
-    )
-    if match is None:
-        return
-    raise ValueError(
-        f"{path}: the text holds the special-token string {match.group(1)} (in the first {read:,} "
-        f"bytes); {hint}"
-    ) from None
 
 
 def cmd_decode(args: argparse.Namespace) -> int:

@@ -190,12 +190,12 @@ class _WriteBehind:
     batch's ids took about as long as encoding them on two threads, and the
     encoding threads waited for it. Every `SYNC_BYTES` it also flushes what it
     wrote to disk (`fdatasync` of `fd`), so that the fsync closing the file
-    (`atomic_open`), which the encoding waits for, has only the tail left
-    (~15 ms for the 30 MB of ids of enwiki.txt on this VM's disk).
+    (`atomic_open`), which the run waits for, has at most that much left
+    (a 30 MB fsync took ~15 ms on this VM's disk).
     `wait()` returns once all is written and raises the first error;
     `abandon()` waits for what has started, quietly."""
 
-    SYNC_BYTES = 16 << 20
+    SYNC_BYTES = 4 << 20
 
     def __init__(self, pool: ThreadPoolExecutor, out: HashingWriter, fd: int) -> None:
         self._pool, self._out, self._fd = pool, out, fd
