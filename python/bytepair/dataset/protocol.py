@@ -40,12 +40,15 @@ if TYPE_CHECKING:
     from bytepair.tokenizer import Tokenizer
 
 # Text cut at a separator is read in batches of this many bytes per encoding
-# thread (1 MiB: ~0.5 MB of ids). Against 16 MiB batches, on enwiki.txt's
-# 723k lines: the encoding starts after reading 1 MiB, not 16, and only the
-# last small batch is hashed and written after it (together ~50 ms less on a
-# 0.3 s run), and the reader's buffers are reused by the allocator instead of
-# each faulting in fresh pages (~20% less CPU for the whole run).
+# thread (1 MiB: ~0.5 MB of ids), at most 16 MiB (memory stays bounded on many
+# cores). Against 16 MiB batches at any thread count, on enwiki.txt's 723k
+# lines: the encoding starts after the first MiB, only a small last batch is
+# hashed and written after it, and the allocator reuses the batch buffers
+# instead of faulting in fresh 16 MiB mappings; the Python side's CPU halved
+# (0.15 -> 0.08 s beside 0.26 s of encoding) and the encoding pool's idle time
+# in a run fell by two thirds (bench/HISTORY.md).
 SEPARATED_BATCH_BYTES_PER_THREAD = 1 << 20
+SEPARATED_BATCH_BYTES_MAX = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -240,7 +243,7 @@ def _encoded_batches(
     itemsize = np.dtype(spec.dtype).itemsize
     cores = os.cpu_count() or 1
     threads = min(num_threads or cores, cores)  # capped at the cores, as the core's pools are
-    batch_bytes = SEPARATED_BATCH_BYTES_PER_THREAD * threads
+    batch_bytes = min(SEPARATED_BATCH_BYTES_PER_THREAD * threads, SEPARATED_BATCH_BYTES_MAX)
 
     def batches():
         for path in paths:
