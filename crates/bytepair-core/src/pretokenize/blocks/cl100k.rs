@@ -43,6 +43,7 @@ fn contraction(text: &[u8], j: usize) -> u32 {
 
 /// The starts of the current block and where they are unsure, with numbers
 /// of up to `DIGITS` (3 or 1) characters.
+#[inline(always)]
 pub(super) fn starts<const DIGITS: u32>(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     let letter = w.mask(|c| c.letter);
     let digit = w.mask(|c| c.digit);

@@ -23,6 +23,7 @@ fn contraction(text: &[u8], j: usize) -> u32 {
     }
 }
 
+#[inline(always)]
 pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     let letter = w.mask(|c| c.letter);
     let digit = w.mask(|c| c.digit);

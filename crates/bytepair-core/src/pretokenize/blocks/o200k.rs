@@ -72,6 +72,7 @@ fn upper_after_caseless(
     )
 }
 
+#[inline(always)]
 pub(super) fn starts(w: &Window, text: &[u8], base: usize) -> (u64, u64) {
     let letter = w.mask(|c| c.letter);
     let upper = w.mask(|c| c.upper);

@@ -372,3 +372,28 @@ fn reaches_forward_equals_two_backward_scans() {
         check(mask(sb, sn), mask(tb, tn));
     }
 }
+
+/// The walker computes the block after the current one ahead: pre-tokens
+/// that begin unsure and run past it (the scalar machine then jumps over
+/// it), unsure runs that end inside, at the start of or past it, and texts
+/// ending at every length up to three blocks and a bit, reach their blocks
+/// each way (computed ahead, next with none ahead at the end of the text,
+/// after a jump).
+#[test]
+fn blocks_reached_ahead_after_a_jump_and_at_the_end() {
+    let mixed = "It's 12 o'clock.\n Hello,  x ".repeat(8);
+    for unsure in ["\u{3000}", "\u{a0}", "\u{663}"] {
+        for n in [10, 20, 21, 22, 31, 32, 33, 42, 43, 44, 64, 65, 66, 100] {
+            all_paths(&format!("ab {}{mixed}", unsure.repeat(n)));
+            all_paths(&format!("{}{mixed}", unsure.repeat(n)));
+        }
+        for run in ["a", ".", " "] {
+            for n in [60, 64, 100, 127, 128, 129, 140, 191, 192, 200] {
+                all_paths(&format!("{unsure}{}{mixed}", run.repeat(n)));
+            }
+        }
+    }
+    for len in 0..=200 {
+        all_paths(&mixed[..len]);
+    }
+}
