@@ -630,7 +630,8 @@ impl<'t> Walker<'t> {
         #[cfg(target_arch = "x86_64")]
         unsafe {
             match self.simd {
-                Simd::Avx2 | Simd::Avx512 => return self.fill_avx2::<R>(bounds),
+                Simd::Avx2 => return self.fill_avx2::<R>(bounds),
+                Simd::Avx512 => return self.fill_avx512::<R>(bounds),
                 Simd::Portable => {}
             }
         }
@@ -641,6 +642,13 @@ impl<'t> Walker<'t> {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
     unsafe fn fill_avx2<const R: u8>(&mut self, bounds: &mut [usize]) -> usize {
+        self.fill_impl::<R>(bounds)
+    }
+
+    /// `fill_impl` compiled for AVX-512 BW, its classifier inlined.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,popcnt,avx512f,avx512bw")]
+    unsafe fn fill_avx512<const R: u8>(&mut self, bounds: &mut [usize]) -> usize {
         self.fill_impl::<R>(bounds)
     }
 }
