@@ -1,6 +1,7 @@
 //! The block walker against the scalar machine.
 
 use super::*;
+use crate::pretokenize::Preset;
 
 /// Split `text` with the walker and with the scalar machine; they must agree.
 /// Batches of 16 and of 256 pre-tokens (the encoder's): a block's starts are
