@@ -376,7 +376,8 @@ fn count_parallel<J: Send>(
         }
         Ok(tally)
     });
-    // Summed into the largest tally, by key (no allocation per word).
+    // Summed into the largest tally, by key (no allocation per word), on
+    // every thread (`WordTally::merge_parallel`).
     let mut tallies = tallies.into_iter().collect::<Result<Vec<_>, _>>()?;
     tallies.sort_by_key(|t| std::cmp::Reverse(t.len()));
     let mut tallies = tallies.into_iter();
@@ -385,7 +386,7 @@ fn count_parallel<J: Send>(
         .unwrap_or_else(|| WordTally::new(limits.max_word_bytes).with_pruning(limits.prune))
         .unbounded();
     for tally in tallies {
-        total.merge(tally);
+        total.merge_parallel(tally);
     }
     Ok(total)
 }

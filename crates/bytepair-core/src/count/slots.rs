@@ -17,6 +17,8 @@
 //! `u32::MAX` and lives in the wide table from then on (the marker keeps the
 //! probe sequences of the words after it intact; there is no deletion).
 
+use rayon::prelude::*;
+
 use crate::memory::{prefetch, ZeroedSlice};
 use crate::shortkey;
 
@@ -300,6 +302,108 @@ impl Table<Narrow> {
     }
 }
 
+impl Table<Narrow> {
+    /// Slots, taken or not.
+    pub(super) fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Add the counts of `other` (another tally's narrow table) in `parts`
+    /// parts on the pool's threads, with no lock: part p owns the p-th
+    /// `1 / parts` of this table's slots and adds the words of the p-th of
+    /// `other`'s whose home slot and probe lie within its own. The words it
+    /// cannot add alone (filed elsewhere, a probe past its end, a marker or a
+    /// count past 32 bits) are returned as (narrow key, count), to add one by
+    /// one. The table must not fill up (the caller keeps it at most 3/4 full);
+    /// `parts` is a power of two, at most the slots of either table.
+    pub(super) fn add_in_parts(&mut self, other: &Table<Narrow>, parts: usize) -> Vec<(u128, u64)> {
+        // Powers of two, so both tables cut into exactly `parts` parts.
+        assert!(parts.is_power_of_two() && parts <= self.slots.len().min(other.slots.len()));
+        let (mine, theirs) = (
+            self.slots.len().div_ceil(parts),
+            other.slots.len().div_ceil(parts),
+        );
+        let shift = self.shift;
+        let done: Vec<(usize, Vec<(u128, u64)>)> = self
+            .slots
+            .par_chunks_mut(mine)
+            .zip(other.slots.par_chunks(theirs))
+            .enumerate()
+            .map(|(p, (part, words))| add_part(part, p * mine, shift, words))
+            .collect();
+        let mut left = vec![];
+        for (taken, rest) in done {
+            self.taken += taken;
+            left.extend(rest);
+        }
+        left
+    }
+}
+
+/// `Table::add_in_parts` for one part: `part` is the table's slots from
+/// `start`, `shift` its home shift. Returns the slots it took and the words
+/// left to add one by one. As in `add_batch`, the home slots of a batch of
+/// words are prefetched together.
+fn add_part(
+    part: &mut [Narrow],
+    start: usize,
+    shift: u32,
+    words: &[Narrow],
+) -> (usize, Vec<(u128, u64)>) {
+    const BATCH: usize = 128;
+    let (mut taken, mut left) = (0, vec![]);
+    for slots in words.chunks(BATCH) {
+        let mut batch = [(0u128, 0usize, 0u64); BATCH];
+        let mut n = 0;
+        for slot in slots {
+            let count = (slot.0 >> COUNT_SHIFT) as u64;
+            if count == 0 {
+                continue;
+            }
+            let key = slot.key();
+            let home = (shortkey::hash(key) >> shift) as usize;
+            match home.checked_sub(start).filter(|&i| i < part.len()) {
+                Some(i) => {
+                    prefetch(&part[i]);
+                    batch[n] = (key, i, count);
+                    n += 1;
+                }
+                None => left.push((key, count)),
+            }
+        }
+        for &(key, home, count) in &batch[..n] {
+            match add_within(part, key, home, count) {
+                Some(new) => taken += usize::from(new),
+                None => left.push((key, count)),
+            }
+        }
+    }
+    (taken, left)
+}
+
+/// Add `count` (not 0, at most 32 bits) to the word of narrow key `key` in
+/// `part`, probing from its slot `home`: Some(true) if it took an empty slot,
+/// Some(false) if it was there, None if the probe left `part` or the word's
+/// slot is a marker or would pass 32 bits (left to `Table::bump`).
+#[inline]
+fn add_within(part: &mut [Narrow], key: u128, home: usize, count: u64) -> Option<bool> {
+    for slot in &mut part[home..] {
+        if slot.key() == key {
+            let sum = (slot.0 >> COUNT_SHIFT) as u64 + count;
+            if slot.0 >> COUNT_SHIFT == 0 || sum > MAX_NARROW_COUNT {
+                return None;
+            }
+            slot.0 += u128::from(count) << COUNT_SHIFT;
+            return Some(false);
+        }
+        if slot.0 == 0 {
+            slot.0 = key | u128::from(count) << COUNT_SHIFT;
+            return Some(true);
+        }
+    }
+    None
+}
+
 impl<K: CountedKey> Table<Counted<K>> {
     /// Add `n` to the count of `key` (`hash` is its hash), taking an empty
     /// slot if it is new; the table has room. True when it was new.
@@ -409,5 +513,63 @@ mod tests {
         let mut want: Vec<u64> = (0..1000).filter(|i| i % 7 != 0).map(|i| i + 3).collect();
         want.sort();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn adding_in_parts_equals_adding_one_by_one() {
+        // Small, crowded tables: many probes cross a part's end or wrap
+        // around, and many words of a part of `other` are filed in the next.
+        // Words of random bytes (consecutive numbers hash too evenly to collide).
+        let key = |i: u32| {
+            let word = xxhash_rust::xxh3::xxh3_64(&i.to_le_bytes()).to_le_bytes();
+            narrow_key(shortkey::pack(&word[..7]))
+        };
+        let fill = |slots: usize, words: std::ops::Range<u32>| {
+            let mut table = Table::<Narrow>::new(slots);
+            for i in words {
+                let n = if i % 11 == 0 { MAX_NARROW_COUNT - 1 } else { 1 };
+                assert_eq!(table.bump(key(i), shortkey::hash(key(i)), n), None);
+            }
+            table
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        // (slots, words) of this table and of `other`: together at most 3/4 full.
+        let cases = [
+            ((64, 0..24), (32, 16..32), 4),
+            ((64, 0..32), (64, 24..48), 16),
+            ((32, 0..8), (64, 4..20), 8),
+        ];
+        let mut left_over = 0;
+        for seed in 0..50 {
+            let shifted = |r: std::ops::Range<u32>| r.start + 1000 * seed..r.end + 1000 * seed;
+            for ((mine, words), (theirs, their_words), parts) in cases.clone() {
+                let (words, their_words) = (shifted(words), shifted(their_words));
+                let other = fill(theirs, their_words);
+                let mut want = fill(mine, words.clone());
+                for (k, n) in other.narrow_entries() {
+                    want.bump(k, shortkey::hash(k), n);
+                }
+                let mut got = fill(mine, words);
+                let left = pool.install(|| got.add_in_parts(&other, parts));
+                left_over += left.len();
+                for (k, n) in left {
+                    got.bump(k, shortkey::hash(k), n);
+                }
+                let sorted = |t: &Table<Narrow>| {
+                    let mut all: Vec<u128> = t.slots.iter().map(|s| s.0).collect();
+                    all.sort();
+                    (all, t.taken())
+                };
+                assert_eq!(
+                    sorted(&got),
+                    sorted(&want),
+                    "{mine} / {theirs} slots, {parts} parts"
+                );
+            }
+        }
+        assert!(left_over > 100, "words left to add one by one: {left_over}");
     }
 }

@@ -176,3 +176,42 @@ fn counts_within_a_budget_do_not_depend_on_threads_or_timing() {
         assert!(got == want, "{threads} threads, timing {seed}");
     }
 }
+
+#[test]
+fn a_parallel_merge_sums_as_the_serial_one() {
+    // Two tallies that share a third of their words, of different table
+    // sizes, with counts that pass 32 bits when summed (markers) or alone.
+    let word = |i: u64| format!("w{i}").into_bytes();
+    let big = u64::from(u32::MAX) - 3;
+    let tally = |words: std::ops::Range<u64>, slots_for: u64| {
+        let mut tally = WordTally::default();
+        tally.expect_text_bytes(slots_for);
+        for i in words {
+            let n = match i % 97 {
+                0 => big,
+                1 => 1 << 40,
+                _ => i % 13 + 1,
+            };
+            tally.add(&word(i), n);
+        }
+        tally.add(b"a much longer word than any key holds", 2);
+        tally.add("ünïcödé wörd".as_bytes(), 3);
+        tally
+    };
+    for (threads, big_first) in [(2, true), (2, false), (3, true), (16, false)] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let (a, b) = (tally(0..30_000, 1 << 30), tally(20_000..60_000, 0));
+        let (a, b) = if big_first { (a, b) } else { (b, a) };
+        let mut want = tally(0..30_000, 0);
+        want.merge(tally(20_000..60_000, 0));
+        let mut got = a;
+        pool.install(|| got.merge_parallel(b));
+        assert_eq!(got.len(), want.len());
+        let got = got.into_counts();
+        assert_eq!(got[&word(97 * 250)], 2 * big, "a sum past 32 bits");
+        assert_eq!(got, want.into_counts(), "{threads} threads");
+    }
+}
