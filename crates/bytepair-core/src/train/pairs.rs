@@ -114,16 +114,19 @@ fn shard_index<S: Symbol>(
     (shard, mask): (usize, usize),
 ) -> Shard {
     let mut slots = PairSlots::new(alphabet);
-    // Pass 1: every pair's count and list size, and the pairs each word
-    // adds to lists, in word order (`Listed`): pass 2 writes the lists from
-    // them without reading the words or hashing their pairs again (hashing
-    // each occurrence twice was most of the index's time on multilingual
-    // text: 2.7 M occurrences of 93 k pairs on 10 MB).
-    let occurrences = words.capacity() - words.count();
-    let mut listed = Listed {
-        entries: Vec::with_capacity(occurrences / (mask + 1) + words.count()),
-        word: None,
-    };
+    // Pass 1: every pair's count and list size, and, when some pairs are
+    // hashed (`PairSlots`), the pairs each word adds to lists, in word order
+    // (`Listed`): pass 2 then writes the lists from them without reading the
+    // words or hashing their pairs again (hashing each occurrence twice was
+    // most of the index's time on multilingual text: 2.7 M occurrences of
+    // 93 k pairs on 10 MB). Within `LISTED_MAX_ENTRIES` only: on a big
+    // corpus the record would outweigh the words.
+    let estimate = (words.capacity() - words.count()) / (mask + 1) + words.count();
+    let mut listed =
+        (alphabet > DENSE_SYMBOLS as usize && estimate <= LISTED_MAX_ENTRIES).then(|| Listed {
+            entries: Vec::with_capacity(estimate),
+            word: None,
+        });
     for_pairs_of_shard(words, shard, mask, |p, i| {
         let at = slots.slot(p);
         let b = &mut slots.building[at];
@@ -131,7 +134,9 @@ fn shard_index<S: Symbol>(
         if b.last != Some(i) {
             b.size += varint_len(i - b.last.unwrap_or(0));
             b.last = Some(i);
-            listed.push(i, at);
+            if let Some(listed) = &mut listed {
+                listed.push(i, at);
+            }
         }
     });
     // Each list's place in the arena, then pass 2 writes them.
@@ -141,12 +146,19 @@ fn shard_index<S: Symbol>(
         total += b.size;
     }
     let mut base = vec![0u8; total];
-    listed.for_each(|i, at| {
-        let b = &mut slots.building[at];
-        put_varint(&mut base, &mut b.at, i - b.last.unwrap_or(0));
-        b.last = Some(i);
-    });
-    drop(listed);
+    let mut list = |building: &mut Building, i: u32| {
+        put_varint(&mut base, &mut building.at, i - building.last.unwrap_or(0));
+        building.last = Some(i);
+    };
+    match listed {
+        Some(listed) => listed.for_each(|i, at| list(&mut slots.building[at], i)),
+        None => for_pairs_of_shard(words, shard, mask, |p, i| {
+            let at = slots.slot(p);
+            if slots.building[at].last != Some(i) {
+                list(&mut slots.building[at], i);
+            }
+        }),
+    }
     let mut map = FxHashMap::with_capacity_and_hasher(slots.pairs.len(), Default::default());
     for (&p, b) in slots.pairs.iter().zip(&slots.building) {
         let words = WordList {
@@ -169,6 +181,10 @@ fn shard_index<S: Symbol>(
 /// characters by frequency). 256 KiB a shard (a table of 1024 symbols, 4
 /// MiB a shard, was no faster on multilingual text).
 const DENSE_SYMBOLS: u32 = 256;
+
+/// Entries a shard's `Listed` may hold (4 bytes each; 10 MB of
+/// multilingual text needs at most 3 M).
+const LISTED_MAX_ENTRIES: usize = 1 << 24;
 
 /// The pairs of the initial words, numbered in first-seen order, each with
 /// its `Building`: pairs of two symbols below `dense` found through a table
@@ -237,7 +253,6 @@ fn for_pairs_of_shard<S: Symbol>(
 
 /// The (word, pair number) of each pair a word adds to a list, in word
 /// order, in 4 bytes each: a word's pair numbers after its id (its top bit set).
-#[derive(Default)]
 struct Listed {
     entries: Vec<u32>,
     word: Option<u32>,
