@@ -138,3 +138,22 @@ def test_the_model_is_the_same_on_one_and_two_threads(corpus_text):
         bytepair.train_sentencepiece_from_iterator([text], 3000, num_threads=n) for n in (1, 2)
     ]
     assert models[0] == models[1]
+
+
+def test_a_trained_tokenizer_builds_its_encoder_on_first_use():
+    """Training and writing a model build neither encoder nor vocabulary
+    (`defer`); the first use builds them, as loading the model's bytes does."""
+    import pickle
+
+    train, held = corpus_slices()
+    tok = bytepair.train_sentencepiece_from_iterator([train[:60_000]], 700)
+    data = tok.model_bytes()
+    assert "_core" not in vars(tok) and "_vocab" not in vars(tok)
+    loaded = bytepair.SentencePieceTokenizer(data)
+    clone = pickle.loads(pickle.dumps(tok))
+    assert tok.vocab == loaded.vocab
+    text = held[0][:5000]
+    assert tok.encode_ordinary(text) == loaded.encode_ordinary(text) == clone.encode_ordinary(text)
+    assert "_core" in vars(tok) and "_vocab" in vars(tok)
+    with pytest.raises(AttributeError, match="no_such_thing"):
+        tok.no_such_thing  # noqa: B018

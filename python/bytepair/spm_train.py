@@ -142,4 +142,4 @@ def train_sentencepiece_from_iterator(
         num_threads,
         progress,
     )
-    return SentencePieceTokenizer(model, source="the trained model")
+    return SentencePieceTokenizer(model, source="the trained model", defer=True)

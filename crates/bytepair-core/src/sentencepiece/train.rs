@@ -27,7 +27,7 @@
 //! boundaries are approximated by character classes, and lines of any length
 //! are counted (spm_train skips those over `max_sentence_length`).
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::count::SpmCounts;
 use super::model::Kind;
@@ -260,26 +260,24 @@ pub fn train(
     };
     let trained = train_on_symbols(
         words,
-        symbols.clone(),
+        symbols,
         num_merges,
         &train_options,
         options.max_piece_chars,
         progress,
     )?;
-    let mut tokens = symbols;
     let mut pieces: Vec<SentencePiece> =
         fixed.iter().map(|(s, kind)| piece(s, 0.0, *kind)).collect();
-    for m in &trained.merges {
-        let text = [&tokens[m.left as usize][..], &tokens[m.right as usize][..]].concat();
-        let text_str = String::from_utf8(text.clone()).expect("characters joined");
-        if taken.insert(text_str.clone(), ()).is_none() {
-            pieces.push(piece(
-                &text_str,
-                -((pieces.len() - fixed.len()) as f32),
-                Kind::Normal,
-            ));
+    let texts = TokenTexts::of(&chars, &trained.merges);
+    // A merge that spells a piece again (a fixed one, or another merge's
+    // text from other parts) adds no piece.
+    let mut seen: FxHashSet<&str> = fixed.iter().map(|(s, _)| s.as_str()).collect();
+    for k in 0..trained.merges.len() {
+        let text = texts.get(chars.len() + k);
+        if seen.insert(text) {
+            let score = -((pieces.len() - fixed.len()) as f32);
+            pieces.push(piece(text, score, Kind::Normal));
         }
-        tokens.push(text);
     }
     let first_char_score = pieces.len() - fixed.len();
     for (j, c) in chars.iter().enumerate() {
@@ -296,6 +294,42 @@ pub fn train(
         self_test_data: None,
         denormalizer_spec: None,
     })
+}
+
+/// The text of every token of a training run: the characters, then one per
+/// merge (its two parts joined), as spans of one buffer. (A string per
+/// token, copied into the set of pieces seen and into its piece, was four
+/// allocations a merge.)
+struct TokenTexts {
+    text: String,
+    spans: Vec<(usize, usize)>,
+}
+
+impl TokenTexts {
+    fn of(chars: &[char], merges: &[crate::train::Merge]) -> Self {
+        let mut buf: Vec<u8> = Vec::new();
+        let mut spans: Vec<(usize, usize)> = Vec::with_capacity(chars.len() + merges.len());
+        let mut utf8 = [0u8; 4];
+        for c in chars {
+            let start = buf.len();
+            buf.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes());
+            spans.push((start, buf.len()));
+        }
+        for m in merges {
+            let (left, right) = (spans[m.left as usize], spans[m.right as usize]);
+            let start = buf.len();
+            buf.extend_from_within(left.0..left.1);
+            buf.extend_from_within(right.0..right.1);
+            spans.push((start, buf.len()));
+        }
+        let text = String::from_utf8(buf).expect("characters joined");
+        TokenTexts { text, spans }
+    }
+
+    fn get(&self, token: usize) -> &str {
+        let (start, end) = self.spans[token];
+        &self.text[start..end]
+    }
 }
 
 fn piece(text: &str, score: f32, kind: Kind) -> SentencePiece {

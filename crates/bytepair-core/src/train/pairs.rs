@@ -114,7 +114,19 @@ fn shard_index<S: Symbol>(
     (shard, mask): (usize, usize),
 ) -> Shard {
     let mut slots = PairSlots::new(alphabet);
-    // Pass 1: every pair's count and list size.
+    // Pass 1: every pair's count and list size, and, when some pairs are
+    // hashed (`PairSlots`), the pairs each word adds to lists, in word order
+    // (`Listed`): pass 2 then writes the lists from them without reading the
+    // words or hashing their pairs again (hashing each occurrence twice was
+    // most of the index's time on multilingual text: 2.7 M occurrences of
+    // 93 k pairs on 10 MB). Within `LISTED_MAX_ENTRIES` only: on a big
+    // corpus the record would outweigh the words.
+    let estimate = (words.capacity() - words.count()) / (mask + 1) + words.count();
+    let mut listed =
+        (alphabet > DENSE_SYMBOLS as usize && estimate <= LISTED_MAX_ENTRIES).then(|| Listed {
+            entries: Vec::with_capacity(estimate),
+            word: None,
+        });
     for_pairs_of_shard(words, shard, mask, |p, i| {
         let at = slots.slot(p);
         let b = &mut slots.building[at];
@@ -122,6 +134,9 @@ fn shard_index<S: Symbol>(
         if b.last != Some(i) {
             b.size += varint_len(i - b.last.unwrap_or(0));
             b.last = Some(i);
+            if let Some(listed) = &mut listed {
+                listed.push(i, at);
+            }
         }
     });
     // Each list's place in the arena, then pass 2 writes them.
@@ -131,14 +146,19 @@ fn shard_index<S: Symbol>(
         total += b.size;
     }
     let mut base = vec![0u8; total];
-    for_pairs_of_shard(words, shard, mask, |p, i| {
-        let at = slots.slot(p);
-        let b = &mut slots.building[at];
-        if b.last != Some(i) {
-            put_varint(&mut base, &mut b.at, i - b.last.unwrap_or(0));
-            b.last = Some(i);
-        }
-    });
+    let mut list = |building: &mut Building, i: u32| {
+        put_varint(&mut base, &mut building.at, i - building.last.unwrap_or(0));
+        building.last = Some(i);
+    };
+    match listed {
+        Some(listed) => listed.for_each(|i, at| list(&mut slots.building[at], i)),
+        None => for_pairs_of_shard(words, shard, mask, |p, i| {
+            let at = slots.slot(p);
+            if slots.building[at].last != Some(i) {
+                list(&mut slots.building[at], i);
+            }
+        }),
+    }
     let mut map = FxHashMap::with_capacity_and_hasher(slots.pairs.len(), Default::default());
     for (&p, b) in slots.pairs.iter().zip(&slots.building) {
         let words = WordList {
@@ -161,6 +181,10 @@ fn shard_index<S: Symbol>(
 /// characters by frequency). 256 KiB a shard (a table of 1024 symbols, 4
 /// MiB a shard, was no faster on multilingual text).
 const DENSE_SYMBOLS: u32 = 256;
+
+/// Entries a shard's `Listed` may hold (4 bytes each; 10 MB of
+/// multilingual text needs at most 3 M).
+const LISTED_MAX_ENTRIES: usize = 1 << 24;
 
 /// The pairs of the initial words, numbered in first-seen order, each with
 /// its `Building`: pairs of two symbols below `dense` found through a table
@@ -222,6 +246,40 @@ fn for_pairs_of_shard<S: Symbol>(
             let p = (p[0].id(), p[1].id());
             if shard_of(p) & mask == shard {
                 f(p, i as u32);
+            }
+        }
+    }
+}
+
+/// The (word, pair number) of each pair a word adds to a list, in word
+/// order, in 4 bytes each: a word's pair numbers after its id (its top bit set).
+struct Listed {
+    entries: Vec<u32>,
+    word: Option<u32>,
+}
+
+impl Listed {
+    const WORD: u32 = 1 << 31;
+
+    #[inline]
+    fn push(&mut self, word: u32, pair: usize) {
+        if self.word != Some(word) {
+            assert!(word < Self::WORD, "at most 2^31 words");
+            self.entries.push(word | Self::WORD);
+            self.word = Some(word);
+        }
+        debug_assert!(pair < Self::WORD as usize);
+        self.entries.push(pair as u32);
+    }
+
+    /// `f(word, pair number)` for each entry, in order.
+    fn for_each(&self, mut f: impl FnMut(u32, usize)) {
+        let mut word = 0;
+        for &e in &self.entries {
+            if e & Self::WORD != 0 {
+                word = e & !Self::WORD;
+            } else {
+                f(word, e as usize);
             }
         }
     }
@@ -403,7 +461,7 @@ mod tests {
 
     #[test]
     fn lists_survive_removals_and_compaction() {
-        let (words, freqs) = Words::<u16>::from_token_words(vec![(0, vec![1, 2, 1, 2], 1)]);
+        let (words, freqs) = Words::<u16>::from_slices(&[(&[1, 2, 1, 2], 1)], |_| 0);
         let mut map = pool_index(1, &words, &freqs);
         let lists: Vec<Vec<u32>> = (0..200).map(|k| (k..k + 1 + k % 7).collect()).collect();
         for (k, ids) in lists.iter().enumerate() {
@@ -441,13 +499,14 @@ mod tests {
             state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
             (state >> 16) % n
         };
-        let raw: Vec<(u64, Vec<u32>, u64)> = (0..300)
-            .map(|k| {
+        let raw: Vec<(Vec<u32>, u64)> = (0..300)
+            .map(|_| {
                 let ids = (0..2 + next(12)).map(|_| IDS[next(5) as usize]).collect();
-                (k, ids, 1 + u64::from(next(4)))
+                (ids, 1 + u64::from(next(4)))
             })
             .collect();
-        let (words, freqs) = Words::<u16>::from_token_words(raw);
+        let slices: Vec<(&[u32], u64)> = raw.iter().map(|(ids, n)| (&ids[..], *n)).collect();
+        let (words, freqs) = Words::<u16>::from_slices(&slices, |_| 0);
         let mut want = FxHashMap::<Pair, (u64, Vec<u32>)>::default();
         for (i, &freq) in freqs.iter().enumerate() {
             for p in words.get(i).windows(2) {

@@ -32,10 +32,11 @@ pub fn train_on_symbols(
         .filter(|(w, _)| w.len() == 1)
         .map(|&(_, c)| c)
         .sum();
-    let prefixed = words
-        .into_iter()
-        .map(|(ids, count)| (word_prefix(ids, &symbols), ids, count))
+    let heads: Vec<(u64, usize)> = symbols
+        .iter()
+        .map(|b| (TokenPrefix::of(b).prefix, b.len()))
         .collect();
+    let prefix_of = |ids: &[u32]| word_prefix(ids, &heads);
     let run = Run {
         token_bytes: symbols,
         taken: FxHashSet::default(),
@@ -45,10 +46,10 @@ pub fn train_on_symbols(
         rules: None,
     };
     let (merges, stop, tokens) = if run.fits::<u16>() {
-        let (words, freqs) = Words::<u16>::from_token_words(prefixed);
+        let (words, freqs) = Words::<u16>::from_slices(&words, prefix_of);
         run.learn(words, freqs, options, progress)?
     } else {
-        let (words, freqs) = Words::<u32>::from_token_words(prefixed);
+        let (words, freqs) = Words::<u32>::from_slices(&words, prefix_of);
         run.learn(words, freqs, options, progress)?
     };
     Ok(Trained {
@@ -63,17 +64,17 @@ pub fn train_on_symbols(
 /// so many of their pairs, sit close in memory. (The first symbol's bytes
 /// alone put nearly every SentencePiece unit, all starting with "▁", in one
 /// unordered group.)
-fn word_prefix(ids: &[u32], symbols: &[Vec<u8>]) -> u64 {
-    let mut head = [0u8; 8];
-    let mut n = 0;
+fn word_prefix(ids: &[u32], heads: &[(u64, usize)]) -> u64 {
+    // Each symbol's first 8 bytes shifted in after those before it (bytes
+    // past the 8th fall off the end).
+    let (mut prefix, mut n) = (0u64, 0usize);
     for &i in ids {
-        let bytes = &symbols[i as usize];
-        let take = bytes.len().min(8 - n);
-        head[n..n + take].copy_from_slice(&bytes[..take]);
-        n += take;
-        if n == 8 {
+        let (head, len) = heads[i as usize];
+        prefix |= head >> (8 * n);
+        n += len;
+        if n >= 8 {
             break;
         }
     }
-    TokenPrefix::of(&head[..n]).prefix
+    prefix
 }
