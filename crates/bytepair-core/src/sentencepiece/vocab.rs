@@ -27,8 +27,10 @@ use super::model::Kind;
 pub const NO_RANK: u32 = u32::MAX;
 /// Id of a part that is not a piece (its bytes fall back, or it is `<unk>`).
 pub const NO_ID: u32 = u32::MAX;
-/// Pairs of ASCII bytes: the size of a byte table of the join test.
-pub const ASCII_PAIRS: usize = 128 * 128;
+/// The size of a byte table of the word-start test on two ASCII bytes,
+/// indexed by the two bytes as one little-endian `u16` (`Vocab::ascii_starts`):
+/// any `u16` is an index in bounds.
+pub const ASCII_PAIRS: usize = 1 << 16;
 
 /// A piece as the tables see it.
 pub struct PieceSpec<'a> {
@@ -57,10 +59,14 @@ pub struct Vocab {
     /// the ASCII character x, then "▁"; of `after_space`: "▁", then x.
     before_space: u128,
     after_space: u128,
-    /// `ascii_bigrams` as bytes (1: x, y may join) at `x << 7 | y`: one load
-    /// per test, no 128-bit shift (`scan`); and the same with the space
-    /// standing for "▁" (the space view of text before normalization).
-    join_bytes: Box<[[u8; ASCII_PAIRS]; 2]>,
+    /// `ascii_bigrams` as word starts (1: x, y never join, a word starts at
+    /// y) at `y << 8 | x`, the two bytes of the text read as one `u16`: a
+    /// load for the pair and one for the test, no shift (`scan`); and the
+    /// same with the space standing for "▁" (the space view of text before
+    /// normalization). The scan uses only x, y < 128 (it reads other pairs
+    /// in steps it then drops), so the table takes 16 KiB of cache like a
+    /// 128 x 128 one; 64 KiB make every `u16` an index in bounds.
+    start_bytes: Box<[[u8; ASCII_PAIRS]; 2]>,
     /// Byte -> id of its `<0xNN>` piece (NO_ID: none).
     pub(super) byte_ids: [u32; 256],
     pub(super) unk_id: u32,
@@ -172,7 +178,7 @@ impl Vocab {
         }
         view_bigrams[32] = view_bigrams[32] & !(1u128 << 32) | u128::from(spaces) << 32;
         Vocab {
-            join_bytes: Box::new([join_bytes(&ascii_bigrams), join_bytes(&view_bigrams)]),
+            start_bytes: Box::new([start_bytes(&ascii_bigrams), start_bytes(&view_bigrams)]),
             pairs: PairTable::new(&pairs, ids.len() + 1),
             before_space,
             after_space,
@@ -224,21 +230,22 @@ impl Vocab {
         }
     }
 
-    /// The join test of two ASCII characters as a byte table at `x << 7 |
-    /// y` (1: x, y may join), of normalized text or, with `view`, of the
-    /// space view.
+    /// The word-start test of two ASCII characters as a byte table at
+    /// `y << 8 | x` (1: no piece holds x, y side by side, so a word starts
+    /// at y), of normalized text or, with `view`, of the space view.
     #[inline]
-    pub(super) fn ascii_joins(&self, view: bool) -> &[u8; ASCII_PAIRS] {
-        &self.join_bytes[usize::from(view)]
+    pub(super) fn ascii_starts(&self, view: bool) -> &[u8; ASCII_PAIRS] {
+        &self.start_bytes[usize::from(view)]
     }
 }
 
-/// Bit rows of the ASCII join test as a byte table (see `Vocab::join_bytes`).
-fn join_bytes(rows: &[u128; 128]) -> [u8; ASCII_PAIRS] {
+/// Bit rows of the ASCII join test as a byte table of word starts (see
+/// `Vocab::start_bytes`).
+fn start_bytes(rows: &[u128; 128]) -> [u8; ASCII_PAIRS] {
     let mut bytes = [0u8; ASCII_PAIRS];
     for (x, row) in rows.iter().enumerate() {
         for y in 0..128 {
-            bytes[x << 7 | y] = (row >> y & 1) as u8;
+            bytes[y << 8 | x] = (row >> y & 1 == 0) as u8;
         }
     }
     bytes

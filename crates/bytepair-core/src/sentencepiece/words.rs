@@ -101,7 +101,7 @@ impl SpmEncoder {
         let (mut w, mut dst) = (out.len(), out.as_mut_ptr());
         for k in 0..n {
             if k + PREFETCH_AHEAD < n {
-                s.short.prefetch(hashes[k + PREFETCH_AHEAD]);
+                homes.prefetch(hashes[k + PREFETCH_AHEAD]);
             }
             if fast && keys[k] != 0 {
                 if let Some((lanes, count)) = homes.inline_ids(keys[k], hashes[k]) {
@@ -140,7 +140,7 @@ impl SpmEncoder {
     ) {
         let first = out.len();
         if key != 0 {
-            if !s.short.push_hit(key, hash, out) {
+            if !s.short.push_hit_home(key, hash, out) {
                 self.merge_view(&text[a..e], view, s, out);
                 s.short.insert(key, hash, &out[first..]);
             }

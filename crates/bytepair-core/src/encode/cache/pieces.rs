@@ -206,6 +206,33 @@ impl<K: SlotKey, const N: usize> PieceCache<K, N> {
         let Some(i) = self.find(key, hash) else {
             return false;
         };
+        self.push_slot(i, out);
+        true
+    }
+
+    /// `push_hit`, and a piece found past its home slot swaps places with
+    /// the one there, so the next hit is a hit in its home slot (the hit
+    /// loop's fast test; `HomeSlots`). A piece hit often moves home on its
+    /// first hit past it, where it was put by the order of the first
+    /// occurrences and of the re-filing at a resize. Valid for linear
+    /// probing: no slot from the displaced piece's home to the one it moves
+    /// to is empty (the moved piece's probe crossed them).
+    #[inline]
+    pub(crate) fn push_hit_home(&mut self, key: K, hash: u64, out: &mut Vec<u32>) -> bool {
+        let Some(found) = self.find(key, hash) else {
+            return false;
+        };
+        let home = self.home(hash);
+        if found != home {
+            self.slots.swap(found, home);
+        }
+        self.push_slot(home, out);
+        true
+    }
+
+    /// Append the ids of slot `i` to `out` and mark it hit.
+    #[inline]
+    fn push_slot(&mut self, i: usize, out: &mut Vec<u32>) {
         let slot = &mut self.slots[i];
         slot.count &= !COLD;
         let count = slot.ids_len();
@@ -215,7 +242,6 @@ impl<K: SlotKey, const N: usize> PieceCache<K, N> {
             let start = slot.ids[0] as usize;
             out.extend_from_slice(&self.spill[start..start + count]);
         }
-        true
     }
 
     /// Remember `ids` (at least one) as the ids of `key`, which is not cached.
@@ -496,6 +522,16 @@ pub(crate) struct HomeSlots<'table> {
 }
 
 impl HomeSlots<'_> {
+    /// `PieceCache::prefetch` through the view (its address and shift in
+    /// registers, not read from the cache again per word).
+    #[inline(always)]
+    pub(crate) fn prefetch(self, hash: u64) {
+        let slot = self.base.wrapping_add((hash >> self.shift) as usize);
+        crate::memory::prefetch_ptr(slot);
+        // The next slot: on the next line when the home slot ends its own.
+        crate::memory::prefetch_ptr(slot.wrapping_add(1));
+    }
+
     /// The ids of `key` (hash `hash`, not 0) if its home slot holds it warm
     /// with at most `INLINE_IDS` ids inline: `(lanes, count)`, the first
     /// `count` of the 4 lanes being its ids; else `None` (a miss, a key past
