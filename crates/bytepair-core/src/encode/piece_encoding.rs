@@ -145,7 +145,7 @@ impl Encoder {
         scratch: &mut Scratch,
         out: &mut Vec<u32>,
     ) -> Result<(), EncodeError> {
-        if key != 0 && scratch.pieces.push_hit(key, hash, out) {
+        if key != 0 && scratch.pieces.push_hit_home(key, hash, out) {
             return Ok(());
         }
         let piece = &b[bounds[i]..bounds[i + 1]];
@@ -185,7 +185,7 @@ impl Encoder {
             len if len <= CACHED_PIECE => {
                 let key = piece_key(piece);
                 let hash = hash_key(key);
-                if scratch.pieces.push_hit(key, hash, out) {
+                if scratch.pieces.push_hit_home(key, hash, out) {
                     return Ok(());
                 }
                 self.encode_short_miss(piece, key, hash, scratch, out)

@@ -59,7 +59,7 @@ impl SlotKey for [u128; 2] {
 
 /// Bit of a slot's `count`: not hit since the last sweep (or since the table
 /// reached its budget). A cold slot's count reads as too many ids to be
-/// inline, so the hit loop's fast test sends it to `PieceCache::push_hit`.
+/// inline, so the hit loop's fast test sends it to `PieceCache::push_hit_home`.
 const COLD: u32 = 1 << 31;
 /// Where a slot's age (sweeps survived, at most 3) sits in `count`.
 const AGE_SHIFT: u32 = 29;
@@ -535,7 +535,7 @@ impl HomeSlots<'_> {
     /// The ids of `key` (hash `hash`, not 0) if its home slot holds it warm
     /// with at most `INLINE_IDS` ids inline: `(lanes, count)`, the first
     /// `count` of the 4 lanes being its ids; else `None` (a miss, a key past
-    /// its home slot, a cold slot or spilled ids: `PieceCache::push_hit`
+    /// its home slot, a cold slot or spilled ids: `PieceCache::push_hit_home`
     /// decides those). The lanes are read as one 16-byte value so the caller
     /// can store them whole.
     #[inline(always)]
