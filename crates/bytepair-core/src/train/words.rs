@@ -78,24 +78,8 @@ impl<S: Symbol> Words<S> {
             visited <= u32::MAX as usize,
             "more than 2^32 distinct words: word ids are 32-bit"
         );
-        keys.par_sort_unstable();
-        let mut rank = vec![u32::MAX; visited];
-        let mut words = Words {
-            symbols: Vec::new(),
-            start: Vec::with_capacity(keys.len()),
-            len: Vec::with_capacity(keys.len()),
-        };
-        let mut total = 0usize;
-        for (i, &(_, position, len)) in keys.iter().enumerate() {
-            rank[position as usize] = i as u32;
-            words.start.push(total);
-            words.len.push(len);
-            total += len as usize;
-        }
-        let kept = keys.len();
-        drop(keys);
-        words.symbols = vec![S::default(); total];
-        let mut freqs = vec![0u64; kept];
+        let (mut words, rank) = Self::laid_out(keys, visited);
+        let mut freqs = vec![0u64; words.start.len()];
         let mut position = 0usize;
         counts.for_each_word(|word, n| {
             let i = rank[position] as usize;
@@ -126,28 +110,13 @@ impl<S: Symbol> Words<S> {
         words: &[(&[u32], u64)],
         prefix_of: impl Fn(&[u32]) -> u64 + Sync,
     ) -> (Self, Vec<u64>) {
-        let mut keys: Vec<(u64, u32, u32)> = words
+        let keys: Vec<(u64, u32, u32)> = words
             .par_iter()
             .enumerate()
             .filter(|(_, (ids, n))| ids.len() >= 2 && *n > 0)
             .map(|(i, (ids, _))| (prefix_of(ids), i as u32, ids.len() as u32))
             .collect();
-        keys.par_sort_unstable();
-        let mut rank = vec![u32::MAX; words.len()];
-        let mut out = Words {
-            symbols: Vec::new(),
-            start: Vec::with_capacity(keys.len()),
-            len: Vec::with_capacity(keys.len()),
-        };
-        let mut total = 0usize;
-        for (r, &(_, i, len)) in keys.iter().enumerate() {
-            rank[i as usize] = r as u32;
-            out.start.push(total);
-            out.len.push(len);
-            total += len as usize;
-        }
-        drop(keys);
-        out.symbols = vec![S::default(); total];
+        let (mut out, rank) = Self::laid_out(keys, words.len());
         let mut freqs = vec![0u64; out.start.len()];
         for (&(ids, n), &r) in words.iter().zip(&rank) {
             if r != u32::MAX {
@@ -159,6 +128,30 @@ impl<S: Symbol> Words<S> {
             }
         }
         (out, freqs)
+    }
+
+    /// Room for the words of `keys` ((sort prefix, index in the source,
+    /// length) each) in the order of the keys, their symbols still to be
+    /// written, and the rank of each of the `sources` source words (its
+    /// place in that order, `u32::MAX` for a word not kept).
+    fn laid_out(mut keys: Vec<(u64, u32, u32)>, sources: usize) -> (Self, Vec<u32>) {
+        keys.par_sort_unstable();
+        let mut rank = vec![u32::MAX; sources];
+        let mut words = Words {
+            symbols: Vec::new(),
+            start: Vec::with_capacity(keys.len()),
+            len: Vec::with_capacity(keys.len()),
+        };
+        let mut total = 0usize;
+        for (r, &(_, i, len)) in keys.iter().enumerate() {
+            rank[i as usize] = r as u32;
+            words.start.push(total);
+            words.len.push(len);
+            total += len as usize;
+        }
+        drop(keys);
+        words.symbols = vec![S::default(); total];
+        (words, rank)
     }
 
     /// Words already split into tokens and in order (each of two tokens or
