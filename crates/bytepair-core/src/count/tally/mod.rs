@@ -551,12 +551,23 @@ mod tests {
     #[test]
     fn a_presized_tally_counts_the_same() {
         let pre = PreTokenizer::new("gpt2", &[]).unwrap();
+        // Words of all three tables: narrow, wide (12-15 bytes), mid (16-31).
         let text: String = (0..20_000)
-            .map(|i| format!(" w{} x{}", i % 9973, i % 31))
+            .map(|i| {
+                format!(
+                    " w{} x{} abcdefghij{} ünïcödéwörd{}",
+                    i % 9973,
+                    i % 31,
+                    i % 97,
+                    i % 89
+                )
+            })
             .collect();
         let mut sized = WordTally::default();
         sized.expect_text_bytes(1 << 30);
-        assert!(sized.memory_bytes() >= 16 << 20, "sized for a GiB of text");
+        assert!(sized.narrow.len() >= 1 << 20, "sized for a GiB of text");
+        let (wide, mid) = (std::mem::size_of::<Wide>(), std::mem::size_of::<Mid>());
+        assert!(sized.wide.bytes() > INITIAL_WIDE * wide && sized.mid.bytes() > INITIAL_MID * mid);
         sized.add_text(&pre, &text).unwrap();
         let mut plain = WordTally::default();
         plain.add_text(&pre, &text).unwrap();
