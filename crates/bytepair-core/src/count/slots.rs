@@ -19,7 +19,7 @@
 
 use rayon::prelude::*;
 
-use crate::memory::{prefetch, ZeroedSlice};
+use crate::memory::{prefetch, prefetch_ptr, ZeroedSlice};
 use crate::shortkey;
 
 /// The longest word that has a narrow slot.
@@ -208,7 +208,8 @@ impl<S: Slot> Table<S> {
     /// Ask for the home slot of `hash` ahead of its probe.
     #[inline]
     pub(super) fn prefetch(&self, hash: u64) {
-        prefetch(&self.slots[self.home(hash)]);
+        // No bounds check: a home slot is always in the table.
+        prefetch_ptr(self.slots.as_ptr().wrapping_add(self.home(hash)));
     }
 
     /// Double the slots, filing every slot (markers too) again.
@@ -248,7 +249,10 @@ impl Table<Narrow> {
         let mask = self.slots.len() - 1;
         let mut i = self.home(hash);
         loop {
-            let slot = self.slots[i].0;
+            debug_assert!(i < self.slots.len());
+            // SAFETY: a home slot is below the slots (`home` shifts the hash
+            // to log2(slots) bits), and so is any index masked by `mask`.
+            let slot = unsafe { self.slots.get_unchecked(i).0 };
             let (lo, hi) = (slot as u64, (slot >> 64) as u64);
             if lo == key_lo && hi as u32 == key_hi {
                 if (hi >> 32).wrapping_sub(1) < MAX_NARROW_COUNT - 1 {

@@ -98,26 +98,37 @@ impl WordTally {
         }
     }
 
-    /// Size the narrow table, while it is empty and without a budget, for
-    /// the distinct words of about `bytes` of text (estimated by Heaps' law as
+    /// Size the tables, while they are empty and without a budget, for the
+    /// distinct words of about `bytes` of text, estimated by Heaps' law as
     /// measured on enwiki with the gpt2 pattern: 150k words of at most 11
-    /// bytes in 16 MiB, times (bytes / 16 MiB)^0.7), at most 16 MiB of slots.
-    /// Growing there doubles the table up to 8 times, zeroing fresh pages twice
+    /// bytes in 16 MiB, times (bytes / 16 MiB)^0.7, at most 16 MiB of narrow
+    /// slots; a twelfth as many words of 12 to 15 bytes and a ninetieth as
+    /// many of 16 to 31 (enwiki: 390.6k, 32.6k, 4.3k).
+    /// Growing there doubles a table up to 8 times, zeroing fresh pages twice
     /// the final size and re-filing every word each time (a measurable share
     /// of counting enwiki); a table sized at most 2x too large costs no more.
     /// The estimate gets a quarter more room: each half of enwiki has ~265k
-    /// such words where the law says 241k, just past the half-full mark of
+    /// narrow words where the law says 241k, just past the half-full mark of
     /// the table for 241k, so both threads of a 2-thread count grew theirs
     /// near the end (the extra room made 2-thread counts of enwiki and
-    /// multilingual faster).
+    /// multilingual faster). Sizing the wide and mid tables too took the
+    /// page faults of counting enwiki from ~1.7k to ~0.6k per count at one
+    /// thread, ~3.2k to ~1.2k at two.
     pub fn expect_text_bytes(&mut self, bytes: u64) {
         if self.budget.is_some() || !self.is_empty() {
             return;
         }
-        let words = 150_000.0 * (bytes as f64 / f64::from(16 << 20)).powf(0.7);
-        let slots = (2.5 * words).min(f64::from(MAX_EXPECTED_NARROW)) as usize;
-        if slots > INITIAL_NARROW {
-            self.narrow = Table::for_words(slots / 2, INITIAL_NARROW);
+        let words = 1.25 * 150_000.0 * (bytes as f64 / f64::from(16 << 20)).powf(0.7);
+        let narrow = (2.0 * words).min(f64::from(MAX_EXPECTED_NARROW)) as usize;
+        if narrow > INITIAL_NARROW {
+            self.narrow = Table::for_words(narrow / 2, INITIAL_NARROW);
+        }
+        let (wide, mid) = ((words / 12.0) as usize, (words / 90.0) as usize);
+        if 2 * wide > INITIAL_WIDE {
+            self.wide = Table::for_words(wide, INITIAL_WIDE);
+        }
+        if 2 * mid > INITIAL_MID {
+            self.mid = Table::for_words(mid, INITIAL_MID);
         }
     }
 
@@ -540,12 +551,23 @@ mod tests {
     #[test]
     fn a_presized_tally_counts_the_same() {
         let pre = PreTokenizer::new("gpt2", &[]).unwrap();
+        // Words of all three tables: narrow, wide (12-15 bytes), mid (16-31).
         let text: String = (0..20_000)
-            .map(|i| format!(" w{} x{}", i % 9973, i % 31))
+            .map(|i| {
+                format!(
+                    " w{} x{} abcdefghij{} ünïcödéwörd{}",
+                    i % 9973,
+                    i % 31,
+                    i % 97,
+                    i % 89
+                )
+            })
             .collect();
         let mut sized = WordTally::default();
         sized.expect_text_bytes(1 << 30);
-        assert!(sized.memory_bytes() >= 16 << 20, "sized for a GiB of text");
+        assert!(sized.narrow.len() >= 1 << 20, "sized for a GiB of text");
+        let (wide, mid) = (std::mem::size_of::<Wide>(), std::mem::size_of::<Mid>());
+        assert!(sized.wide.bytes() > INITIAL_WIDE * wide && sized.mid.bytes() > INITIAL_MID * mid);
         sized.add_text(&pre, &text).unwrap();
         let mut plain = WordTally::default();
         plain.add_text(&pre, &text).unwrap();
