@@ -273,3 +273,38 @@ fn leaving_rare_pairs_out_keeps_the_merges() {
         );
     }
 }
+
+#[test]
+fn merges_split_over_threads_equal_a_full_recount() {
+    // Thousands of words, so that the first merges hold over a thousand of
+    // them and are split in parts over the threads (`merge_words`), each
+    // part's changes added up after. Every pool must give the recount's
+    // merges.
+    let mut next = xorshift(0x1405_7b7e_f767_814f);
+    let mut counts = WordCounts::default();
+    for _ in 0..250 {
+        for (word, count) in generated_words(&mut next, b"abcde", 9, [1, 2, 7, 300]) {
+            *counts.entry(word).or_default() += count;
+        }
+    }
+    let words: Vec<(Vec<u8>, u64)> = counts.iter().map(|(w, c)| (w.clone(), *c)).collect();
+    let expected = learn_by_recounting(&words, 60);
+    let holding_first = words
+        .iter()
+        .filter(|(w, _)| w.windows(2).any(|p| p == &expected[0][..]))
+        .count();
+    assert!(
+        holding_first >= 1024,
+        "the first merge holds {holding_first} words"
+    );
+    for threads in [1, 2, 3] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let trained = pool
+            .install(|| train(counts.clone(), 60, &Progress::default()))
+            .unwrap();
+        assert_eq!(trained.merged_tokens(), expected, "{threads} threads");
+    }
+}
