@@ -36,12 +36,13 @@ the threshold t; how many of the exact run's first N merges (N = 1k,
 8k, 32k) are among the first N of the budgeted run; how many merges the two
 share from the first on (the common prefix); bytes per token on held-out text
 against the exact tokenizer's. Time and memory of each stage: counting
-(`bytepair.count`, the local engine: wall time and the peak RSS of its whole
-process tree, sampled every 0.5 s), loading within the budget (``load``:
-`load_into` or counting within it) and the merge loop (``train``); each as
-wall seconds and peak RSS growth over the RSS before loading (VmHWM reset
-before each; the kept-words statistics are taken between the two stages, off
-the clock and out of the peaks).
+(`bytepair.count`, the local engine: wall time and the growth of its whole
+process tree's RSS at its largest, sampled every 0.5 s), loading within the budget (``load``:
+`load_into` or counting within it) and the merge loop (``train``): wall
+seconds, and for load the peak RSS growth over the RSS before loading, for
+train the merge loop's peak growth over the RSS before it plus what the loaded
+counter held (VmHWM reset before each; the kept-words statistics are taken
+between the two stages, off the clock and out of the peaks).
 
 Corpora: ``all`` (every file of the corpora folder, blank-line separated
 paragraphs, every 10th held out, 130 MB) or ``heaps:DIR`` (the files of a
@@ -203,11 +204,14 @@ def run(
         kept = stats if mode == "exact" else word_stats(counter.items())
         threshold = counter.pruned[2]
         trim_heap()  # the list of items, before the merge loop's peak
+        # What the list leaves in pymalloc's arenas stays out: the merge loop's
+        # growth over the RSS before it, plus what the loaded counter held.
+        before = common.current_rss_mib()
         common.reset_peak_rss()
         start = time.perf_counter()
         tok = train_one(counter, merges, threads)
         train_s = time.perf_counter() - start
-        train_mib = common.peak_rss_mib() - load["base_mib"]
+        train_mib = common.peak_rss_mib() - before + load["held_mib"]
         rows.append(
             {
                 "corpus": corpus,
@@ -242,7 +246,11 @@ def run(
         base, start = common.current_rss_mib(), time.perf_counter()
         budget, counter = make()
         seconds = time.perf_counter() - start
-        load = {"seconds": seconds, "peak_mib": common.peak_rss_mib() - base, "base_mib": base}
+        load = {
+            "seconds": seconds,
+            "peak_mib": common.peak_rss_mib() - base,
+            "held_mib": common.current_rss_mib() - base,
+        }
         return budget, counter, load
 
     def exact() -> tuple[None, _core.WordCounter]:
