@@ -35,7 +35,14 @@ For each corpus and fraction: distinct words, pre-tokens and text bytes
 the threshold t; how many of the exact run's first N merges (N = 1k,
 8k, 32k) are among the first N of the budgeted run; how many merges the two
 share from the first on (the common prefix); bytes per token on held-out text
-against the exact tokenizer's.
+against the exact tokenizer's. Time and memory of each stage: counting
+(`bytepair.count`, the local engine: wall time and the growth of its whole
+process tree's RSS at its largest, sampled every 0.5 s), loading within the budget (``load``:
+`load_into` or counting within it) and the merge loop (``train``): wall
+seconds, and for load the peak RSS growth over the RSS before loading, for
+train the merge loop's peak growth over the RSS before it plus what the loaded
+counter held (VmHWM reset before each; the kept-words statistics are taken
+between the two stages, off the clock and out of the peaks).
 
 Corpora: ``all`` (every file of the corpora folder, blank-line separated
 paragraphs, every 10th held out, 130 MB) or ``heaps:DIR`` (the files of a
@@ -51,6 +58,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shutil
 import sys
@@ -86,6 +94,7 @@ def prepare(corpus: str, work: Path) -> tuple[list[str], str]:
     gen._init(3)
     held = work / "heldout.txt"
     gen.write_file(str(held), 64 * 10**6, (12345, 0), 1.36)
+    gen._STATE.clear()  # the templates, out of the stages' memory
     return sorted(str(p) for p in folder.glob("heaps-*.txt")), str(held)
 
 
@@ -121,6 +130,44 @@ def bytes_per_token(tok: bytepair.Tokenizer, text: str, nbytes: int) -> float:
     return nbytes / len(tok.encode_to_numpy(text, disallowed_special=(), num_threads=None))
 
 
+def trim_heap() -> None:
+    """Give freed heap pages back (glibc), so RSS baselines are not stale."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+class TreePeak:
+    """The growth of the RSS of this process and its descendants (the counting
+    pool's workers) at its largest, sampled every 0.5 s until `stop`, in MiB."""
+
+    def __init__(self) -> None:
+        import threading
+
+        from bench_terabyte import tree_rss
+
+        self.base = tree_rss(os.getpid())
+        self.peak = self.base
+        self._done = threading.Event()
+
+        def sample() -> None:
+            while not self._done.wait(0.5):
+                self.peak = max(self.peak, tree_rss(os.getpid()))
+
+        self._thread = threading.Thread(target=sample, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> float:
+        self._done.set()
+        self._thread.join()
+        return (self.peak - self.base) / 2**20
+
+
 MODES = ("sample", "train", "fold", "count", "count-sample")
 
 
@@ -144,15 +191,27 @@ def run(
         exact_counter.count_files(train_files, threads)
         count_memory = int((common.peak_rss_mib() - before) * 2**20)
         del exact_counter
+    start, tree = time.perf_counter(), TreePeak()
     counts = bytepair.count(train_files, work / "counts", progress=False)
+    count_stage = {"seconds": time.perf_counter() - start, "tree_peak_mib": tree.stop()}
+    common.log(
+        f"  counted in {count_stage['seconds']:.0f} s, {count_stage['tree_peak_mib']:.0f} MiB"
+    )
     stats = word_stats(counts.items())
     rows = []
 
-    def record(mode: str, fraction: float, budget: int | None, counter, seconds: float):
-        kept = word_stats(counter.items())
+    def record(mode: str, fraction: float, budget: int | None, counter, load: dict):
+        kept = stats if mode == "exact" else word_stats(counter.items())
         threshold = counter.pruned[2]
+        trim_heap()  # the list of items, before the merge loop's peak
+        # What the list leaves in pymalloc's arenas stays out: the merge loop's
+        # growth over the RSS before it, plus what the loaded counter held.
+        before = common.current_rss_mib()
+        common.reset_peak_rss()
         start = time.perf_counter()
         tok = train_one(counter, merges, threads)
+        train_s = time.perf_counter() - start
+        train_mib = common.peak_rss_mib() - before + load["held_mib"]
         rows.append(
             {
                 "corpus": corpus,
@@ -165,15 +224,41 @@ def run(
                 "threshold": threshold,
                 "merges": [a + b"\x00" + b for a, b in tok.merges],
                 "bytes_per_token": bytes_per_token(tok, held, held_bytes),
-                "seconds": seconds + time.perf_counter() - start,
+                "load_seconds": load["seconds"],
+                "load_peak_mib": load["peak_mib"],
+                "train_seconds": train_s,
+                "train_peak_mib": train_mib,
+                "count_stage": count_stage,
             }
         )
-        common.log(f"  {mode} {fraction}: {rows[-1]['bytes_per_token']:.4f} bytes/token")
+        same = compare(rows[0]["merges"], rows[-1]["merges"]).get(f"set_{NS[-1]}", 0)
+        common.log(
+            f"  {mode} {fraction}: {rows[-1]['bytes_per_token']:.4f} bytes/token, "
+            f"{same:.2%} of the first {NS[-1]} merges, t {threshold}, "
+            f"load {load['seconds']:.0f} s {load['peak_mib']:.0f} MiB, "
+            f"train {train_s:.0f} s {train_mib:.0f} MiB"
+        )
 
-    start = time.perf_counter()
-    counter = _core.WordCounter("gpt2", [])
-    counts.load_into(counter)
-    record("exact", 1.0, None, counter, time.perf_counter() - start)
+    def timed(make) -> tuple:
+        """Run `make()` (it returns (budget, counter)): its time and peak RSS growth."""
+        trim_heap()
+        common.reset_peak_rss()
+        base, start = common.current_rss_mib(), time.perf_counter()
+        budget, counter = make()
+        seconds = time.perf_counter() - start
+        load = {
+            "seconds": seconds,
+            "peak_mib": common.peak_rss_mib() - base,
+            "held_mib": common.current_rss_mib() - base,
+        }
+        return budget, counter, load
+
+    def exact() -> tuple[None, _core.WordCounter]:
+        counter = _core.WordCounter("gpt2", [])
+        counts.load_into(counter)
+        return None, counter
+
+    record("exact", 1.0, *timed(exact))
     cost = PER_WORD * stats["words"] + PER_BYTE * stats["bytes"]
     # merges=0: the whole budget for the words (the per-merge share is left out)
     run = {"ids": 256 + merges, "merges": 0}
@@ -198,9 +283,7 @@ def run(
     }
     for f in fractions:
         for mode in modes:
-            start = time.perf_counter()
-            budget, counter = ways[mode](f)
-            record(mode, f, budget, counter, time.perf_counter() - start)
+            record(mode, f, *timed(functools.partial(ways[mode], f)))
     exact = rows[0]["merges"]
     for row in rows:
         row.update(compare(exact, row["merges"]))
@@ -213,6 +296,7 @@ def table(rows: list[dict]) -> str:
     header = ["corpus", "budget", "fraction", "words kept", "pre-tokens kept", "text kept", "t"]
     header += [f"same first {n // 1000}k" for n in NS]
     header += ["common prefix", "held-out bytes/token", "vs exact"]
+    header += ["load s", "load MiB", "train s", "train MiB"]
     body = []
     for r in rows:
         cells = [
@@ -229,6 +313,10 @@ def table(rows: list[dict]) -> str:
             str(r["prefix"]),
             f"{r['bytes_per_token']:.4f}",
             f"{r['bytes_per_token_vs_exact']:+.2%}",
+            f"{r['load_seconds']:.0f}",
+            f"{r['load_peak_mib']:.0f}",
+            f"{r['train_seconds']:.0f}",
+            f"{r['train_peak_mib']:.0f}",
         ]
         body.append(cells)
     return common.markdown_table(header, body)
