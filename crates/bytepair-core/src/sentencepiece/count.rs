@@ -17,11 +17,11 @@ use rayon::prelude::*;
 #[cfg(test)]
 use rustc_hash::FxHashMap;
 
-use super::normalize::{Normalizer, Place, SPACE};
+use super::normalize::{Normalizer, Place};
 use super::train::SpmTrainOptions;
+use super::units::UnitCutter;
 use super::words::SPACE_CHAR;
 use crate::count::{Limits, SplitWords, WordTally};
-use crate::pretokenize::unicode::{flags, CASELESS, LETTER, LOWER, MARK, NUMBER, UPPER};
 use crate::pretokenize::SearchError;
 use crate::progress::Progress;
 
@@ -110,112 +110,17 @@ impl Iterator for UnitCharIter<'_> {
     }
 }
 
-/// The class a unit keeps throughout (see `train`'s module comment): 0 for a
-/// mark (it joins the character before it), 1 numbers, 2 cased letters, 3
-/// other letters, 4 the rest.
-fn class_of(c: char) -> u8 {
-    let f = flags(c);
-    match () {
-        _ if f & NUMBER != 0 => 1,
-        _ if f & MARK != 0 => 0,
-        _ if f & (UPPER | LOWER) != 0 => 2,
-        _ if f & (LETTER | CASELESS) != 0 => 3,
-        _ => 4,
-    }
-}
-
-/// What cuts lines into units: the options that decide the cuts, the
+/// What cuts lines into units: the rules (`UnitCutter`), the
 /// normalization, and whether the text is counted as it is (the space view).
 struct UnitSplitter<'a> {
-    split_digits: bool,
-    whitespace_runs: bool,
+    cutter: UnitCutter,
     normalizer: &'a Normalizer,
     user: Option<&'a AhoCorasick>,
     view: bool,
     dummy: bool,
-    ascii_class: [u8; 128],
 }
 
 impl UnitSplitter<'_> {
-    /// If a "▁" starts at `i` of `b`: its length (a space in the view, or the
-    /// newline at `lead`, the dummy prefix).
-    #[inline]
-    fn space_at(&self, b: &[u8], i: usize, lead: Option<usize>) -> Option<usize> {
-        match b[i] {
-            b' ' if self.view => Some(1),
-            0xE2 if b[i..].starts_with(SPACE) => Some(SPACE.len()),
-            b'\n' if lead == Some(i) => Some(1),
-            _ => None,
-        }
-    }
-
-    /// Push the unit boundaries inside `b[from..to]` (a line, or a part of
-    /// one between user-defined pieces) to `bounds`, which ends with `from`:
-    /// its units tile it (the caller pushes `to`). `lead`: the newline at
-    /// `from` that stands for the dummy prefix.
-    fn split(
-        &self,
-        b: &[u8],
-        from: usize,
-        to: usize,
-        lead: Option<usize>,
-        bounds: &mut Vec<usize>,
-    ) {
-        // The open unit's start, the class it keeps, and where the last "▁"
-        // of a run just before `i` starts (None: no "▁" before `i`).
-        let (mut start, mut class, mut space) = (None::<usize>, 0u8, None::<usize>);
-        let cut = |bounds: &mut Vec<usize>, start: Option<usize>, at: usize| {
-            if start.is_some_and(|s| s < at) {
-                bounds.push(at);
-            }
-        };
-        let mut i = from;
-        while i < to {
-            if let Some(len) = self.space_at(b, i, lead) {
-                // A run of "▁" stays one unit only when whitespace-only pieces are allowed.
-                if !(space.is_some() && self.whitespace_runs) {
-                    cut(bounds, start, i);
-                    start = Some(i);
-                }
-                space = Some(i);
-                class = 0;
-                i += len;
-                continue;
-            }
-            let (k, len) = match b[i] {
-                x if x < 0x80 => (self.ascii_class[x as usize], 1),
-                _ => {
-                    let (c, len) = super::words::char_at(b, i);
-                    (class_of(c), len)
-                }
-            };
-            if let Some(last) = space {
-                // The run's last "▁" starts the word that follows it.
-                cut(bounds, start, last);
-                start = Some(last);
-            } else {
-                let digit_alone = self.split_digits && (k == 1 || class == 1);
-                if start.is_none() || digit_alone || (k != 0 && class != 0 && k != class) {
-                    cut(bounds, start, i);
-                    start = Some(i);
-                }
-            }
-            space = None;
-            if k != 0 {
-                class = k;
-            }
-            i += len;
-            if k == 2 && len == 1 {
-                // The rest of a run of ASCII letters (class 2, as every
-                // ASCII letter) joins this unit: nothing above would cut it.
-                i += b[i..to]
-                    .iter()
-                    .position(|&x| !x.is_ascii_alphabetic())
-                    .unwrap_or(to - i);
-            }
-        }
-    }
-
     /// Split the line `b[ls..le]` (not empty) into units, appended to
     /// `bounds` (flushed to `f` wherever the tiling breaks); `dummy`: where
     /// the byte standing for its dummy prefix is (`ls - 1`).
@@ -237,7 +142,7 @@ impl UnitSplitter<'_> {
                 flush(b, bounds, f);
                 bounds.push(from);
             }
-            self.split(b, from, to, lead, bounds);
+            self.cutter.split(b, from, to, lead, bounds);
             bounds.push(to);
         };
         if let Some(user) = self.user {
@@ -385,18 +290,16 @@ fn count_units(
     view: bool,
     progress: &Progress,
 ) -> Result<SpmCounts, crate::train::TrainError> {
-    let mut ascii_class = [0u8; 128];
-    for (x, class) in ascii_class.iter_mut().enumerate() {
-        *class = class_of(x as u8 as char);
-    }
     let splitter = UnitSplitter {
-        split_digits: options.split_digits,
-        whitespace_runs: options.allow_whitespace_only_pieces,
+        cutter: UnitCutter::new(
+            options.split_digits,
+            options.allow_whitespace_only_pieces,
+            view,
+        ),
         normalizer,
         user,
         view,
         dummy: normalizer.rules().add_dummy_prefix,
-        ascii_class,
     };
     let chunks: Vec<&str> = texts.iter().flat_map(|t| chunks(t)).collect();
     let limits = Limits {
