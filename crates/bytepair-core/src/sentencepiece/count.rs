@@ -47,12 +47,22 @@ impl SpmCounts {
     }
 
     /// Every distinct unit as its characters ("▁" for a space) and its count.
-    pub(super) fn for_each_unit<F>(&self, mut f: F)
+    #[cfg(test)]
+    pub(super) fn for_each_unit<F>(&self, f: F)
+    where
+        F: FnMut(&mut UnitCharIter<'_>, u64),
+    {
+        self.for_each_unit_of_part(0, 1, f);
+    }
+
+    /// `for_each_unit` over part `part` of `parts` (every unit is in one
+    /// part), for threads that each visit a part.
+    pub(super) fn for_each_unit_of_part<F>(&self, part: usize, parts: usize, mut f: F)
     where
         F: FnMut(&mut UnitCharIter<'_>, u64),
     {
         let view = self.view;
-        self.units.for_each_word(|word, n| {
+        self.units.for_each_word_of_part(part, parts, |word, n| {
             word.with_bytes(|b| {
                 // SAFETY: units are whole characters of UTF-8 text (cut at
                 // character boundaries), or a newline standing for "▁".
@@ -325,6 +335,42 @@ mod tests {
         let mut all = FxHashMap::default();
         counts.for_each_unit(|unit, n| *all.entry(unit.collect::<String>()).or_default() += n);
         all
+    }
+
+    /// The parts of the units (one a thread) hold every unit once (in the
+    /// space view " x" and "\nx" are two keys of one unit).
+    #[test]
+    fn the_parts_of_the_units_are_the_units() {
+        let text = "the cat  sat 12 times, naïve 日本語 and 😀 \u{2581}x\n".repeat(50)
+            + &(0..3000).map(|i| format!("w{i} ")).collect::<String>()
+            + &"long日本語テキストの単位はとても長い ".repeat(3);
+        let normalizer = Normalizer::new(
+            Normalization {
+                charsmap: None,
+                add_dummy_prefix: true,
+                remove_extra_whitespaces: false,
+                escape_whitespaces: true,
+                treat_whitespace_as_suffix: false,
+                metaspace_prefix: false,
+                prefix_first_only: false,
+            },
+            None,
+        );
+        let options = SpmTrainOptions::default();
+        let counts =
+            count_texts(&[&text], &normalizer, None, &options, &Progress::default()).unwrap();
+        let whole = units(&counts);
+        for parts in [1, 3, 8] {
+            let (mut seen, mut visits) = (FxHashMap::<String, u64>::default(), 0);
+            for part in 0..parts {
+                counts.for_each_unit_of_part(part, parts, |unit, n| {
+                    *seen.entry(unit.collect()).or_default() += n;
+                    visits += 1;
+                });
+            }
+            assert_eq!(visits, counts.distinct_units(), "{parts} parts");
+            assert_eq!(seen, whole, "{parts} parts");
+        }
     }
 
     /// The space view counts the units and bytes that normalizing each line
