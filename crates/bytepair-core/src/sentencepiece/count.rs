@@ -12,8 +12,10 @@
 //! normalizations (a charsmap, whitespace removal) normalize each line first.
 //! The characters are counted afterwards from the distinct units.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use aho_corasick::AhoCorasick;
-use rayon::prelude::*;
+
 #[cfg(test)]
 use rustc_hash::FxHashMap;
 
@@ -128,6 +130,8 @@ struct UnitSplitter<'a> {
     user: Option<&'a AhoCorasick>,
     view: bool,
     dummy: bool,
+    /// Bytes of the lines split so far that are not empty, a newline each.
+    bytes: AtomicU64,
 }
 
 impl UnitSplitter<'_> {
@@ -169,9 +173,11 @@ impl UnitSplitter<'_> {
     fn view_chunk(&self, b: &[u8], f: &mut impl FnMut(&[u8], &[usize])) {
         let mut bounds = Vec::with_capacity(FLUSH_UNITS + 256);
         let mut ls = usize::from(b.first() == Some(&b'\n'));
+        let mut bytes = 0;
         while ls <= b.len() {
             let le = memchr::memchr(b'\n', &b[ls..]).map_or(b.len(), |n| ls + n);
             if le > ls {
+                bytes += le - ls + 1;
                 if !self.dummy || ls > 0 {
                     let dummy = self.dummy.then(|| ls - 1);
                     self.line(b, (ls, le), dummy, &mut bounds, f);
@@ -195,12 +201,15 @@ impl UnitSplitter<'_> {
             ls = le + 1;
         }
         flush(b, &mut bounds, f);
+        self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
     /// The units of a chunk of lines, each normalized first.
     fn normalized_chunk(&self, text: &str, f: &mut impl FnMut(&[u8], &[usize])) {
         let (mut norm, mut bounds) = (Vec::new(), Vec::new());
         for line in text.split('\n').filter(|l| !l.is_empty()) {
+            self.bytes
+                .fetch_add(line.len() as u64 + 1, Ordering::Relaxed);
             self.normalizer
                 .normalize(line, Place::Start, &mut norm, None);
             self.line(&norm, (0, norm.len()), None, &mut bounds, f);
@@ -252,15 +261,6 @@ fn chunks(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// Bytes of the lines of `chunk` that are not empty, a newline each.
-fn line_bytes(chunk: &str) -> u64 {
-    chunk
-        .split('\n')
-        .filter(|l| !l.is_empty())
-        .map(|l| l.len() as u64 + 1)
-        .sum()
-}
-
 /// Can lines be counted in the space view (see the module comment)? Only
 /// when normalizing is escaping spaces and the plain dummy prefix, and no
 /// user-defined piece holds a space or "▁" (it would match the normalized
@@ -310,6 +310,7 @@ fn count_units(
         user,
         view,
         dummy: normalizer.rules().add_dummy_prefix,
+        bytes: AtomicU64::new(0),
     };
     let chunks: Vec<&str> = texts.iter().flat_map(|t| chunks(t)).collect();
     let limits = Limits {
@@ -320,7 +321,7 @@ fn count_units(
         Ok(units) => units,
         Err(_) => return Err(crate::train::TrainError::Cancelled),
     };
-    let bytes = chunks.par_iter().map(|c| line_bytes(c)).sum();
+    let bytes = splitter.bytes.into_inner();
     Ok(SpmCounts { units, view, bytes })
 }
 
@@ -338,7 +339,8 @@ mod tests {
     }
 
     /// The parts of the units (one a thread) hold every unit once (in the
-    /// space view " x" and "\nx" are two keys of one unit).
+    /// space view " x" and "\nx" are two keys of one unit); the bytes
+    /// counted are those of the lines that are not empty, a newline each.
     #[test]
     fn the_parts_of_the_units_are_the_units() {
         let text = "the cat  sat 12 times, naïve 日本語 and 😀 \u{2581}x\n".repeat(50)
@@ -359,6 +361,8 @@ mod tests {
         let options = SpmTrainOptions::default();
         let counts =
             count_texts(&[&text], &normalizer, None, &options, &Progress::default()).unwrap();
+        let lines = text.split('\n').filter(|l| !l.is_empty());
+        assert_eq!(counts.bytes, lines.map(|l| l.len() as u64 + 1).sum::<u64>());
         let whole = units(&counts);
         for parts in [1, 3, 8] {
             let (mut seen, mut visits) = (FxHashMap::<String, u64>::default(), 0);

@@ -228,7 +228,7 @@ impl UnitCutter {
 
     /// Cut at the character at `i` of `b` and move past it (a "▁", or a
     /// character of some class).
-    #[inline]
+    #[inline(always)]
     fn step(
         &self,
         b: &[u8],
