@@ -124,6 +124,7 @@ def train_sentencepiece_from_iterator(
         else dict(normalizer_spec)
     )
     texts = list(texts)
+    control_symbols = list(control_symbols)
     for t in texts:
         if not isinstance(t, (str, bytes)):
             raise TypeError(f"texts must hold str (or UTF-8 bytes), got {type(t).__name__}")
@@ -136,10 +137,13 @@ def train_sentencepiece_from_iterator(
         bool(split_digits),
         bool(allow_whitespace_only_pieces),
         int(max_piece_length),
-        list(control_symbols),
+        control_symbols,
         list(user_defined_symbols),
         int(min_frequency),
         num_threads,
         progress,
     )
-    return SentencePieceTokenizer(model, source="the trained model", defer=True)
+    # The layout `train` writes: <unk>, <s>, </s>, then the control pieces.
+    specials = ["<unk>", "<s>", "</s>", *control_symbols]
+    special_tokens = {piece: i for i, piece in enumerate(specials)}
+    return SentencePieceTokenizer(model, special_tokens, source="the trained model", defer=True)

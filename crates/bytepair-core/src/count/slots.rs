@@ -229,6 +229,18 @@ impl<S: Slot> Table<S> {
     pub(super) fn entries(&self) -> impl Iterator<Item = (S::Word, u64)> + '_ {
         self.slots.iter().filter_map(Slot::entry)
     }
+
+    /// The words of part `part` of `parts` (a range of slots), and their counts.
+    pub(super) fn entries_of_part(
+        &self,
+        part: usize,
+        parts: usize,
+    ) -> impl Iterator<Item = (S::Word, u64)> + '_ {
+        let n = self.slots.len();
+        self.slots[n * part / parts..n * (part + 1) / parts]
+            .iter()
+            .filter_map(Slot::entry)
+    }
 }
 
 impl Table<Narrow> {

@@ -12,16 +12,18 @@
 //! normalizations (a charsmap, whitespace removal) normalize each line first.
 //! The characters are counted afterwards from the distinct units.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use aho_corasick::AhoCorasick;
-use rayon::prelude::*;
+
 #[cfg(test)]
 use rustc_hash::FxHashMap;
 
-use super::normalize::{Normalizer, Place, SPACE};
+use super::normalize::{Normalizer, Place};
 use super::train::SpmTrainOptions;
+use super::units::UnitCutter;
 use super::words::SPACE_CHAR;
 use crate::count::{Limits, SplitWords, WordTally};
-use crate::pretokenize::unicode::{flags, CASELESS, LETTER, LOWER, MARK, NUMBER, UPPER};
 use crate::pretokenize::SearchError;
 use crate::progress::Progress;
 
@@ -47,12 +49,22 @@ impl SpmCounts {
     }
 
     /// Every distinct unit as its characters ("▁" for a space) and its count.
-    pub(super) fn for_each_unit<F>(&self, mut f: F)
+    #[cfg(test)]
+    pub(super) fn for_each_unit<F>(&self, f: F)
+    where
+        F: FnMut(&mut UnitCharIter<'_>, u64),
+    {
+        self.for_each_unit_of_part(0, 1, f);
+    }
+
+    /// `for_each_unit` over part `part` of `parts` (every unit is in one
+    /// part), for threads that each visit a part.
+    pub(super) fn for_each_unit_of_part<F>(&self, part: usize, parts: usize, mut f: F)
     where
         F: FnMut(&mut UnitCharIter<'_>, u64),
     {
         let view = self.view;
-        self.units.for_each_word(|word, n| {
+        self.units.for_each_word_of_part(part, parts, |word, n| {
             word.with_bytes(|b| {
                 // SAFETY: units are whole characters of UTF-8 text (cut at
                 // character boundaries), or a newline standing for "▁".
@@ -110,112 +122,19 @@ impl Iterator for UnitCharIter<'_> {
     }
 }
 
-/// The class a unit keeps throughout (see `train`'s module comment): 0 for a
-/// mark (it joins the character before it), 1 numbers, 2 cased letters, 3
-/// other letters, 4 the rest.
-fn class_of(c: char) -> u8 {
-    let f = flags(c);
-    match () {
-        _ if f & NUMBER != 0 => 1,
-        _ if f & MARK != 0 => 0,
-        _ if f & (UPPER | LOWER) != 0 => 2,
-        _ if f & (LETTER | CASELESS) != 0 => 3,
-        _ => 4,
-    }
-}
-
-/// What cuts lines into units: the options that decide the cuts, the
+/// What cuts lines into units: the rules (`UnitCutter`), the
 /// normalization, and whether the text is counted as it is (the space view).
 struct UnitSplitter<'a> {
-    split_digits: bool,
-    whitespace_runs: bool,
+    cutter: UnitCutter,
     normalizer: &'a Normalizer,
     user: Option<&'a AhoCorasick>,
     view: bool,
     dummy: bool,
-    ascii_class: [u8; 128],
+    /// Bytes of the lines split so far that are not empty, a newline each.
+    bytes: AtomicU64,
 }
 
 impl UnitSplitter<'_> {
-    /// If a "▁" starts at `i` of `b`: its length (a space in the view, or the
-    /// newline at `lead`, the dummy prefix).
-    #[inline]
-    fn space_at(&self, b: &[u8], i: usize, lead: Option<usize>) -> Option<usize> {
-        match b[i] {
-            b' ' if self.view => Some(1),
-            0xE2 if b[i..].starts_with(SPACE) => Some(SPACE.len()),
-            b'\n' if lead == Some(i) => Some(1),
-            _ => None,
-        }
-    }
-
-    /// Push the unit boundaries inside `b[from..to]` (a line, or a part of
-    /// one between user-defined pieces) to `bounds`, which ends with `from`:
-    /// its units tile it (the caller pushes `to`). `lead`: the newline at
-    /// `from` that stands for the dummy prefix.
-    fn split(
-        &self,
-        b: &[u8],
-        from: usize,
-        to: usize,
-        lead: Option<usize>,
-        bounds: &mut Vec<usize>,
-    ) {
-        // The open unit's start, the class it keeps, and where the last "▁"
-        // of a run just before `i` starts (None: no "▁" before `i`).
-        let (mut start, mut class, mut space) = (None::<usize>, 0u8, None::<usize>);
-        let cut = |bounds: &mut Vec<usize>, start: Option<usize>, at: usize| {
-            if start.is_some_and(|s| s < at) {
-                bounds.push(at);
-            }
-        };
-        let mut i = from;
-        while i < to {
-            if let Some(len) = self.space_at(b, i, lead) {
-                // A run of "▁" stays one unit only when whitespace-only pieces are allowed.
-                if !(space.is_some() && self.whitespace_runs) {
-                    cut(bounds, start, i);
-                    start = Some(i);
-                }
-                space = Some(i);
-                class = 0;
-                i += len;
-                continue;
-            }
-            let (k, len) = match b[i] {
-                x if x < 0x80 => (self.ascii_class[x as usize], 1),
-                _ => {
-                    let (c, len) = super::words::char_at(b, i);
-                    (class_of(c), len)
-                }
-            };
-            if let Some(last) = space {
-                // The run's last "▁" starts the word that follows it.
-                cut(bounds, start, last);
-                start = Some(last);
-            } else {
-                let digit_alone = self.split_digits && (k == 1 || class == 1);
-                if start.is_none() || digit_alone || (k != 0 && class != 0 && k != class) {
-                    cut(bounds, start, i);
-                    start = Some(i);
-                }
-            }
-            space = None;
-            if k != 0 {
-                class = k;
-            }
-            i += len;
-            if k == 2 && len == 1 {
-                // The rest of a run of ASCII letters (class 2, as every
-                // ASCII letter) joins this unit: nothing above would cut it.
-                i += b[i..to]
-                    .iter()
-                    .position(|&x| !x.is_ascii_alphabetic())
-                    .unwrap_or(to - i);
-            }
-        }
-    }
-
     /// Split the line `b[ls..le]` (not empty) into units, appended to
     /// `bounds` (flushed to `f` wherever the tiling breaks); `dummy`: where
     /// the byte standing for its dummy prefix is (`ls - 1`).
@@ -237,7 +156,7 @@ impl UnitSplitter<'_> {
                 flush(b, bounds, f);
                 bounds.push(from);
             }
-            self.split(b, from, to, lead, bounds);
+            self.cutter.split(b, from, to, lead, bounds);
             bounds.push(to);
         };
         if let Some(user) = self.user {
@@ -254,9 +173,11 @@ impl UnitSplitter<'_> {
     fn view_chunk(&self, b: &[u8], f: &mut impl FnMut(&[u8], &[usize])) {
         let mut bounds = Vec::with_capacity(FLUSH_UNITS + 256);
         let mut ls = usize::from(b.first() == Some(&b'\n'));
+        let mut bytes = 0;
         while ls <= b.len() {
             let le = memchr::memchr(b'\n', &b[ls..]).map_or(b.len(), |n| ls + n);
             if le > ls {
+                bytes += le - ls + 1;
                 if !self.dummy || ls > 0 {
                     let dummy = self.dummy.then(|| ls - 1);
                     self.line(b, (ls, le), dummy, &mut bounds, f);
@@ -280,12 +201,15 @@ impl UnitSplitter<'_> {
             ls = le + 1;
         }
         flush(b, &mut bounds, f);
+        self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
     /// The units of a chunk of lines, each normalized first.
     fn normalized_chunk(&self, text: &str, f: &mut impl FnMut(&[u8], &[usize])) {
         let (mut norm, mut bounds) = (Vec::new(), Vec::new());
         for line in text.split('\n').filter(|l| !l.is_empty()) {
+            self.bytes
+                .fetch_add(line.len() as u64 + 1, Ordering::Relaxed);
             self.normalizer
                 .normalize(line, Place::Start, &mut norm, None);
             self.line(&norm, (0, norm.len()), None, &mut bounds, f);
@@ -337,15 +261,6 @@ fn chunks(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// Bytes of the lines of `chunk` that are not empty, a newline each.
-fn line_bytes(chunk: &str) -> u64 {
-    chunk
-        .split('\n')
-        .filter(|l| !l.is_empty())
-        .map(|l| l.len() as u64 + 1)
-        .sum()
-}
-
 /// Can lines be counted in the space view (see the module comment)? Only
 /// when normalizing is escaping spaces and the plain dummy prefix, and no
 /// user-defined piece holds a space or "▁" (it would match the normalized
@@ -385,18 +300,17 @@ fn count_units(
     view: bool,
     progress: &Progress,
 ) -> Result<SpmCounts, crate::train::TrainError> {
-    let mut ascii_class = [0u8; 128];
-    for (x, class) in ascii_class.iter_mut().enumerate() {
-        *class = class_of(x as u8 as char);
-    }
     let splitter = UnitSplitter {
-        split_digits: options.split_digits,
-        whitespace_runs: options.allow_whitespace_only_pieces,
+        cutter: UnitCutter::new(
+            options.split_digits,
+            options.allow_whitespace_only_pieces,
+            view,
+        ),
         normalizer,
         user,
         view,
         dummy: normalizer.rules().add_dummy_prefix,
-        ascii_class,
+        bytes: AtomicU64::new(0),
     };
     let chunks: Vec<&str> = texts.iter().flat_map(|t| chunks(t)).collect();
     let limits = Limits {
@@ -407,7 +321,7 @@ fn count_units(
         Ok(units) => units,
         Err(_) => return Err(crate::train::TrainError::Cancelled),
     };
-    let bytes = chunks.par_iter().map(|c| line_bytes(c)).sum();
+    let bytes = splitter.bytes.into_inner();
     Ok(SpmCounts { units, view, bytes })
 }
 
@@ -422,6 +336,45 @@ mod tests {
         let mut all = FxHashMap::default();
         counts.for_each_unit(|unit, n| *all.entry(unit.collect::<String>()).or_default() += n);
         all
+    }
+
+    /// The parts of the units (one a thread) hold every unit once (in the
+    /// space view " x" and "\nx" are two keys of one unit); the bytes
+    /// counted are those of the lines that are not empty, a newline each.
+    #[test]
+    fn the_parts_of_the_units_are_the_units() {
+        let text = "the cat  sat 12 times, naïve 日本語 and 😀 \u{2581}x\n".repeat(50)
+            + &(0..3000).map(|i| format!("w{i} ")).collect::<String>()
+            + &"long日本語テキストの単位はとても長い ".repeat(3);
+        let normalizer = Normalizer::new(
+            Normalization {
+                charsmap: None,
+                add_dummy_prefix: true,
+                remove_extra_whitespaces: false,
+                escape_whitespaces: true,
+                treat_whitespace_as_suffix: false,
+                metaspace_prefix: false,
+                prefix_first_only: false,
+            },
+            None,
+        );
+        let options = SpmTrainOptions::default();
+        let counts =
+            count_texts(&[&text], &normalizer, None, &options, &Progress::default()).unwrap();
+        let lines = text.split('\n').filter(|l| !l.is_empty());
+        assert_eq!(counts.bytes, lines.map(|l| l.len() as u64 + 1).sum::<u64>());
+        let whole = units(&counts);
+        for parts in [1, 3, 8] {
+            let (mut seen, mut visits) = (FxHashMap::<String, u64>::default(), 0);
+            for part in 0..parts {
+                counts.for_each_unit_of_part(part, parts, |unit, n| {
+                    *seen.entry(unit.collect()).or_default() += n;
+                    visits += 1;
+                });
+            }
+            assert_eq!(visits, counts.distinct_units(), "{parts} parts");
+            assert_eq!(seen, whole, "{parts} parts");
+        }
     }
 
     /// The space view counts the units and bytes that normalizing each line

@@ -20,6 +20,7 @@ mod scan;
 #[cfg(test)]
 mod tests;
 pub mod train;
+mod units;
 mod user;
 mod vocab;
 mod words;

@@ -27,6 +27,7 @@
 //! boundaries are approximated by character classes, and lines of any length
 //! are counted (spm_train skips those over `max_sentence_length`).
 
+use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::count::SpmCounts;
@@ -92,73 +93,137 @@ pub enum SpmTrainError {
 
 const NONE: u32 = u32::MAX;
 
-/// Every distinct unit's characters, decoded once: each character as its
-/// index in `chars` (the distinct characters, in first-seen order), each
-/// unit a span of `codes` with its count, and each character's occurrences.
-/// (Decoding the units twice, once to count the characters and once to map
-/// them to the kept ones, hashing every character both times, was a tenth
-/// of training on multilingual text.)
+/// Every distinct unit's characters, decoded once, in parts (one a thread
+/// at a time, `SpmCounts::for_each_unit_of_part`): each unit a span of its
+/// part's code points with its count; and the distinct characters with
+/// their occurrences. (Decoding the units twice, once to count the
+/// characters and once to map them to the kept ones, hashing every
+/// character both times, was a tenth of training on multilingual text; on
+/// one thread, decoding them once was still a tenth.)
 struct UnitChars {
-    codes: Vec<u32>,
-    spans: Vec<(usize, usize, u64)>,
+    parts: Vec<UnitPart>,
     chars: Vec<char>,
     counts: Vec<u64>,
 }
 
-impl UnitChars {
-    fn of(counts: &SpmCounts) -> Self {
-        // Characters of the Basic Multilingual Plane (nearly all) are
-        // numbered through a table, the others through a hash map (hashing
-        // every character was a tenth of training on multilingual text).
-        let mut bmp = vec![NONE; 1 << 16];
-        let mut index: FxHashMap<char, u32> = FxHashMap::default();
-        let mut units = UnitChars {
-            codes: Vec::new(),
-            spans: Vec::with_capacity(counts.distinct_units()),
-            chars: Vec::new(),
-            counts: Vec::new(),
-        };
-        counts.for_each_unit(|unit, n| {
-            let start = units.codes.len();
-            for c in unit {
-                let slot = match c as usize {
-                    a if a < 1 << 16 => &mut bmp[a],
-                    _ => index.entry(c).or_insert(NONE),
-                };
-                if *slot == NONE {
-                    *slot = units.chars.len() as u32;
-                    units.chars.push(c);
-                    units.counts.push(0);
-                }
-                units.counts[*slot as usize] += n;
-                units.codes.push(*slot);
-            }
-            units.spans.push((start, units.codes.len(), n));
-        });
-        units
+/// The units of one part: their characters' code points, and each unit's
+/// (start, end, count) in them.
+#[derive(Default)]
+struct UnitPart {
+    codes: Vec<u32>,
+    spans: Vec<(usize, usize, u64)>,
+}
+
+/// Occurrences of each character: the Basic Multilingual Plane (nearly all
+/// characters) in a table, the others in a hash map.
+struct CharTally {
+    bmp: Vec<u64>,
+    others: FxHashMap<char, u64>,
+}
+
+impl CharTally {
+    fn new() -> Self {
+        CharTally {
+            bmp: vec![0; 1 << 16],
+            others: FxHashMap::default(),
+        }
     }
 
-    /// The units as runs of kept characters' indexes in `kept` (cut at the
-    /// others), in one buffer: the buffer and each run's (start, end, count).
-    fn kept_runs(self, kept: &[char]) -> (Vec<u32>, Vec<(usize, usize, u64)>) {
-        let place: FxHashMap<char, u32> = kept
-            .iter()
-            .enumerate()
-            .map(|(i, &c)| (c, i as u32))
-            .collect();
-        let id_of: Vec<u32> = self
-            .chars
-            .iter()
-            .map(|c| place.get(c).copied().unwrap_or(NONE))
-            .collect();
-        // In place: a run only moves towards the front as characters drop out.
+    #[inline]
+    fn add(&mut self, c: char, n: u64) {
+        match c as usize {
+            a if a < 1 << 16 => self.bmp[a] += n,
+            _ => *self.others.entry(c).or_default() += n,
+        }
+    }
+
+    fn merge(mut self, other: CharTally) -> Self {
+        for (a, b) in self.bmp.iter_mut().zip(&other.bmp) {
+            *a += b;
+        }
+        for (c, n) in other.others {
+            *self.others.entry(c).or_default() += n;
+        }
+        self
+    }
+}
+
+impl UnitChars {
+    fn of(counts: &SpmCounts) -> Self {
+        let parts = 4 * rayon::current_num_threads();
+        let (parts, tally): (Vec<UnitPart>, Vec<CharTally>) = (0..parts)
+            .into_par_iter()
+            .map(|p| {
+                let (mut part, mut tally) = (UnitPart::default(), CharTally::new());
+                counts.for_each_unit_of_part(p, parts, |unit, n| {
+                    let start = part.codes.len();
+                    for c in unit {
+                        tally.add(c, n);
+                        part.codes.push(c as u32);
+                    }
+                    part.spans.push((start, part.codes.len(), n));
+                });
+                (part, tally)
+            })
+            .unzip();
+        let tally = tally
+            .into_iter()
+            .reduce(CharTally::merge)
+            .unwrap_or_else(CharTally::new);
+        let mut chars = Vec::new();
+        let mut char_counts = Vec::new();
+        for (a, &n) in tally.bmp.iter().enumerate() {
+            if n > 0 {
+                chars.push(char::from_u32(a as u32).expect("a character counted"));
+                char_counts.push(n);
+            }
+        }
+        for (c, n) in tally.others {
+            chars.push(c);
+            char_counts.push(n);
+        }
+        UnitChars {
+            parts,
+            chars,
+            counts: char_counts,
+        }
+    }
+
+    /// Each part's units as runs of kept characters' indexes in `kept` (cut
+    /// at the others), in one buffer a part: the buffer and each run's
+    /// (start, end, count).
+    fn kept_runs(self, kept: &[char]) -> Vec<UnitPart> {
+        let mut bmp = vec![NONE; 1 << 16];
+        let mut others: FxHashMap<u32, u32> = FxHashMap::default();
+        for (i, &c) in kept.iter().enumerate() {
+            match c as usize {
+                a if a < 1 << 16 => bmp[a] = i as u32,
+                a => _ = others.insert(a as u32, i as u32),
+            }
+        }
+        let id_of = |code: u32| match code {
+            a if a < 1 << 16 => bmp[a as usize],
+            a => others.get(&a).copied().unwrap_or(NONE),
+        };
+        self.parts
+            .into_par_iter()
+            .map(|part| part.kept_runs(id_of))
+            .collect()
+    }
+}
+
+impl UnitPart {
+    /// The units as runs of `id_of` their code points (cut where it is
+    /// NONE), in place: a run only moves towards the front as characters
+    /// drop out.
+    fn kept_runs(self, id_of: impl Fn(u32) -> u32) -> UnitPart {
         let mut ids = self.codes;
         let mut spans = Vec::with_capacity(self.spans.len());
         let mut write = 0;
         for &(from, to, n) in &self.spans {
             let mut start = write;
             for k in from..to {
-                let id = id_of[ids[k] as usize];
+                let id = id_of(ids[k]);
                 if id != NONE {
                     ids[write] = id;
                     write += 1;
@@ -174,7 +239,7 @@ impl UnitChars {
             }
         }
         ids.truncate(write);
-        (ids, spans)
+        UnitPart { codes: ids, spans }
     }
 }
 
@@ -251,8 +316,14 @@ pub fn train(
             })
         }
     };
-    let (ids, spans) = units.kept_runs(&chars);
-    let words = spans.iter().map(|&(a, b, n)| (&ids[a..b], n)).collect();
+    let runs = units.kept_runs(&chars);
+    let words = runs
+        .iter()
+        .flat_map(|part| {
+            let ids = &part.codes;
+            part.spans.iter().map(move |&(a, b, n)| (&ids[a..b], n))
+        })
+        .collect();
     let symbols: Vec<Vec<u8>> = chars.iter().map(|c| c.to_string().into_bytes()).collect();
     let train_options = TrainOptions {
         min_frequency: options.min_frequency,

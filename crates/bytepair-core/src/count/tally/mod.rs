@@ -297,6 +297,28 @@ impl WordTally {
         }
     }
 
+    /// Visit the words of part `part` of `parts` (every word is in one
+    /// part), for threads that each visit a part.
+    pub fn for_each_word_of_part<'a>(
+        &'a self,
+        part: usize,
+        parts: usize,
+        mut f: impl FnMut(Word<'a>, u64),
+    ) {
+        let short = self.narrow.entries_of_part(part, parts);
+        for (key, count) in short.chain(self.wide.entries_of_part(part, parts)) {
+            f(Word::Packed(key), count);
+        }
+        for (key, count) in self.mid.entries_of_part(part, parts) {
+            f(Word::Mid(key), count);
+        }
+        for (i, (word, &n)) in self.long_words.iter().enumerate() {
+            if i % parts == part {
+                f(Word::Bytes(word), n);
+            }
+        }
+    }
+
     /// Count the pre-tokens `text[bounds[i]..bounds[i + 1]]` (at most BATCH):
     /// keys and hashes first, with a prefetch of each home slot, then the
     /// increments, so the cache misses of a batch overlap. A key of a word of

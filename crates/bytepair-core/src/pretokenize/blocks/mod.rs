@@ -29,6 +29,8 @@ mod wide;
 
 use std::ops::{BitAnd, BitOr, Not};
 
+#[cfg(target_arch = "x86_64")]
+pub use classify::classify_avx2;
 pub use classify::{classify_portable, Classes, Simd};
 pub use walker::Walker;
 
