@@ -423,9 +423,13 @@ def train_from_counts(
 
     `max_memory` (bytes, at least 64 MiB): train on the words the merge loop
     can hold within it (~48 + 4 bytes per byte of a word, 6 past 65,536 ids,
-    and ~2.5 KB per merge; the interpreter and pyarrow hold ~100-150 MB more),
-    so any artifact trains on one node (streamed in, never whole in
-    memory). Every word counted at least t times exactly,
+    and ~2.5 KB per merge), so any artifact trains on one node (streamed in,
+    never whole in memory). The budget covers the call's growth of the
+    process's RSS (reading the parts, the rows kept, the merge loop), except
+    the first import of pyarrow and numpy (~45 MiB, once a process):
+    measured on 2 GB of generated text (7.9 M words, vocab 32256) the peak
+    growth was 109, 127, 216, 396 MiB within 64, 128, 256, 512 MiB
+    (``bench/bench_budget.py``). Every word counted at least t times exactly,
     and a sample of the rarer ones that stands for them all (threshold
     sampling, Duffield, Lund and Thorup 2005: a word counted c < t times is
     kept when a hash of its bytes falls in the first c/t of the hash range,
