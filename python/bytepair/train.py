@@ -421,23 +421,26 @@ def train_from_counts(
     as ``Tokenizer.pretokenize`` gives them with that pattern); `word_counts`
     are stage 1's (unused when the base is stage 1).
 
-    `max_memory` (bytes, at least 64 MiB): train on the words the merge loop
-    can hold within it (~48 + 4 bytes per byte of a word, 6 past 65,536 ids,
-    and ~2.5 KB per merge; the interpreter and pyarrow hold ~100-150 MB more),
-    so any artifact trains on one node (streamed in, never whole in
-    memory). Every word counted at least t times exactly,
-    and a sample of the rarer ones that stands for them all (threshold
-    sampling, Duffield, Lund and Thorup 2005: a word counted c < t times is
-    kept when a hash of its bytes falls in the first c/t of the hash range,
-    and then counts t times), t the smallest threshold whose sample fits: the
-    pair counts stay unbiased, so the text of the rare words (long CJK runs,
-    identifiers) still shapes the merges (within 1/10 of the exact cost, the
-    first 32k merges as without a budget: 85% on a 117 MB mix, 97.6% on 2 GB,
-    against 75% and 87% when the rarest words are dropped;
-    ``bench/bench_pruning.py``). The same
+    `max_memory` (bytes, at least 64 MiB): train on the words the merge loop can
+    hold within it (~48 + 4 bytes per byte of a word, 6 past 65,536 ids, and
+    ~2.5 KB per merge), so any artifact trains on one node (streamed in, never
+    whole in memory). The budget covers the call's growth of the process's RSS
+    (reading the parts, the rows kept, the merge loop), except the first import
+    and read of pyarrow and numpy (~75 MiB, once a process): on 2 GB of
+    generated text (7.9 M words, vocab 32256) a first call grew by 109, 125,
+    224, 397 MiB within 64, 128, 256, 512 MiB, a later one by 34, 50, 140, 322
+    (``bench/bench_budget.py``). Every word counted at least t times exactly,
+    and a sample of the rarer ones that stands for them all (threshold sampling,
+    Duffield, Lund and Thorup 2005: a word counted c < t times is kept when a
+    hash of its bytes falls in the first c/t of the hash range, and then counts
+    t times), t the smallest threshold whose sample fits: the pair counts stay
+    unbiased, so the text of the rare words (long CJK runs, identifiers) still
+    shapes the merges (within 1/10 of the exact cost, the first 32k merges as
+    without a budget: 85% on a 117 MB mix, 97.6% on 2 GB, against 75% and 87%
+    when the rarest words are dropped; ``bench/bench_pruning.py``). The same
     counts and budget give the same merges. What was left out is in
-    ``training_stats.pruned_*`` (with ``pruned_sampled``) and a warning.
-    None (default): every word. SuperBPE's stage 2 is not bounded.
+    ``training_stats.pruned_*`` (with ``pruned_sampled``) and a warning. None
+    (default): every word. SuperBPE's stage 2 is not bounded.
 
     Raises:
         ValueError: a count that is negative or not an integer, or a str word

@@ -305,6 +305,16 @@ pub(super) struct PairMap {
     mask: usize,
 }
 
+impl PairMap {
+    /// No pair (a placeholder while the index is rebuilt).
+    pub(super) fn empty() -> Self {
+        PairMap {
+            shards: Vec::new(),
+            mask: 0,
+        }
+    }
+}
+
 /// The pairs of one shard and their word lists: those of the initial
 /// words in `base` (made at their final size), those made by merges
 /// appended to `extra`; an offset past `base` is in `extra`. A removed

@@ -21,8 +21,11 @@
 //! from the last doubling, and pairs below a quarter of it (rounded down to
 //! a power of two) are left out. A guess too high costs one recount.
 
+use std::collections::BinaryHeap;
+
+use super::pairs::{initial_pair_index, PairMap};
 use super::words::Symbol;
-use super::{pairs::initial_pair_index, Merge, Trainer};
+use super::{Merge, Trainer};
 
 /// The first merge at which the rare count is guessed (the counts of the
 /// first merges fall off unevenly).
@@ -67,6 +70,10 @@ impl<S: Symbol> Trainer<S> {
     /// Count every pair of the words again, queue them all, and leave no
     /// pair out from now on.
     pub(super) fn recount(&mut self) {
+        // The old index and queue go first: both indexes at once were the
+        // run's peak (twice the pairs' memory, past a training budget).
+        self.pairs = PairMap::empty();
+        self.heap = BinaryHeap::new();
         self.pairs = initial_pair_index(&self.words, &self.freqs, self.token_bytes.len());
         self.rare = RarePairs {
             below: 0,
