@@ -172,14 +172,11 @@ impl SentencePieceModel {
 
 /// A text given as a str or as UTF-8 bytes (a file read whole: no str made
 /// and encoded again); bytes that are not UTF-8 are a UnicodeDecodeError
-/// (checked by simdutf8, the error's place found by std).
+/// (checked by simdutf8 through `bytepair_core::str_from_utf8`).
 fn text_of<'a>(text: &'a Bound<'_, PyAny>) -> PyResult<&'a str> {
     if let Ok(bytes) = text.cast::<PyBytes>() {
         let data = bytes.as_bytes();
-        if let Ok(text) = simdutf8::basic::from_utf8(data) {
-            return Ok(text);
-        }
-        return std::str::from_utf8(data).map_err(|e| {
+        return bytepair_core::str_from_utf8(data).map_err(|e| {
             let py = text.py();
             match pyo3::exceptions::PyUnicodeDecodeError::new_utf8(py, data, e) {
                 Ok(error) => PyErr::from_value(error.into_any()),

@@ -84,10 +84,7 @@ impl Chunk {
     /// file and byte offset, or U+FFFD when `replace_errors` (chunks are cut
     /// at ASCII bytes, so replacing per chunk equals replacing the whole file).
     pub fn text(&self, replace_errors: bool) -> Result<std::borrow::Cow<'_, str>, CountError> {
-        if let Ok(text) = simdutf8::basic::from_utf8(&self.bytes) {
-            return Ok(std::borrow::Cow::Borrowed(text));
-        }
-        match std::str::from_utf8(&self.bytes) {
+        match crate::str_from_utf8(&self.bytes) {
             Ok(text) => Ok(std::borrow::Cow::Borrowed(text)),
             Err(_) if replace_errors => Ok(String::from_utf8_lossy(&self.bytes)),
             Err(e) => Err(CountError::InvalidUtf8 {
