@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import json
 import lzma
 import os
@@ -442,25 +443,57 @@ def test_a_long_document_is_cut_into_segments_with_the_same_ids(tmp_path, tok, c
     assert np.array_equal(ds[0], np.array(tok.encode_ordinary(text) + [tok.eot_token]))
 
 
-@pytest.mark.parametrize("batch_bytes", [3, 7, 64, 1 << 20])
-def test_separated_documents_across_blocks_equal_a_plain_split(monkeypatch, batch_bytes):
-    """A text file cut at a separator in blocks of any size (the core splits
-    each block; a document straddling blocks is held for the next): the
-    documents are Python's ``bytes.split`` of the whole, empty pieces dropped."""
-    from bytepair.counts import sources
+@pytest.mark.parametrize("batch_bytes", [1, 3, 7, 64, 1 << 20])
+@pytest.mark.parametrize("readinto", [True, False])
+def test_separated_documents_across_batches_equal_a_plain_split(tok, batch_bytes, readinto):
+    """A text file cut at a separator in batches of any size (the core finds
+    the documents of each; a document straddling batches is held for the
+    next, a separator may straddle them too): the documents are Python's
+    ``bytes.split`` of the whole, empty pieces dropped, with or without the
+    file's ``readinto`` and however short its reads."""
+    from bytepair import _core
 
-    monkeypatch.setattr(sources, "_BATCH_BYTES", batch_bytes)
+    class ShortReads(io.RawIOBase):
+        """Reads at most 5 bytes per call; no ``readinto`` unless asked for."""
+
+        def __init__(self, data):
+            self.data, self.at = data, 0
+
+        def readable(self):
+            return True
+
+        def read(self, n=-1):
+            block = self.data[self.at : self.at + min(n, 5)]
+            self.at += len(block)
+            return block
+
+        def readinto(self, buffer):
+            block = self.read(len(buffer))
+            buffer[: len(block)] = block
+            return len(block)
+
+        def __getattribute__(self, name):
+            if name == "readinto" and not readinto:
+                raise AttributeError(name)
+            return super().__getattribute__(name)
+
     rng = np.random.default_rng(batch_bytes)
     words = [b"", b"a", b"bb", b"<|", b"|>", b"\xc3\xa9t\xc3\xa9", b" x\n"]
     content = b"".join(
         words[i] if i < len(words) else b"<|sep|>" for i in rng.integers(0, 10, 2000)
     )
-    content = b"<|sep|>" + content + b"<|sep|><|sep|>"
-    got = []
-    for data, offsets, first in sources.document_batches(
-        "mem.txt", "text", separator="<|sep|>", content=content
-    ):
-        bounds = np.frombuffer(offsets, dtype="<i8")
-        assert first == len(got) and bounds[0] == 0 and bounds[-1] == len(data)
-        got += [data[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
-    assert got == [d for d in content.split(b"<|sep|>") if d]
+    content = b"<|sep|>" + content + b"<|sep|><|sep|>" + b"y" * 3 * min(batch_bytes, 1000)
+    reader = _core.SeparatedReader(ShortReads(content), b"<|sep|>", batch_bytes)
+    got, total = [], 0
+    while (batch := reader.next_batch()) is not None:
+        assert batch.first == len(got) and len(batch) > 0
+        ids, lengths = tok._core.encode_documents(
+            batch, None, "mem.txt", batch.first, [], [], None, 4, False, 1
+        )
+        ids, ends = np.frombuffer(ids, "<u4").tolist(), np.cumsum(np.frombuffer(lengths, "<i8"))
+        got += [tok.decode_bytes(ids[a:b]) for a, b in zip([0, *ends[:-1]], ends)]
+        total += batch.document_bytes
+    want = [d for d in content.split(b"<|sep|>") if d]
+    assert got == want
+    assert total == sum(map(len, want))
+    assert reader.next_batch() is None

@@ -1,6 +1,7 @@
 """Type stubs for the Rust extension module (src/lib.rs)."""
 
 from collections.abc import Callable
+from typing import BinaryIO
 
 import numpy
 
@@ -49,9 +50,21 @@ def rank_table(data: bytes) -> RankTable | None:
     """A .tiktoken file's content read and its merges recovered, or None when
     it is not a valid BPE rank table."""
 
-def split_documents(block: bytes, separator: bytes, last: bool) -> tuple[bytes, bytes, int, int]:
-    """Documents of a block cut at `separator`: (data, n + 1 int64 offsets, n, start of the
-    unfinished piece)."""
+class SeparatedReader:
+    """A binary file whose documents are separated by `separator`, read in batches of about
+    `batch_bytes` (a document held whole) into reused buffers, with no copy of the text."""
+
+    def __init__(self, file: BinaryIO, separator: bytes, batch_bytes: int) -> None: ...
+    def next_batch(self) -> DocumentBatch | None:
+        """The next batch (empty pieces dropped), None after the last."""
+
+class DocumentBatch:
+    """Documents at ranges of a read buffer; encode_documents takes one in place of
+    (data, offsets)."""
+
+    first: int  # the index in the file of the batch's first document
+    document_bytes: int  # the documents' bytes, separators not counted
+    def __len__(self) -> int: ...
 
 def merge_runs(
     runs: list[tuple[bytes, bytes, bytes, int]], upto: bytes | None = None
@@ -105,8 +118,8 @@ class WordCounter:
     ) -> None: ...
     def count_documents(
         self,
-        data: bytes,
-        offsets: bytes,
+        data: bytes | DocumentBatch,
+        offsets: bytes | None,
         source: str,
         first_record: int | None = None,
         num_threads: int | None = None,
@@ -237,8 +250,8 @@ class CoreBPE:
         UnicodeEncodeError (before any work) if a text holds a lone surrogate."""
     def encode_documents(
         self,
-        data: bytes,
-        offsets: bytes,
+        data: bytes | DocumentBatch,
+        offsets: bytes | None,
         source: str,
         first_record: int | None,
         allowed: list[str],
@@ -248,7 +261,8 @@ class CoreBPE:
         replace_errors: bool = False,
         num_threads: int | None = None,
     ) -> tuple[numpy.ndarray, bytes]:
-        """Documents in Arrow large_binary layout (data, n + 1 LE int64 offsets), each encoded
+        """Documents in Arrow large_binary layout (data, n + 1 LE int64 offsets) or a
+        DocumentBatch (offsets None), each encoded
         on threads with eot appended -> (ids back to back as LE uint16/uint32 for itemsize 2/4,
         as a uint8 array owning them; each document's id count as LE int64). Errors name
         source, record and byte offset."""
@@ -324,8 +338,8 @@ class CoreSPM:
         """As CoreBPE.encode_file."""
     def encode_documents(
         self,
-        data: bytes,
-        offsets: bytes,
+        data: bytes | DocumentBatch,
+        offsets: bytes | None,
         source: str,
         first_record: int | None,
         allowed: list[str],

@@ -379,8 +379,8 @@ impl CoreBPE {
     fn encode_documents<'py>(
         &self,
         py: Python<'py>,
-        data: &[u8],
-        offsets: &[u8],
+        data: &Bound<'py, PyAny>,
+        offsets: Option<&[u8]>,
         source: &str,
         first_record: Option<u64>,
         allowed: Vec<String>,
@@ -394,8 +394,6 @@ impl CoreBPE {
             self.enc.encode_into(piece, &allowed, &disallowed, ids)
         };
         let job = inputs::DocumentsJob {
-            data,
-            offsets,
             source,
             first_record,
             eot,
@@ -403,7 +401,7 @@ impl CoreBPE {
             replace_errors,
             num_threads,
         };
-        inputs::encode_documents_to_bytes(py, &self.cut, job, &encode)
+        inputs::encode_documents_arg(py, &self.cut, data, offsets, job, &encode)
     }
 
     /// Joined bytes of a list of ids.

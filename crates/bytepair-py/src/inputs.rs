@@ -14,7 +14,7 @@ use bytepair_core::encode::id_bytes::ItemSize;
 use bytepair_core::encode::segments::{encode_segments_in_parallel, EncodeSegment, SEGMENT_BYTES};
 use bytepair_core::encode::{cancellable, EncodeError};
 use numpy::PyArray1;
-use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -22,6 +22,7 @@ use crate::arrow::le_i64s;
 use crate::errors::{count_error, encode_error};
 use crate::id_buffers;
 use crate::runtime::{run_with_progress, thread_count};
+use crate::separated::DocumentBatch;
 
 /// A segment longer than this (a text with no safe cut, perhaps one giant
 /// pre-token) is encoded on a worker thread while this one polls for Ctrl-C,
@@ -130,11 +131,9 @@ pub fn encode_file(
     written.map_err(|e| file_error(e, path))
 }
 
-/// Documents in Arrow layout and what `encode_documents` makes of them
-/// (`CoreBPE.encode_documents`'s arguments).
+/// What `encode_documents` makes of documents (`CoreBPE.encode_documents`'s
+/// arguments but the documents).
 pub struct DocumentsJob<'a> {
-    pub data: &'a [u8],
-    pub offsets: &'a [u8],
     pub source: &'a str,
     pub first_record: Option<u64>,
     pub eot: Option<u32>,
@@ -143,19 +142,40 @@ pub struct DocumentsJob<'a> {
     pub num_threads: Option<usize>,
 }
 
+/// `CoreBPE.encode_documents`' documents: a `DocumentBatch` (`offsets`
+/// unused), or bytes `data` at Arrow `offsets` (n + 1 little-endian int64).
+pub fn encode_documents_arg<'py>(
+    py: Python<'py>,
+    cut: &CutRule,
+    data: &Bound<'py, PyAny>,
+    offsets: Option<&[u8]>,
+    job: DocumentsJob<'_>,
+    encode: &impl EncodeSegment,
+) -> PyResult<(Bound<'py, PyArray1<u8>>, Bound<'py, PyBytes>)> {
+    if let Ok(batch) = data.cast::<DocumentBatch>() {
+        return encode_documents_to_bytes(py, cut, batch.get().as_documents(), job, encode);
+    }
+    let data = data
+        .cast::<PyBytes>()
+        .map_err(|_| PyTypeError::new_err("documents: expected bytes or a DocumentBatch"))?
+        .as_bytes();
+    let offsets = le_i64s(offsets.unwrap_or_default(), "offsets")?;
+    let documents =
+        Documents::new(data, &offsets).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    encode_documents_to_bytes(py, cut, documents, job, encode)
+}
+
 /// Encode documents for a training set (see `CoreBPE.encode_documents`):
 /// (all ids as little-endian ints of `itemsize` in a uint8 NumPy array that
 /// owns them, each document's number of ids as little-endian int64).
-pub fn encode_documents_to_bytes<'py>(
+fn encode_documents_to_bytes<'py>(
     py: Python<'py>,
     cut: &CutRule,
+    documents: Documents<'_>,
     job: DocumentsJob<'_>,
     encode: &impl EncodeSegment,
 ) -> PyResult<(Bound<'py, PyArray1<u8>>, Bound<'py, PyBytes>)> {
     let itemsize = item_size(job.itemsize)?;
-    let offsets = le_i64s(job.offsets, "offsets")?;
-    let data = job.data;
-    let documents = Documents::new(data, &offsets).map_err(|e| documents_error(e, data, &[]))?;
     let encoded = run_with_progress(py, job.num_threads, None, |progress| {
         encode_documents(
             cut,
@@ -172,7 +192,7 @@ pub fn encode_documents_to_bytes<'py>(
             path: bytepair_core::count::document_name(job.source, job.first_record, index),
             offset,
         }),
-        other => documents_error(other, data, &offsets),
+        other => documents_error(other, &documents),
     })?;
     let lengths: Vec<u8> = encoded
         .lengths
@@ -211,13 +231,11 @@ fn file_error(e: FileError, path: &str) -> PyErr {
 }
 
 /// A `DocumentsError` other than bad UTF-8 as a Python exception; an encode
-/// error is worded as `encode` words it, in the document's text (documents
-/// `data` at `offsets`).
-fn documents_error(e: DocumentsError, data: &[u8], offsets: &[i64]) -> PyErr {
+/// error is worded as `encode` words it, in the document's text.
+fn documents_error(e: DocumentsError, documents: &Documents<'_>) -> PyErr {
     match e {
         DocumentsError::Encode { index, error } => {
-            let bytes = &data[offsets[index] as usize..offsets[index + 1] as usize];
-            encode_error(error, &String::from_utf8_lossy(bytes))
+            encode_error(error, &String::from_utf8_lossy(documents.get(index)))
         }
         DocumentsError::Cancelled => PyRuntimeError::new_err(e.to_string()),
         other => PyValueError::new_err(other.to_string()),

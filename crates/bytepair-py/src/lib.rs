@@ -28,6 +28,7 @@ mod pipeline;
 mod reduce;
 mod runtime;
 mod sentencepiece;
+mod separated;
 mod shared_ints;
 mod spm_encoder;
 
@@ -169,31 +170,6 @@ impl RankTable {
     }
 }
 
-/// The documents of a block of a text file whose documents are separated by
-/// `separator` (see `bytepair_core::count::split_documents`): (their bytes
-/// back to back, n + 1 little-endian int64 offsets, n, where the unfinished
-/// last piece starts; with `last` it is a document too).
-#[pyfunction]
-fn split_documents<'py>(
-    py: Python<'py>,
-    block: &[u8],
-    separator: &[u8],
-    last: bool,
-) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, usize, usize)> {
-    if separator.is_empty() {
-        return Err(PyValueError::new_err("the separator is empty"));
-    }
-    let (data, offsets, tail) =
-        py.detach(|| bytepair_core::count::split_documents(block, separator, last));
-    let offset_bytes: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
-    Ok((
-        PyBytes::new(py, &data),
-        PyBytes::new(py, &offset_bytes),
-        offsets.len() - 1,
-        tail,
-    ))
-}
-
 /// Set the memory budget of each thread's encoder caches per encoder, in
 /// bytes (rounded down to a power of two, at least 1 MiB; default 128 MiB;
 /// see `bytepair_core::encode::set_cache_budget`); caches made afterwards use
@@ -233,7 +209,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rank_table, m)?)?;
     m.add_function(wrap_pyfunction!(merge_table_passes, m)?)?;
     m.add_function(wrap_pyfunction!(byte_level::byte_level_tables, m)?)?;
-    m.add_function(wrap_pyfunction!(split_documents, m)?)?;
     m.add_function(wrap_pyfunction!(reduce::merge_runs, m)?)?;
     m.add_function(wrap_pyfunction!(set_cache_budget, m)?)?;
     m.add_function(wrap_pyfunction!(id_lists::untrack_int_lists, m)?)?;
@@ -241,6 +216,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<counter::WordCounter>()?;
     m.add_class::<encoder::CoreBPE>()?;
     m.add_class::<RankTable>()?;
+    m.add_class::<separated::SeparatedReader>()?;
+    m.add_class::<separated::DocumentBatch>()?;
     m.add_class::<sentencepiece::SentencePieceModel>()?;
     m.add_class::<spm_encoder::CoreSPM>()?;
     m.add_function(wrap_pyfunction!(sentencepiece::train_sentencepiece, m)?)?;

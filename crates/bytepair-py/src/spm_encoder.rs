@@ -203,8 +203,8 @@ impl CoreSPM {
     fn encode_documents<'py>(
         &self,
         py: Python<'py>,
-        data: &[u8],
-        offsets: &[u8],
+        data: &Bound<'py, PyAny>,
+        offsets: Option<&[u8]>,
         source: &str,
         first_record: Option<u64>,
         allowed: Vec<String>,
@@ -215,8 +215,6 @@ impl CoreSPM {
         num_threads: Option<usize>,
     ) -> PyResult<(Bound<'py, PyArray1<u8>>, Bound<'py, PyBytes>)> {
         let job = inputs::DocumentsJob {
-            data,
-            offsets,
             source,
             first_record,
             eot,
@@ -225,7 +223,7 @@ impl CoreSPM {
             num_threads,
         };
         let encode = self.segments(&allowed, &disallowed, false);
-        inputs::encode_documents_to_bytes(py, &self.cut, job, &encode)
+        inputs::encode_documents_arg(py, &self.cut, data, offsets, job, &encode)
     }
 
     #[pyo3(signature = (texts, allowed, disallowed, num_threads=None))]

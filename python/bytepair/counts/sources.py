@@ -330,9 +330,7 @@ def document_batches(
     format: str,
     text_field: str = "text",
     *,
-    separator: str | None = None,
     content: bytes | None = None,
-    batch_bytes: int | None = None,
 ) -> Iterator[tuple[bytes, bytes, int]]:
     """The documents of one input file, in batches: ``(data, offsets, first)``
     with the documents' bytes back to back in `data`, n + 1 little-endian
@@ -343,20 +341,13 @@ def document_batches(
             are decompressed (not Parquet, which must seek).
         format: ``text``, ``jsonl`` or ``parquet`` (see the module docs).
         text_field: the JSON key / Parquet column with the text.
-        separator: ``text`` only: the string between two documents (documents
-            are then read in batches of about `batch_bytes`, a document held whole).
         content: the file's bytes, already read elsewhere (`path` only names it).
-        batch_bytes: bytes read per batch of separated documents (default 16 MiB).
 
     Raises:
         OSError: the file cannot be read.
         ValueError: a JSON line that does not parse, a record without a string
             `text_field`, a file that is not Parquet (each naming the file).
     """
-    if format == "text" and separator:
-        batch_bytes = batch_bytes or _BATCH_BYTES
-        yield from _separated_batches(path, separator.encode("utf-8"), content, batch_bytes)
-        return
     if format == "text":  # one document, whole
         with _open(path, content) as f:
             data = f.read()
@@ -377,27 +368,24 @@ def document_batches(
         first += len(column)
 
 
-def _separated_batches(
-    path: str, separator: bytes, content: bytes | None, batch_bytes: int
-) -> Iterator[tuple[bytes, bytes, int]]:
-    """`document_batches` of a text file cut at every `separator` (in the
-    core: no Python object per document); empty pieces (a separator at the
-    start or end, two in a row) are dropped."""
-    from bytepair import _core
+def separated_batches(
+    path: str, separator: str, batch_bytes: int, content: bytes | None = None
+) -> Iterator["_core.DocumentBatch"]:
+    """The documents of a text file cut at every `separator`, in batches of
+    about `batch_bytes` bytes (a document held whole), for
+    ``CoreBPE.encode_documents``: each batch is read into a reused buffer and
+    its documents are ranges of it (`_core.SeparatedReader`: no copy of the
+    text, no Python object per document). Empty pieces (a separator at the
+    start or end, two in a row) are dropped. `path`, `content`: as
+    `document_batches`.
 
-    first = 0
-    held = b""  # the start of a document the next block continues
+    Raises:
+        OSError: the file cannot be read.
+    """
     with _open(path, content) as f:
-        while True:
-            block = f.read(batch_bytes)
-            buffer = held + block
-            data, offsets, n, tail = _core.split_documents(buffer, separator, not block)
-            held = buffer[tail:]
-            if n:
-                yield data, offsets, first
-                first += n
-            if not block:
-                return
+        reader = _core.SeparatedReader(f, separator.encode("utf-8"), batch_bytes)
+        while (batch := reader.next_batch()) is not None:
+            yield batch
 
 
 def _open(path: str, content: bytes | None = None):

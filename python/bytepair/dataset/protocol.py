@@ -21,16 +21,18 @@ shards on resume only if they match its record.
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import hashlib
 import io
 import os
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bytepair.atomic import atomic_open, atomic_write
-from bytepair.counts.sources import document_batches, infer_format
+from bytepair.counts.sources import document_batches, infer_format, separated_batches
 from bytepair.dataset.megatron import megatron_index
 from bytepair.folders import HashingWriter, write_task_record
 
@@ -124,107 +126,123 @@ def encode_task(
     import numpy as np
 
     itemsize = np.dtype(spec.dtype).itemsize
-    batches = _encoded_batches(paths, spec, tok, num_threads)
-    pending: list[Any] = []  # [ids memoryview, lengths] of the batch being cut into shards
-    shards, read = [], 0
-
-    def next_batch() -> bool:
-        nonlocal read
-        for ids, lengths, nbytes in batches:
-            read += nbytes
-            if on_batch is not None:
-                on_batch(nbytes, len(ids) // itemsize)
-            if len(lengths):
-                pending[:] = [memoryview(ids), lengths]
-                return True
-        return False
-
+    shards = _ShardWriter(task, spec, out_dir, itemsize)
+    read = 0
+    queued: collections.deque[Future] = collections.deque()
     with ThreadPoolExecutor(1, thread_name_prefix="bytepair-write") as writer:
-        while pending or next_batch():
-            name = shard_name(task, len(shards))
-            lengths_parts = []
-            digest = hashlib.sha256()
-            with atomic_open(os.path.join(out_dir, name + ".bin")) as f:
-                out = _WriteBehind(writer, HashingWriter(f, digest), f.fileno())
-                tokens = 0
-                try:
-                    while tokens < spec.shard_size and (pending or next_batch()):
-                        ids, lengths = pending
-                        ends = np.cumsum(lengths)
-                        take = min(
-                            int(np.searchsorted(ends, spec.shard_size - tokens)) + 1, len(lengths)
-                        )
-                        out.write(ids[: int(ends[take - 1]) * itemsize])
-                        lengths_parts.append(lengths[:take])
-                        tokens += int(ends[take - 1])
-                        if take == len(lengths):
-                            pending.clear()
-                        else:
-                            pending[:] = [ids[int(ends[take - 1]) * itemsize :], lengths[take:]]
-                    out.wait()
-                except BaseException:
-                    out.abandon()
-                    raise
-            lengths = np.concatenate(lengths_parts)
-            shards.append(
-                {
-                    "name": name,
-                    "documents": len(lengths),
-                    "tokens": tokens,
-                    "sha256": digest.hexdigest(),
-                    **_write_index(out_dir, name, lengths, spec),
-                }
-            )
+        try:
+            for ids, lengths, nbytes in _encoded_batches(paths, spec, tok, num_threads):
+                read += nbytes
+                if on_batch is not None:
+                    on_batch(nbytes, len(ids) // itemsize)
+                # An earlier batch's error is raised here; at most a few
+                # batches wait for the writer (memory stays bounded).
+                while queued and (queued[0].done() or len(queued) >= _QUEUED_BATCHES):
+                    queued.popleft().result()
+                if len(lengths):
+                    queued.append(writer.submit(shards.add, memoryview(ids), lengths))
+            queued.append(writer.submit(shards.close))
+            while queued:
+                queued.popleft().result()
+        except BaseException:
+            for future in queued:
+                future.cancel()
+            writer.submit(shards.abandon).result()
+            raise
     record = {
         "task": task,
         "inputs": list(paths),
         "bytes": read,
-        "documents": sum(s["documents"] for s in shards),
-        "tokens": sum(s["tokens"] for s in shards),
-        "shards": shards,
+        "documents": sum(s["documents"] for s in shards.records),
+        "tokens": sum(s["tokens"] for s in shards.records),
+        "shards": shards.records,
     }
     write_task_record(out_dir, task, record)
     return record
 
 
-class _WriteBehind:
-    """Writes to `out` on the single thread of `pool`, in the order given,
-    while the caller goes on to encode the next batch: hashing and writing a
-    batch's ids took about as long as encoding them on two threads, and the
-    encoding threads waited for it. Every `SYNC_BYTES` it also flushes what it
-    wrote to disk (`fdatasync` of `fd`), so that the fsync closing the file
-    (`atomic_open`), which the run waits for, has at most that much left
-    (a 30 MB fsync took ~15 ms on this VM's disk).
-    `wait()` returns once all is written and raises the first error;
-    `abandon()` waits for what has started, quietly."""
+# Encoded batches waiting for the writer thread, at most.
+_QUEUED_BATCHES = 8
+
+
+class _ShardWriter:
+    """Cuts encoded batches into a task's shards and writes them; every method
+    runs on the task's writer thread, in order, while the calling thread
+    encodes the next batches (cutting, hashing and writing a batch took about
+    as long as encoding it on two threads, and the encoding threads waited
+    for it). A shard closes after the document that brings it to
+    `spec.shard_size` tokens. Every `SYNC_BYTES` it also flushes what it
+    wrote to disk (`fdatasync`), so that the fsync closing the file
+    (`atomic_open`) has at most that much left (a 30 MB fsync took ~15 ms on
+    this VM's disk). `records` are the finished shards' manifest entries."""
 
     SYNC_BYTES = 4 << 20
 
-    def __init__(self, pool: ThreadPoolExecutor, out: HashingWriter, fd: int) -> None:
-        self._pool, self._out, self._fd = pool, out, fd
-        self._pending: list[Any] = []
-        self._unsynced = 0
+    def __init__(self, task: int, spec: ShardSpec, out_dir: str, itemsize: int) -> None:
+        self.task, self.spec, self.out_dir, self.itemsize = task, spec, out_dir, itemsize
+        self.records: list[dict[str, Any]] = []
+        self._open: contextlib.ExitStack | None = None  # the shard being written
 
-    def write(self, data: memoryview) -> None:
-        while self._pending and self._pending[0].done():
-            self._pending.pop(0).result()  # an earlier write's error, raised here
-        self._pending.append(self._pool.submit(self._out.write, data))
-        self._unsynced += len(data)
-        if self._unsynced >= self.SYNC_BYTES:
-            self._pending.append(self._pool.submit(_fdatasync, self._fd))
-            self._unsynced = 0
+    def add(self, ids: memoryview, lengths: "numpy.ndarray") -> None:
+        """Write a batch's `ids` (bytes) of documents of `lengths` ids."""
+        import numpy as np
 
-    def wait(self) -> None:
-        while self._pending:
-            self._pending.pop(0).result()
+        while len(lengths):
+            if self._open is None:
+                self._start()
+            ends = np.cumsum(lengths)
+            room = self.spec.shard_size - self._tokens
+            take = min(int(np.searchsorted(ends, room)) + 1, len(lengths))
+            size = int(ends[take - 1])
+            self._write(ids[: size * self.itemsize])
+            self._lengths.append(lengths[:take])
+            self._tokens += size
+            ids, lengths = ids[size * self.itemsize :], lengths[take:]
+            if self._tokens >= self.spec.shard_size:
+                self._finish()
+
+    def close(self) -> None:
+        """Finish the last shard."""
+        if self._open is not None:
+            self._finish()
 
     def abandon(self) -> None:
-        for future in self._pending:
-            future.cancel()
-        for future in self._pending:
-            if not future.cancelled():
-                future.exception()  # waits; the caller is raising another error
-        self._pending.clear()
+        """Remove the unfinished shard (the task failed)."""
+        if self._open is not None:
+            stack, self._open = self._open, None
+            stack.__exit__(RuntimeError, RuntimeError("abandoned"), None)
+
+    def _start(self) -> None:
+        self._name = shard_name(self.task, len(self.records))
+        self._open = contextlib.ExitStack()
+        f = self._open.enter_context(atomic_open(os.path.join(self.out_dir, self._name + ".bin")))
+        self._digest = hashlib.sha256()
+        self._out, self._fd = HashingWriter(f, self._digest), f.fileno()
+        self._lengths: list[numpy.ndarray] = []
+        self._tokens = self._unsynced = 0
+
+    def _write(self, data: memoryview) -> None:
+        self._out.write(data)
+        self._unsynced += len(data)
+        if self._unsynced >= self.SYNC_BYTES:
+            _fdatasync(self._fd)
+            self._unsynced = 0
+
+    def _finish(self) -> None:
+        import numpy as np
+
+        stack, self._open = self._open, None
+        stack.close()  # fsync and rename (atomic_open)
+        lengths = np.concatenate(self._lengths)
+        self.records.append(
+            {
+                "name": self._name,
+                "documents": len(lengths),
+                "tokens": self._tokens,
+                "sha256": self._digest.hexdigest(),
+                **_write_index(self.out_dir, self._name, lengths, self.spec),
+            }
+        )
 
 
 _fdatasync = getattr(os, "fdatasync", os.fsync)  # macOS has no fdatasync
@@ -248,15 +266,17 @@ def _encoded_batches(
     def batches():
         for path in paths:
             kind = spec.format or infer_format([path])
+            if kind == "text" and spec.separator:
+                for batch in separated_batches(path, spec.separator, batch_bytes):
+                    yield path, batch, None, batch.first, batch.document_bytes
+                continue
             field = spec.field if kind == "jsonl" else spec.column
             # One document per file: errors name the file alone.
-            whole = kind == "text" and not spec.separator
-            for data, offsets, first in document_batches(
-                path, kind, field, separator=spec.separator, batch_bytes=batch_bytes
-            ):
-                yield path, data, offsets, None if whole else first
+            whole = kind == "text"
+            for data, offsets, first in document_batches(path, kind, field):
+                yield path, data, offsets, None if whole else first, len(data)
 
-    for path, data, offsets, record in _read_ahead(batches()):
+    for path, data, offsets, record, nbytes in _read_ahead(batches()):
         ids, lengths = tok._core.encode_documents(
             data,
             offsets,
@@ -269,7 +289,7 @@ def _encoded_batches(
             spec.errors == "replace",
             num_threads,
         )
-        yield ids, np.frombuffer(lengths, dtype="<i8"), len(data)
+        yield ids, np.frombuffer(lengths, dtype="<i8"), nbytes
 
 
 def _read_ahead(items: Iterator[Any]) -> Iterator[Any]:

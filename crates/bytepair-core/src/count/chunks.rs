@@ -2,6 +2,7 @@
 
 use std::fs::File;
 use std::io::Read;
+use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -40,20 +41,18 @@ fn forced_cut(carry: &[u8], at: usize) -> usize {
     }
 }
 
-/// The documents of `buffer`, a block of a text whose documents are
-/// separated by `separator`: their bytes back to back, n + 1 offsets into
-/// them, and where the unfinished last piece starts (the caller prepends it
-/// to the next block); with `last`, that piece is a document too. Empty pieces
-/// (a separator at either end, two in a row) are no documents.
-pub fn split_documents(buffer: &[u8], separator: &[u8], last: bool) -> (Vec<u8>, Vec<i64>, usize) {
+/// Where the documents of `buffer` lie in it, a block of a text whose
+/// documents are separated by `separator`, and where the unfinished last
+/// piece starts (the caller reads on from it in the next block); with
+/// `last`, that piece is a document too. Empty pieces (a separator at either
+/// end, two in a row) are no documents.
+pub fn document_ranges(buffer: &[u8], separator: &[u8], last: bool) -> (Vec<Range<usize>>, usize) {
     assert!(!separator.is_empty(), "an empty separator");
-    let mut data = Vec::with_capacity(buffer.len());
-    let mut offsets = vec![0i64];
+    let mut ranges = Vec::new();
     let mut start = 0;
-    let mut push = |piece: &[u8]| {
+    let mut push = |piece: Range<usize>| {
         if !piece.is_empty() {
-            data.extend_from_slice(piece);
-            offsets.push(data.len() as i64);
+            ranges.push(piece);
         }
     };
     for at in memchr::memmem::find_iter(buffer, separator) {
@@ -61,14 +60,14 @@ pub fn split_documents(buffer: &[u8], separator: &[u8], last: bool) -> (Vec<u8>,
         if at < start {
             continue;
         }
-        push(&buffer[start..at]);
+        push(start..at);
         start = at + separator.len();
     }
     if last {
-        push(&buffer[start..]);
+        push(start..buffer.len());
         start = buffer.len();
     }
-    (data, offsets, start)
+    (ranges, start)
 }
 
 /// A block of a file that starts and ends at safe boundaries.
@@ -236,11 +235,8 @@ mod tests {
             b"||||||",
             b"a||||b",
         ] {
-            let (data, offsets, tail) = split_documents(text, b"||", true);
-            let got: Vec<&[u8]> = offsets
-                .windows(2)
-                .map(|w| &data[w[0] as usize..w[1] as usize])
-                .collect();
+            let (ranges, tail) = document_ranges(text, b"||", true);
+            let got: Vec<&[u8]> = ranges.into_iter().map(|r| &text[r]).collect();
             assert_eq!(
                 (got, tail),
                 (pieces_between_bars(text), text.len()),
@@ -249,11 +245,8 @@ mod tests {
             );
         }
         // Without `last`, the piece after the last separator waits for the next block.
-        let (data, offsets, tail) = split_documents(b"ab||cd||ef", b"||", false);
-        assert_eq!(
-            (&data[..], &offsets[..], tail),
-            (&b"abcd"[..], &[0, 2, 4][..], 8)
-        );
+        let (ranges, tail) = document_ranges(b"ab||cd||ef", b"||", false);
+        assert_eq!((ranges, tail), (vec![0..2, 4..6], 8));
     }
 
     /// The chunks of `text` with a small forced cut, for every chunk size.

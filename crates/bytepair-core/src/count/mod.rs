@@ -26,7 +26,7 @@ use crate::cut::CutRule;
 use crate::pretokenize::SearchError;
 use crate::progress::Progress;
 pub use accumulator::{Accumulated, Accumulator, ScaleError, Weight};
-pub use chunks::{split_documents, Chunk, ChunkReader};
+pub use chunks::{document_ranges, Chunk, ChunkReader};
 pub use tally::{sampled_estimates, Prune, Pruned, WordTally};
 pub use words::{PipelineWords, SplitWords, Words};
 

@@ -5,6 +5,7 @@
 //! id after each, and each document's number of ids.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use rayon::prelude::*;
 
@@ -16,11 +17,19 @@ use crate::progress::Progress;
 
 use super::segments::{EncodeSegment, SEGMENT_BYTES};
 
-/// Documents in Arrow layout: document i is `data[offsets[i]..offsets[i + 1]]`.
+/// Documents within one buffer: in Arrow layout (document i is
+/// `data[offsets[i]..offsets[i + 1]]`) or at ranges of it (`data[ranges[i]]`,
+/// the documents of a separated text where they were read, with no copy).
 #[derive(Debug, Clone, Copy)]
 pub struct Documents<'a> {
     data: &'a [u8],
-    offsets: &'a [i64],
+    bounds: Bounds<'a>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Bounds<'a> {
+    Offsets(&'a [i64]),
+    Ranges(&'a [Range<usize>]),
 }
 
 impl<'a> Documents<'a> {
@@ -35,12 +44,28 @@ impl<'a> Documents<'a> {
                 data_bytes: data.len(),
             });
         }
-        Ok(Documents { data, offsets })
+        let bounds = Bounds::Offsets(offsets);
+        Ok(Documents { data, bounds })
+    }
+
+    /// The documents `data[ranges[i]]` (each range within `data`; they may
+    /// leave gaps, such as the separators of `count::document_ranges`).
+    pub fn at_ranges(data: &'a [u8], ranges: &'a [Range<usize>]) -> Result<Self, DocumentsError> {
+        if ranges.iter().any(|r| r.start > r.end || r.end > data.len()) {
+            return Err(DocumentsError::BadOffsets {
+                data_bytes: data.len(),
+            });
+        }
+        let bounds = Bounds::Ranges(ranges);
+        Ok(Documents { data, bounds })
     }
 
     /// Number of documents.
     pub fn len(&self) -> usize {
-        self.offsets.len() - 1
+        match self.bounds {
+            Bounds::Offsets(offsets) => offsets.len() - 1,
+            Bounds::Ranges(ranges) => ranges.len(),
+        }
     }
 
     /// No documents at all?
@@ -50,7 +75,10 @@ impl<'a> Documents<'a> {
 
     /// The bytes of document `i`.
     pub fn get(&self, i: usize) -> &'a [u8] {
-        &self.data[self.offsets[i] as usize..self.offsets[i + 1] as usize]
+        match self.bounds {
+            Bounds::Offsets(offsets) => &self.data[offsets[i] as usize..offsets[i + 1] as usize],
+            Bounds::Ranges(ranges) => &self.data[ranges[i].clone()],
+        }
     }
 
     /// Document `i` as text: its bytes when they are UTF-8, else U+FFFD for
@@ -220,6 +248,37 @@ mod tests {
             );
             assert_eq!(out.lengths, lengths);
         }
+    }
+
+    #[test]
+    fn documents_at_ranges_are_the_same_documents() {
+        let enc = encoder();
+        let rule = CutRule::new("gpt2", &[]);
+        let encode = |s: &str, ids: &mut Vec<u32>| enc.encode_ordinary_into(s, ids);
+        let text = b"the cat\n\nthe\n cat the\n";
+        let (ranges, tail) = crate::count::document_ranges(text, b"\n", false);
+        assert_eq!(tail, text.len());
+        let (data, offsets) = arrow(&["the cat", "the", " cat the"]);
+        let progress = Progress::default();
+        let run = |documents| {
+            encode_documents(
+                &rule,
+                documents,
+                &encode,
+                Some(7),
+                ItemSize::Two,
+                false,
+                &progress,
+            )
+            .unwrap()
+        };
+        let at_ranges = run(Documents::at_ranges(text, &ranges).unwrap());
+        assert_eq!(at_ranges, run(Documents::new(&data, &offsets).unwrap()));
+        assert_eq!(at_ranges.lengths.len(), 3);
+        assert!(matches!(
+            Documents::at_ranges(b"abc", &[0..1, 2..4]),
+            Err(DocumentsError::BadOffsets { data_bytes: 3 })
+        ));
     }
 
     #[test]
