@@ -497,3 +497,22 @@ def test_separated_documents_across_batches_equal_a_plain_split(tok, batch_bytes
     assert got == want
     assert total == sum(map(len, want))
     assert reader.next_batch() is None
+
+
+def test_tokenizer_sha256_hashes_the_pattern_specials_and_every_token_in_id_order(tok):
+    """The digest a dataset's manifest pins (its definition, in Python):
+    the JSON of [regex, sorted special tokens], then each (id, length) as two
+    little-endian u64 and the token's bytes, in id order (the core packs them)."""
+    import hashlib
+    import json
+
+    vocab = {i: bytes([i]) for i in range(256)} | {300: b"ab"}
+    small = bytepair.Tokenizer(vocab, [(b"a", b"b")], ["<|x|>"])
+    for t in (tok, small):
+        digest = hashlib.sha256()
+        digest.update(json.dumps([t.pattern_regex, sorted(t.special_tokens.items())]).encode())
+        for i in sorted(t.vocab):
+            digest.update(struct.pack("<QQ", i, len(t.vocab[i])) + t.vocab[i])
+        assert shards_module.tokenizer_sha256(t) == digest.hexdigest()
+    with pytest.raises(TypeError):
+        bytepair._core.packed_vocab({1: "not bytes"})

@@ -66,6 +66,9 @@ class DocumentBatch:
     document_bytes: int  # the documents' bytes, separators not counted
     def __len__(self) -> int: ...
 
+def packed_vocab(vocab: dict[int, bytes]) -> bytes:
+    """Every token in id order as (id, byte length) (two LE u64) then its bytes."""
+
 def merge_runs(
     runs: list[tuple[bytes, bytes, bytes, int]], upto: bytes | None = None
 ) -> tuple[bytes, bytes, bytes, list[int]]:

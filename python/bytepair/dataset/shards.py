@@ -43,12 +43,12 @@ import hashlib
 import json
 import os
 import shutil
-import struct
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from bytepair import _core
 from bytepair.atomic import atomic_write
 from bytepair.counts.sources import (
     FORMATS,
@@ -85,12 +85,10 @@ def tokenizer_sha256(tok: "Tokenizer") -> str:
     (id, bytes) of the vocabulary, in id order (not of any file format)."""
     digest = hashlib.sha256()
     digest.update(json.dumps([tok.pattern_regex, sorted(tok.special_tokens.items())]).encode())
-    # One update of the joined bytes: an update per token was 35% slower
-    # (~7 ms of a 0.2 s encode_dataset of enwiki.txt on two threads).
-    vocab, pack, parts = tok.vocab, struct.Struct("<QQ").pack, []
-    for i in sorted(vocab):
-        parts += (pack(i, len(vocab[i])), vocab[i])
-    digest.update(b"".join(parts))
+    # Each (id, length) as two little-endian u64, then the token's bytes, in
+    # id order, built by the core in one buffer (a Python loop over the
+    # tokens took 6-7 ms of every encode_dataset call, before any encoding).
+    digest.update(_core.packed_vocab(tok.vocab))
     return digest.hexdigest()
 
 
