@@ -247,3 +247,69 @@ def test_batch_lists_hold_one_reference_per_item_also_after_an_error(threads):
     with pytest.raises(ValueError, match="endoftext"):
         tok.encode_batch(texts, num_threads=threads)
     assert sys.getrefcount(the) == before
+
+
+# Code points past which a str keeps CPython's UTF-8 copy (crates/bytepair-py/src/utf8.rs).
+OWN_UTF8_MAX_CHARS = 256 << 10
+
+
+def fresh(text: str) -> str:
+    """An equal str without CPython's UTF-8 copy (a str made anew has none)."""
+    return (text + ".")[:-1]
+
+
+@pytest.mark.parametrize("long", [False, True], ids=["short", "long"])
+@pytest.mark.parametrize(
+    "unit", ["plain ascii ", "café déjà ", "naïve € 東京 ", "emoji 😀 ok "], ids=str.split
+)
+def test_every_kind_of_str_encodes_as_tiktoken_and_short_ones_keep_no_utf8_copy(unit, long):
+    """A short Latin-1 or UCS-2 str is encoded into a reused buffer on its
+    first call, without CPython's UTF-8 copy kept with the str (which
+    `sys.getsizeof` counts), and through that copy when seen again; long
+    ones, ASCII and UCS-4 strs always through the copy. Ids equal
+    tiktoken's by every entry point, on first and later calls."""
+    import sys
+
+    tok, ref = tokenizer_and_reference("cl100k")
+    reps = (OWN_UTF8_MAX_CHARS if long else 3000) // len(unit) + 1
+    text = unit * reps
+    want = ref.encode_ordinary(fresh(text))
+    own_buffer = not long and not text.isascii() and max(map(ord, text)) < 0x10000
+    entry_points = {
+        "encode_to_numpy": lambda t: tok.encode_to_numpy(t).tolist(),
+        "encode": tok.encode,
+        "encode_ordinary": tok.encode_ordinary,
+        "encode_batch": lambda t: tok.encode_batch([t])[0],  # always CPython's copy
+    }
+    kept = []  # alive, so no str here takes the address of one seen before
+    for name, encode in entry_points.items():
+        plain = fresh(text)
+        kept.append(plain)
+        size = sys.getsizeof(plain)
+        assert encode(plain) == want, name
+        copied = not text.isascii() and (not own_buffer or name == "encode_batch")
+        assert (sys.getsizeof(plain) > size) == copied, name
+        assert encode(plain) == want, name
+        assert encode(plain) == want, name
+        assert (sys.getsizeof(plain) > size) == (not text.isascii()), name
+
+
+def test_short_strs_are_encoded_without_a_copy_until_seen_again():
+    import sys
+
+    tok, ref = tokenizer_and_reference("cl100k")
+    docs = [fresh(f"документ {i}: naïve € 東京 " * 200) for i in range(100)]
+    sizes = [sys.getsizeof(d) for d in docs]
+    for doc in docs:
+        assert tok.encode_to_numpy(doc).tolist() == ref.encode_ordinary(fresh(doc))
+    assert [sys.getsizeof(d) for d in docs] == sizes
+    for doc in docs[-10:]:  # seen in the last 64 calls: CPython's copy now
+        assert tok.encode(doc) == ref.encode_ordinary(fresh(doc))
+    assert all(sys.getsizeof(d) > s for d, s in zip(docs[-10:], sizes[-10:]))
+
+
+def test_a_surrogate_in_a_short_ucs2_str_is_replaced_as_before():
+    tok, ref = tokenizer_and_reference("gpt2")
+    for text in ("東京 \ud800 x", "\ud83d\ude00 €", "€ \udfff"):
+        assert tok.encode(text) == ref.encode(text)
+        assert tok.encode_to_numpy(text).tolist() == ref.encode(text)

@@ -17,6 +17,7 @@ use crate::id_lists::IdLists;
 use crate::inputs;
 use crate::pipeline::PipelineSpec;
 use crate::runtime::thread_count;
+use crate::utf8::with_utf8;
 
 /// The encoder: vocabulary, merge ranks, special tokens and pattern.
 #[pyclass(module = "bytepair._core", frozen)]
@@ -218,23 +219,31 @@ impl CoreBPE {
         }
     }
 
-    fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
+    fn encode_ordinary<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'py, PyString>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let encode =
             |segment: &str, out: &mut Vec<u32>| self.enc.encode_ordinary_into(segment, out);
-        self.encode_interruptibly(py, text, encode, |ids| {
-            self.lists.to_list(py, &self.enc, ids)
+        with_utf8(text, |text| {
+            self.encode_interruptibly(py, text, encode, |ids| {
+                self.lists.to_list(py, &self.enc, ids)
+            })
         })
     }
 
     fn encode<'py>(
         &self,
         py: Python<'py>,
-        text: &str,
+        text: &Bound<'py, PyString>,
         allowed: Vec<String>,
         disallowed: Vec<String>,
     ) -> PyResult<Bound<'py, PyList>> {
-        self.encode_ids(py, text, &allowed, &disallowed, |ids| {
-            self.lists.to_list(py, &self.enc, ids)
+        with_utf8(text, |text| {
+            self.encode_ids(py, text, &allowed, &disallowed, |ids| {
+                self.lists.to_list(py, &self.enc, ids)
+            })
         })
     }
 
@@ -272,7 +281,7 @@ impl CoreBPE {
     fn encode_to_numpy<'py>(
         &self,
         py: Python<'py>,
-        text: &str,
+        text: &Bound<'py, PyString>,
         allowed: Vec<String>,
         disallowed: Vec<String>,
         num_threads: Option<usize>,
@@ -280,10 +289,12 @@ impl CoreBPE {
         let encode = |segment: &str, out: &mut Vec<u32>| {
             self.enc.encode_into(segment, &allowed, &disallowed, out)
         };
-        if thread_count(num_threads)? <= 1 || text.len() <= 2 * SEGMENT_BYTES {
-            self.enc.expect_text_bytes(text.len());
-        }
-        inputs::encode_to_array(py, &self.cut, text, num_threads, &encode)
+        with_utf8(text, |text| {
+            if thread_count(num_threads)? <= 1 || text.len() <= 2 * SEGMENT_BYTES {
+                self.enc.expect_text_bytes(text.len());
+            }
+            inputs::encode_to_array(py, &self.cut, text, num_threads, &encode)
+        })
     }
 
     /// Encode the UTF-8 file `path` into the open file `out_fd` (written from

@@ -14,6 +14,7 @@
 //!   on the calling thread with encoding on the others;
 //! * `id_lists`, `shared_ints`: CPython-specific speed-ups for id lists;
 //! * `id_buffers`: the buffers of `encode_to_numpy`'s arrays, recycled.
+//! * `utf8`: the UTF-8 of a short str in a reused buffer, not CPython's kept copy.
 
 mod arrow;
 mod batch;
@@ -31,6 +32,7 @@ mod sentencepiece;
 mod separated;
 mod shared_ints;
 mod spm_encoder;
+mod utf8;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
