@@ -2,7 +2,7 @@
 //! batch's texts, and the calling thread, the only one that may touch Python
 //! objects, turns finished ids into lists while the others encode.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 
 use bytepair_core::EncodeError;
@@ -24,28 +24,79 @@ pub enum BatchError {
 /// the workers' finished ids do not wait long to become lists.
 const BATCH_TURN_BYTES: usize = 8 << 10;
 
-/// The texts of a batch handed out one at a time to the threads encoding them.
+/// The texts of a batch handed out one at a time to the threads encoding
+/// them. Each thread has its own run of consecutive texts, taken from the
+/// front; a thread whose run is done takes the last text of the longest run
+/// left. So a thread gets the same texts from call to call on the same batch
+/// (its piece caches already hold their pieces: a shared counter dealt them
+/// anew each call, and each thread's caches learnt the other's pieces too)
+/// and neighbouring texts, which share more pieces, in any batch.
 struct BatchQueue {
-    len: usize,
-    next: AtomicUsize,
+    /// Per thread: the front (low 32 bits) and end (high 32) of its run.
+    runs: Vec<AtomicU64>,
     cancelled: AtomicBool,
 }
 
+/// A run's front and end in one word, so taking from either side is one
+/// compare-and-swap.
+fn pack(front: usize, end: usize) -> u64 {
+    front as u64 | (end as u64) << 32
+}
+
+fn unpack(run: u64) -> (usize, usize) {
+    ((run & u32::MAX as u64) as usize, (run >> 32) as usize)
+}
+
 impl BatchQueue {
-    pub fn new(len: usize) -> Self {
+    /// `len` texts (fewer than 2^32) in `threads` runs.
+    pub fn new(len: usize, threads: usize) -> Self {
+        assert!(u32::try_from(len).is_ok(), "a batch of 2^32 texts or more");
+        let cut = |t: usize| len * t / threads;
         BatchQueue {
-            len,
-            next: AtomicUsize::new(0),
+            runs: (0..threads)
+                .map(|t| AtomicU64::new(pack(cut(t), cut(t + 1))))
+                .collect(),
             cancelled: AtomicBool::new(false),
         }
     }
 
-    /// Index of a text no thread has taken yet (None: all taken, or cancelled).
-    fn claim(&self) -> Option<usize> {
+    /// Index of a text no thread has taken yet, for thread `thread` (None:
+    /// all taken, or cancelled).
+    fn claim(&self, thread: usize) -> Option<usize> {
         if self.cancelled.load(Ordering::Relaxed) {
             return None;
         }
-        Some(self.next.fetch_add(1, Ordering::Relaxed)).filter(|&i| i < self.len)
+        let take_front = |run: u64| {
+            let (front, end) = unpack(run);
+            (front < end).then(|| pack(front + 1, end))
+        };
+        if let Ok(run) =
+            self.runs[thread].fetch_update(Ordering::Relaxed, Ordering::Relaxed, take_front)
+        {
+            return Some(unpack(run).0);
+        }
+        loop {
+            let (longest, run) = self
+                .runs
+                .iter()
+                .map(|r| r.load(Ordering::Relaxed))
+                .enumerate()
+                .max_by_key(|&(_, run)| {
+                    let (front, end) = unpack(run);
+                    end.saturating_sub(front)
+                })?;
+            let (front, end) = unpack(run);
+            if front >= end {
+                return None;
+            }
+            let taken = pack(front, end - 1);
+            if self.runs[longest]
+                .compare_exchange(run, taken, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
+                return Some(end - 1);
+            }
+        }
     }
 
     fn cancel(&self, e: PyErr) -> BatchError {
@@ -136,10 +187,10 @@ fn build_lists<'py, 'scope>(
 ) -> Result<Bound<'py, PyList>, BatchError> {
     let (tx, mut rx) = mpsc::channel::<Finished>();
     if let Some((scope, n)) = workers {
-        for _ in 0..n {
+        for thread in 1..=n {
             let tx = tx.clone();
             scope.spawn(move |_| {
-                while let Some(i) = queue.claim() {
+                while let Some(i) = queue.claim(thread) {
                     if tx.send((i, encode(i))).is_err() {
                         return;
                     }
@@ -162,7 +213,7 @@ fn build_lists<'py, 'scope>(
         py.detach(|| {
             let mut bytes = 0;
             while bytes < BATCH_TURN_BYTES {
-                let Some(i) = queue.claim() else { break };
+                let Some(i) = queue.claim(0) else { break };
                 mine.push((i, encode(i)));
                 bytes += texts[i].len();
             }
@@ -198,7 +249,7 @@ pub fn encode_batch<'py>(
     encode: &(impl Fn(usize) -> Result<Vec<u32>, EncodeError> + Sync),
     ints: &SharedInts,
 ) -> Result<Bound<'py, PyList>, BatchError> {
-    let queue = BatchQueue::new(texts.len());
+    let queue = BatchQueue::new(texts.len(), threads.max(1));
     if threads <= 1 {
         return build_lists(py, texts, &queue, encode, ints, None);
     }
