@@ -179,7 +179,7 @@ impl<'py, 'a> BatchLists<'py, 'a> {
 /// even after an error, so the error reported is always the first text's.
 fn build_lists<'py, 'scope>(
     py: Python<'py>,
-    texts: &[&str],
+    lens: &[usize],
     queue: &'scope BatchQueue,
     encode: &'scope (impl Fn(usize) -> Result<Vec<u32>, EncodeError> + Sync),
     ints: &SharedInts,
@@ -199,7 +199,7 @@ fn build_lists<'py, 'scope>(
         }
     }
     drop(tx);
-    let mut lists = BatchLists::new(texts.len(), ints);
+    let mut lists = BatchLists::new(lens.len(), ints);
     let mut mine = Vec::new();
     while !lists.is_complete() {
         // The workers may be far ahead (building lists is the slower half):
@@ -215,7 +215,7 @@ fn build_lists<'py, 'scope>(
             while bytes < BATCH_TURN_BYTES {
                 let Some(i) = queue.claim(0) else { break };
                 mine.push((i, encode(i)));
-                bytes += texts[i].len();
+                bytes += lens[i];
             }
         });
         let all_taken = mine.is_empty();
@@ -240,21 +240,22 @@ fn build_lists<'py, 'scope>(
     lists.into_list(py)
 }
 
-/// The list of id lists of `texts`, each encoded by `encode(index)` on
-/// `threads` threads, the calling thread one of them (see `build_lists`).
+/// The list of id lists of a batch of texts of about `lens` bytes, text `i`
+/// encoded by `encode(i)` on `threads` threads, the calling thread one of
+/// them (see `build_lists`).
 pub fn encode_batch<'py>(
     py: Python<'py>,
-    texts: &[&str],
+    lens: &[usize],
     threads: usize,
     encode: &(impl Fn(usize) -> Result<Vec<u32>, EncodeError> + Sync),
     ints: &SharedInts,
 ) -> Result<Bound<'py, PyList>, BatchError> {
-    let queue = BatchQueue::new(texts.len(), threads.max(1));
+    let queue = BatchQueue::new(lens.len(), threads.max(1));
     if threads <= 1 {
-        return build_lists(py, texts, &queue, encode, ints, None);
+        return build_lists(py, lens, &queue, encode, ints, None);
     }
     let workers = pool(Some(threads - 1)).map_err(BatchError::Python)?;
     workers.in_place_scope(|scope| {
-        build_lists(py, texts, &queue, encode, ints, Some((scope, threads - 1)))
+        build_lists(py, lens, &queue, encode, ints, Some((scope, threads - 1)))
     })
 }

@@ -17,7 +17,7 @@ use crate::id_lists::IdLists;
 use crate::inputs;
 use crate::pipeline::PipelineSpec;
 use crate::runtime::thread_count;
-use crate::utf8::with_utf8;
+use crate::utf8::{with_utf8, StrUtf8};
 
 /// The encoder: vocabulary, merge ranks, special tokens and pattern.
 #[pyclass(module = "bytepair._core", frozen)]
@@ -359,13 +359,18 @@ impl CoreBPE {
         disallowed: Vec<String>,
         num_threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let texts: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
+        let utf8: Vec<StrUtf8> = texts.iter().map(StrUtf8::of).collect::<PyResult<_>>()?;
         let threads = thread_count(num_threads)?;
-        let encode = |i: usize| self.enc.encode(texts[i], &allowed, &disallowed);
+        let encode =
+            |i: usize| utf8[i].with_str(|text| self.enc.encode(text, &allowed, &disallowed));
         let ints = self.lists.shared_ints(py, &self.enc);
-        encode_batch(py, &texts, threads, &encode, ints).map_err(|e| match e {
+        let lens: Vec<usize> = utf8.iter().map(StrUtf8::len).collect();
+        encode_batch(py, &lens, threads, &encode, ints).map_err(|e| match e {
             BatchError::Python(e) => e,
-            BatchError::Encode(e, i) => encode_error(e, texts[i]),
+            BatchError::Encode(e, i) => match texts[i].to_str() {
+                Ok(text) => encode_error(e, text),
+                Err(e) => e,
+            },
         })
     }
 

@@ -243,7 +243,8 @@ impl CoreSPM {
                 .encode_into(texts[i], &allowed, &disallowed, &mut ids)
                 .map(|()| ids)
         };
-        encode_batch(py, &texts, threads, &encode, self.shared_ints(py)).map_err(|e| match e {
+        let lens: Vec<usize> = texts.iter().map(|t| t.len()).collect();
+        encode_batch(py, &lens, threads, &encode, self.shared_ints(py)).map_err(|e| match e {
             BatchError::Python(e) => e,
             BatchError::Encode(e, i) => encode_error(e, texts[i]),
         })

@@ -8,7 +8,8 @@
 //! multilingual text as 100 KB documents, 57 ms of encoding plus 37 ms of
 //! page faults (19k), and a copy of the corpus held to the end. A short str
 //! is encoded here instead into a per-thread buffer reused from call to call
-//! (`encoding_rs`); a long one keeps CPython's copy, which a warm call on
+//! (`encoding_rs`; in `encode_batch` by the thread that encodes the text, so
+//! that this work is parallel too); a long one keeps CPython's copy, which a warm call on
 //! the same big text reads again for free, and so does a short str seen
 //! again (`RECENT`): a loop over the same texts would otherwise encode them
 //! to UTF-8 on every call (-12% on 10 KB of enwiki, -28% on multilingual
@@ -26,56 +27,95 @@ use pyo3::types::PyString;
 /// twice in a row by bench_scale.py's second-pass row.
 const OWN_UTF8_MAX_CHARS: usize = 256 << 10;
 
-/// Strs whose address `RECENT` remembers.
-const RECENT_STRS: usize = 64;
+/// Slots of `RECENT` (a power of two): a batch of up to a few thousand
+/// texts called again finds its texts there.
+const RECENT_SLOTS: usize = 1 << 12;
 
 thread_local! {
     /// The UTF-8 of the last short str encoded on this thread; its length
     /// is the room written so far (at most 3 bytes per code point of
     /// `OWN_UTF8_MAX_CHARS`: 768 KiB).
     static UTF8: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-    /// The addresses of the last `RECENT_STRS` strs encoded into `UTF8` on
-    /// this thread, and where the next one goes. A str found here is given
-    /// CPython's copy instead. The address of a str freed since may be a new
-    /// str's: that one takes the copy too, which is all it costs.
-    static RECENT: RefCell<([usize; RECENT_STRS], usize)> =
-        const { RefCell::new(([0; RECENT_STRS], 0)) };
+    /// The strs recently given to be encoded into a `UTF8` buffer (from
+    /// this thread), one per slot by a hash of the address: address, and
+    /// length with the first code units. A str found here is given CPython's
+    /// copy instead. A str freed since whose address a new one took is told
+    /// apart by the rest (a stream of documents, each freed after its call);
+    /// a new one that matches all the same takes the copy too, which is all
+    /// it costs.
+    static RECENT: RefCell<Box<[(usize, u64)]>> =
+        RefCell::new(vec![(0, 0); RECENT_SLOTS].into());
 }
 
-/// Whether `op` is among the strs recently encoded into `UTF8`; if not, it
-/// is remembered now.
-fn seen_recently(op: *mut ffi::PyObject) -> bool {
+/// Whether the str at `op`, of `len` code points starting with `units`
+/// (up to 8 bytes of them), is among the strs recently given to be encoded
+/// into a `UTF8` buffer; if not, it is remembered now.
+fn seen_recently(op: *mut ffi::PyObject, len: usize, units: &[u8]) -> bool {
     let address = op as usize;
+    let mut head = [0u8; 8];
+    let n = units.len().min(8);
+    head[..n].copy_from_slice(&units[..n]);
+    let fingerprint = u64::from_le_bytes(head) ^ (len as u64).rotate_left(32);
+    // Fibonacci hashing of the address (objects are 16-byte aligned).
+    let slot = ((address >> 4) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52;
     RECENT.with(|cell| {
-        let (recent, next) = &mut *cell.borrow_mut();
-        if recent.contains(&address) {
-            return true;
-        }
-        recent[*next] = address;
-        *next = (*next + 1) % RECENT_STRS;
-        false
+        let recent = &mut *cell.borrow_mut();
+        std::mem::replace(&mut recent[slot as usize], (address, fingerprint))
+            == (address, fingerprint)
     })
 }
 
-/// Call `f` with the UTF-8 of `text`: a str that is ASCII or already has
-/// CPython's UTF-8 copy, that is longer than `OWN_UTF8_MAX_CHARS` or was
-/// encoded here recently, through `to_str`; another Latin-1 or UCS-2 one
-/// encoded into this thread's buffer. Errors: as `to_str` (UnicodeEncodeError for a lone
-/// surrogate, which leaves UCS-2 strs with surrogates to `to_str`).
+/// Call `f` with the UTF-8 of `text` (see `StrUtf8::of`).
 pub fn with_utf8<R>(
     text: &Bound<'_, PyString>,
     f: impl FnOnce(&str) -> PyResult<R>,
 ) -> PyResult<R> {
-    match kind_and_data(text) {
-        Some(Units::Latin1(units)) => with_buffer(2 * units.len(), f, |dst| {
-            encoding_rs::mem::convert_latin1_to_utf8(units, dst)
-        }),
-        Some(Units::Ucs2(units)) if !has_surrogate(units) => {
-            with_buffer(3 * units.len(), f, |dst| {
-                encoding_rs::mem::convert_utf16_to_utf8(units, dst)
-            })
+    StrUtf8::of(text)?.with_str(f)
+}
+
+/// Where the UTF-8 of a str comes from: CPython's copy, or its code points
+/// encoded when needed by the thread that needs it (no Python involved, so
+/// `encode_batch`'s workers encode their texts' UTF-8 themselves).
+pub enum StrUtf8<'a> {
+    Copy(&'a str),
+    Latin1(&'a [u8]),
+    Ucs2(&'a [u16]),
+}
+
+impl<'a> StrUtf8<'a> {
+    /// A str that is ASCII or already has CPython's UTF-8 copy, that is
+    /// longer than `OWN_UTF8_MAX_CHARS` or was seen recently (`RECENT`),
+    /// through `to_str`; another Latin-1 or UCS-2 one by its code points.
+    /// Errors: as `to_str` (UnicodeEncodeError for a lone surrogate: UCS-2
+    /// strs with surrogates are left to it).
+    pub fn of(text: &'a Bound<'_, PyString>) -> PyResult<Self> {
+        Ok(match kind_and_data(text) {
+            Some(Units::Latin1(units)) => StrUtf8::Latin1(units),
+            Some(Units::Ucs2(units)) if !has_surrogate(units) => StrUtf8::Ucs2(units),
+            _ => StrUtf8::Copy(text.to_str()?),
+        })
+    }
+
+    /// Code points (or bytes of the copy): at most the bytes of the UTF-8.
+    pub fn len(&self) -> usize {
+        match self {
+            StrUtf8::Copy(text) => text.len(),
+            StrUtf8::Latin1(units) => units.len(),
+            StrUtf8::Ucs2(units) => units.len(),
         }
-        _ => f(text.to_str()?),
+    }
+
+    /// Call `f` with the UTF-8, encoded into this thread's buffer if not a copy.
+    pub fn with_str<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+        match *self {
+            StrUtf8::Copy(text) => f(text),
+            StrUtf8::Latin1(units) => with_buffer(2 * units.len(), f, |dst| {
+                encoding_rs::mem::convert_latin1_to_utf8(units, dst)
+            }),
+            StrUtf8::Ucs2(units) => with_buffer(3 * units.len(), f, |dst| {
+                encoding_rs::mem::convert_utf16_to_utf8(units, dst)
+            }),
+        }
     }
 }
 
@@ -116,7 +156,11 @@ fn kind_and_data<'a>(text: &'a Bound<'_, PyString>) -> Option<Units<'a>> {
             }
             _ => return None,
         };
-        (!seen_recently(op)).then_some(units)
+        let head = match units {
+            Units::Latin1(units) => units,
+            Units::Ucs2(units) => std::slice::from_raw_parts(data.cast::<u8>(), 2 * units.len()),
+        };
+        (!seen_recently(op, len, head)).then_some(units)
     }
 }
 
@@ -134,9 +178,9 @@ fn has_surrogate(units: &[u16]) -> bool {
 /// taken out for the call, so a nested call gets a fresh one.
 fn with_buffer<R>(
     room: usize,
-    f: impl FnOnce(&str) -> PyResult<R>,
+    f: impl FnOnce(&str) -> R,
     encode: impl FnOnce(&mut [u8]) -> usize,
-) -> PyResult<R> {
+) -> R {
     let mut buffer = UTF8.with(|cell| std::mem::take(&mut *cell.borrow_mut()));
     if buffer.len() < room {
         buffer.resize(room, 0);
