@@ -9,11 +9,13 @@
 //! page faults (19k), and a copy of the corpus held to the end. A short str
 //! is encoded here instead into a per-thread buffer reused from call to call
 //! (`encoding_rs`; in `encode_batch` by the thread that encodes the text, so
-//! that this work is parallel too); a long one keeps CPython's copy, which a warm call on
-//! the same big text reads again for free, and so does a short str seen
-//! again (`RECENT`): a loop over the same texts would otherwise encode them
-//! to UTF-8 on every call (-12% on 10 KB of enwiki, -28% on multilingual
-//! text, calls in a loop), and one call with CPython's copy makes it theirs.
+//! that this work is parallel too). A long str keeps CPython's copy, which a
+//! warm call on the same big text reads again for free, and so does a short
+//! str seen again (`RECENT`): a loop over the same texts would otherwise
+//! encode them to UTF-8 on every call (-12% on 10 KB of enwiki, -28% on
+//! multilingual text, calls in a loop), and one call with CPython's copy
+//! makes it theirs. Other builds than CPython's with the GIL keep CPython's
+//! copy throughout.
 
 use std::cell::RefCell;
 
@@ -75,7 +77,9 @@ pub fn with_utf8<R>(
 
 /// Where the UTF-8 of a str comes from: CPython's copy, or its code points
 /// encoded when needed by the thread that needs it (no Python involved, so
-/// `encode_batch`'s workers encode their texts' UTF-8 themselves).
+/// `encode_batch`'s workers encode their texts' UTF-8 themselves). A str's
+/// code points never change while it is shared (CPython resizes only a str
+/// no one else references), so any thread may read them while `'a` lasts.
 pub enum StrUtf8<'a> {
     Copy(&'a str),
     Latin1(&'a [u8]),
@@ -128,13 +132,14 @@ enum Units<'a> {
 /// The code points of `text` when it is a compact, non-ASCII str of
 /// Latin-1 or UCS-2 kind, of at most `OWN_UTF8_MAX_CHARS`, without
 /// CPython's UTF-8 copy and not seen recently; None otherwise.
+#[cfg(not(any(Py_LIMITED_API, PyPy, GraalPy, Py_GIL_DISABLED)))]
 fn kind_and_data<'a>(text: &'a Bound<'_, PyString>) -> Option<Units<'a>> {
     let op = text.as_ptr();
     // SAFETY: `op` is a live str (the Bound holds a reference); the macros
     // read its header. A compact non-ASCII str is a PyCompactUnicodeObject,
     // whose `utf8` is CPython's copy (null until made), and its code points
-    // (`len` of `kind`'s width) live as long as the str, which the caller's
-    // borrow of `text` outlives the slice's use by.
+    // (`len` of `kind`'s width) live as long as the str: the slices borrow
+    // `text` for 'a.
     unsafe {
         if ffi::PyUnicode_IS_COMPACT(op) == 0 || ffi::PyUnicode_IS_ASCII(op) != 0 {
             return None;
@@ -162,6 +167,13 @@ fn kind_and_data<'a>(text: &'a Bound<'_, PyString>) -> Option<Units<'a>> {
         };
         (!seen_recently(op, len, head)).then_some(units)
     }
+}
+
+/// Elsewhere (no CPython str layout, or another thread may be making
+/// CPython's copy meanwhile), always CPython's copy.
+#[cfg(any(Py_LIMITED_API, PyPy, GraalPy, Py_GIL_DISABLED))]
+fn kind_and_data<'a>(_text: &'a Bound<'_, PyString>) -> Option<Units<'a>> {
+    None
 }
 
 /// Whether any code point of a UCS-2 str is a surrogate (then it is a lone
