@@ -168,20 +168,34 @@ pub(super) struct Table<S: Copy> {
 }
 
 impl<S: Slot> Table<S> {
-    /// An empty table of `slots` slots (a power of two).
+    /// An empty table of `slots` slots (a power of two), its memory handed
+    /// back to the OS when dropped (`ZeroedSlice::returned_on_drop`).
     pub(super) fn new(slots: usize) -> Self {
+        Self::with_memory(slots, false)
+    }
+
+    fn with_memory(slots: usize, reuse: bool) -> Self {
         debug_assert!(slots.is_power_of_two());
         // SAFETY: an all-zero slot is a valid, empty slot (both kinds are plain integers).
+        let slots_memory = unsafe {
+            if reuse {
+                ZeroedSlice::reusable(slots)
+            } else {
+                ZeroedSlice::returned_on_drop(slots)
+            }
+        };
         Table {
-            slots: unsafe { ZeroedSlice::returned_on_drop(slots) },
+            slots: slots_memory,
             shift: 64 - slots.trailing_zeros(),
             taken: 0,
         }
     }
 
-    /// An empty table with room for `words` words.
-    pub(super) fn for_words(words: usize, min_slots: usize) -> Self {
-        Self::new((2 * words).next_power_of_two().max(min_slots))
+    /// An empty table with room for `words` words; with `reuse`, its memory
+    /// is kept for the next table of its size when dropped
+    /// (`ZeroedSlice::reusable`: tables of counts without a budget).
+    pub(super) fn for_words(words: usize, min_slots: usize, reuse: bool) -> Self {
+        Self::with_memory((2 * words).next_power_of_two().max(min_slots), reuse)
     }
 
     /// Slots taken (markers included).
@@ -214,7 +228,8 @@ impl<S: Slot> Table<S> {
 
     /// Double the slots, filing every slot (markers too) again.
     pub(super) fn grow(&mut self) {
-        let old = std::mem::replace(self, Table::new(2 * self.slots.len()));
+        let bigger = Table::with_memory(2 * self.slots.len(), self.slots.is_reusable());
+        let old = std::mem::replace(self, bigger);
         for slot in old.slots.iter().filter(|s| !s.is_empty()) {
             let mut i = self.home(slot.hash());
             while !self.slots[i].is_empty() {

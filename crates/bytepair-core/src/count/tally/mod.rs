@@ -121,14 +121,14 @@ impl WordTally {
         let words = 1.25 * 150_000.0 * (bytes as f64 / f64::from(16 << 20)).powf(0.7);
         let narrow = (2.0 * words).min(f64::from(MAX_EXPECTED_NARROW)) as usize;
         if narrow > INITIAL_NARROW {
-            self.narrow = Table::for_words(narrow / 2, INITIAL_NARROW);
+            self.narrow = Table::for_words(narrow / 2, INITIAL_NARROW, true);
         }
         let (wide, mid) = ((words / 12.0) as usize, (words / 90.0) as usize);
         if 2 * wide > INITIAL_WIDE {
-            self.wide = Table::for_words(wide, INITIAL_WIDE);
+            self.wide = Table::for_words(wide, INITIAL_WIDE, true);
         }
         if 2 * mid > INITIAL_MID {
-            self.mid = Table::for_words(mid, INITIAL_MID);
+            self.mid = Table::for_words(mid, INITIAL_MID, true);
         }
     }
 
