@@ -193,6 +193,11 @@ fn a_parallel_merge_sums_as_the_serial_one() {
                 _ => i % 13 + 1,
             };
             tally.add(&word(i), n);
+            if i % 7 == 0 {
+                // Words of 12 and of 16 bytes (the wide and mid tables).
+                tally.add(format!("wide{i:08}").as_bytes(), i % 5 + 1);
+                tally.add(format!("mid-word{i:08}").as_bytes(), 2);
+            }
         }
         tally.add(b"a much longer word than any key holds", 2);
         tally.add("ünïcödé wörd".as_bytes(), 3);
