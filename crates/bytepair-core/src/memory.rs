@@ -215,10 +215,13 @@ impl<T: Copy> ZeroedSlice<T> {
             }
         }
         // SAFETY: as the caller promised.
-        unsafe { Self::new(len) }
+        let mut slice = unsafe { Self::new(len) };
+        // Freed to the allocator, but a table grown from it is reusable.
+        slice.reuse = reuse;
+        slice
     }
 
-    /// True when made by `reusable`.
+    /// True when made by `reusable` (kept as a spare when dropped, if mapped).
     pub(crate) fn is_reusable(&self) -> bool {
         self.reuse
     }
@@ -394,6 +397,9 @@ mod tests {
         assert_eq!(second.as_ptr(), address, "the spare is reused");
         assert!(second.iter().all(|&x| x == 0));
         drop(second);
+        // SAFETY: as above.
+        let small = unsafe { ZeroedSlice::<u64>::reusable(16) };
+        assert!(small.is_reusable(), "a table grown from it is reusable too");
         super::release_freed_memory();
         assert!(super::spares().iter().all(|&(_, bytes)| bytes != len * 8));
     }

@@ -220,3 +220,28 @@ fn a_parallel_merge_sums_as_the_serial_one() {
         assert_eq!(got, want.into_counts(), "{threads} threads");
     }
 }
+
+#[test]
+fn counts_are_the_same_when_a_count_reuses_the_tables_of_the_last() {
+    // ~2 MB of words, so each thread's tables are mapped (256 KiB or more)
+    // and kept as spares for the next count of the same size, which takes
+    // them back dirty and must zero them.
+    let text: String = (0..200_000u64)
+        .map(|i| format!(" w{} x{}\n", i * 7919 % 50_000, i % 300))
+        .collect();
+    let texts: Vec<&str> = text.split_inclusive('\n').collect();
+    let pre = PreTokenizer::new("gpt2", &[]).unwrap();
+    let want = counts_of(&pre, &text);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    for round in 0..3 {
+        let got = pool.install(|| {
+            count_texts(&pre, &texts, &Limits::default(), &Progress::default())
+                .unwrap()
+                .into_counts()
+        });
+        assert!(got == want, "round {round}");
+    }
+}
