@@ -61,16 +61,16 @@ pub(crate) fn prefetch_ptr<T>(ptr: *const T) {
 /// probe into a table of megabytes then rarely misses the TLB (with 4 KiB
 /// pages an 8 MiB table spans 2048 pages, more than the TLB holds).
 ///
-/// `returned_on_drop` maps a slice of `MAPPED` bytes or more from the OS
-/// itself (Linux: `mmap`) and unmaps it when dropped, for the tables of
-/// counting within a budget (see there). `reusable` does the same, but a
-/// dropped slice is kept as a spare for the next one of its size (`SPARES`).
+/// `mapped` maps a slice of `MAPPED` bytes or more from the OS itself
+/// (Linux: `mmap`) and unmaps it when dropped, for the tables of counting
+/// within a budget (see there), or keeps it as a spare for the next one of
+/// its size (`SPARES`), for those of counting without one.
 pub(crate) struct ZeroedSlice<T: Copy> {
     ptr: std::ptr::NonNull<T>,
     len: usize,
     /// Bytes mapped with `mmap` (0: from the global allocator).
     mapped: usize,
-    /// Kept in `SPARES` when dropped (`reusable`).
+    /// Kept in `SPARES` when dropped (`mapped` with `reuse`).
     reuse: bool,
 }
 
@@ -169,31 +169,14 @@ impl<T: Copy> ZeroedSlice<T> {
     /// than the fresh pages do (a third of the counting time, against a
     /// quarter: ~70k more page faults for enwiki).
     ///
-    /// # Safety
-    /// All-zero bytes must be a valid `T`.
-    pub(crate) unsafe fn returned_on_drop(len: usize) -> Self {
-        // SAFETY: as the caller promised.
-        unsafe { Self::mapped(len, false) }
-    }
-
-    /// `returned_on_drop`, but a slice of `MAPPED` bytes or more is taken
-    /// from the spares when one of its size is there (zeroed here), and
-    /// kept there when dropped (see `SPARES`): the word tallies of counting
-    /// without a budget, one per thread per count, sized for the text.
+    /// With `reuse` such a slice is taken from the spares when one of its
+    /// size is there (zeroed here), and kept there when dropped (see
+    /// `SPARES`): the word tallies of counting without a budget, one per
+    /// thread per count, sized for the text.
     ///
     /// # Safety
     /// All-zero bytes must be a valid `T`.
-    pub(crate) unsafe fn reusable(len: usize) -> Self {
-        // SAFETY: as the caller promised.
-        unsafe { Self::mapped(len, true) }
-    }
-
-    /// A slice of `MAPPED` bytes or more mapped from the OS (Linux; with
-    /// `reuse`, a spare first), else from the global allocator.
-    ///
-    /// # Safety
-    /// All-zero bytes must be a valid `T`.
-    unsafe fn mapped(len: usize, reuse: bool) -> Self {
+    pub(crate) unsafe fn mapped(len: usize, reuse: bool) -> Self {
         let layout = Self::layout(len);
         #[cfg(target_os = "linux")]
         if layout.size() >= MAPPED {
@@ -221,7 +204,7 @@ impl<T: Copy> ZeroedSlice<T> {
         slice
     }
 
-    /// True when made by `reusable` (kept as a spare when dropped, if mapped).
+    /// True when made by `mapped` with `reuse` (a spare when dropped, if mapped).
     pub(crate) fn is_reusable(&self) -> bool {
         self.reuse
     }
@@ -259,7 +242,7 @@ impl<T: Copy> Drop for ZeroedSlice<T> {
     }
 }
 
-/// Mappings of dropped `ZeroedSlice::reusable` slices, (address, bytes),
+/// Mappings of dropped reusable `ZeroedSlice`s (`mapped`), (address, bytes),
 /// oldest first, at most `MAX_SPARE_BYTES` in all. Each thread of a count
 /// without a budget sizes its tally for its share of the text (16 MiB of
 /// narrow slots for 33 MB of enwiki), and fresh pages are zeroed by the
@@ -388,17 +371,17 @@ mod tests {
         // A size no other test maps (77 pages), so no other test takes the spare.
         let len = 77 * 4096 / 8;
         // SAFETY: all-zero bytes are a valid u64.
-        let mut first = unsafe { ZeroedSlice::<u64>::reusable(len) };
+        let mut first = unsafe { ZeroedSlice::<u64>::mapped(len, true) };
         first.fill(u64::MAX);
         let address = first.as_ptr();
         drop(first);
         // SAFETY: as above.
-        let second = unsafe { ZeroedSlice::<u64>::reusable(len) };
+        let second = unsafe { ZeroedSlice::<u64>::mapped(len, true) };
         assert_eq!(second.as_ptr(), address, "the spare is reused");
         assert!(second.iter().all(|&x| x == 0));
         drop(second);
         // SAFETY: as above.
-        let small = unsafe { ZeroedSlice::<u64>::reusable(16) };
+        let small = unsafe { ZeroedSlice::<u64>::mapped(16, true) };
         assert!(small.is_reusable(), "a table grown from it is reusable too");
         super::release_freed_memory();
         assert!(super::spares().iter().all(|&(_, bytes)| bytes != len * 8));
