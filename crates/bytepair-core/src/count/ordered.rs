@@ -276,7 +276,7 @@ pub(super) fn count_ordered<J: Send>(
     });
     let total = WordTally::union(shards.collect());
     // The parts freed into the counting threads' arenas (the tables were
-    // unmapped already: `ZeroedSlice::returned_on_drop`).
+    // unmapped already: `ZeroedSlice::mapped`).
     crate::memory::release_freed_memory();
     Ok(total)
 }

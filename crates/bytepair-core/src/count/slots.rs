@@ -168,20 +168,22 @@ pub(super) struct Table<S: Copy> {
 }
 
 impl<S: Slot> Table<S> {
-    /// An empty table of `slots` slots (a power of two).
-    pub(super) fn new(slots: usize) -> Self {
+    /// An empty table of `slots` slots (a power of two), its memory handed
+    /// back to the OS when dropped, or with `reuse` kept for the next table
+    /// of its size (tables of counts without a budget; `ZeroedSlice::mapped`).
+    pub(super) fn new(slots: usize, reuse: bool) -> Self {
         debug_assert!(slots.is_power_of_two());
         // SAFETY: an all-zero slot is a valid, empty slot (both kinds are plain integers).
         Table {
-            slots: unsafe { ZeroedSlice::returned_on_drop(slots) },
+            slots: unsafe { ZeroedSlice::mapped(slots, reuse) },
             shift: 64 - slots.trailing_zeros(),
             taken: 0,
         }
     }
 
-    /// An empty table with room for `words` words.
-    pub(super) fn for_words(words: usize, min_slots: usize) -> Self {
-        Self::new((2 * words).next_power_of_two().max(min_slots))
+    /// An empty table with room for `words` words (`reuse` as in `new`).
+    pub(super) fn for_words(words: usize, min_slots: usize, reuse: bool) -> Self {
+        Self::new((2 * words).next_power_of_two().max(min_slots), reuse)
     }
 
     /// Slots taken (markers included).
@@ -214,7 +216,8 @@ impl<S: Slot> Table<S> {
 
     /// Double the slots, filing every slot (markers too) again.
     pub(super) fn grow(&mut self) {
-        let old = std::mem::replace(self, Table::new(2 * self.slots.len()));
+        let bigger = Table::new(2 * self.slots.len(), self.slots.is_reusable());
+        let old = std::mem::replace(self, bigger);
         for slot in old.slots.iter().filter(|s| !s.is_empty()) {
             let mut i = self.home(slot.hash());
             while !self.slots[i].is_empty() {
@@ -471,7 +474,7 @@ mod tests {
 
     #[test]
     fn a_count_past_32_bits_moves_to_the_wide_table_and_stays_there() {
-        let mut narrow = Table::<Narrow>::new(16);
+        let mut narrow = Table::<Narrow>::new(16, false);
         let key = narrow_key(shortkey::pack(b" the"));
         let hash = shortkey::hash(key);
         assert_eq!(narrow.bump(key, hash, MAX_NARROW_COUNT - 1), None);
@@ -502,7 +505,7 @@ mod tests {
 
     #[test]
     fn growth_keeps_every_slot_findable() {
-        let mut narrow = Table::<Narrow>::new(8);
+        let mut narrow = Table::<Narrow>::new(8, false);
         let keys: Vec<u128> = (0..1000u32)
             .map(|i| narrow_key(shortkey::pack(&i.to_le_bytes())))
             .collect();
@@ -541,7 +544,7 @@ mod tests {
             narrow_key(shortkey::pack(&word[..7]))
         };
         let fill = |slots: usize, words: std::ops::Range<u32>| {
-            let mut table = Table::<Narrow>::new(slots);
+            let mut table = Table::<Narrow>::new(slots, false);
             for i in words {
                 let n = if i % 11 == 0 { MAX_NARROW_COUNT - 1 } else { 1 };
                 assert_eq!(table.bump(key(i), shortkey::hash(key(i)), n), None);

@@ -193,6 +193,11 @@ fn a_parallel_merge_sums_as_the_serial_one() {
                 _ => i % 13 + 1,
             };
             tally.add(&word(i), n);
+            if i % 7 == 0 {
+                // Words of 12 and of 16 bytes (the wide and mid tables).
+                tally.add(format!("wide{i:08}").as_bytes(), i % 5 + 1);
+                tally.add(format!("mid-word{i:08}").as_bytes(), 2);
+            }
         }
         tally.add(b"a much longer word than any key holds", 2);
         tally.add("ünïcödé wörd".as_bytes(), 3);
@@ -213,5 +218,30 @@ fn a_parallel_merge_sums_as_the_serial_one() {
         let got = got.into_counts();
         assert_eq!(got[&word(97 * 250)], 2 * big, "a sum past 32 bits");
         assert_eq!(got, want.into_counts(), "{threads} threads");
+    }
+}
+
+#[test]
+fn counts_are_the_same_when_a_count_reuses_the_tables_of_the_last() {
+    // ~2 MB of words, so each thread's tables are mapped (256 KiB or more)
+    // and kept as spares for the next count of the same size, which takes
+    // them back dirty and must zero them.
+    let text: String = (0..200_000u64)
+        .map(|i| format!(" w{} x{}\n", i * 7919 % 50_000, i % 300))
+        .collect();
+    let texts: Vec<&str> = text.split_inclusive('\n').collect();
+    let pre = PreTokenizer::new("gpt2", &[]).unwrap();
+    let want = counts_of(&pre, &text);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    for round in 0..3 {
+        let got = pool.install(|| {
+            count_texts(&pre, &texts, &Limits::default(), &Progress::default())
+                .unwrap()
+                .into_counts()
+        });
+        assert!(got == want, "round {round}");
     }
 }

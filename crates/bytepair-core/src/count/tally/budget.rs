@@ -186,8 +186,8 @@ impl WordTally {
             .iter()
             .filter(|(key, _)| (key >> 120) as usize <= NARROW_MAX)
             .count();
-        self.narrow = Table::for_words(narrow_words, INITIAL_NARROW);
-        self.wide = Table::for_words(kept.len() - narrow_words + self.moved, INITIAL_WIDE);
+        self.narrow = Table::for_words(narrow_words, INITIAL_NARROW, false);
+        self.wide = Table::for_words(kept.len() - narrow_words + self.moved, INITIAL_WIDE, false);
         self.moved = 0;
         for (key, count) in kept {
             self.bump(key, count);
@@ -197,7 +197,7 @@ impl WordTally {
         });
         pruned.words += dropped.len() as u64;
         pruned.pre_tokens += dropped.iter().map(|&(_, n)| n).sum::<u64>();
-        self.mid = Table::for_words(mid.len(), INITIAL_MID);
+        self.mid = Table::for_words(mid.len(), INITIAL_MID, false);
         for (key, count) in mid {
             self.mid.bump(key, key.hash(), count);
         }

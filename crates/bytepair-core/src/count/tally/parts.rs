@@ -71,9 +71,9 @@ impl WordTally {
         };
         let mut total = WordTally::new(first.max_word_bytes).with_pruning(first.rule);
         total.min_count = first.min_count;
-        total.narrow = Table::for_words(sum(|t| t.narrow.taken()), INITIAL_NARROW);
-        total.wide = Table::for_words(sum(|t| t.wide.taken()), INITIAL_WIDE);
-        total.mid = Table::for_words(sum(|t| t.mid.taken()), INITIAL_MID);
+        total.narrow = Table::for_words(sum(|t| t.narrow.taken()), INITIAL_NARROW, false);
+        total.wide = Table::for_words(sum(|t| t.wide.taken()), INITIAL_WIDE, false);
+        total.mid = Table::for_words(sum(|t| t.mid.taken()), INITIAL_MID, false);
         for tally in tallies {
             total.merge(tally);
         }
