@@ -309,6 +309,52 @@ fn release_spares() {
     drop(spares);
 }
 
+/// Buffers kept from call to call so that their pages stay mapped: a fresh
+/// large `Vec` is a fresh mapping whose pages fault in (and are zeroed by
+/// the kernel) as they are first written, whatever the process freed before.
+/// The id buffers of a multi-threaded encode (`encode::runs`), those NumPy
+/// arrays own and the batch buffers of `encode_dataset`'s reader (binding)
+/// each keep one. What fits and what is worth keeping is the caller's call;
+/// the pool holds at most `most` buffers, freeing the oldest past that.
+pub struct BufferPool<T> {
+    kept: std::sync::Mutex<Vec<Vec<T>>>,
+    most: usize,
+}
+
+impl<T> BufferPool<T> {
+    /// An empty pool that keeps at most `most` buffers.
+    pub const fn new(most: usize) -> Self {
+        BufferPool {
+            kept: std::sync::Mutex::new(Vec::new()),
+            most,
+        }
+    }
+
+    fn kept(&self) -> std::sync::MutexGuard<'_, Vec<Vec<T>>> {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The most recently kept buffer for which `fits` holds, out of the pool.
+    pub fn take(&self, fits: impl Fn(&Vec<T>) -> bool) -> Option<Vec<T>> {
+        let mut kept = self.kept();
+        let i = kept.iter().rposition(fits)?;
+        Some(kept.swap_remove(i))
+    }
+
+    /// Keep `buffer` (as it is: clear it first if its items are not wanted)
+    /// for a later `take`, freeing the oldest kept one when the pool is full.
+    pub fn keep(&self, buffer: Vec<T>) {
+        let mut kept = self.kept();
+        if kept.len() >= self.most {
+            if self.most == 0 {
+                return;
+            }
+            kept.remove(0);
+        }
+        kept.push(buffer);
+    }
+}
+
 // SAFETY: the slice owns its items like a Box<[T]>.
 unsafe impl<T: Copy + Send> Send for ZeroedSlice<T> {}
 // SAFETY: shared access gives `&[T]` only.

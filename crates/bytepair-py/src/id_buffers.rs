@@ -10,8 +10,7 @@
 //! pool when the array is freed, and the next call that fits takes it: its
 //! pages are already there, whatever the allocator's history.
 
-use std::sync::Mutex;
-
+use bytepair_core::BufferPool;
 use numpy::ndarray::ArrayView1;
 use numpy::PyArray1;
 use pyo3::prelude::*;
@@ -32,8 +31,8 @@ const POOLED_UP_TO_BYTES: usize = 256 << 20;
 /// array kept for long does not pin a large buffer.
 const FIT: usize = 4;
 
-/// Buffers of arrays freed, the most recently freed last.
-static POOL: Mutex<Vec<Vec<u32>>> = Mutex::new(Vec::new());
+/// Buffers of arrays freed.
+static POOL: BufferPool<u32> = BufferPool::new(POOL_BUFFERS);
 
 /// An empty id buffer with room for `capacity` ids, for a text of
 /// `text_bytes`: from the pool if one is large enough (and not far too
@@ -44,11 +43,10 @@ static POOL: Mutex<Vec<Vec<u32>>> = Mutex::new(Vec::new());
 /// 10 MB text (2570 minor faults per call, ~25% of the call).
 pub fn take(capacity: usize, text_bytes: usize) -> Vec<u32> {
     if text_bytes >= POOLED_FROM_BYTES {
-        let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
         let fits =
             |b: &Vec<u32>| b.capacity() >= capacity && b.capacity() <= capacity.saturating_mul(FIT);
-        if let Some(i) = pool.iter().rposition(fits) {
-            return pool.swap_remove(i);
+        if let Some(ids) = POOL.take(fits) {
+            return ids;
         }
     }
     Vec::with_capacity(capacity)
@@ -83,10 +81,6 @@ impl Drop for IdBuffer {
             return;
         }
         ids.clear();
-        let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        if pool.len() >= POOL_BUFFERS {
-            pool.remove(0);
-        }
-        pool.push(ids);
+        POOL.keep(ids);
     }
 }

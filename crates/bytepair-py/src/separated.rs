@@ -8,10 +8,10 @@
 //! into a bytes object), each copy often on fresh pages.
 
 use std::ops::Range;
-use std::sync::Mutex;
 
 use bytepair_core::count::document_ranges;
 use bytepair_core::encode::documents::Documents;
+use bytepair_core::BufferPool;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -27,17 +27,15 @@ const SPARE_MAX_BYTES: usize = 17 << 20;
 /// Buffers of dropped batches, for the next batches of any reader: fresh
 /// ones are pages to fault in and zero, every batch, whenever glibc's mmap
 /// threshold maps them anew.
-static SPARE: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+static SPARE: BufferPool<u8> = BufferPool::new(SPARE_BUFFERS);
 
 fn spare_buffer() -> Vec<u8> {
-    let mut spare = SPARE.lock().unwrap_or_else(|p| p.into_inner());
-    spare.pop().unwrap_or_default()
+    SPARE.take(|_| true).unwrap_or_default()
 }
 
 fn give_back(buffer: Vec<u8>) {
-    let mut spare = SPARE.lock().unwrap_or_else(|p| p.into_inner());
-    if spare.len() < SPARE_BUFFERS && buffer.len() <= SPARE_MAX_BYTES {
-        spare.push(buffer);
+    if buffer.len() <= SPARE_MAX_BYTES {
+        SPARE.keep(buffer);
     }
 }
 

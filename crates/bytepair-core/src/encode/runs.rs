@@ -18,12 +18,12 @@
 
 use std::mem::MaybeUninit;
 use std::ops::Range;
-use std::sync::Mutex;
 
 use rayon::prelude::*;
 
 use super::segments::EncodeSegment;
 use super::{cancellable, EncodeError};
+use crate::memory::BufferPool;
 use crate::progress::Progress;
 
 /// Ids a new run buffer holds (4 MiB: the ids of ~8 MB of prose).
@@ -36,16 +36,13 @@ const POOLED_BUFFERS: usize = 64;
 const POOLED_MAX_IDS: usize = 16 << 20;
 
 /// Run buffers of calls that finished.
-static POOL: Mutex<Vec<Vec<u32>>> = Mutex::new(Vec::new());
+static POOL: BufferPool<u32> = BufferPool::new(POOLED_BUFFERS);
 
 /// An empty buffer with room for at least `ids` ids: a pooled one if one is
 /// large enough, else a new one of `BUFFER_IDS` (or `ids` if more).
 fn take_buffer(ids: usize) -> Vec<u32> {
-    let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-    match pool.iter().rposition(|b| b.capacity() >= ids) {
-        Some(i) => pool.swap_remove(i),
-        None => Vec::with_capacity(ids.max(BUFFER_IDS)),
-    }
+    POOL.take(|b| b.capacity() >= ids)
+        .unwrap_or_else(|| Vec::with_capacity(ids.max(BUFFER_IDS)))
 }
 
 fn give_buffer(mut ids: Vec<u32>) {
@@ -53,10 +50,7 @@ fn give_buffer(mut ids: Vec<u32>) {
         return;
     }
     ids.clear();
-    let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-    if pool.len() < POOLED_BUFFERS {
-        pool.push(ids);
-    }
+    POOL.keep(ids);
 }
 
 /// The segments one task encoded (consecutive ones, as rayon folds a slice

@@ -260,10 +260,7 @@ impl WordTally {
             self.reserve(1);
             self.bump(key, count);
         }
-        self.pruned.add(other.pruned);
-        if self.rule == Prune::Sample {
-            self.min_count = self.min_count.max(other.min_count);
-        }
+        self.absorb_pruning(&other);
     }
 
     /// `merge` of the words of `other` outside its narrow table, and of what
@@ -277,9 +274,15 @@ impl WordTally {
             self.reserve(1);
             self.mid.bump(key, key.hash(), count);
         }
+        self.absorb_pruning(&other);
         for (word, n) in other.long_words {
             self.add_long_word(&word, n);
         }
+    }
+
+    /// What `other` pruned, and its sampling threshold, taken into this
+    /// tally's when the two are summed.
+    fn absorb_pruning(&mut self, other: &WordTally) {
         self.pruned.add(other.pruned);
         if self.rule == Prune::Sample {
             self.min_count = self.min_count.max(other.min_count);
