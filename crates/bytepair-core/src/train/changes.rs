@@ -30,11 +30,12 @@ impl SeamChanges {
         self.right.slot.resize(vocabulary, 0);
     }
 
-    /// Add `other`, the changes in words after all of this one's.
-    pub(super) fn absorb(&mut self, other: SeamChanges) {
-        self.left.absorb(other.left);
-        self.right.absorb(other.right);
-        self.merged += other.merged;
+    /// Add `other`, the changes in words after all of this one's, and
+    /// leave `other` empty (its tables are kept for the next merge).
+    pub(super) fn absorb(&mut self, other: &mut SeamChanges) {
+        self.left.absorb(&mut other.left);
+        self.right.absorb(&mut other.right);
+        self.merged += std::mem::take(&mut other.merged);
     }
 }
 
@@ -94,8 +95,8 @@ impl NeighbourCounts {
         }
     }
 
-    /// Add `other`, seen in words after all of this one's.
-    pub(super) fn absorb(&mut self, other: NeighbourCounts) {
+    /// Add `other`, seen in words after all of this one's, and leave it empty.
+    pub(super) fn absorb(&mut self, other: &mut NeighbourCounts) {
         let mut place_of = Vec::with_capacity(other.seen.len());
         for theirs in &other.seen {
             let at = self.place(theirs.token);
@@ -111,6 +112,10 @@ impl NeighbourCounts {
                 .iter()
                 .map(|&(at, word)| (place_of[at as usize], word)),
         );
+        for theirs in other.seen.drain(..) {
+            other.slot[theirs.token as usize] = 0;
+        }
+        other.visits.clear();
     }
 
     /// Call `f(token, count, words)` for every token seen, in first-seen

@@ -51,6 +51,7 @@ mod queue;
 mod rare;
 mod superbpe;
 mod symbols;
+mod warm;
 mod words;
 
 use std::collections::BinaryHeap;
@@ -64,7 +65,7 @@ use changes::SeamChanges;
 use pairs::{initial_pair_index, PairMap};
 use queue::Candidate;
 use rare::RarePairs;
-use words::{merge_words, Words};
+use words::{merge_words, Words, PARALLEL_MERGE_WORDS};
 
 pub use base::{train_on_base, Base};
 pub use superbpe::{train_superwords, SuperwordRules};
@@ -185,6 +186,9 @@ struct Trainer<S: Symbol> {
     waiting: Vec<Vec<Pair>>,
     /// The changes of the merge being applied (kept for its tables).
     changes: SeamChanges,
+    /// One more table per extra thread, for the parts of a merge split
+    /// over the threads (`merge_words`); empty between merges.
+    spare_changes: Vec<SeamChanges>,
     /// Longest token allowed, in bytes and in UTF-8 characters.
     max_token_length: usize,
     max_token_chars: usize,
@@ -227,6 +231,9 @@ impl<S: Symbol> Trainer<S> {
             threshold: 1 << 63,
             waiting: vec![Vec::new(); 64],
             changes: SeamChanges::for_vocabulary(vocabulary),
+            spare_changes: (1..rayon::current_num_threads())
+                .map(|_| SeamChanges::for_vocabulary(vocabulary))
+                .collect(),
             max_token_length: options.max_token_length.unwrap_or(usize::MAX),
             max_token_chars: max_chars,
             taken,
@@ -298,28 +305,31 @@ impl<S: Symbol> Trainer<S> {
     }
 
     /// Apply merge `pair -> new_id` to every word that has it, updating pair
-    /// counts and the reverse index, then queue the new pairs.
-    fn apply_merge(&mut self, pair: Pair, new_id: u32) {
-        let mut word_ids = self.pairs.take_words(&pair);
-        // Lists are made in increasing order; sorting is a cheap safeguard.
-        word_ids.sort_unstable();
-        word_ids.dedup();
+    /// counts and the reverse index, then queue the new pairs. Returns
+    /// whether the words were split over the threads.
+    fn apply_merge(&mut self, pair: Pair, new_id: u32) -> bool {
+        // Lists hold their words in increasing order, each once (`PairMap`).
+        let word_ids = self.pairs.take_words(&pair);
         let Trainer {
             words,
             freqs,
             changes,
+            spare_changes,
             ..
         } = self;
-        changes.grow(new_id as usize + 1);
-        let parts = 2 * rayon::current_num_threads();
+        let parts = match word_ids.len() >= PARALLEL_MERGE_WORDS {
+            true => spare_changes.len(),
+            false => 0,
+        };
+        let spare = &mut spare_changes[..parts];
         let (view, start) = words.view();
         merge_words(
             view,
             (start, freqs),
             &word_ids,
-            parts,
             (pair, new_id),
             changes,
+            spare,
         );
         self.live_symbols -= std::mem::take(&mut self.changes.merged);
         for (p, count) in self.apply_changes(pair, new_id) {
@@ -329,6 +339,7 @@ impl<S: Symbol> Trainer<S> {
             self.words.compact();
             crate::memory::release_freed_memory();
         }
+        parts > 0
     }
 
     /// Turn the seam changes of merge `(a, b) -> new` into pair counts:
@@ -525,25 +536,22 @@ impl Run {
         if let Some(rules) = self.rules {
             trainer.set_rules(rules);
         }
-        learn(
-            trainer,
-            self.single_tokens,
-            self.num_merges,
-            options,
-            progress,
-        )
+        let sizes = (self.single_tokens, self.num_merges);
+        warm::with_warm_pool(|warm| learn(trainer, sizes, options, progress, warm))
     }
 }
 
 /// The merge loop: new ids follow the trainer's tokens; `single_tokens` is
-/// the tokens of the words left out of the trainer (one token each).
+/// the tokens of the words left out of the trainer (one token each). The
+/// pool's other threads are kept awake while merges are split over them.
 fn learn<S: Symbol>(
     mut t: Trainer<S>,
-    single_tokens: u64,
-    num_merges: usize,
+    (single_tokens, num_merges): (u64, usize),
     options: &TrainOptions,
     progress: &Progress,
+    warm: &warm::Warm<'_, '_>,
 ) -> Result<(Vec<Merge>, Stop, u64), TrainError> {
+    warm.keep_awake();
     let first_new_id = t.token_bytes.len() as u32;
     // Capacity from what the words can hold, not from the request: a vocab_size of
     // 10^10 must not reserve 160 GB up front.
@@ -568,7 +576,9 @@ fn learn<S: Symbol>(
         }
         let new_id = first_new_id + merges.len() as u32;
         t.push_token(pair);
-        t.apply_merge(pair, new_id);
+        if t.apply_merge(pair, new_id) {
+            warm.keep_awake();
+        }
         merges.push(Merge {
             left: pair.0,
             right: pair.1,

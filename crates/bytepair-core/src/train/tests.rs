@@ -259,8 +259,10 @@ fn leaving_rare_pairs_out_keeps_the_merges() {
         let options = TrainOptions::default();
         let mut t = Trainer::new(w, freqs, bytes, Default::default(), &options, usize::MAX);
         t.rare.below = below;
+        let progress = Progress::default();
         let (merges, stop, tokens) =
-            super::learn(t, 0, 40, &options, &Progress::default()).unwrap();
+            super::warm::with_warm_pool(|w| super::learn(t, (0, 40), &options, &progress, w))
+                .unwrap();
         let trained = Trained {
             merges,
             stop,
@@ -278,8 +280,8 @@ fn leaving_rare_pairs_out_keeps_the_merges() {
 fn merges_split_over_threads_equal_a_full_recount() {
     // Thousands of words, so that the first merges hold over a thousand of
     // them and are split in parts over the threads (`merge_words`), each
-    // part's changes added up after. Every pool must give the recount's
-    // merges.
+    // part's changes added up after (and the tables emptied for the next
+    // split). Every pool must give the recount's merges.
     let mut next = xorshift(0x1405_7b7e_f767_814f);
     let mut counts = WordCounts::default();
     for _ in 0..250 {
