@@ -128,6 +128,19 @@ impl<S: Symbol> Trainer<S> {
                 continue;
             }
             let top = self.heap.pop()?;
+            if !self.heap.peek().is_some_and(|c| c.same_key(&top)) {
+                // One entry with its key (nearly always): no tie to settle.
+                match self.live_count(top.pair) {
+                    n if n == top.count => {
+                        if self.eligible(top.pair) {
+                            return Some((top.pair, top.count));
+                        }
+                    }
+                    0 => {}
+                    n => self.enqueue(top.pair, n),
+                }
+                continue;
+            }
             let mut live = Vec::new();
             let mut group = vec![top];
             while self.heap.peek().is_some_and(|c| c.same_key(&group[0])) {
