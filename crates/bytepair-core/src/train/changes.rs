@@ -1,5 +1,7 @@
 //! The pair-count changes of one merge, added up per neighbouring token.
 
+use std::mem::take;
+
 /// What merging `(a, b) -> new` did next to its occurrences, keyed by the
 /// neighbouring token: `left[x]` occurrences had `x` on their left, so `x a`
 /// became `x new`; `right[y]` had `y` on their right, so `b y` became `new y`.
@@ -55,7 +57,13 @@ pub(super) struct NeighbourCounts {
     visits: Vec<(u32, u32)>,
     /// The words of the tokens drained last, grouped by token.
     grouped: Vec<u32>,
+    /// `drain`'s place and step in `grouped` for each token (kept for its room).
+    cursor: Vec<(usize, usize)>,
 }
+
+/// The `last_word` of a token not seen in any word yet (word indices are
+/// below 2^32 - 1).
+const NO_WORD: u32 = u32::MAX;
 
 /// A neighbouring token of `NeighbourCounts`: its weighted count, and the
 /// number of words it was seen in and the last of them.
@@ -76,7 +84,7 @@ impl NeighbourCounts {
                 token,
                 count: 0,
                 words: 0,
-                last_word: 0,
+                last_word: NO_WORD,
             });
             *slot = self.seen.len() as u32;
         }
@@ -88,7 +96,7 @@ impl NeighbourCounts {
         let at = self.place(token);
         let seen = &mut self.seen[at];
         seen.count += count;
-        if seen.words == 0 || seen.last_word != word {
+        if seen.last_word != word {
             seen.words += 1;
             seen.last_word = word;
             self.visits.push((at as u32, word));
@@ -119,32 +127,49 @@ impl NeighbourCounts {
     }
 
     /// Call `f(token, count, words)` for every token seen, in first-seen
-    /// order (words increasing, no repeats); leaves the table empty.
-    pub(super) fn drain(&mut self, mut f: impl FnMut(u32, u64, &[u32])) {
+    /// order (words increasing, no repeats; none for a token counting
+    /// fewer than `min_count`); leaves the table empty.
+    pub(super) fn drain(&mut self, min_count: u64, mut f: impl FnMut(u32, u64, &[u32])) {
         // A counting sort of the visits by token: stable, so each token's
-        // words stay in visiting (increasing) order.
-        let mut cursor = Vec::with_capacity(self.seen.len());
+        // words stay in visiting (increasing) order. The visits of a token
+        // below `min_count` all go to one spare place past the others (most
+        // pairs a merge makes are rare and left out; no branch a visit).
         let mut total = 0usize;
         for seen in &self.seen {
-            cursor.push(total);
-            total += seen.words as usize;
+            total += if seen.count >= min_count {
+                seen.words as usize
+            } else {
+                0
+            };
         }
-        self.grouped.clear();
-        self.grouped.resize(total, 0);
+        let mut next = 0usize;
+        let (mut cursor, mut grouped) = (take(&mut self.cursor), take(&mut self.grouped));
+        cursor.clear();
+        for seen in &self.seen {
+            let kept = seen.count >= min_count;
+            cursor.push(if kept { (next, 1) } else { (total, 0) });
+            next += if kept { seen.words as usize } else { 0 };
+        }
+        grouped.clear();
+        grouped.resize(total + 1, 0);
         for &(at, word) in &self.visits {
-            let c = &mut cursor[at as usize];
-            self.grouped[*c] = word;
-            *c += 1;
+            let (c, step) = &mut cursor[at as usize];
+            grouped[*c] = word;
+            *c += *step;
         }
         let mut start = 0;
         for seen in &self.seen {
-            let end = start + seen.words as usize;
-            f(seen.token, seen.count, &self.grouped[start..end]);
-            start = end;
+            let words = match seen.count >= min_count {
+                true => seen.words as usize,
+                false => 0,
+            };
+            f(seen.token, seen.count, &grouped[start..start + words]);
+            start += words;
             self.slot[seen.token as usize] = 0;
         }
         self.seen.clear();
         self.visits.clear();
+        (self.cursor, self.grouped) = (cursor, grouped);
     }
 
     /// The count of `token`, 0 if not seen.
@@ -153,5 +178,38 @@ impl NeighbourCounts {
             0 => 0,
             slot => self.seen[slot as usize - 1].count,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drain_groups_the_words_of_each_token_kept_and_empties_the_table() {
+        let mut changes = SeamChanges::for_vocabulary(8);
+        let t = &mut changes.left;
+        for (token, count, word) in [
+            (5, 3, 0),
+            (2, 1, 0),
+            (5, 3, 0),
+            (7, 4, 2),
+            (5, 3, 4),
+            (2, 1, 6),
+        ] {
+            t.add(token, count, word);
+        }
+        let mut got = vec![];
+        t.drain(3, |token, count, words| {
+            got.push((token, count, words.to_vec()))
+        });
+        assert_eq!(got, [(5, 9, vec![0, 4]), (2, 2, vec![]), (7, 4, vec![2])]);
+        assert_eq!((t.count_of(5), t.count_of(2)), (0, 0));
+        t.add(2, 1, 0);
+        let mut again = vec![];
+        t.drain(0, |token, count, words| {
+            again.push((token, count, words.to_vec()))
+        });
+        assert_eq!(again, [(2, 1, vec![0])]);
     }
 }

@@ -308,8 +308,10 @@ impl<S: Symbol> Trainer<S> {
     /// counts and the reverse index, then queue the new pairs. Returns
     /// whether the words were split over the threads.
     fn apply_merge(&mut self, pair: Pair, new_id: u32) -> bool {
-        // Lists hold their words in increasing order, each once (`PairMap`).
         let word_ids = self.pairs.take_words(&pair);
+        // Lists are made in increasing order, each word once (a sort and a
+        // dedup of every list taken were 2-3% of the loop).
+        debug_assert!(word_ids.windows(2).all(|w| w[0] < w[1]));
         let Trainer {
             words,
             freqs,
@@ -367,16 +369,8 @@ impl<S: Symbol> Trainer<S> {
         } = self;
         let back_from_new = changes.left.count_of(new_id);
         let mut count_down = |p: Pair, n: u64| {
-            if p == pair {
-                return;
-            }
-            let Some(stats) = pairs.get_mut(&p) else {
+            if p != pair && !pairs.count_down(p, n) {
                 assert!(rare.skipped > 0, "a pair in a word is counted");
-                return;
-            };
-            stats.count -= n;
-            if stats.count == 0 {
-                pairs.remove(&p);
             }
         };
         for seen in &changes.left.seen {
@@ -396,8 +390,12 @@ impl<S: Symbol> Trainer<S> {
                 rare.skipped = rare.skipped.max(n + 1);
             }
         };
-        changes.left.drain(|x, n, words| add((x, new_id), n, words));
-        changes.right.drain(|y, n, words| {
+        // Pairs counting fewer than `below` are left out: their words are not grouped.
+        let kept = rare.below;
+        changes
+            .left
+            .drain(kept, |x, n, words| add((x, new_id), n, words));
+        changes.right.drain(kept, |y, n, words| {
             let n = if y == a { n - back_from_new } else { n };
             add((new_id, y), n, words)
         });

@@ -5,6 +5,7 @@
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
 
 use super::words::{Symbol, Words};
 use super::Pair;
@@ -384,11 +385,16 @@ impl Shard {
 
     fn remove(&mut self, pair: &Pair) -> Option<PairStats> {
         let stats = self.map.remove(pair)?;
-        self.garbage += stats.words.len as usize;
+        self.dropped(stats.words);
+        Some(stats)
+    }
+
+    /// The list of a removed pair is garbage now.
+    fn dropped(&mut self, list: WordList) {
+        self.garbage += list.len as usize;
         if 2 * self.garbage > self.base.len() + self.extra.len() {
             self.compact();
         }
-        Some(stats)
     }
 
     fn insert(&mut self, pair: Pair, count: u64, ids: &[u32]) {
@@ -432,17 +438,21 @@ impl PairMap {
         self.shards[self.shard(*pair)].map.get(pair)
     }
 
+    /// Take `n` off `pair`'s count, removing it at 0 (one probe); false if absent.
     #[inline]
-    pub(super) fn get_mut(&mut self, pair: &Pair) -> Option<&mut PairStats> {
-        let shard = self.shard(*pair);
-        self.shards[shard].map.get_mut(pair)
-    }
-
-    /// Remove `pair`; its count if it was there.
-    #[inline]
-    pub(super) fn remove(&mut self, pair: &Pair) -> Option<u64> {
-        let shard = self.shard(*pair);
-        self.shards[shard].remove(pair).map(|stats| stats.count)
+    pub(super) fn count_down(&mut self, pair: Pair, n: u64) -> bool {
+        let at = self.shard(pair);
+        let shard = &mut self.shards[at];
+        let Entry::Occupied(mut entry) = shard.map.entry(pair) else {
+            return false;
+        };
+        let stats = entry.get_mut();
+        stats.count -= n;
+        if stats.count == 0 {
+            let stats = entry.remove();
+            shard.dropped(stats.words);
+        }
+        true
     }
 
     /// Remove `pair`, returning the words of its list (increasing); empty
@@ -526,13 +536,15 @@ mod tests {
             assert_eq!(map.take_words(&(10, k)), lists[k as usize]);
         }
         for k in (1..200).step_by(3) {
-            assert_eq!(map.remove(&(10, k)), Some(1));
+            assert!(map.count_down((10, k), 1) && !map.count_down((10, k), 1));
         }
         assert_eq!(map.take_words(&(10, 0)), Vec::<u32>::new());
         for k in (2..200).step_by(3) {
             assert_eq!(map.words_of(&(10, k)), lists[k as usize]);
         }
         assert_eq!(map.words_of(&(1, 2)), [0]);
+        assert!(map.count_down((1, 2), 1));
+        assert_eq!(map.get(&(1, 2)).map(|s| s.count), Some(1));
         assert!(map.shards[0].garbage * 2 <= map.shards[0].base.len() + map.shards[0].extra.len());
     }
 

@@ -23,6 +23,9 @@ pub trait Symbol: Copy + Eq + Default + Send + Sync + 'static {
     /// `id` (at most `MAX_ID`) as a symbol.
     fn of(id: u32) -> Self;
     fn id(self) -> u32;
+    /// The pair `(self, right)` as one number, the two symbols' bits side
+    /// by side: one compare (and one load) tests two adjacent symbols.
+    fn pair_key(self, right: Self) -> u64;
 }
 
 impl Symbol for u16 {
@@ -33,6 +36,10 @@ impl Symbol for u16 {
     fn id(self) -> u32 {
         u32::from(self)
     }
+    #[inline]
+    fn pair_key(self, right: Self) -> u64 {
+        u64::from(self) | u64::from(right) << 16
+    }
 }
 
 impl Symbol for u32 {
@@ -42,6 +49,10 @@ impl Symbol for u32 {
     }
     fn id(self) -> u32 {
         self
+    }
+    #[inline]
+    fn pair_key(self, right: Self) -> u64 {
+        u64::from(self) | u64::from(right) << 32
     }
 }
 
@@ -309,8 +320,13 @@ impl<'a, S: Symbol> WordsView<'a, S> {
 
     /// Ask for the length of word `i` and its first symbols, at symbol `start`.
     fn prefetch(&self, i: usize, start: usize) {
-        prefetch(&self.len[i - self.first]);
-        prefetch(&self.symbols[start - self.base]);
+        // Addresses only (no bounds checks): a prefetch never faults.
+        prefetch_ptr(self.len.as_ptr().wrapping_add(i.wrapping_sub(self.first)));
+        prefetch_ptr(
+            self.symbols
+                .as_ptr()
+                .wrapping_add(start.wrapping_sub(self.base)),
+        );
     }
 
     /// Apply `pair -> new_id` to word `i` (see `merge_in_word`); returns
@@ -395,8 +411,8 @@ pub(super) fn merge_words<S: Symbol>(
     // the memory of the words a few steps ahead while these merge.
     for (k, &wi) in word_ids.iter().enumerate() {
         if let Some(&w) = word_ids.get(k + 2 * PREFETCH_WORDS) {
-            prefetch(&start[w as usize]);
-            prefetch(&freqs[w as usize]);
+            prefetch_ptr(start.as_ptr().wrapping_add(w as usize));
+            prefetch_ptr(freqs.as_ptr().wrapping_add(w as usize));
         }
         if let Some(&w) = word_ids.get(k + PREFETCH_WORDS) {
             view.prefetch(w as usize, start[w as usize]);
@@ -437,15 +453,18 @@ pub fn merge_in_word<S: Symbol>(
 ) -> usize {
     // Ids of this run fit S (the trainer chose it so).
     let (a, b, new_id) = (S::of(pair.0), S::of(pair.1), S::of(new_id));
+    // Both symbols in one compare: testing `a` and then `b` missed the
+    // branch prediction wherever a word held `a` without `b` after it.
+    let key = a.pair_key(b);
     let n = word.len();
     // The reverse index may list words that lost the pair since: leave those
     // (and the untouched prefix of the others) without writing anything.
-    let Some(first) = word.windows(2).position(|w| w[0] == a && w[1] == b) else {
+    let Some(first) = word.windows(2).position(|w| w[0].pair_key(w[1]) == key) else {
         return n;
     };
     let (mut read, mut write) = (first, first);
     while read < n {
-        if read + 1 < n && word[read] == a && word[read + 1] == b {
+        if read + 1 < n && word[read].pair_key(word[read + 1]) == key {
             if write > 0 {
                 seam(Seam::Left(word[write - 1].id()));
             }
@@ -486,6 +505,25 @@ mod tests {
             seams,
             [Seam::Left(5), Seam::Right(1), Seam::Left(9), Seam::Right(7)]
         );
+    }
+
+    #[test]
+    fn the_pair_is_matched_in_order_whatever_the_symbol_width() {
+        // `a` without `b` after it, `b a`, and ids past 16 bits.
+        for (a, b) in [(1u32, 2u32), (70_000, 5), (5, 70_000)] {
+            let mut w: Vec<u32> = vec![b, a, a, b, a, 3, b];
+            let mut seams = vec![];
+            let n = merge_in_word(&mut w, (a, b), 9, |s| seams.push(s));
+            assert_eq!(w[..n], [b, a, 9, a, 3, b]);
+            assert_eq!(seams, [Seam::Left(a), Seam::Right(a)]);
+        }
+        // Pairs whose two ids overlap if packed in too few bits.
+        let mut w: Vec<u32> = vec![0, 1];
+        assert_eq!(merge_in_word(&mut w, (0x1_0000, 0), 9, |_| {}), 2);
+        let mut w: Vec<u16> = vec![2, 1, 1, 2];
+        assert_eq!(merge_in_word(&mut w, (2, 1), 9, |_| {}), 3);
+        assert_eq!(w[..3], [9, 1, 2]);
+        assert_eq!(merge_in_word(&mut w[..3], (2, 1), 8, |_| {}), 3);
     }
 
     #[test]
