@@ -130,6 +130,36 @@ def test_files_bytes_and_str_train_the_same_model_and_bad_utf8_names_its_file(tm
     assert e.value.start == 15
 
 
+def test_files_read_in_chunks_train_the_model_of_their_texts(tmp_path):
+    """The core reads files ~1 MiB of whole lines at a time: lines across
+    chunk ends, a line longer than two chunks, blank lines and a file with no
+    final newline train the model of the same texts given whole; a missing
+    file, a directory and bad UTF-8 past the first chunk are the errors
+    `open` and decoding the file raise (path, errno, byte offset)."""
+    line = "naïve 12,345 日本語テキスト 😀 a\u0300b  \u2581x the cat sat\t%d\n"
+    lines = "".join(line % i for i in range(40_000))  # ~2.3 MB
+    long_line = "long日本語 " * 300_000  # ~3.6 MB, no newline
+    texts = ["\n\n" + lines + long_line + "\n\n" + lines[:5000], lines[:777], ""]
+    paths = []
+    for i, text in enumerate(texts):
+        paths.append(tmp_path / f"f{i}.txt")
+        paths[-1].write_bytes(text.encode())
+    for threads in (1, 2):
+        want = bytepair.train_sentencepiece_from_iterator(texts, 600, num_threads=threads)
+        assert bytepair.train_sentencepiece(paths, 600, num_threads=threads) == want
+    with pytest.raises(FileNotFoundError) as e:
+        bytepair.train_sentencepiece([paths[0], tmp_path / "missing.txt"], 600)
+    assert e.value.filename == str(tmp_path / "missing.txt")
+    with pytest.raises(IsADirectoryError):
+        bytepair.train_sentencepiece([tmp_path], 600)
+    bad = tmp_path / "bad.txt"
+    data = lines.encode() * 2
+    bad.write_bytes(data + b"then \xe6\x97\nhere\n" + data)
+    with pytest.raises(UnicodeDecodeError, match="bad.txt") as e:
+        bytepair.train_sentencepiece([paths[1], bad], 600, num_threads=2)
+    assert (e.value.start, e.value.end) == (len(data) + 5, len(data) + 7)
+
+
 def test_the_model_is_the_same_on_one_and_two_threads(corpus_text):
     """Counting in ~1 MiB chunks of lines on rayon threads, summed: more than
     two chunks give the model of one thread."""

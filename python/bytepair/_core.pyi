@@ -385,5 +385,7 @@ def train_sentencepiece(
     min_frequency: int,
     num_threads: int | None = None,
     callback: Callable[[int], object] | None = None,
+    files: list[str | bytes] | None = None,
 ) -> tuple[SentencePieceModel, int]:
-    """A SentencePiece-style BPE model trained on the lines of `texts`, and the bytes counted."""
+    """A SentencePiece-style BPE model trained on the lines of `texts` (or of the
+    text files `files`, read by the core), and the bytes counted."""

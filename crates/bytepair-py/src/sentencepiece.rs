@@ -3,7 +3,7 @@
 //! (`train_sentencepiece`); the encoder is `spm_encoder::CoreSPM`.
 
 use bytepair_core::sentencepiece::proto::{ModelProto, NormalizerSpec, SentencePiece, TrainerSpec};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
@@ -187,15 +187,113 @@ fn text_of<'a>(text: &'a Bound<'_, PyAny>) -> PyResult<&'a str> {
     text.cast::<PyString>()?.to_str()
 }
 
+/// Open `paths` (each `os.fspath` of a path) for reading; an error is the
+/// OSError `open(path, "rb")` raises (FileNotFoundError, IsADirectoryError,
+/// PermissionError, ...: errno, message and path). Returns (path as text for
+/// messages, file).
+fn open_files(paths: &[Bound<'_, PyAny>]) -> PyResult<Vec<(String, std::fs::File)>> {
+    paths
+        .iter()
+        .map(|given| {
+            let path = match given.cast::<PyBytes>() {
+                Ok(bytes) => path_of_bytes(bytes.as_bytes())?,
+                Err(_) => given.extract::<std::path::PathBuf>()?,
+            };
+            let os_error = |e: std::io::Error| match e.raw_os_error() {
+                Some(errno) => os_error_of(given, errno),
+                None => PyOSError::new_err(format!("{}: {e}", path.display())),
+            };
+            let file = std::fs::File::open(&path).map_err(os_error)?;
+            // Linux opens a directory for reading; Python's open refuses it.
+            if file.metadata().is_ok_and(|m| m.is_dir()) {
+                return Err(os_error_of(given, EISDIR));
+            }
+            Ok((path.display().to_string(), file))
+        })
+        .collect()
+}
+
+/// A path given as bytes (`os.fspath` of a bytes path).
+fn path_of_bytes(bytes: &[u8]) -> PyResult<std::path::PathBuf> {
+    #[cfg(unix)]
+    return Ok(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(bytes).into());
+    #[cfg(not(unix))]
+    return std::str::from_utf8(bytes)
+        .map(Into::into)
+        .map_err(|_| PyValueError::new_err("a bytes path that is not UTF-8"));
+}
+
+/// OSError(errno, os.strerror(errno), path): Python picks the subclass
+/// (FileNotFoundError for ENOENT, ...) as `open` does.
+fn os_error_of(path: &Bound<'_, PyAny>, errno: i32) -> PyErr {
+    let py = path.py();
+    let message = py
+        .import("os")
+        .and_then(|os| os.call_method1("strerror", (errno,)))
+        .and_then(|m| m.extract::<String>())
+        .unwrap_or_else(|_| format!("error {errno}"));
+    PyOSError::new_err((errno, message, path.clone().unbind()))
+}
+
+/// EISDIR, the errno of reading a directory (21 on Linux and macOS).
+const EISDIR: i32 = 21;
+
+/// Why training on files or texts failed, turned into a Python exception
+/// once the GIL is held again.
+enum TrainFailure {
+    /// Counting files: a read error, bytes that are not UTF-8, cancelled.
+    Count(bytepair_core::count::CountError),
+    /// A ValueError's message.
+    Other(String),
+}
+
+impl TrainFailure {
+    /// The exception: OSError for a read error, UnicodeDecodeError for bad
+    /// UTF-8 (its reason names the file and the byte offset; `spm_train.py`
+    /// raises the one decoding the file gives instead), else ValueError.
+    /// `paths` as given, `names` as `open_files` named them.
+    fn into_py(self, py: Python<'_>, paths: &[Bound<'_, PyAny>], names: &[String]) -> PyErr {
+        use bytepair_core::count::CountError;
+        match self {
+            TrainFailure::Count(CountError::Io { path, source }) => {
+                let given = names.iter().position(|n| *n == path).map(|i| &paths[i]);
+                match (source.raw_os_error(), given) {
+                    (Some(errno), Some(given)) => os_error_of(given, errno),
+                    _ => PyOSError::new_err(format!("{path}: {source}")),
+                }
+            }
+            TrainFailure::Count(CountError::InvalidUtf8 { path, offset }) => {
+                let reason = format!("invalid UTF-8 at byte {offset} of {path}");
+                let start = offset as usize;
+                match pyo3::exceptions::PyUnicodeDecodeError::new(
+                    py,
+                    c"utf-8",
+                    b"",
+                    start..start + 1,
+                    &std::ffi::CString::new(reason).unwrap_or_default(),
+                ) {
+                    Ok(error) => PyErr::from_value(error.into_any()),
+                    Err(other) => other,
+                }
+            }
+            TrainFailure::Count(e) => PyValueError::new_err(e.to_string()),
+            TrainFailure::Other(message) => PyValueError::new_err(message),
+        }
+    }
+}
+
 /// Train a SentencePiece-style BPE model on `texts` (str or UTF-8 bytes, each
 /// split into lines; see `bytepair_core::sentencepiece::train`) and return it. `normalizer`:
 /// name, precompiled_charsmap, add_dummy_prefix, remove_extra_whitespaces
 /// (escape_whitespaces is always on: pieces hold "▁"). Returns the model and
-/// the bytes counted. ValueError: a vocabulary too small for the characters
-/// kept, a duplicate special piece, or an empty corpus; UnicodeDecodeError:
-/// bytes that are not UTF-8.
+/// the bytes counted. `files` (paths, each `os.fspath` of one): train on
+/// these text files instead of `texts`, read and counted a chunk at a time
+/// (`bytepair_core::sentencepiece::files`). ValueError: a vocabulary too
+/// small for the characters kept, a duplicate special piece, or an empty
+/// corpus; UnicodeDecodeError: bytes that are not UTF-8; OSError: a file
+/// that cannot be opened or read (as `open` raises it).
 #[pyfunction]
-#[pyo3(signature = (texts, normalizer, vocab_size, character_coverage, byte_fallback, split_digits, allow_whitespace_only_pieces, max_piece_chars, control_symbols, user_defined_symbols, min_frequency, num_threads=None, callback=None))]
+#[pyo3(signature = (texts, normalizer, vocab_size, character_coverage, byte_fallback, split_digits, allow_whitespace_only_pieces, max_piece_chars, control_symbols, user_defined_symbols, min_frequency, num_threads=None, callback=None, files=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn train_sentencepiece(
     py: Python<'_>,
@@ -212,13 +310,18 @@ pub fn train_sentencepiece(
     min_frequency: u64,
     num_threads: Option<usize>,
     callback: Option<Py<PyAny>>,
+    files: Option<Vec<Bound<'_, PyAny>>>,
 ) -> PyResult<(SentencePieceModel, u64)> {
     use bytepair_core::sentencepiece::count::count_texts;
+    use bytepair_core::sentencepiece::files::count_files;
     use bytepair_core::sentencepiece::normalize::Normalizer;
     use bytepair_core::sentencepiece::train::{train, SpmTrainOptions};
     use bytepair_core::sentencepiece::Normalization;
 
     let texts: Vec<&str> = texts.iter().map(text_of).collect::<PyResult<_>>()?;
+    let paths = files.as_deref().unwrap_or_default();
+    let files = files.as_deref().map(open_files).transpose()?;
+    let names: Vec<String> = files.iter().flatten().map(|(n, _)| n.clone()).collect();
     let get_bool = |k: &str, default: bool| -> PyResult<bool> {
         Ok(normalizer
             .get_item(k)?
@@ -276,13 +379,17 @@ pub fn train_sentencepiece(
     };
     let normalizer = Normalizer::new(rules, user.clone());
     let result = crate::runtime::run_with_progress(py, num_threads, callback, |progress| {
-        let counts = count_texts(&texts, &normalizer, user.as_ref(), &options, progress)
-            .map_err(|e| e.to_string())?;
+        let counts = match files {
+            Some(files) => count_files(files, &normalizer, user.as_ref(), &options, progress)
+                .map_err(TrainFailure::Count)?,
+            None => count_texts(&texts, &normalizer, user.as_ref(), &options, progress)
+                .map_err(|e| TrainFailure::Other(e.to_string()))?,
+        };
         let bytes = counts.bytes;
         train(counts, spec, &options, progress)
             .map(|proto| (proto, bytes))
-            .map_err(|e| e.to_string())
+            .map_err(|e| TrainFailure::Other(e.to_string()))
     })?;
-    let (proto, bytes) = result.map_err(PyValueError::new_err)?;
+    let (proto, bytes) = result.map_err(|e| e.into_py(py, paths, &names))?;
     Ok((SentencePieceModel { proto }, bytes))
 }

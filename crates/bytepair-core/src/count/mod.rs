@@ -343,7 +343,7 @@ pub fn merge_counts(mut a: WordCounts, mut b: WordCounts) -> WordCounts {
 /// With `limits.max_memory` each job gets a tally of its own instead, summed
 /// into the budgeted total in job order (`ordered`), so what the budget drops
 /// does not depend on the threads; the total then keeps at most half the budget.
-fn count_parallel<J: Send>(
+pub(crate) fn count_parallel<J: Send>(
     jobs: impl Iterator<Item = Result<J, CountError>> + Send,
     text_bytes: u64,
     limits: &Limits,

@@ -23,12 +23,12 @@ use super::normalize::{Normalizer, Place};
 use super::train::SpmTrainOptions;
 use super::units::UnitCutter;
 use super::words::SPACE_CHAR;
-use crate::count::{Limits, SplitWords, WordTally};
+use crate::count::{CountError, Limits, SplitWords, WordTally};
 use crate::pretokenize::SearchError;
 use crate::progress::Progress;
 
 /// Bytes of text a thread counts at a time (cut after a newline).
-const CHUNK_BYTES: usize = 1 << 20;
+pub(super) const CHUNK_BYTES: usize = 1 << 20;
 /// Units handed to the tally at a time, at most (and a line's).
 const FLUSH_UNITS: usize = 4096;
 
@@ -124,7 +124,7 @@ impl Iterator for UnitCharIter<'_> {
 
 /// What cuts lines into units: the rules (`UnitCutter`), the
 /// normalization, and whether the text is counted as it is (the space view).
-struct UnitSplitter<'a> {
+pub(super) struct UnitSplitter<'a> {
     cutter: UnitCutter,
     normalizer: &'a Normalizer,
     user: Option<&'a AhoCorasick>,
@@ -265,7 +265,7 @@ fn chunks(text: &str) -> impl Iterator<Item = &str> {
 /// when normalizing is escaping spaces and the plain dummy prefix, and no
 /// user-defined piece holds a space or "▁" (it would match the normalized
 /// text differently from the text as it is).
-fn space_view(normalizer: &Normalizer, options: &SpmTrainOptions) -> bool {
+pub(super) fn space_view(normalizer: &Normalizer, options: &SpmTrainOptions) -> bool {
     let rules = normalizer.rules();
     let spaced = |s: &String| s.contains(' ') || s.contains('\u{2581}');
     rules.charsmap.is_none()
@@ -300,6 +300,22 @@ fn count_units(
     view: bool,
     progress: &Progress,
 ) -> Result<SpmCounts, crate::train::TrainError> {
+    let chunks: Vec<&str> = texts.iter().flat_map(|t| chunks(t)).collect();
+    count_with(normalizer, user, options, view, |splitter, limits| {
+        crate::count::count_texts(splitter, &chunks, limits, progress)
+    })
+    .map_err(|_| crate::train::TrainError::Cancelled)
+}
+
+/// The units that `count` counts (in a tally it makes with `limits`, each
+/// chunk of lines split by the splitter it is given), as `SpmCounts`.
+pub(super) fn count_with(
+    normalizer: &Normalizer,
+    user: Option<&AhoCorasick>,
+    options: &SpmTrainOptions,
+    view: bool,
+    count: impl FnOnce(&UnitSplitter<'_>, &Limits) -> Result<WordTally, CountError>,
+) -> Result<SpmCounts, CountError> {
     let splitter = UnitSplitter {
         cutter: UnitCutter::new(
             options.split_digits,
@@ -312,15 +328,11 @@ fn count_units(
         dummy: normalizer.rules().add_dummy_prefix,
         bytes: AtomicU64::new(0),
     };
-    let chunks: Vec<&str> = texts.iter().flat_map(|t| chunks(t)).collect();
     let limits = Limits {
         max_word_bytes: usize::MAX,
         ..Limits::default()
     };
-    let units = match crate::count::count_texts(&splitter, &chunks, &limits, progress) {
-        Ok(units) => units,
-        Err(_) => return Err(crate::train::TrainError::Cancelled),
-    };
+    let units = count(&splitter, &limits)?;
     let bytes = splitter.bytes.into_inner();
     Ok(SpmCounts { units, view, bytes })
 }

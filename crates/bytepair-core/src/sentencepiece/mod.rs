@@ -11,6 +11,7 @@ pub mod count;
 pub mod cuts;
 pub mod decode;
 pub mod encode;
+pub mod files;
 mod merge;
 pub mod model;
 pub mod normalize;
