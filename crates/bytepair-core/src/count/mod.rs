@@ -421,6 +421,24 @@ pub fn count_texts<T: AsRef<str> + Sync>(
     })
 }
 
+/// Count the chunks of a text in parallel, each a job of its own (the
+/// caller cuts them small enough that the threads finish close together:
+/// `count_texts` batches texts into jobs of a megabyte or more).
+pub(crate) fn count_chunks(
+    pre: &impl SplitWords,
+    chunks: &[&str],
+    limits: &Limits,
+    progress: &Progress,
+) -> Result<WordTally, CountError> {
+    let text_bytes = chunks.iter().map(|t| t.len() as u64).sum();
+    let jobs = chunks.iter().map(Ok);
+    count_parallel(jobs, text_bytes, limits, progress, |chunk, counts| {
+        counts.add_text(pre, chunk)?;
+        progress.add(chunk.len() as u64);
+        Ok(())
+    })
+}
+
 /// Bytes of documents per counting job in `count_documents` and
 /// `count_texts`, so tiny documents do not pay one lock round-trip each.
 const DOCUMENT_BATCH_BYTES: i64 = 1 << 20;

@@ -28,7 +28,7 @@ use crate::pretokenize::SearchError;
 use crate::progress::Progress;
 
 /// Bytes of text a thread counts at a time (cut after a newline).
-pub(super) const CHUNK_BYTES: usize = 1 << 20;
+pub(super) const CHUNK_BYTES: usize = 1 << 18;
 /// Units handed to the tally at a time, at most (and a line's).
 const FLUSH_UNITS: usize = 4096;
 
@@ -302,7 +302,7 @@ fn count_units(
 ) -> Result<SpmCounts, crate::train::TrainError> {
     let chunks: Vec<&str> = texts.iter().flat_map(|t| chunks(t)).collect();
     count_with(normalizer, user, options, view, |splitter, limits| {
-        crate::count::count_texts(splitter, &chunks, limits, progress)
+        crate::count::count_chunks(splitter, &chunks, limits, progress)
     })
     .map_err(|_| crate::train::TrainError::Cancelled)
 }

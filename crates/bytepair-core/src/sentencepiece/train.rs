@@ -34,7 +34,7 @@ use super::count::SpmCounts;
 use super::model::Kind;
 use super::proto::{ModelProto, NormalizerSpec, SentencePiece, TrainerSpec};
 use crate::progress::Progress;
-use crate::train::{train_on_symbols, TrainError, TrainOptions};
+use crate::train::{train_on_symbols, SymbolRuns, TrainError, TrainOptions};
 
 const SPACE: char = '\u{2581}';
 
@@ -192,7 +192,7 @@ impl UnitChars {
     /// Each part's units as runs of kept characters' indexes in `kept` (cut
     /// at the others), in one buffer a part: the buffer and each run's
     /// (start, end, count).
-    fn kept_runs(self, kept: &[char]) -> Vec<UnitPart> {
+    fn kept_runs(self, kept: &[char]) -> Vec<SymbolRuns> {
         let mut bmp = vec![NONE; 1 << 16];
         let mut others: FxHashMap<u32, u32> = FxHashMap::default();
         for (i, &c) in kept.iter().enumerate() {
@@ -216,7 +216,7 @@ impl UnitPart {
     /// The units as runs of `id_of` their code points (cut where it is
     /// NONE), in place: a run only moves towards the front as characters
     /// drop out.
-    fn kept_runs(self, id_of: impl Fn(u32) -> u32) -> UnitPart {
+    fn kept_runs(self, id_of: impl Fn(u32) -> u32) -> SymbolRuns {
         let mut ids = self.codes;
         let mut spans = Vec::with_capacity(self.spans.len());
         let mut write = 0;
@@ -239,7 +239,7 @@ impl UnitPart {
             }
         }
         ids.truncate(write);
-        UnitPart { codes: ids, spans }
+        SymbolRuns { ids, spans }
     }
 }
 
@@ -317,20 +317,13 @@ pub fn train(
         }
     };
     let runs = units.kept_runs(&chars);
-    let words = runs
-        .iter()
-        .flat_map(|part| {
-            let ids = &part.codes;
-            part.spans.iter().map(move |&(a, b, n)| (&ids[a..b], n))
-        })
-        .collect();
     let symbols: Vec<Vec<u8>> = chars.iter().map(|c| c.to_string().into_bytes()).collect();
     let train_options = TrainOptions {
         min_frequency: options.min_frequency,
         max_token_length: None,
     };
     let trained = train_on_symbols(
-        words,
+        &runs,
         symbols,
         num_merges,
         &train_options,

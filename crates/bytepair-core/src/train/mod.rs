@@ -69,7 +69,7 @@ use words::{merge_words, Words, PARALLEL_MERGE_WORDS};
 
 pub use base::{train_on_base, Base};
 pub use superbpe::{train_superwords, SuperwordRules};
-pub use symbols::train_on_symbols;
+pub use symbols::{train_on_symbols, SymbolRuns};
 pub use words::{merge_in_word, Seam, Symbol};
 
 type Pair = (u32, u32);

@@ -503,6 +503,7 @@ fn shard_of((a, b): Pair) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::train::words::runs_of;
 
     #[test]
     fn word_lists_round_trip() {
@@ -526,7 +527,8 @@ mod tests {
 
     #[test]
     fn lists_survive_removals_and_compaction() {
-        let (words, freqs) = Words::<u16>::from_slices(&[(&[1, 2, 1, 2], 1)], |_| 0);
+        let runs = runs_of(&[(&[1, 2, 1, 2], 1)], 1);
+        let (words, freqs) = Words::<u16>::from_runs(&runs, |_| 0);
         let mut map = pool_index(1, &words, &freqs);
         let lists: Vec<Vec<u32>> = (0..200).map(|k| (k..k + 1 + k % 7).collect()).collect();
         for (k, ids) in lists.iter().enumerate() {
@@ -573,7 +575,7 @@ mod tests {
             })
             .collect();
         let slices: Vec<(&[u32], u64)> = raw.iter().map(|(ids, n)| (&ids[..], *n)).collect();
-        let (words, freqs) = Words::<u16>::from_slices(&slices, |_| 0);
+        let (words, freqs) = Words::<u16>::from_runs(&runs_of(&slices, 3), |_| 0);
         let mut want = FxHashMap::<Pair, (u64, Vec<u32>)>::default();
         for (i, &freq) in freqs.iter().enumerate() {
             for p in words.get(i).windows(2) {

@@ -3,16 +3,25 @@
 //! given as symbol sequences; the loop, its limits and its tie-break are
 //! `train_with`'s.
 
+use rayon::prelude::*;
 use rustc_hash::FxHashSet;
 
 use super::words::Words;
 use super::{Run, TokenPrefix, TrainError, TrainOptions, Trained};
 use crate::progress::Progress;
 
-/// Learn up to `num_merges` merges over `words` (each a sequence of indexes
-/// into `symbols`, the symbols' bytes, with its count; slices of one buffer,
-/// not a vector each: millions of words); merge `r` creates id
-/// `symbols.len() + r`. `max_chars`: no token longer than this many UTF-8
+/// Words as runs of symbol ids, in parts that threads build side by side:
+/// the part's ids back to back (not a vector a word: millions of words), and
+/// each word's `(start, end, count)` in them.
+#[derive(Debug, Default)]
+pub struct SymbolRuns {
+    pub ids: Vec<u32>,
+    pub spans: Vec<(usize, usize, u64)>,
+}
+
+/// Learn up to `num_merges` merges over the words of `parts` (each a
+/// sequence of indexes into `symbols`, the symbols' bytes, with its count);
+/// merge `r` creates id `symbols.len() + r`. `max_chars`: no token longer than this many UTF-8
 /// characters (SentencePiece's `max_sentencepiece_length`; `usize::MAX`: no
 /// limit). Limits, tie-break (by the tokens' bytes) and `progress` as in
 /// `train_with`.
@@ -20,17 +29,19 @@ use crate::progress::Progress;
 /// # Errors
 /// [`TrainError::Cancelled`] when cancelled through `progress`.
 pub fn train_on_symbols(
-    words: Vec<(&[u32], u64)>,
+    parts: &[SymbolRuns],
     symbols: Vec<Vec<u8>>,
     num_merges: usize,
     options: &TrainOptions,
     max_chars: usize,
     progress: &Progress,
 ) -> Result<Trained, TrainError> {
-    let single: u64 = words
-        .iter()
-        .filter(|(w, _)| w.len() == 1)
-        .map(|&(_, c)| c)
+    let single: u64 = parts
+        .par_iter()
+        .map(|part| {
+            let once = part.spans.iter().filter(|&&(a, b, _)| b - a == 1);
+            once.map(|&(_, _, n)| n).sum::<u64>()
+        })
         .sum();
     let heads: Vec<(u64, usize)> = symbols
         .iter()
@@ -46,10 +57,10 @@ pub fn train_on_symbols(
         rules: None,
     };
     let (merges, stop, tokens) = if run.fits::<u16>() {
-        let (words, freqs) = Words::<u16>::from_slices(&words, prefix_of);
+        let (words, freqs) = Words::<u16>::from_runs(parts, prefix_of);
         run.learn(words, freqs, options, progress)?
     } else {
-        let (words, freqs) = Words::<u32>::from_slices(&words, prefix_of);
+        let (words, freqs) = Words::<u32>::from_runs(parts, prefix_of);
         run.learn(words, freqs, options, progress)?
     };
     Ok(Trained {

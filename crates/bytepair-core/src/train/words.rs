@@ -5,11 +5,12 @@
 use rayon::prelude::*;
 
 use super::changes::SeamChanges;
+use super::symbols::SymbolRuns;
 use super::{Pair, TokenPrefix};
 use crate::count::WordSource;
 use crate::memory::{prefetch, prefetch_ptr};
 
-/// How many words ahead of its copy `from_slices` asks for a word's place
+/// How many words ahead of its copy `from_runs` asks for a word's place
 /// (and, twice as far, for its `start`): multilingual 10 MB, the copies 7.3
 /// -> 6.3 ms with 8, 6.0 with 16 (one thread, medians of 6).
 const WRITE_AHEAD: usize = 16;
@@ -113,57 +114,93 @@ impl<S: Symbol> Words<S> {
         (words, freqs)
     }
 
-    /// The words of `words` (token ids, count) of two tokens or more and a
-    /// positive count, in the order of `prefix_of` their ids (as
-    /// `from_counts`), and their counts.
+    /// The words of `parts` (runs of token ids, each with its count) of two
+    /// tokens or more and a positive count, in the order of `prefix_of` their
+    /// ids (as `from_counts`; words of equal prefix in the order of the parts,
+    /// then of their spans), and their counts.
     ///
     /// Only a (prefix, index, length) key a word is sorted, and the words
     /// are then read in their own order and written to their sorted places:
     /// sorting (prefix, slice, count) tuples moved 32 bytes a word, and
     /// reading the words in sorted order missed the cache on nearly every
     /// word (two thirds of building SentencePiece's words). The keys are
-    /// made for every word and the others dropped after (a parallel
-    /// `filter` gathers its pieces in lists and copies them: 6.6 -> 5.1 ms
-    /// on multilingual 10 MB's 300 k words).
-    pub(super) fn from_slices(
-        words: &[(&[u32], u64)],
+    /// made, and the words written, a part a thread (written on one thread,
+    /// the copy was a third of building multilingual 10 MB's words).
+    pub(super) fn from_runs(
+        parts: &[SymbolRuns],
         prefix_of: impl Fn(&[u32]) -> u64 + Sync,
     ) -> (Self, Vec<u64>) {
-        let mut keys: Vec<(u64, u32, u32)> = Vec::new();
-        words
+        // Each part's first word in the order of all the words, and its
+        // first key (the words kept before it).
+        let kept = |&(a, b, n): &(usize, usize, u64)| b - a >= 2 && n > 0;
+        let (mut firsts, mut key_firsts) = (Vec::with_capacity(parts.len()), vec![]);
+        let (mut words, mut keys_total) = (0usize, 0usize);
+        let kept_counts: Vec<usize> = parts
             .par_iter()
-            .enumerate()
-            .map(|(i, &(ids, n))| match ids.len() >= 2 && n > 0 {
-                true => (prefix_of(ids), i as u32, ids.len() as u32),
-                false => (0, i as u32, 0),
-            })
-            .collect_into_vec(&mut keys);
-        keys.retain(|&(_, _, len)| len > 0);
-        let (mut out, rank) = Self::laid_out(keys, words.len());
-        let mut freqs = vec![0u64; out.start.len()];
-        for (k, (&(ids, n), &r)) in words.iter().zip(&rank).enumerate() {
-            // Each word's place is a cache miss, and so is its `start`:
-            // both asked for ahead of their use.
-            if let Some(&r) = rank.get(k + 2 * WRITE_AHEAD) {
-                if r != u32::MAX {
-                    prefetch(&out.start[r as usize]);
-                }
-            }
-            if let Some(&r) = rank.get(k + WRITE_AHEAD) {
-                if r != u32::MAX {
-                    let at = out.start[r as usize];
-                    prefetch_ptr(out.symbols.as_ptr().wrapping_add(at));
-                    prefetch(&freqs[r as usize]);
-                }
-            }
-            if r != u32::MAX {
-                let at = out.start[r as usize];
-                for (s, &id) in out.symbols[at..at + ids.len()].iter_mut().zip(ids) {
-                    *s = S::of(id);
-                }
-                freqs[r as usize] = n;
-            }
+            .map(|p| p.spans.iter().filter(|s| kept(s)).count())
+            .collect();
+        for (part, &n) in parts.iter().zip(&kept_counts) {
+            firsts.push(words);
+            key_firsts.push(keys_total);
+            words += part.spans.len();
+            keys_total += n;
         }
+        assert!(
+            words <= u32::MAX as usize,
+            "more than 2^32 distinct words: word ids are 32-bit"
+        );
+        let mut keys: Vec<(u64, u32, u32)> = Vec::with_capacity(keys_total);
+        let mut room = keys.spare_capacity_mut();
+        let mut slots = Vec::with_capacity(parts.len());
+        for &n in &kept_counts {
+            let (mine, rest) = std::mem::take(&mut room).split_at_mut(n);
+            slots.push(mine);
+            room = rest;
+        }
+        (parts, slots, &firsts)
+            .into_par_iter()
+            .for_each(|(part, slots, &first)| {
+                let kept_words = part.spans.iter().enumerate().filter(|(_, s)| kept(s));
+                for (slot, (k, &(a, b, _))) in slots.iter_mut().zip(kept_words) {
+                    let ids = &part.ids[a..b];
+                    slot.write((prefix_of(ids), (first + k) as u32, ids.len() as u32));
+                }
+            });
+        // SAFETY: the parts wrote every slot of their share (the counts of
+        // their kept words), and the shares tile `keys_total`.
+        unsafe { keys.set_len(keys_total) };
+        let (mut out, rank) = Self::laid_out(keys, words);
+        let mut freqs = vec![0u64; out.start.len()];
+        let dest = Scatter {
+            symbols: out.symbols.as_mut_ptr(),
+            freqs: freqs.as_mut_ptr(),
+        };
+        let (start, rank) = (&out.start, &rank);
+        (parts, &firsts).into_par_iter().for_each(|(part, &first)| {
+            let ranks = &rank[first..first + part.spans.len()];
+            for (k, (&(a, b, n), &r)) in part.spans.iter().zip(ranks).enumerate() {
+                // Each word's place is a cache miss, and so is its `start`:
+                // both asked for ahead of their use.
+                if let Some(&r) = ranks.get(k + 2 * WRITE_AHEAD) {
+                    if r != u32::MAX {
+                        prefetch(&start[r as usize]);
+                    }
+                }
+                if let Some(&r) = ranks.get(k + WRITE_AHEAD) {
+                    if r != u32::MAX {
+                        prefetch_ptr(dest.symbols.wrapping_add(start[r as usize]));
+                        prefetch_ptr(dest.freqs.wrapping_add(r as usize));
+                    }
+                }
+                if r != u32::MAX {
+                    // SAFETY: ranks are distinct (a permutation of the kept
+                    // words), so each word's symbols (`start[r]`, its
+                    // length on) and count are written by this thread alone,
+                    // inside `out.symbols` and `freqs` (laid out for them).
+                    unsafe { dest.write(start[r as usize], &part.ids[a..b], r as usize, n) };
+                }
+            }
+        });
         (out, freqs)
     }
 
@@ -258,6 +295,49 @@ impl<S: Symbol> Words<S> {
             },
             &self.start,
         )
+    }
+}
+
+/// `words` (ids, count) as runs in `parts` parts, in order (for tests).
+#[cfg(test)]
+pub(super) fn runs_of(words: &[(&[u32], u64)], parts: usize) -> Vec<SymbolRuns> {
+    let mut runs: Vec<SymbolRuns> = (0..parts).map(|_| SymbolRuns::default()).collect();
+    for (k, &(ids, n)) in words.iter().enumerate() {
+        let part = &mut runs[k * parts / words.len()];
+        let start = part.ids.len();
+        part.ids.extend_from_slice(ids);
+        part.spans.push((start, part.ids.len(), n));
+    }
+    runs
+}
+
+/// Where `Words::from_runs` writes the words, from every thread at once
+/// (each word's place written by one).
+struct Scatter<S> {
+    symbols: *mut S,
+    freqs: *mut u64,
+}
+
+// SAFETY: the pointers are only written through `write`, whose callers write
+// disjoint places (see there).
+unsafe impl<S: Send> Sync for Scatter<S> {}
+
+impl<S: Symbol> Scatter<S> {
+    /// Write `ids` at symbol `at` and `n` as count `i`.
+    ///
+    /// # Safety
+    /// `at..at + ids.len()` and `i` lie inside the buffers, and no other
+    /// thread reads or writes them meanwhile.
+    #[inline]
+    unsafe fn write(&self, at: usize, ids: &[u32], i: usize, n: u64) {
+        // SAFETY: as the caller promised.
+        unsafe {
+            let word = std::slice::from_raw_parts_mut(self.symbols.add(at), ids.len());
+            for (s, &id) in word.iter_mut().zip(ids) {
+                *s = S::of(id);
+            }
+            *self.freqs.add(i) = n;
+        }
     }
 }
 
@@ -527,20 +607,32 @@ mod tests {
     }
 
     #[test]
-    fn slices_keep_words_of_two_symbols_or_more_in_prefix_order() {
-        // Prefix: the first id, reversed; ties keep the given order.
-        let given: [(&[u32], u64); 6] = [
+    fn runs_keep_words_of_two_symbols_or_more_in_prefix_order() {
+        // Prefix: the first id, reversed; ties keep the given order, across
+        // parts too, on any number of threads.
+        let given: [(&[u32], u64); 8] = [
             (&[5, 6], 1),
             (&[1], 3),
             (&[2, 3, 4], 0),
             (&[7, 8, 9], 2),
             (&[1, 2], 4),
             (&[7, 1], 5),
+            (&[5, 5, 5], 6),
+            (&[1, 1], 7),
         ];
-        let (words, freqs) = Words::<u16>::from_slices(&given, |ids| 10 - u64::from(ids[0]));
-        let got: Vec<Vec<u16>> = (0..words.count()).map(|i| words.get(i).to_vec()).collect();
-        assert_eq!(got, [vec![7, 8, 9], vec![7, 1], vec![5, 6], vec![1, 2]]);
-        assert_eq!(freqs, [2, 5, 1, 4]);
-        assert_eq!(words.capacity(), 9);
+        for (parts, threads) in [(1, 1), (3, 2), (8, 3)] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let runs = runs_of(&given, parts);
+            let (words, freqs) =
+                pool.install(|| Words::<u16>::from_runs(&runs, |ids| 10 - u64::from(ids[0])));
+            let got: Vec<Vec<u16>> = (0..words.count()).map(|i| words.get(i).to_vec()).collect();
+            let want: [&[u16]; 6] = [&[7, 8, 9], &[7, 1], &[5, 6], &[5, 5, 5], &[1, 2], &[1, 1]];
+            assert_eq!(got, want, "{parts} parts");
+            assert_eq!(freqs, [2, 5, 1, 6, 4, 7], "{parts} parts");
+            assert_eq!(words.capacity(), 14, "{parts} parts");
+        }
     }
 }
