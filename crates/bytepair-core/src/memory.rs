@@ -42,6 +42,30 @@ pub(crate) fn release_freed_memory() {
     }
 }
 
+/// An empty vector with room for `capacity` items, the room advised to be
+/// backed by transparent huge pages (Linux: `MADV_HUGEPAGE` on the 2 MiB
+/// pages inside it) when it spans a few of them. On this machine a fresh 4
+/// KiB page faulted in cost about 1.3 µs and a 2 MiB one about 90 µs (16 MiB
+/// written: 5 ms against 0.7), and the trainer's words are built in about
+/// 17 MB of fresh vectors on multilingual 10 MB (their keys, ranks, symbols
+/// and counts). As for `ZeroedSlice`, where no huge page is free the OS
+/// falls back to small ones.
+pub(crate) fn vec_on_huge_pages<T>(capacity: usize) -> Vec<T> {
+    let v = Vec::with_capacity(capacity);
+    #[cfg(target_os = "linux")]
+    {
+        let bytes = capacity * std::mem::size_of::<T>();
+        let start = (v.as_ptr() as usize).next_multiple_of(HUGE_PAGE);
+        let end = (v.as_ptr() as usize + bytes) / HUGE_PAGE * HUGE_PAGE;
+        if bytes >= 2 * HUGE_PAGE && end > start {
+            // SAFETY: the range lies inside the vector's allocation; the
+            // advice changes no contents.
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+        }
+    }
+    v
+}
+
 /// Hint the CPU to load the cache line at `ptr` into L1; any address will
 /// do: a prefetch never faults (no effect on other targets).
 #[inline(always)]
