@@ -9,6 +9,7 @@ use std::collections::hash_map::Entry;
 
 use super::words::{Symbol, Words};
 use super::Pair;
+use crate::memory::vec_on_huge_pages;
 
 pub(super) struct PairStats {
     /// Occurrences in the corpus (sum of the frequencies of the words holding it).
@@ -125,7 +126,7 @@ fn shard_index<S: Symbol>(
     let estimate = (words.capacity() - words.count()) / (mask + 1) + words.count();
     let mut listed =
         (alphabet > DENSE_SYMBOLS as usize && estimate <= LISTED_MAX_ENTRIES).then(|| Listed {
-            entries: Vec::with_capacity(estimate),
+            entries: vec_on_huge_pages(estimate),
             word: None,
         });
     for_pairs_of_shard(words, shard, mask, |p, i| {
@@ -145,7 +146,8 @@ fn shard_index<S: Symbol>(
             cursor
         })
         .collect();
-    let mut base = vec![0u8; total];
+    let mut base = vec_on_huge_pages(total);
+    base.resize(total, 0u8);
     let mut list = |cursor: &mut Cursor, i: u32| {
         put_varint(&mut base, &mut cursor.at, i - cursor.last.saturating_sub(1));
         cursor.last = i + 1;
