@@ -27,6 +27,8 @@
 //! boundaries are approximated by character classes, and lines of any length
 //! are counted (spm_train skips those over `max_sentence_length`).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -150,11 +152,19 @@ impl CharTally {
 
 impl UnitChars {
     fn of(counts: &SpmCounts) -> Self {
+        // Each thread takes parts in turn into its own tally: a tally a part
+        // (half a megabyte each, mostly untouched) cost its pages and a sum
+        // of eight on two threads.
         let parts = 4 * rayon::current_num_threads();
-        let (parts, tally): (Vec<UnitPart>, Vec<CharTally>) = (0..parts)
-            .into_par_iter()
-            .map(|p| {
-                let (mut part, mut tally) = (UnitPart::default(), CharTally::new());
+        let next = AtomicUsize::new(0);
+        let done: Vec<(Vec<(usize, UnitPart)>, CharTally)> = rayon::broadcast(|_| {
+            let (mut mine, mut tally) = (Vec::new(), CharTally::new());
+            loop {
+                let p = next.fetch_add(1, Ordering::Relaxed);
+                if p >= parts {
+                    break;
+                }
+                let mut part = UnitPart::default();
                 counts.for_each_unit_of_part(p, parts, |unit, n| {
                     let start = part.codes.len();
                     for c in unit {
@@ -163,10 +173,15 @@ impl UnitChars {
                     }
                     part.spans.push((start, part.codes.len(), n));
                 });
-                (part, tally)
-            })
-            .unzip();
-        let tally = tally
+                mine.push((p, part));
+            }
+            (mine, tally)
+        });
+        let (mine, tallies): (Vec<_>, Vec<_>) = done.into_iter().unzip();
+        let mut numbered: Vec<(usize, UnitPart)> = mine.into_iter().flatten().collect();
+        numbered.sort_unstable_by_key(|&(p, _)| p);
+        let parts = numbered.into_iter().map(|(_, part)| part).collect();
+        let tally = tallies
             .into_iter()
             .reduce(CharTally::merge)
             .unwrap_or_else(CharTally::new);
