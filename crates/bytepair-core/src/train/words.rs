@@ -132,17 +132,17 @@ impl<S: Symbol> Words<S> {
     ) -> (Self, Vec<u64>) {
         // Each part's first word in the order of all the words, and its
         // first key (the words kept before it).
-        let kept = |&(a, b, n): &(usize, usize, u64)| b - a >= 2 && n > 0;
+        let kept = |&(ids, n): &(&[u32], u64)| ids.len() >= 2 && n > 0;
         let (mut firsts, mut key_firsts) = (Vec::with_capacity(parts.len()), vec![]);
         let (mut words, mut keys_total) = (0usize, 0usize);
         let kept_counts: Vec<usize> = parts
             .par_iter()
-            .map(|p| p.spans.iter().filter(|s| kept(s)).count())
+            .map(|p| p.words().filter(kept).count())
             .collect();
         for (part, &n) in parts.iter().zip(&kept_counts) {
             firsts.push(words);
             key_firsts.push(keys_total);
-            words += part.spans.len();
+            words += part.ends.len();
             keys_total += n;
         }
         assert!(
@@ -160,9 +160,8 @@ impl<S: Symbol> Words<S> {
         (parts, slots, &firsts)
             .into_par_iter()
             .for_each(|(part, slots, &first)| {
-                let kept_words = part.spans.iter().enumerate().filter(|(_, s)| kept(s));
-                for (slot, (k, &(a, b, _))) in slots.iter_mut().zip(kept_words) {
-                    let ids = &part.ids[a..b];
+                let kept_words = part.words().enumerate().filter(|(_, w)| kept(w));
+                for (slot, (k, (ids, _))) in slots.iter_mut().zip(kept_words) {
                     slot.write((prefix_of(ids), (first + k) as u32, ids.len() as u32));
                 }
             });
@@ -178,8 +177,8 @@ impl<S: Symbol> Words<S> {
         };
         let (start, rank) = (&out.start, &rank);
         (parts, &firsts).into_par_iter().for_each(|(part, &first)| {
-            let ranks = &rank[first..first + part.spans.len()];
-            for (k, (&(a, b, n), &r)) in part.spans.iter().zip(ranks).enumerate() {
+            let ranks = &rank[first..first + part.ends.len()];
+            for (k, ((ids, n), &r)) in part.words().zip(ranks).enumerate() {
                 // Each word's place is a cache miss, and so is its `start`:
                 // both asked for ahead of their use.
                 if let Some(&r) = ranks.get(k + 2 * WRITE_AHEAD) {
@@ -198,7 +197,7 @@ impl<S: Symbol> Words<S> {
                     // words), so each word's symbols (`start[r]`, its
                     // length on) and count are written by this thread alone,
                     // inside `out.symbols` and `freqs` (laid out for them).
-                    unsafe { dest.write(start[r as usize], &part.ids[a..b], r as usize, n) };
+                    unsafe { dest.write(start[r as usize], ids, r as usize, n) };
                 }
             }
         });
@@ -307,9 +306,8 @@ pub(super) fn runs_of(words: &[(&[u32], u64)], parts: usize) -> Vec<SymbolRuns> 
     let mut runs: Vec<SymbolRuns> = (0..parts).map(|_| SymbolRuns::default()).collect();
     for (k, &(ids, n)) in words.iter().enumerate() {
         let part = &mut runs[k * parts / words.len()];
-        let start = part.ids.len();
         part.ids.extend_from_slice(ids);
-        part.spans.push((start, part.ids.len(), n));
+        part.ends.push((part.ids.len(), n));
     }
     runs
 }
