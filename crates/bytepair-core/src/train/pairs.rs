@@ -505,7 +505,7 @@ fn shard_of((a, b): Pair) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::train::words::runs_of;
+    use crate::train::symbols::runs_of;
 
     #[test]
     fn word_lists_round_trip() {

@@ -6,7 +6,7 @@
 use rayon::prelude::*;
 use rustc_hash::FxHashSet;
 
-use super::words::Words;
+use super::words::{Symbol, Words};
 use super::{Run, TokenPrefix, TrainError, TrainOptions, Trained};
 use crate::progress::Progress;
 
@@ -102,4 +102,81 @@ fn word_prefix(ids: &[u32], heads: &[(u64, usize)]) -> u64 {
         }
     }
     prefix
+}
+
+/// Where `Words::from_runs` writes the words, from every thread at once
+/// (each word's place written by one).
+pub(super) struct Scatter<S> {
+    pub(super) symbols: *mut S,
+    pub(super) freqs: *mut u64,
+}
+
+// SAFETY: the pointers are only written through `write`, whose callers write
+// disjoint places (see there).
+unsafe impl<S: Send> Sync for Scatter<S> {}
+
+impl<S: Symbol> Scatter<S> {
+    /// Write `ids` at symbol `at` and `n` as count `i`.
+    ///
+    /// # Safety
+    /// `at..at + ids.len()` and `i` lie inside the buffers, and no other
+    /// thread reads or writes them meanwhile.
+    #[inline]
+    pub(super) unsafe fn write(&self, at: usize, ids: &[u32], i: usize, n: u64) {
+        // SAFETY: as the caller promised.
+        unsafe {
+            let word = std::slice::from_raw_parts_mut(self.symbols.add(at), ids.len());
+            for (s, &id) in word.iter_mut().zip(ids) {
+                *s = S::of(id);
+            }
+            *self.freqs.add(i) = n;
+        }
+    }
+}
+
+/// `words` (ids, count) as runs in `parts` parts, in order (for tests).
+#[cfg(test)]
+pub(super) fn runs_of(words: &[(&[u32], u64)], parts: usize) -> Vec<SymbolRuns> {
+    let mut runs: Vec<SymbolRuns> = (0..parts).map(|_| SymbolRuns::default()).collect();
+    for (k, &(ids, n)) in words.iter().enumerate() {
+        let part = &mut runs[k * parts / words.len()];
+        part.ids.extend_from_slice(ids);
+        part.ends.push((part.ids.len(), n));
+    }
+    runs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_keep_words_of_two_symbols_or_more_in_prefix_order() {
+        // Prefix: the first id, reversed; ties keep the given order, across
+        // parts too, on any number of threads.
+        let given: [(&[u32], u64); 8] = [
+            (&[5, 6], 1),
+            (&[1], 3),
+            (&[2, 3, 4], 0),
+            (&[7, 8, 9], 2),
+            (&[1, 2], 4),
+            (&[7, 1], 5),
+            (&[5, 5, 5], 6),
+            (&[1, 1], 7),
+        ];
+        for (parts, threads) in [(1, 1), (3, 2), (8, 3)] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let runs = runs_of(&given, parts);
+            let (words, freqs) =
+                pool.install(|| Words::<u16>::from_runs(&runs, |ids| 10 - u64::from(ids[0])));
+            let got: Vec<Vec<u16>> = (0..words.count()).map(|i| words.get(i).to_vec()).collect();
+            let want: [&[u16]; 6] = [&[7, 8, 9], &[7, 1], &[5, 6], &[5, 5, 5], &[1, 2], &[1, 1]];
+            assert_eq!(got, want, "{parts} parts");
+            assert_eq!(freqs, [2, 5, 1, 6, 4, 7], "{parts} parts");
+            assert_eq!(words.capacity(), 14, "{parts} parts");
+        }
+    }
 }
