@@ -338,13 +338,27 @@ pub(super) fn count_with(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::sentencepiece::encode::user_matcher;
     use crate::sentencepiece::Normalization;
 
+    /// Identity normalization with "▁" for spaces, with or without the
+    /// dummy prefix.
+    pub(crate) fn identity_rules(dummy: bool) -> Normalization {
+        Normalization {
+            charsmap: None,
+            add_dummy_prefix: dummy,
+            remove_extra_whitespaces: false,
+            escape_whitespaces: true,
+            treat_whitespace_as_suffix: false,
+            metaspace_prefix: false,
+            prefix_first_only: false,
+        }
+    }
+
     /// Units as strings ("▁" for spaces) and their counts.
-    fn units(counts: &SpmCounts) -> FxHashMap<String, u64> {
+    pub(crate) fn units(counts: &SpmCounts) -> FxHashMap<String, u64> {
         let mut all = FxHashMap::default();
         counts.for_each_unit(|unit, n| *all.entry(unit.collect::<String>()).or_default() += n);
         all
@@ -403,15 +417,7 @@ mod tests {
             (false, false, false),
             (true, false, true),
         ] {
-            let rules = Normalization {
-                charsmap: None,
-                add_dummy_prefix: dummy,
-                remove_extra_whitespaces: false,
-                escape_whitespaces: true,
-                treat_whitespace_as_suffix: false,
-                metaspace_prefix: false,
-                prefix_first_only: false,
-            };
+            let rules = identity_rules(dummy);
             let user = user_matcher(&["<sep>", "z"]).unwrap();
             let normalizer = Normalizer::new(rules, user.clone());
             let options = SpmTrainOptions {

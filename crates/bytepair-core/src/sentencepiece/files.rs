@@ -152,14 +152,7 @@ pub fn count_files(
 mod tests {
     use super::*;
     use crate::sentencepiece::count::count_texts;
-    use crate::sentencepiece::Normalization;
-    use rustc_hash::FxHashMap;
-
-    fn units(counts: &SpmCounts) -> FxHashMap<String, u64> {
-        let mut all = FxHashMap::default();
-        counts.for_each_unit(|unit, n| *all.entry(unit.collect::<String>()).or_default() += n);
-        all
-    }
+    use crate::sentencepiece::count::tests::{identity_rules, units};
 
     fn temporary(name: &str, bytes: &[u8]) -> (String, File) {
         let path = std::env::temp_dir().join(format!("bytepair-spm-{}-{name}", std::process::id()));
@@ -170,16 +163,7 @@ mod tests {
     }
 
     fn normalizer(dummy: bool) -> Normalizer {
-        let rules = Normalization {
-            charsmap: None,
-            add_dummy_prefix: dummy,
-            remove_extra_whitespaces: false,
-            escape_whitespaces: true,
-            treat_whitespace_as_suffix: false,
-            metaspace_prefix: false,
-            prefix_first_only: false,
-        };
-        Normalizer::new(rules, None)
+        Normalizer::new(identity_rules(dummy), None)
     }
 
     /// Files read in chunks count what their texts count: lines across
