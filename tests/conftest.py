@@ -69,21 +69,25 @@ except ImportError:  # hypothesis tests skip themselves via importorskip
 
 
 def corpora_dir() -> Path:
-    """The corpora folder; skips the calling test when it is absent."""
+    """The corpora folder; skips the calling test when it is absent (the
+    whole module when called while it is imported: some build their cases
+    from corpus slices at collection time)."""
     if not CORPORA.is_dir():
         pytest.skip(
             f"corpora directory {CORPORA} is absent (real-text tests need ../shared/corpora "
-            "or BYTEPAIR_CORPORA)"
+            "or BYTEPAIR_CORPORA)",
+            allow_module_level=True,
         )
     return CORPORA
 
 
 def corpus_path(name: str) -> Path:
     """Path of corpus `name` (relative to the corpora folder, e.g.
-    ``cs336/gpt2_vocab.json``); skips the calling test when it is not there."""
+    ``cs336/gpt2_vocab.json``); skips the calling test (or module, as
+    `corpora_dir`) when it is not there."""
     path = corpora_dir() / name
     if not path.is_file():
-        pytest.skip(f"corpus {name} is absent from {CORPORA}")
+        pytest.skip(f"corpus {name} is absent from {CORPORA}", allow_module_level=True)
     return path
 
 
