@@ -368,19 +368,13 @@ impl<S: Symbol> Trainer<S> {
             ..
         } = self;
         let back_from_new = changes.left.count_of(new_id);
-        let mut count_down = |p: Pair, n: u64| {
-            if p != pair && !pairs.count_down(p, n) {
-                assert!(rare.skipped > 0, "a pair in a word is counted");
-            }
-        };
-        for seen in &changes.left.seen {
-            if seen.token != new_id {
-                count_down((seen.token, a), seen.count);
-            }
-        }
-        for seen in &changes.right.seen {
-            count_down((b, seen.token), seen.count);
-        }
+        let old_pairs = (changes.left.seen.iter())
+            .filter(|seen| seen.token != new_id)
+            .map(|seen| ((seen.token, a), seen.count))
+            .chain((changes.right.seen.iter()).map(|seen| ((b, seen.token), seen.count)))
+            .filter(|&(p, _)| p != pair);
+        let absent = pairs.count_down_all(old_pairs);
+        assert!(absent == 0 || rare.skipped > 0, "a pair in a word is counted");
         let mut new_pairs = Vec::with_capacity(changes.left.seen.len() + changes.right.seen.len());
         let mut add = |p: Pair, n: u64, words: &[u32]| {
             if n >= rare.below.max(1) {

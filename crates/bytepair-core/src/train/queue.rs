@@ -78,7 +78,7 @@ impl<S: Symbol> Trainer<S> {
         let live: Vec<(Pair, u64)> = self
             .pairs
             .iter()
-            .map(|(&p, stats)| (p, stats.count))
+            .map(|(p, stats)| (p, stats.count))
             .collect();
         for (p, count) in live {
             self.enqueue(p, count);
