@@ -62,7 +62,7 @@ use crate::count::WordSource;
 use crate::memory::drop_in_background;
 use crate::progress::Progress;
 use changes::SeamChanges;
-use pairs::{initial_pair_index, PairMap};
+use pairs::{initial_pair_index, PairMap, AHEAD};
 use queue::Candidate;
 use rare::RarePairs;
 use words::{merge_words, Words, PARALLEL_MERGE_WORDS};
@@ -375,23 +375,42 @@ impl<S: Symbol> Trainer<S> {
             .filter(|&(p, _)| p != pair);
         let absent = pairs.count_down_all(old_pairs);
         assert!(absent == 0 || rare.skipped > 0, "a pair in a word is counted");
-        let mut new_pairs = Vec::with_capacity(changes.left.seen.len() + changes.right.seen.len());
-        let mut add = |p: Pair, n: u64, words: &[u32]| {
-            if n >= rare.below.max(1) {
+        // Pairs counting fewer than `below` are left out: their words are not grouped.
+        let kept = rare.below;
+        let least = kept.max(1);
+        // The new pairs as the drains below make them (a count of `least`
+        // or more), their slots asked for `AHEAD` inserts ahead.
+        let made: Vec<Pair> = (changes.left.seen.iter())
+            .filter(|seen| seen.count >= least)
+            .map(|seen| (seen.token, new_id))
+            .chain(
+                (changes.right.seen.iter())
+                    .filter(|seen| seen.count >= least)
+                    .map(|seen| (new_id, seen.token)),
+            )
+            .collect();
+        let mut ahead = made.iter();
+        ahead.by_ref().take(AHEAD).for_each(|&p| pairs.prefetch(p, true));
+        let mut new_pairs = Vec::with_capacity(made.len());
+        let mut add = |p: Pair, seen: u64, n: u64, words: &[u32]| {
+            if seen >= least {
+                if let Some(&q) = ahead.next() {
+                    pairs.prefetch(q, true);
+                }
+            }
+            if n >= least {
                 pairs.insert(p, n, words);
                 new_pairs.push((p, n));
             } else if n > 0 {
                 rare.skipped = rare.skipped.max(n + 1);
             }
         };
-        // Pairs counting fewer than `below` are left out: their words are not grouped.
-        let kept = rare.below;
         changes
             .left
-            .drain(kept, |x, n, words| add((x, new_id), n, words));
+            .drain(kept, |x, n, words| add((x, new_id), n, n, words));
         changes.right.drain(kept, |y, n, words| {
-            let n = if y == a { n - back_from_new } else { n };
-            add((new_id, y), n, words)
+            let kept_n = if y == a { n - back_from_new } else { n };
+            add((new_id, y), n, kept_n, words)
         });
         new_pairs
     }
@@ -402,7 +421,7 @@ impl<S: Symbol> Trainer<S> {
     }
 
     fn live_count(&self, pair: Pair) -> u64 {
-        self.pairs.get(&pair).map_or(0, |stats| stats.count)
+        self.pairs.count(&pair).unwrap_or(0)
     }
 }
 

@@ -1,5 +1,5 @@
 //! The pair index of the merge loop: every pair's count and the words that
-//! hold it (`PairStats`), the word lists delta-encoded (`WordList`), and the
+//! hold it, the word lists delta-encoded (`WordList`), and the
 //! index of the initial words (`initial_pair_index`), kept in hash shards
 //! (`PairMap`).
 
@@ -13,15 +13,10 @@ use super::Pair;
 use crate::memory::vec_on_huge_pages;
 use table::{PairKey, PairTable};
 
-#[derive(Clone, Copy)]
-pub(super) struct PairStats {
-    /// Occurrences in the corpus (sum of the frequencies of the words holding it).
-    pub(super) count: u64,
-    /// Indices of words that contained the pair when it was counted. May hold
-    /// words that lost the pair since; the merge re-checks.
-    words: WordList,
-}
-
+/// The words of a pair: the indices of words that contained the pair when
+/// it was counted (they may have lost it since; the merge re-checks). Its
+/// count is the sum of their frequencies, times the pair's occurrences in each.
+///
 /// Increasing word indices, each stored as its difference from the previous
 /// one in LEB128 (7 bits a byte), in the byte arena of the pair's shard
 /// (`Shard`): `len` bytes at `at`. The index holds about one entry per byte
@@ -425,15 +420,12 @@ impl PairMap {
         shard_of(pair) & self.mask
     }
 
-    /// The count and word list of `pair`, if it is there.
+    /// The count of `pair` (occurrences in the corpus: the sum of the
+    /// frequencies of the words holding it), if it is there.
     #[inline]
-    pub(super) fn get(&self, pair: &Pair) -> Option<PairStats> {
+    pub(super) fn count(&self, pair: &Pair) -> Option<u64> {
         let map = &self.shards[self.shard(*pair)].map;
-        let slot = map.find(key_of(*pair))?;
-        Some(PairStats {
-            count: map.count(slot),
-            words: map.list(slot),
-        })
+        map.find(key_of(*pair)).map(|slot| map.count(slot))
     }
 
     /// Ask for the cache lines `pair`'s probe reads first: its count's, and
@@ -502,24 +494,23 @@ impl PairMap {
         self.shards.iter().map(|s| s.map.len()).sum()
     }
 
-    /// Every pair with its count and word list.
-    pub(super) fn iter(&self) -> impl Iterator<Item = (Pair, PairStats)> + '_ {
-        self.shards.iter().flat_map(|shard| {
-            (shard.map.iter()).map(|(key, count, words)| (pair_of(key), PairStats { count, words }))
-        })
+    /// Every pair with its count.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (Pair, u64)> + '_ {
+        (self.shards.iter())
+            .flat_map(|shard| shard.map.iter().map(|(key, count, _)| (pair_of(key), count)))
     }
 
     /// The words of `pair`'s list (tests).
     #[cfg(test)]
     fn words_of(&self, pair: &Pair) -> Vec<u32> {
         let shard = &self.shards[self.shard(*pair)];
-        let stats = self.get(pair).expect("a pair held");
-        decode(shard.bytes(stats.words))
+        let slot = shard.map.find(key_of(*pair)).expect("a pair held");
+        decode(shard.bytes(shard.map.list(slot)))
     }
 }
 
-/// Probes `PairMap::count_down_all` asks for ahead of the one it makes.
-const AHEAD: usize = 16;
+/// Probes asked for ahead of the one made (`PairMap::prefetch`).
+pub(super) const AHEAD: usize = 16;
 
 #[inline]
 fn key_of((a, b): Pair) -> PairKey {
