@@ -159,16 +159,15 @@ fn shard_index<S: Symbol>(
             }
         }),
     }
-    let mut map = PairTable::with_capacity(slots.pairs.len());
-    for ((&p, b), c) in slots.pairs.iter().zip(&slots.building).zip(&cursors) {
+    let pairs = (slots.pairs.iter().zip(&slots.building).zip(&cursors)).map(|((&p, b), c)| {
         let words = WordList {
             at: (c.at - b.size as usize) as u64,
             len: b.size,
         };
-        map.insert(key_of(p), b.count, words);
-    }
+        (key_of(p), b.count, words)
+    });
     Shard {
-        map,
+        map: PairTable::of_pairs(pairs),
         base,
         extra: Vec::new(),
         garbage: 0,
