@@ -390,12 +390,12 @@ impl<S: Symbol> Trainer<S> {
             )
             .collect();
         let mut ahead = made.iter();
-        ahead.by_ref().take(AHEAD).for_each(|&p| pairs.prefetch(p, true));
+        ahead.by_ref().take(AHEAD).for_each(|&p| pairs.prefetch(p));
         let mut new_pairs = Vec::with_capacity(made.len());
         let mut add = |p: Pair, seen: u64, n: u64, words: &[u32]| {
             if seen >= least {
                 if let Some(&q) = ahead.next() {
-                    pairs.prefetch(q, true);
+                    pairs.prefetch(q);
                 }
             }
             if n >= least {

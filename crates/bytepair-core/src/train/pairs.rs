@@ -427,13 +427,10 @@ impl PairMap {
         map.find(key_of(*pair)).map(|slot| map.count(slot))
     }
 
-    /// Ask for the cache lines `pair`'s probe reads first: its count's, and
-    /// with `list` its word list's (to insert it).
+    /// Ask for the cache lines `pair`'s probe reads first.
     #[inline]
-    pub(super) fn prefetch(&self, pair: Pair, list: bool) {
-        self.shards[self.shard(pair)]
-            .map
-            .prefetch(key_of(pair), list);
+    pub(super) fn prefetch(&self, pair: Pair) {
+        self.shards[self.shard(pair)].map.prefetch(key_of(pair));
     }
 
     /// Take `n` off `pair`'s count, removing it at 0 (one probe); false if absent.
@@ -457,11 +454,11 @@ impl PairMap {
         changes: impl Iterator<Item = (Pair, u64)> + Clone,
     ) -> usize {
         let mut ahead = changes.clone();
-        ahead.by_ref().take(AHEAD).for_each(|(p, _)| self.prefetch(p, false));
+        ahead.by_ref().take(AHEAD).for_each(|(p, _)| self.prefetch(p));
         let mut absent = 0;
         for (p, n) in changes {
             if let Some((q, _)) = ahead.next() {
-                self.prefetch(q, false);
+                self.prefetch(q);
             }
             absent += usize::from(!self.count_down(p, n));
         }
