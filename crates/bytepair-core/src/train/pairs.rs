@@ -454,7 +454,10 @@ impl PairMap {
         changes: impl Iterator<Item = (Pair, u64)> + Clone,
     ) -> usize {
         let mut ahead = changes.clone();
-        ahead.by_ref().take(AHEAD).for_each(|(p, _)| self.prefetch(p));
+        ahead
+            .by_ref()
+            .take(AHEAD)
+            .for_each(|(p, _)| self.prefetch(p));
         let mut absent = 0;
         for (p, n) in changes {
             if let Some((q, _)) = ahead.next() {
@@ -492,8 +495,12 @@ impl PairMap {
 
     /// Every pair with its count.
     pub(super) fn iter(&self) -> impl Iterator<Item = (Pair, u64)> + '_ {
-        (self.shards.iter())
-            .flat_map(|shard| shard.map.iter().map(|(key, count, _)| (pair_of(key), count)))
+        (self.shards.iter()).flat_map(|shard| {
+            shard
+                .map
+                .iter()
+                .map(|(key, count, _)| (pair_of(key), count))
+        })
     }
 
     /// The words of `pair`'s list (tests).

@@ -79,7 +79,10 @@ impl PairTable {
     {
         let mut table = PairTable::with_capacity(pairs.len());
         let mut ahead = pairs.clone().map(|(key, _, _)| key);
-        ahead.by_ref().take(AHEAD).for_each(|key| table.prefetch(key));
+        ahead
+            .by_ref()
+            .take(AHEAD)
+            .for_each(|key| table.prefetch(key));
         for (key, count, list) in pairs {
             if let Some(key) = ahead.next() {
                 table.prefetch(key);
