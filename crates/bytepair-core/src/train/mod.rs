@@ -43,6 +43,7 @@
 //! of thousands of merges through this loop; new merges then follow as usual,
 //! on a dense internal numbering of the base's tokens.
 
+mod apply;
 mod base;
 pub mod budget;
 mod changes;
@@ -344,71 +345,13 @@ impl<S: Symbol> Trainer<S> {
         parts > 0
     }
 
-    /// Turn the seam changes of merge `(a, b) -> new` into pair counts:
-    /// `left[x]` moves that many `(x, a)` to `(x, new)`, `right[y]` moves
-    /// `(b, y)` to `(new, y)`. Returns the new pairs with their counts.
-    ///
-    /// Each old pair is counted down once per table it appears in (`(b, a)`
-    /// can be in both, as in `b a b`), and never below zero: only counted
-    /// occurrences move. The merged pair itself was removed whole. The one
-    /// new pair both tables touch is `(new, a)`: an occurrence right after
-    /// another (`a b a b`) adds one through `right[a]` and takes it back
-    /// through `left[new]`, so it keeps the difference (possibly 0).
-    ///
-    /// Why tables and not one change per pair: an occurrence makes four or
-    /// five changes, and the pair map (hundreds of thousands of pairs, tens
-    /// of MB) misses the cache on nearly every update, while the neighbours
-    /// of one merge are few.
-    fn apply_changes(&mut self, pair: Pair, new_id: u32) -> Vec<(Pair, u64)> {
-        let (a, b) = pair;
-        let Trainer {
-            pairs,
-            changes,
-            rare,
-            ..
-        } = self;
-        let back_from_new = changes.left.count_of(new_id);
-        let mut count_down = |p: Pair, n: u64| {
-            if p != pair && !pairs.count_down(p, n) {
-                assert!(rare.skipped > 0, "a pair in a word is counted");
-            }
-        };
-        for seen in &changes.left.seen {
-            if seen.token != new_id {
-                count_down((seen.token, a), seen.count);
-            }
-        }
-        for seen in &changes.right.seen {
-            count_down((b, seen.token), seen.count);
-        }
-        let mut new_pairs = Vec::with_capacity(changes.left.seen.len() + changes.right.seen.len());
-        let mut add = |p: Pair, n: u64, words: &[u32]| {
-            if n >= rare.below.max(1) {
-                pairs.insert(p, n, words);
-                new_pairs.push((p, n));
-            } else if n > 0 {
-                rare.skipped = rare.skipped.max(n + 1);
-            }
-        };
-        // Pairs counting fewer than `below` are left out: their words are not grouped.
-        let kept = rare.below;
-        changes
-            .left
-            .drain(kept, |x, n, words| add((x, new_id), n, words));
-        changes.right.drain(kept, |y, n, words| {
-            let n = if y == a { n - back_from_new } else { n };
-            add((new_id, y), n, words)
-        });
-        new_pairs
-    }
-
     /// Distinct pairs with a positive count: an upper bound of the merges left.
     fn pair_count(&self) -> usize {
         self.pairs.len()
     }
 
     fn live_count(&self, pair: Pair) -> u64 {
-        self.pairs.get(&pair).map_or(0, |stats| stats.count)
+        self.pairs.count(&pair).unwrap_or(0)
     }
 }
 

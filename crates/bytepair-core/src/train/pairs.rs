@@ -1,24 +1,22 @@
 //! The pair index of the merge loop: every pair's count and the words that
-//! hold it (`PairStats`), the word lists delta-encoded (`WordList`), and the
+//! hold it, the word lists delta-encoded (`WordList`), and the
 //! index of the initial words (`initial_pair_index`), kept in hash shards
 //! (`PairMap`).
 
+mod table;
+
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
-use std::collections::hash_map::Entry;
 
 use super::words::{Symbol, Words};
 use super::Pair;
 use crate::memory::vec_on_huge_pages;
+use table::{PairKey, PairTable};
 
-pub(super) struct PairStats {
-    /// Occurrences in the corpus (sum of the frequencies of the words holding it).
-    pub(super) count: u64,
-    /// Indices of words that contained the pair when it was counted. May hold
-    /// words that lost the pair since; the merge re-checks.
-    words: WordList,
-}
-
+/// The words of a pair: the indices of words that contained the pair when
+/// it was counted (they may have lost it since; the merge re-checks). Its
+/// count is the sum of their frequencies, times the pair's occurrences in each.
+///
 /// Increasing word indices, each stored as its difference from the previous
 /// one in LEB128 (7 bits a byte), in the byte arena of the pair's shard
 /// (`Shard`): `len` bytes at `at`. The index holds about one entry per byte
@@ -28,7 +26,7 @@ pub(super) struct PairStats {
 /// not a box each: a training run makes hundreds of thousands of pairs, most
 /// with a few words, and their allocations and frees were a fifth of
 /// training SentencePiece BPE on multilingual text.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct WordList {
     at: u64,
     len: u32,
@@ -161,22 +159,15 @@ fn shard_index<S: Symbol>(
             }
         }),
     }
-    let mut map = FxHashMap::with_capacity_and_hasher(slots.pairs.len(), Default::default());
-    for ((&p, b), c) in slots.pairs.iter().zip(&slots.building).zip(&cursors) {
+    let pairs = (slots.pairs.iter().zip(&slots.building).zip(&cursors)).map(|((&p, b), c)| {
         let words = WordList {
             at: (c.at - b.size as usize) as u64,
             len: b.size,
         };
-        map.insert(
-            p,
-            PairStats {
-                count: b.count,
-                words,
-            },
-        );
-    }
+        (key_of(p), b.count, words)
+    });
     Shard {
-        map,
+        map: PairTable::of_pairs(pairs),
         base,
         extra: Vec::new(),
         garbage: 0,
@@ -370,7 +361,7 @@ impl PairMap {
 /// live lists are copied into a new `base` (so the arena holds at most
 /// twice the live lists, besides `extra`'s room to grow).
 struct Shard {
-    map: FxHashMap<Pair, PairStats>,
+    map: PairTable,
     base: Vec<u8>,
     extra: Vec<u8>,
     garbage: usize,
@@ -383,12 +374,6 @@ impl Shard {
             None => &self.base[at..at + len],
             Some(at) => &self.extra[at..at + len],
         }
-    }
-
-    fn remove(&mut self, pair: &Pair) -> Option<PairStats> {
-        let stats = self.map.remove(pair)?;
-        self.dropped(stats.words);
-        Some(stats)
     }
 
     /// The list of a removed pair is garbage now.
@@ -404,8 +389,8 @@ impl Shard {
         encode_sorted(&mut self.extra, ids);
         let len = (self.base.len() + self.extra.len() - at) as u32;
         let words = WordList { at: at as u64, len };
-        if let Some(old) = self.map.insert(pair, PairStats { count, words }) {
-            self.garbage += old.words.len as usize;
+        if let Some(old) = self.map.insert(key_of(pair), count, words) {
+            self.garbage += old.len as usize;
         }
     }
 
@@ -413,15 +398,14 @@ impl Shard {
     fn compact(&mut self) {
         let live = self.base.len() + self.extra.len() - self.garbage;
         let mut base = Vec::with_capacity(live);
-        for stats in self.map.values_mut() {
+        for list in self.map.lists_mut() {
             let at = base.len();
-            let list = stats.words;
             let bytes = match (list.at as usize).checked_sub(self.base.len()) {
                 None => &self.base[list.at as usize..][..list.len as usize],
                 Some(x) => &self.extra[x..][..list.len as usize],
             };
             base.extend_from_slice(bytes);
-            stats.words.at = at as u64;
+            list.at = at as u64;
         }
         self.base = base;
         self.extra = Vec::new();
@@ -435,9 +419,18 @@ impl PairMap {
         shard_of(pair) & self.mask
     }
 
+    /// The count of `pair` (occurrences in the corpus: the sum of the
+    /// frequencies of the words holding it), if it is there.
     #[inline]
-    pub(super) fn get(&self, pair: &Pair) -> Option<&PairStats> {
-        self.shards[self.shard(*pair)].map.get(pair)
+    pub(super) fn count(&self, pair: &Pair) -> Option<u64> {
+        let map = &self.shards[self.shard(*pair)].map;
+        map.find(key_of(*pair)).map(|slot| map.count(slot))
+    }
+
+    /// Ask for the cache lines `pair`'s probe reads first.
+    #[inline]
+    pub(super) fn prefetch(&self, pair: Pair) {
+        self.shards[self.shard(pair)].map.prefetch(key_of(pair));
     }
 
     /// Take `n` off `pair`'s count, removing it at 0 (one probe); false if absent.
@@ -445,16 +438,34 @@ impl PairMap {
     pub(super) fn count_down(&mut self, pair: Pair, n: u64) -> bool {
         let at = self.shard(pair);
         let shard = &mut self.shards[at];
-        let Entry::Occupied(mut entry) = shard.map.entry(pair) else {
+        let Some(slot) = shard.map.find(key_of(pair)) else {
             return false;
         };
-        let stats = entry.get_mut();
-        stats.count -= n;
-        if stats.count == 0 {
-            let stats = entry.remove();
-            shard.dropped(stats.words);
+        if let Some(list) = shard.map.count_down(slot, n) {
+            shard.dropped(list);
         }
         true
+    }
+
+    /// `count_down` of each (pair, n) of `changes`, the probes of the next
+    /// `AHEAD` prefetched meanwhile; returns how many were absent.
+    pub(super) fn count_down_all(
+        &mut self,
+        changes: impl Iterator<Item = (Pair, u64)> + Clone,
+    ) -> usize {
+        let mut ahead = changes.clone();
+        ahead
+            .by_ref()
+            .take(AHEAD)
+            .for_each(|(p, _)| self.prefetch(p));
+        let mut absent = 0;
+        for (p, n) in changes {
+            if let Some((q, _)) = ahead.next() {
+                self.prefetch(q);
+            }
+            absent += usize::from(!self.count_down(p, n));
+        }
+        absent
     }
 
     /// Remove `pair`, returning the words of its list (increasing); empty
@@ -462,11 +473,12 @@ impl PairMap {
     pub(super) fn take_words(&mut self, pair: &Pair) -> Vec<u32> {
         let at = self.shard(*pair);
         let shard = &mut self.shards[at];
-        let Some(stats) = shard.map.get(pair) else {
+        let Some(slot) = shard.map.find(key_of(*pair)) else {
             return Vec::new();
         };
-        let ids = decode(shard.bytes(stats.words));
-        shard.remove(pair);
+        let ids = decode(shard.bytes(shard.map.list(slot)));
+        let list = shard.map.remove(slot);
+        shard.dropped(list);
         ids
     }
 
@@ -481,25 +493,43 @@ impl PairMap {
         self.shards.iter().map(|s| s.map.len()).sum()
     }
 
-    pub(super) fn iter(&self) -> impl Iterator<Item = (&Pair, &PairStats)> {
-        self.shards.iter().flat_map(|shard| shard.map.iter())
+    /// Every pair with its count.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (Pair, u64)> + '_ {
+        (self.shards.iter()).flat_map(|shard| {
+            shard
+                .map
+                .iter()
+                .map(|(key, count, _)| (pair_of(key), count))
+        })
     }
 
     /// The words of `pair`'s list (tests).
     #[cfg(test)]
     fn words_of(&self, pair: &Pair) -> Vec<u32> {
         let shard = &self.shards[self.shard(*pair)];
-        decode(shard.bytes(shard.map[pair].words))
+        let slot = shard.map.find(key_of(*pair)).expect("a pair held");
+        decode(shard.bytes(shard.map.list(slot)))
     }
+}
+
+/// Probes asked for ahead of the one made (`PairMap::prefetch`).
+pub(super) const AHEAD: usize = 16;
+
+#[inline]
+fn key_of((a, b): Pair) -> PairKey {
+    (u64::from(a) << 32) | u64::from(b)
+}
+
+fn pair_of(key: PairKey) -> Pair {
+    ((key >> 32) as u32, key as u32)
 }
 
 /// The hash that picks the shard of `pair` (its low bits): the high bits of
 /// a multiplicative hash with its own constant, so a shard's pairs do not
 /// share the bits the maps' hasher picks buckets with.
 #[inline]
-fn shard_of((a, b): Pair) -> usize {
-    let key = (u64::from(a) << 32) | u64::from(b);
-    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize
+fn shard_of(pair: Pair) -> usize {
+    (key_of(pair).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize
 }
 
 #[cfg(test)]

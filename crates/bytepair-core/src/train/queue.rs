@@ -75,11 +75,7 @@ impl<S: Symbol> Trainer<S> {
     pub(super) fn rebuild_queue(&mut self) {
         self.heap.clear();
         self.waiting.iter_mut().for_each(Vec::clear);
-        let live: Vec<(Pair, u64)> = self
-            .pairs
-            .iter()
-            .map(|(&p, stats)| (p, stats.count))
-            .collect();
+        let live: Vec<(Pair, u64)> = self.pairs.iter().collect();
         for (p, count) in live {
             self.enqueue(p, count);
         }
