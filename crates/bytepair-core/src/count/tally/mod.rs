@@ -8,7 +8,7 @@
 //! slot, prefetched a batch of pre-tokens ahead.
 
 use super::slots::{
-    load_narrow, narrow_key, wide_key, CountedKey, Mid, Narrow, Table, Wide, NARROW_MAX,
+    load_narrow, narrow_key, wide_key, CountedKey, Mid, Narrow, Slot, Table, Wide, NARROW_MAX,
 };
 use super::SplitWords;
 use super::{Word, WordCounts};
@@ -59,6 +59,10 @@ pub struct WordTally {
     /// Which words a pruning drops (`with_pruning`).
     rule: Prune,
     pruned: Pruned,
+    /// Bytes of text this tally is expected to count (`expect_text_bytes`;
+    /// 0 when unknown), and bytes of the texts given to `add_text` so far.
+    expected_bytes: u64,
+    seen_bytes: u64,
 }
 
 impl Default for WordTally {
@@ -95,6 +99,8 @@ impl WordTally {
             moved: 0,
             long_words: WordCounts::default(),
             long_bytes: 0,
+            expected_bytes: 0,
+            seen_bytes: 0,
         }
     }
 
@@ -118,6 +124,7 @@ impl WordTally {
         if self.budget.is_some() || !self.is_empty() {
             return;
         }
+        self.expected_bytes = bytes;
         let words = 1.25 * 150_000.0 * (bytes as f64 / f64::from(16 << 20)).powf(0.7);
         let narrow = (2.0 * words).min(f64::from(MAX_EXPECTED_NARROW)) as usize;
         if narrow > INITIAL_NARROW {
@@ -147,6 +154,9 @@ impl WordTally {
     /// Add the pre-tokens of `text` (a whole document; special tokens are
     /// dropped). Errors only when a custom pattern's engine gives up.
     pub fn add_text(&mut self, pre: &impl SplitWords, text: &str) -> Result<(), SearchError> {
+        // Counted before the split: growing while it runs projects from a
+        // little more text than was read, never from none (`grown_slots`).
+        self.seen_bytes += text.len() as u64;
         pre.split_words(text, |segment, bounds| {
             for batch in bounds
                 .windows(BATCH + 1)
@@ -432,13 +442,13 @@ impl WordTally {
                 + (self.mid.bytes() << u8::from(mid));
             if grown <= self.table_budget {
                 if narrow {
-                    self.narrow.grow();
+                    self.narrow.grow_to(self.grown_slots(&self.narrow, more));
                 }
                 if wide {
-                    self.wide.grow();
+                    self.wide.grow_to(self.grown_slots(&self.wide, more));
                 }
                 if mid {
-                    self.mid.grow();
+                    self.mid.grow_to(self.grown_slots(&self.mid, more));
                 }
                 continue;
             }
@@ -453,6 +463,29 @@ impl WordTally {
                 self.min_count = self.min_count.saturating_mul(2);
             }
         }
+    }
+
+    /// The slots a full `table` grows to, to take `more` new words: twice as
+    /// many, or, without a budget and once the text's size is known
+    /// (`expect_text_bytes`), room for the words Heaps' law projects from
+    /// those seen so far (words x (expected / seen bytes)^0.75, a quarter
+    /// more, as `expect_text_bytes`), at most 8x. `expect_text_bytes`'
+    /// estimate is enwiki's: multilingual text has fewer short words and
+    /// many more of 12-31 bytes (SentencePiece units of 10 MB: 54k wide and
+    /// 54k mid words where it expects 11k and 1.5k), so its tables doubled
+    /// 2-5 times, each zeroing fresh pages and filing every word again
+    /// (perf, one thread: ~10% of counting and decoding the units).
+    fn grown_slots<S: Slot>(&self, table: &Table<S>, more: usize) -> usize {
+        let double = 2 * table.len();
+        let (seen, expected) = (self.seen_bytes, self.expected_bytes);
+        if self.budget.is_some() || seen == 0 || expected <= seen {
+            return double;
+        }
+        let words = (table.taken() + more) as f64;
+        let projected = 1.25 * words * (expected as f64 / seen as f64).powf(0.75);
+        ((2.0 * projected) as usize)
+            .next_power_of_two()
+            .clamp(double, 8 * table.len())
     }
 
     /// Bytes of the slots taken in the three slot tables.
