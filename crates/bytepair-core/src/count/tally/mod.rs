@@ -398,6 +398,15 @@ impl WordTally {
     /// cut into words of at most `max_word_bytes`.
     #[cold]
     fn add_long(&mut self, piece: &[u8]) {
+        let (len, room) = (self.long_words.len(), self.long_words.capacity());
+        if len == room {
+            // Room for the long words projected, at most 8x: rehashing the
+            // map at each doubling hashed every long word again
+            // (multilingual units: 27k of 32 bytes or more in 10 MB).
+            let most = 8 * len.max(64);
+            let words = self.projected_words(len + 1).map_or(0, |w| w.min(most));
+            self.long_words.reserve(words.saturating_sub(len));
+        }
         for word in super::split_long_word(piece, self.max_word_bytes) {
             self.add(word, 1);
         }
@@ -466,26 +475,30 @@ impl WordTally {
     }
 
     /// The slots a full `table` grows to, to take `more` new words: twice as
-    /// many, or, without a budget and once the text's size is known
-    /// (`expect_text_bytes`), room for the words Heaps' law projects from
-    /// those seen so far (words x (expected / seen bytes)^0.75, a quarter
-    /// more, as `expect_text_bytes`), at most 8x. `expect_text_bytes`'
-    /// estimate is enwiki's: multilingual text has fewer short words and
-    /// many more of 12-31 bytes (SentencePiece units of 10 MB: 54k wide and
-    /// 54k mid words where it expects 11k and 1.5k), so its tables doubled
-    /// 2-5 times, each zeroing fresh pages and filing every word again
-    /// (perf, one thread: ~10% of counting and decoding the units).
+    /// many, or room for the words projected (`projected_words`), at most 8x.
+    /// `expect_text_bytes`' estimate is enwiki's: multilingual text has
+    /// fewer short words and many more of 12-31 bytes (SentencePiece units
+    /// of 10 MB: 54k wide and 54k mid words where it expects 11k and 1.5k),
+    /// so its tables doubled 2-5 times, each zeroing fresh pages and filing
+    /// every word again (perf, one thread: ~10% of counting and decoding the
+    /// units).
     fn grown_slots<S: Slot>(&self, table: &Table<S>, more: usize) -> usize {
         let double = 2 * table.len();
+        match self.projected_words(table.taken() + more) {
+            Some(words) => (2 * words).next_power_of_two().clamp(double, 8 * table.len()),
+            None => double,
+        }
+    }
+
+    /// How many words a table that holds `words` now will hold at the end of
+    /// the text, by Heaps' law (words x (expected / seen bytes)^0.75), when
+    /// the text's size is known (`expect_text_bytes`) and there is no budget.
+    fn projected_words(&self, words: usize) -> Option<usize> {
         let (seen, expected) = (self.seen_bytes, self.expected_bytes);
         if self.budget.is_some() || seen == 0 || expected <= seen {
-            return double;
+            return None;
         }
-        let words = (table.taken() + more) as f64;
-        let projected = 1.25 * words * (expected as f64 / seen as f64).powf(0.75);
-        ((2.0 * projected) as usize)
-            .next_power_of_two()
-            .clamp(double, 8 * table.len())
+        Some((words as f64 * (expected as f64 / seen as f64).powf(0.75)) as usize)
     }
 
     /// Bytes of the slots taken in the three slot tables.
