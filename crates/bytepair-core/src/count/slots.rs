@@ -331,9 +331,7 @@ impl Table<Narrow> {
             i = (i + 1) & mask;
         }
     }
-}
 
-impl Table<Narrow> {
     /// Add the counts of `other` (another tally's narrow table) in `parts`
     /// parts on the pool's threads, with no lock: part p owns the p-th
     /// `1 / parts` of this table's slots and adds the words of the p-th of

@@ -485,7 +485,9 @@ impl WordTally {
     fn grown_slots<S: Slot>(&self, table: &Table<S>, more: usize) -> usize {
         let double = 2 * table.len();
         match self.projected_words(table.taken() + more) {
-            Some(words) => (2 * words).next_power_of_two().clamp(double, 8 * table.len()),
+            Some(words) => (2 * words)
+                .next_power_of_two()
+                .clamp(double, 8 * table.len()),
             None => double,
         }
     }
