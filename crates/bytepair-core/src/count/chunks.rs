@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::CountError;
 use crate::cut::CutRule;
+use crate::memory::BufferPool;
 
 /// A text with no safe cut in this many bytes (a run of one byte, /dev/zero)
 /// is cut here anyway, at a UTF-8 character boundary, so memory stays bounded
@@ -94,19 +95,32 @@ impl Chunk {
     }
 }
 
+/// Where a `ChunkReader` may end a chunk.
+enum Cuts {
+    /// At the safe cuts of a pre-tokenizer's rule.
+    Rule(CutRule),
+    /// Before the last newline past the chunk's first byte: each chunk after
+    /// a file's first starts with the newline that ends the line before it
+    /// (SentencePiece counting's chunks of whole lines, `sentencepiece::files`).
+    BeforeNewline,
+}
+
 /// Reads a file as a sequence of chunks cut at safe boundaries, of about
 /// `chunk_size` bytes (at most FORCED_CUT).
 pub struct ChunkReader {
     file: File,
     path: Arc<str>,
     chunk_size: usize,
-    /// FORCED_CUT (smaller in tests).
+    /// FORCED_CUT (smaller in tests; never for lines).
     forced_cut: usize,
-    rule: CutRule,
+    cuts: Cuts,
     /// Bytes read but not yet handed out (the tail after the last safe boundary).
     carry: Vec<u8>,
     offset: u64,
     eof: bool,
+    /// Where the buffers of the chunks come from (the caller hands them
+    /// back), if anywhere.
+    pool: Option<Arc<BufferPool<u8>>>,
 }
 
 impl ChunkReader {
@@ -118,16 +132,36 @@ impl ChunkReader {
             ));
         }
         let file = File::open(path).map_err(|e| CountError::io(path, e))?;
-        Ok(ChunkReader {
+        Ok(ChunkReader::new(path, file, chunk_size, Cuts::Rule(rule)))
+    }
+
+    /// Whole lines of `file` (opened by the caller, read from where it
+    /// stands; `path` names it in errors), in chunks of about `chunk_size`
+    /// bytes cut before a newline (`Cuts::BeforeNewline`; a longer line
+    /// makes a longer chunk, never cut), each in a buffer taken from `pool`
+    /// when it holds one: the caller keeps each chunk's bytes there once it
+    /// is done with them, so the buffers are reused, not faulted in afresh.
+    pub fn lines(path: &str, file: File, chunk_size: usize, pool: Arc<BufferPool<u8>>) -> Self {
+        let mut reader = ChunkReader::new(path, file, chunk_size, Cuts::BeforeNewline);
+        reader.forced_cut = usize::MAX;
+        reader.carry = pool.take(|_| true).unwrap_or_default();
+        reader.carry.clear();
+        reader.pool = Some(pool);
+        reader
+    }
+
+    fn new(path: &str, file: File, chunk_size: usize, cuts: Cuts) -> Self {
+        ChunkReader {
             file,
             path: Arc::from(path),
             chunk_size: chunk_size.clamp(1, FORCED_CUT),
             forced_cut: FORCED_CUT,
-            rule,
+            cuts,
             carry: vec![],
             offset: 0,
             eof: false,
-        })
+            pool: None,
+        }
     }
 
     /// Never cut where the rule finds no safe cut (no `FORCED_CUT`): every
@@ -157,6 +191,30 @@ impl ChunkReader {
     }
 }
 
+impl ChunkReader {
+    /// The last place in `carry` a chunk may end, if any.
+    fn last_cut(&self) -> Option<usize> {
+        match &self.cuts {
+            Cuts::Rule(rule) => rule.last_cut(&self.carry),
+            Cuts::BeforeNewline => memchr::memrchr(b'\n', self.carry.get(1..)?).map(|at| at + 1),
+        }
+    }
+
+    /// `carry[..cut]`, out of `carry`, which keeps the rest (in a buffer of
+    /// the pool, when there is one).
+    fn split_carry(&mut self, cut: usize) -> Vec<u8> {
+        let Some(pool) = self.pool.as_ref().filter(|_| cut < self.carry.len()) else {
+            let rest = self.carry.split_off(cut);
+            return std::mem::replace(&mut self.carry, rest);
+        };
+        let mut rest = pool.take(|_| true).unwrap_or_default();
+        rest.clear();
+        rest.extend_from_slice(&self.carry[cut..]);
+        self.carry.truncate(cut);
+        std::mem::replace(&mut self.carry, rest)
+    }
+}
+
 impl Iterator for ChunkReader {
     type Item = Result<Chunk, CountError>;
 
@@ -174,16 +232,14 @@ impl Iterator for ChunkReader {
             let cut = if self.eof {
                 Some(self.carry.len())
             } else if self.carry.len() >= self.forced_cut {
-                self.rule
-                    .last_cut(&self.carry)
+                self.last_cut()
                     .or_else(|| Some(forced_cut(&self.carry, self.forced_cut)))
             } else {
-                self.rule.last_cut(&self.carry)
+                self.last_cut()
             };
             match cut {
                 Some(cut) => {
-                    let rest = self.carry.split_off(cut);
-                    let bytes = std::mem::replace(&mut self.carry, rest);
+                    let bytes = self.split_carry(cut);
                     let chunk = Chunk {
                         path: self.path.clone(),
                         offset: self.offset,
@@ -247,6 +303,51 @@ mod tests {
         // Without `last`, the piece after the last separator waits for the next block.
         let (ranges, tail) = document_ranges(b"ab||cd||ef", b"||", false);
         assert_eq!((ranges, tail), (vec![0..2, 4..6], 8));
+    }
+
+    /// Lines are cut before a newline: the chunks tile the file from where
+    /// it stood, each after the first starts with a newline and ends before
+    /// one (or at the end), a line longer than a chunk stays whole, and the
+    /// buffers come from the pool.
+    #[test]
+    fn lines_are_cut_before_a_newline_in_buffers_of_the_pool() {
+        let long = "x".repeat(300);
+        let text = format!("\n\nab\ncd\n\n{long}\nef\n{long}");
+        let path = std::env::temp_dir().join(format!("bytepair-lines-{}.txt", std::process::id()));
+        std::fs::write(&path, format!("skipped{text}")).unwrap();
+        for chunk_size in [1, 2, 7, 64, 1000] {
+            let mut file = File::open(&path).unwrap();
+            std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(7)).unwrap();
+            let pool = Arc::new(BufferPool::new(4));
+            let kept = Vec::with_capacity(4096);
+            let kept_at = kept.as_ptr();
+            pool.keep(kept);
+            let reader = ChunkReader::lines("name", file, chunk_size, pool.clone());
+            let chunks: Vec<Chunk> = reader.map(Result::unwrap).collect();
+            let mut offset = 0;
+            for (i, chunk) in chunks.iter().enumerate() {
+                assert_eq!((&*chunk.path, chunk.offset), ("name", offset));
+                offset += chunk.bytes.len() as u64;
+                assert!(!chunk.bytes.is_empty());
+                assert!(
+                    i == 0 || chunk.bytes[0] == b'\n',
+                    "chunk {i} of {chunk_size}"
+                );
+                let end = offset as usize;
+                assert!(end == text.len() || text.as_bytes()[end] == b'\n');
+            }
+            let bytes: Vec<&[u8]> = chunks.iter().map(|c| &c.bytes[..]).collect();
+            assert_eq!(bytes.concat(), text.as_bytes(), "chunk size {chunk_size}");
+            assert!(chunks
+                .iter()
+                .any(|c| c.bytes.windows(300).any(|w| w == long.as_bytes())));
+            let pooled = chunks.iter().any(|c| c.bytes.as_ptr() == kept_at);
+            assert!(
+                pooled,
+                "a chunk in the pool's buffer, chunk size {chunk_size}"
+            );
+        }
+        std::fs::remove_file(&path).unwrap();
     }
 
     /// The chunks of `text` with a small forced cut, for every chunk size.

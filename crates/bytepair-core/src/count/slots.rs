@@ -186,6 +186,11 @@ impl<S: Slot> Table<S> {
         Self::new((2 * words).next_power_of_two().max(min_slots), reuse)
     }
 
+    /// Slots, taken or not.
+    pub(super) fn len(&self) -> usize {
+        self.slots.len()
+    }
+
     /// Slots taken (markers included).
     pub(super) fn taken(&self) -> usize {
         self.taken
@@ -216,7 +221,14 @@ impl<S: Slot> Table<S> {
 
     /// Double the slots, filing every slot (markers too) again.
     pub(super) fn grow(&mut self) {
-        let bigger = Table::new(2 * self.slots.len(), self.slots.is_reusable());
+        self.grow_to(2 * self.slots.len());
+    }
+
+    /// Grow to `slots` slots (a power of two, more than now), filing every
+    /// slot (markers too) again.
+    pub(super) fn grow_to(&mut self, slots: usize) {
+        debug_assert!(slots.is_power_of_two() && slots > self.slots.len());
+        let bigger = Table::new(slots, self.slots.is_reusable());
         let old = std::mem::replace(self, bigger);
         for slot in old.slots.iter().filter(|s| !s.is_empty()) {
             let mut i = self.home(slot.hash());
@@ -318,13 +330,6 @@ impl Table<Narrow> {
             }
             i = (i + 1) & mask;
         }
-    }
-}
-
-impl Table<Narrow> {
-    /// Slots, taken or not.
-    pub(super) fn len(&self) -> usize {
-        self.slots.len()
     }
 
     /// Add the counts of `other` (another tally's narrow table) in `parts`

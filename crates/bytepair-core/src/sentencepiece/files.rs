@@ -1,104 +1,22 @@
 //! Counting text files for training as they are read: the pool's threads
 //! take turns reading the next ~256 KiB of whole lines into a buffer they
-//! reuse, check it as UTF-8 and count its units (`count::count_with`), so
+//! reuse (`count::ChunkReader::lines`), check it as UTF-8 and count its units (`count::count_with`), so
 //! reading overlaps counting and no copy of a whole file is made. (Python's
 //! `open(path, "rb").read()` of 10 MB, then a serial UTF-8 check, took ~5
 //! ms of a ~90 ms training run on enwiki: the copy into fresh pages,
 //! zeroed by the kernel as they were first touched.)
 
 use std::fs::File;
-use std::io::Read;
+use std::sync::Arc;
 
 use aho_corasick::AhoCorasick;
 
 use super::count::{count_with, space_view, SpmCounts, CHUNK_BYTES};
 use super::normalize::Normalizer;
 use super::train::SpmTrainOptions;
-use crate::count::CountError;
+use crate::count::{ChunkReader, CountError};
 use crate::memory::BufferPool;
 use crate::progress::Progress;
-
-/// Lines of file `file` (an index into the files counted) from byte `offset`
-/// of it: whole lines, each chunk after a file's first starting with the
-/// newline that ends the line before it (as `count`'s chunks of a text).
-struct LineChunk {
-    file: usize,
-    offset: u64,
-    bytes: Vec<u8>,
-}
-
-/// Reads files one after the other as `LineChunk`s of about `CHUNK_BYTES`
-/// (a longer line makes a longer chunk), into buffers taken from `pool`.
-struct LineChunks<'a> {
-    files: Vec<(String, File)>,
-    /// The file being read.
-    file: usize,
-    /// Bytes read after its last chunk (from its last newline on).
-    carry: Vec<u8>,
-    /// Where `carry` starts in the file.
-    offset: u64,
-    pool: &'a BufferPool<u8>,
-}
-
-impl LineChunks<'_> {
-    /// The next chunk of the current file, or None at its end.
-    fn next_of_file(&mut self) -> Result<Option<LineChunk>, CountError> {
-        let (path, file) = &mut self.files[self.file];
-        let mut buffer = self.pool.take(|_| true).unwrap_or_default();
-        buffer.clear();
-        buffer.append(&mut self.carry);
-        let mut want = CHUNK_BYTES;
-        let cut = loop {
-            buffer.reserve(want);
-            let got = file
-                .take(want as u64)
-                .read_to_end(&mut buffer)
-                .map_err(|e| CountError::io(path, e))?;
-            if got < want {
-                break buffer.len(); // the end of the file
-            }
-            // The last newline, past the one that starts the chunk.
-            if let Some(at) = memchr::memrchr(b'\n', &buffer[1..]) {
-                break at + 1;
-            }
-            want = buffer.len(); // a line longer than the buffer
-        };
-        if buffer.is_empty() {
-            self.pool.keep(buffer);
-            return Ok(None);
-        }
-        self.carry.extend_from_slice(&buffer[cut..]);
-        buffer.truncate(cut);
-        let chunk = LineChunk {
-            file: self.file,
-            offset: self.offset,
-            bytes: buffer,
-        };
-        self.offset += cut as u64;
-        Ok(Some(chunk))
-    }
-}
-
-impl Iterator for LineChunks<'_> {
-    type Item = Result<LineChunk, CountError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        while self.file < self.files.len() {
-            match self.next_of_file() {
-                Ok(None) => {
-                    self.file += 1;
-                    self.offset = 0;
-                }
-                Err(e) => {
-                    self.file = self.files.len();
-                    return Some(Err(e));
-                }
-                Ok(Some(chunk)) => return Some(Ok(chunk)),
-            }
-        }
-        None
-    }
-}
 
 /// Count the units of the text files `files` (name, file opened for reading,
 /// read from its current position; each a text of lines, as a `&str` of
@@ -121,26 +39,19 @@ pub fn count_files(
         .filter_map(|(_, f)| f.metadata().ok())
         .map(|m| m.len())
         .sum();
-    let names: Vec<String> = files.iter().map(|(name, _)| name.clone()).collect();
     // A buffer a thread, and one being filled.
-    let pool = BufferPool::new(rayon::current_num_threads() + 1);
-    let chunks = LineChunks {
-        files,
-        file: 0,
-        carry: Vec::new(),
-        offset: 0,
-        pool: &pool,
-    };
+    let pool = Arc::new(BufferPool::new(rayon::current_num_threads() + 1));
+    let chunks = files.into_iter().flat_map(|(name, file)| {
+        // Chunks of whole lines, each after a file's first starting with the
+        // newline that ends the line before it (as `count`'s chunks of a text).
+        ChunkReader::lines(&name, file, CHUNK_BYTES, pool.clone())
+    });
     let view = space_view(normalizer, options);
     count_with(normalizer, user, options, view, |splitter, limits| {
         crate::count::count_parallel(chunks, text_bytes, limits, progress, |chunk, tally| {
             // Chunks end before a newline, so a valid file is valid in
             // every chunk and a bad byte's offset is the file's.
-            let text = crate::str_from_utf8(&chunk.bytes).map_err(|e| CountError::InvalidUtf8 {
-                path: names[chunk.file].clone(),
-                offset: chunk.offset + e.valid_up_to() as u64,
-            })?;
-            tally.add_text(splitter, text)?;
+            tally.add_text(splitter, &chunk.text(false)?)?;
             progress.add(chunk.bytes.len() as u64);
             pool.keep(chunk.bytes);
             Ok(())

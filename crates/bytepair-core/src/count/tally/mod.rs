@@ -8,7 +8,7 @@
 //! slot, prefetched a batch of pre-tokens ahead.
 
 use super::slots::{
-    load_narrow, narrow_key, wide_key, CountedKey, Mid, Narrow, Table, Wide, NARROW_MAX,
+    load_narrow, narrow_key, wide_key, CountedKey, Mid, Narrow, Slot, Table, Wide, NARROW_MAX,
 };
 use super::SplitWords;
 use super::{Word, WordCounts};
@@ -59,6 +59,10 @@ pub struct WordTally {
     /// Which words a pruning drops (`with_pruning`).
     rule: Prune,
     pruned: Pruned,
+    /// Bytes of text this tally is expected to count (`expect_text_bytes`;
+    /// 0 when unknown), and bytes of the texts given to `add_text` so far.
+    expected_bytes: u64,
+    seen_bytes: u64,
 }
 
 impl Default for WordTally {
@@ -95,6 +99,8 @@ impl WordTally {
             moved: 0,
             long_words: WordCounts::default(),
             long_bytes: 0,
+            expected_bytes: 0,
+            seen_bytes: 0,
         }
     }
 
@@ -118,6 +124,7 @@ impl WordTally {
         if self.budget.is_some() || !self.is_empty() {
             return;
         }
+        self.expected_bytes = bytes;
         let words = 1.25 * 150_000.0 * (bytes as f64 / f64::from(16 << 20)).powf(0.7);
         let narrow = (2.0 * words).min(f64::from(MAX_EXPECTED_NARROW)) as usize;
         if narrow > INITIAL_NARROW {
@@ -147,6 +154,9 @@ impl WordTally {
     /// Add the pre-tokens of `text` (a whole document; special tokens are
     /// dropped). Errors only when a custom pattern's engine gives up.
     pub fn add_text(&mut self, pre: &impl SplitWords, text: &str) -> Result<(), SearchError> {
+        // Counted before the split: growing while it runs projects from a
+        // little more text than was read, never from none (`grown_slots`).
+        self.seen_bytes += text.len() as u64;
         pre.split_words(text, |segment, bounds| {
             for batch in bounds
                 .windows(BATCH + 1)
@@ -388,6 +398,15 @@ impl WordTally {
     /// cut into words of at most `max_word_bytes`.
     #[cold]
     fn add_long(&mut self, piece: &[u8]) {
+        let (len, room) = (self.long_words.len(), self.long_words.capacity());
+        if len == room {
+            // Room for the long words projected, at most 8x: rehashing the
+            // map at each doubling hashed every long word again
+            // (multilingual units: 27k of 32 bytes or more in 10 MB).
+            let most = 8 * len.max(64);
+            let words = self.projected_words(len + 1).map_or(0, |w| w.min(most));
+            self.long_words.reserve(words.saturating_sub(len));
+        }
         for word in super::split_long_word(piece, self.max_word_bytes) {
             self.add(word, 1);
         }
@@ -432,13 +451,13 @@ impl WordTally {
                 + (self.mid.bytes() << u8::from(mid));
             if grown <= self.table_budget {
                 if narrow {
-                    self.narrow.grow();
+                    self.narrow.grow_to(self.grown_slots(&self.narrow, more));
                 }
                 if wide {
-                    self.wide.grow();
+                    self.wide.grow_to(self.grown_slots(&self.wide, more));
                 }
                 if mid {
-                    self.mid.grow();
+                    self.mid.grow_to(self.grown_slots(&self.mid, more));
                 }
                 continue;
             }
@@ -453,6 +472,35 @@ impl WordTally {
                 self.min_count = self.min_count.saturating_mul(2);
             }
         }
+    }
+
+    /// The slots a full `table` grows to, to take `more` new words: twice as
+    /// many, or room for the words projected (`projected_words`), at most 8x.
+    /// `expect_text_bytes`' estimate is enwiki's: multilingual text has
+    /// fewer short words and many more of 12-31 bytes (SentencePiece units
+    /// of 10 MB: 54k wide and 54k mid words where it expects 11k and 1.5k),
+    /// so its tables doubled 2-5 times, each zeroing fresh pages and filing
+    /// every word again (perf, one thread: ~10% of counting and decoding the
+    /// units).
+    fn grown_slots<S: Slot>(&self, table: &Table<S>, more: usize) -> usize {
+        let double = 2 * table.len();
+        match self.projected_words(table.taken() + more) {
+            Some(words) => (2 * words)
+                .next_power_of_two()
+                .clamp(double, 8 * table.len()),
+            None => double,
+        }
+    }
+
+    /// How many words a table that holds `words` now will hold at the end of
+    /// the text, by Heaps' law (words x (expected / seen bytes)^0.75), when
+    /// the text's size is known (`expect_text_bytes`) and there is no budget.
+    fn projected_words(&self, words: usize) -> Option<usize> {
+        let (seen, expected) = (self.seen_bytes, self.expected_bytes);
+        if self.budget.is_some() || seen == 0 || expected <= seen {
+            return None;
+        }
+        Some((words as f64 * (expected as f64 / seen as f64).powf(0.75)) as usize)
     }
 
     /// Bytes of the slots taken in the three slot tables.

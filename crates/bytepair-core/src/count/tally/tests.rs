@@ -136,6 +136,36 @@ fn a_presized_tally_counts_the_same() {
     assert_eq!(sized.into_counts(), plain.into_counts());
 }
 
+#[test]
+fn a_tally_that_expects_more_text_grows_for_the_words_projected() {
+    let pre = PreTokenizer::new("gpt2", &[]).unwrap();
+    // Chunks of 1000 new words of 20 bytes each (the mid table), 20 KB:
+    // " midword" and the word's number in 12 letters.
+    let word = |n: usize| -> String {
+        let letters = (0..12).map(|k| (b'a' + (n >> (2 * k) & 3) as u8) as char);
+        format!(" midword{}", letters.collect::<String>())
+    };
+    let chunk = |c: usize| -> String { (0..1000).map(|i| word(c * 1000 + i)).collect() };
+    let mut projected = WordTally::default();
+    // 20 chunks expected: too little text to size the mid table up front.
+    projected.expect_text_bytes(20 * chunk(0).len() as u64);
+    assert_eq!(projected.mid.len(), INITIAL_MID);
+    let mut plain = WordTally::default();
+    for c in 0..5 {
+        projected.add_text(&pre, &chunk(c)).unwrap();
+        plain.add_text(&pre, &chunk(c)).unwrap();
+        if c == 0 {
+            // 1000 words: doubling stops at 2048 slots; Heaps' law projects
+            // ~12k words from 20 times the text (at most 8x at once).
+            assert_eq!(plain.mid.len(), 2048);
+            assert_eq!(projected.mid.len(), 8 * INITIAL_MID);
+        }
+    }
+    // Grown once more, at 2000 words: ~11k projected from 3 of 20 chunks.
+    assert_eq!(projected.mid.len(), 64 * INITIAL_MID);
+    assert_eq!(projected.into_counts(), plain.into_counts());
+}
+
 impl WordTally {
     fn clone_counts(&self) -> WordCounts {
         let mut counts = WordCounts::default();
