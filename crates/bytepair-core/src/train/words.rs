@@ -282,6 +282,11 @@ impl<S: Symbol> Words<S> {
         self.symbols.shrink_to_fit();
     }
 
+    /// The first word that starts at symbol `at` of the buffer or after it.
+    pub(super) fn first_from(&self, at: usize) -> usize {
+        self.start.partition_point(|&s| s < at)
+    }
+
     pub(super) fn get(&self, i: usize) -> &[S] {
         &self.symbols[self.start[i]..self.start[i] + self.len[i] as usize]
     }
