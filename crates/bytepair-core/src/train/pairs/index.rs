@@ -64,15 +64,19 @@ pub(in crate::train) fn initial_pair_index<S: Symbol>(
     PairMap { shards, mask }
 }
 
-/// Entries the streams of all shards may hold together (4 bytes each: 10 MB
-/// of multilingual text needs 3.6 M, an 8 M-word corpus ~100 M, whose
-/// streams would outweigh its words).
-const STREAM_MAX_ENTRIES: usize = 1 << 25;
+/// Entries the streams of all shards may hold together (4 bytes each, 64
+/// MiB at most: 10 MB of multilingual text needs 3.6 M; an 8 M-word corpus
+/// ~100 M, whose streams would outweigh its words, is indexed from the
+/// words).
+const STREAM_MAX_ENTRIES: usize = 1 << 24;
 
 /// The bits of each symbol of a pair in a stream entry (`scatter`), when the
-/// words' streams fit: both symbols in 31 bits, and at most `max_entries`
-/// entries (an entry per pair occurrence, plus a word's id for each of the
-/// `shards` it has pairs in).
+/// words' streams are wanted and fit: some pairs are hashed (an alphabet
+/// past `DENSE_SYMBOLS`; for bytes `shard_of_words` keeps no record, and a
+/// stream would add 4 bytes a pair occurrence to what training within a
+/// memory budget holds: `tests/training_budget.rs`), both symbols in 31
+/// bits, and at most `max_entries` entries (an entry per pair occurrence,
+/// plus a word's id for each of the `shards` it has pairs in).
 fn stream_bits<S: Symbol>(
     words: &Words<S>,
     alphabet: usize,
@@ -81,7 +85,8 @@ fn stream_bits<S: Symbol>(
 ) -> Option<u32> {
     let bits = alphabet.max(2).next_power_of_two().trailing_zeros();
     let entries = words.capacity() + words.count() * shards;
-    (2 * bits < 32 && entries <= max_entries).then_some(bits)
+    let hashed = alphabet > DENSE_SYMBOLS as usize;
+    (hashed && 2 * bits < 32 && entries <= max_entries).then_some(bits)
 }
 
 /// `parts` ranges of consecutive words, of about as many symbols each.
@@ -109,22 +114,40 @@ fn scatter<S: Symbol>(
     mask: usize,
     bits: u32,
 ) -> Vec<Vec<u32>> {
-    let symbols: usize = range.clone().map(|i| words.len[i] as usize).sum();
-    // A stream holds at most a word's id and its pairs for each word.
-    let room = symbols + range.len();
+    // Room as `shard_of_words`'s record (`Listed`) has, not more (training
+    // within a memory budget counts on it): an even share of the pairs and
+    // every word's id; a stream past it grows by an eighth.
+    let pairs: usize = (range.clone())
+        .map(|i| (words.len[i] as usize).saturating_sub(1))
+        .sum();
+    let room = pairs / (mask + 1) + range.len();
     let mut streams: Vec<Vec<u32>> = (0..=mask).map(|_| vec_on_huge_pages(room)).collect();
-    // Each stream's end: written through raw pointers (a `push` reloaded
-    // the stream's length and capacity at each pair).
-    let mut ends = [std::ptr::null_mut::<u32>(); 8];
-    for (end, stream) in ends.iter_mut().zip(&mut streams) {
-        *end = stream.as_mut_ptr();
+    // Each stream's end and the end of its room: written through raw
+    // pointers (a `push` reloaded the stream's length and capacity at each
+    // pair).
+    let (mut ends, mut limits) = ([std::ptr::null_mut::<u32>(); 8], [std::ptr::null_mut(); 8]);
+    for (s, stream) in streams.iter_mut().enumerate() {
+        (ends[s], limits[s]) = (stream.as_mut_ptr(), stream.as_mut_ptr().wrapping_add(room));
     }
-    let ends = &mut ends[..=mask];
     for i in range {
         let word = words.get(i);
+        // The word's id and its pairs: at most its length (one if empty).
+        let need = word.len().max(1);
+        for (s, stream) in streams.iter_mut().enumerate() {
+            // SAFETY: `ends[s]` and `limits[s]` lie in (or one past) the
+            // stream's room, `ends[s]` past its entries written.
+            unsafe {
+                if limits[s].offset_from(ends[s]) < need as isize {
+                    stream.set_len(ends[s].offset_from(stream.as_ptr()) as usize);
+                    stream.reserve_exact(need.max(stream.capacity() / 8));
+                    ends[s] = stream.as_mut_ptr().add(stream.len());
+                    limits[s] = stream.as_mut_ptr().add(stream.capacity());
+                }
+            }
+        }
+        let ends = &mut ends[..=mask];
         let mut heads = [std::ptr::null_mut::<u32>(); 8];
-        // SAFETY (each write): a stream gets at most the word's id and its
-        // pairs for each word of `range`, `room` entries in all.
+        // SAFETY (each write): each stream has room for `need` entries more.
         unsafe {
             for (head, end) in heads.iter_mut().zip(ends.iter_mut()) {
                 *head = *end;
@@ -455,15 +478,21 @@ mod tests {
 
     #[test]
     fn streams_hold_each_words_pairs_of_their_shard_in_order() {
+        // Words of 0-8 ids, and long ones of two pairs only (their streams
+        // grow past an even share of the pairs).
         let raw: Vec<Vec<u32>> = (0..40u32)
-            .map(|k| (0..k % 9).map(|j| (k * 7 + j * 3) % 11).collect())
+            .map(|k| match k % 10 {
+                9 => (0..200).map(|j| 1 + j % 2).collect(),
+                _ => (0..k % 9).map(|j| (k * 7 + j * 3) % 11).collect(),
+            })
             .collect();
         let slices: Vec<(&[u32], u64)> = raw.iter().map(|ids| (&ids[..], 1)).collect();
         let (words, _) = Words::<u16>::from_runs(&runs_of(&slices, 2), |_| 0);
-        let bits = stream_bits(&words, 11, 4, usize::MAX).expect("fits");
-        assert_eq!(bits, 4);
-        assert_eq!(stream_bits(&words, 11, 4, words.capacity()), None);
+        let bits = stream_bits(&words, 300, 4, usize::MAX).expect("fits");
+        assert_eq!(bits, 9);
+        assert_eq!(stream_bits(&words, 300, 4, words.capacity()), None);
         assert_eq!(stream_bits(&words, 1 << 16, 4, usize::MAX), None);
+        assert_eq!(stream_bits(&words, 256, 4, usize::MAX), None, "bytes");
         let ranges = word_ranges(&words, 4);
         assert_eq!((ranges[0].start, ranges[3].end), (0, words.count()));
         let mut got = vec![vec![]; 4];
