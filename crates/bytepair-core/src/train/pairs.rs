@@ -1,16 +1,15 @@
 //! The pair index of the merge loop: every pair's count and the words that
-//! hold it, the word lists delta-encoded (`WordList`), and the
-//! index of the initial words (`initial_pair_index`), kept in hash shards
-//! (`PairMap`).
+//! hold it, the word lists delta-encoded (`WordList`), and the index of
+//! the initial words (`initial_pair_index`, in `index`), kept in shards of
+//! open-addressed tables (`PairMap`, `table`).
 
+mod index;
 mod table;
 
-use rayon::prelude::*;
-use rustc_hash::FxHashMap;
 
-use super::words::{Symbol, Words};
 use super::Pair;
-use crate::memory::vec_on_huge_pages;
+pub(super) use index::initial_pair_index;
+use index::{Building, Cursor};
 use table::{PairKey, PairTable};
 
 /// The words of a pair: the indices of words that contained the pair when
@@ -81,259 +80,6 @@ fn decode(bytes: &[u8]) -> Vec<u32> {
     ids
 }
 
-/// Pair counts and reverse index of the initial words, built in parallel:
-/// each thread indexes one shard of the pairs (`PairMap`) over all the words,
-/// in word order, in two passes so that each pair's word list is allocated
-/// once at its final size (lists grown by pushing held ~1.5x their entries:
-/// 570 MB for 390 MB of word ids on 8 M words). Each list holds its words in
-/// increasing order, each once. The shards are disjoint, so nothing is
-/// summed across threads (counting a share of the words per thread put most
-/// pairs in every thread's map, and adding those up was serial: 0.5 s of
-/// SuperBPE's stage 2 on enwiki, 2.1M pairs).
-///
-/// `alphabet`: every symbol of the words is below it.
-pub(super) fn initial_pair_index<S: Symbol>(
-    words: &Words<S>,
-    freqs: &[u64],
-    alphabet: usize,
-) -> PairMap {
-    let threads = rayon::current_num_threads().clamp(1, 8);
-    let mask = threads.next_power_of_two() - 1;
-    let shards = (0..=mask)
-        .into_par_iter()
-        .map(|shard| shard_index(words, freqs, alphabet, (shard, mask)))
-        .collect();
-    PairMap { shards, mask }
-}
-
-/// The pairs of shard `shard` (`shard_of(pair) & mask`) in every word.
-fn shard_index<S: Symbol>(
-    words: &Words<S>,
-    freqs: &[u64],
-    alphabet: usize,
-    (shard, mask): (usize, usize),
-) -> Shard {
-    let mut slots = PairSlots::new(alphabet);
-    // Pass 1: every pair's count and list size, and, when some pairs are
-    // hashed (`PairSlots`), the pairs each word adds to lists, in word order
-    // (`Listed`): pass 2 then writes the lists from them without reading the
-    // words or hashing their pairs again (hashing each occurrence twice was
-    // most of the index's time on multilingual text: 2.7 M occurrences of
-    // 93 k pairs on 10 MB). Within `LISTED_MAX_ENTRIES` only: on a big
-    // corpus the record would outweigh the words.
-    let estimate = (words.capacity() - words.count()) / (mask + 1) + words.count();
-    let mut listed =
-        (alphabet > DENSE_SYMBOLS as usize && estimate <= LISTED_MAX_ENTRIES).then(|| Listed {
-            entries: vec_on_huge_pages(estimate),
-            word: None,
-        });
-    for_pairs_of_shard(words, shard, mask, |p, i| {
-        let at = slots.slot(p);
-        if slots.building[at].add(i, freqs[i as usize]) {
-            if let Some(listed) = &mut listed {
-                listed.push(i, at);
-            }
-        }
-    });
-    // Each list's place in the arena, then pass 2 writes them.
-    let mut total = 0;
-    let mut cursors: Vec<Cursor> = (slots.building.iter())
-        .map(|b| {
-            let cursor = Cursor { at: total, last: 0 };
-            total += b.size as usize;
-            cursor
-        })
-        .collect();
-    let mut base = vec_on_huge_pages(total);
-    base.resize(total, 0u8);
-    let mut list = |cursor: &mut Cursor, i: u32| {
-        put_varint(&mut base, &mut cursor.at, i - cursor.last.saturating_sub(1));
-        cursor.last = i + 1;
-    };
-    match listed {
-        Some(listed) => listed.for_each(|i, at| list(&mut cursors[at], i)),
-        None => for_pairs_of_shard(words, shard, mask, |p, i| {
-            let at = slots.slot(p);
-            if cursors[at].last != i + 1 {
-                list(&mut cursors[at], i);
-            }
-        }),
-    }
-    let pairs = (slots.pairs.iter().zip(&slots.building).zip(&cursors)).map(|((&p, b), c)| {
-        let words = WordList {
-            at: (c.at - b.size as usize) as u64,
-            len: b.size,
-        };
-        (key_of(p), b.count, words)
-    });
-    Shard {
-        map: PairTable::of_pairs(pairs),
-        base,
-        extra: Vec::new(),
-        garbage: 0,
-    }
-}
-
-/// Symbols below this id pair up in a table, not a hash map: every pair of
-/// bytes, and of the most frequent characters (SentencePiece numbers its
-/// characters by frequency). 256 KiB a shard (a table of 1024 symbols, 4
-/// MiB a shard, was no faster on multilingual text).
-const DENSE_SYMBOLS: u32 = 256;
-
-/// Entries a shard's `Listed` may hold (4 bytes each; 10 MB of
-/// multilingual text needs at most 3 M).
-const LISTED_MAX_ENTRIES: usize = 1 << 24;
-
-/// The pairs of the initial words, numbered in first-seen order, each with
-/// its `Building`: pairs of two symbols below `dense` found through a table
-/// indexed by the pair, the others through a hash map. (Hashing each pair
-/// occurrence twice, once a pass, was most of the index's time: 2.7 M
-/// occurrences of 93 k pairs on 10 MB of multilingual text.)
-struct PairSlots {
-    dense: u32,
-    /// `a * dense + b` -> 1 + the pair's number, 0 if not seen.
-    table: Vec<u32>,
-    others: FxHashMap<Pair, u32>,
-    pairs: Vec<Pair>,
-    building: Vec<Building>,
-}
-
-impl PairSlots {
-    /// Slots for pairs of symbols below `alphabet`.
-    fn new(alphabet: usize) -> Self {
-        let dense = alphabet.min(DENSE_SYMBOLS as usize) as u32;
-        PairSlots {
-            dense,
-            table: vec![0; (dense * dense) as usize],
-            others: FxHashMap::default(),
-            pairs: Vec::new(),
-            building: Vec::new(),
-        }
-    }
-
-    /// The number of `pair` (a new one if not seen yet).
-    #[inline]
-    fn slot(&mut self, pair: Pair) -> usize {
-        let fresh = self.pairs.len() as u32;
-        let at = if pair.0 < self.dense && pair.1 < self.dense {
-            let slot = &mut self.table[(pair.0 * self.dense + pair.1) as usize];
-            if *slot == 0 {
-                *slot = fresh + 1;
-            }
-            (*slot - 1) as usize
-        } else {
-            *self.others.entry(pair).or_insert(fresh) as usize
-        };
-        if at == fresh as usize {
-            self.pairs.push(pair);
-            self.building.push(Building::default());
-        }
-        at
-    }
-}
-
-/// Call `f(pair, word)` for each pair of shard `shard` in each word, in order.
-/// With several shards a word's pairs of this shard are picked out first
-/// without a branch (`mine`): which shard a pair hashes to is a coin toss,
-/// and a branch on it missed its prediction at every other pair (a sixth of
-/// the index's time on two threads).
-fn for_pairs_of_shard<S: Symbol>(
-    words: &Words<S>,
-    shard: usize,
-    mask: usize,
-    mut f: impl FnMut(Pair, u32),
-) {
-    let mut mine: Vec<Pair> = Vec::new();
-    for i in 0..words.count() {
-        let word = words.get(i);
-        if mask == 0 {
-            for p in word.windows(2) {
-                f((p[0].id(), p[1].id()), i as u32);
-            }
-            continue;
-        }
-        if mine.len() < word.len() {
-            mine.resize(word.len(), (0, 0));
-        }
-        let mut n = 0;
-        for p in word.windows(2) {
-            let p = (p[0].id(), p[1].id());
-            mine[n] = p;
-            n += usize::from(shard_of(p) & mask == shard);
-        }
-        for &p in &mine[..n] {
-            f(p, i as u32);
-        }
-    }
-}
-
-/// The (word, pair number) of each pair a word adds to a list, in word
-/// order, in 4 bytes each: a word's pair numbers after its id (its top bit set).
-struct Listed {
-    entries: Vec<u32>,
-    word: Option<u32>,
-}
-
-impl Listed {
-    const WORD: u32 = 1 << 31;
-
-    #[inline]
-    fn push(&mut self, word: u32, pair: usize) {
-        if self.word != Some(word) {
-            assert!(word < Self::WORD, "at most 2^31 words");
-            self.entries.push(word | Self::WORD);
-            self.word = Some(word);
-        }
-        debug_assert!(pair < Self::WORD as usize);
-        self.entries.push(pair as u32);
-    }
-
-    /// `f(word, pair number)` for each entry, in order.
-    fn for_each(&self, mut f: impl FnMut(u32, usize)) {
-        let mut word = 0;
-        for &e in &self.entries {
-            if e & Self::WORD != 0 {
-                word = e & !Self::WORD;
-            } else {
-                f(word, e as usize);
-            }
-        }
-    }
-}
-
-/// A pair of `shard_index`'s pass 1: its count, the bytes of its word list,
-/// and 1 + the last word listed (0: none yet). 16 bytes: pass 1 reaches one
-/// for every pair occurrence, scattered over the shard's pairs (with 32, an
-/// offset and an `Option` besides, the loads of these missed the cache most).
-#[derive(Default)]
-struct Building {
-    count: u64,
-    size: u32,
-    last: u32,
-}
-
-impl Building {
-    /// Word `i` (of count `freq`) holds the pair once more: whether the
-    /// word is new to its list.
-    #[inline]
-    fn add(&mut self, i: u32, freq: u64) -> bool {
-        self.count += freq;
-        if self.last == i + 1 {
-            return false;
-        }
-        self.size += varint_len(i - self.last.saturating_sub(1)) as u32;
-        self.last = i + 1;
-        true
-    }
-}
-
-/// Where a pair's list goes on in the arena in pass 2, and 1 + the last word
-/// written (0: none yet).
-struct Cursor {
-    at: usize,
-    last: u32,
-}
-
 /// Every pair with a positive count and its stats, in shards by a hash of the
 /// pair (a power of two of them) as `initial_pair_index` builds them, one per
 /// thread. The shards are never joined into one map: on SuperBPE's stage 2 of
@@ -368,6 +114,25 @@ struct Shard {
 }
 
 impl Shard {
+    /// The shard of the initial words' `pairs`, each with its count and
+    /// list size (`building`) and its list's end in `base` (`cursors`).
+    fn of_lists(pairs: &[Pair], building: &[Building], cursors: &[Cursor], base: Vec<u8>) -> Shard {
+        let lists = (pairs.iter().zip(building).zip(cursors)).map(|((&p, b), c)| {
+            let words = WordList {
+                at: (c.at - b.size as usize) as u64,
+                len: b.size,
+            };
+            (key_of(p), b.count, words)
+        });
+        let map = PairTable::of_pairs(lists);
+        Shard {
+            map,
+            base,
+            extra: Vec::new(),
+            garbage: 0,
+        }
+    }
+
     fn bytes(&self, list: WordList) -> &[u8] {
         let (at, len) = (list.at as usize, list.len as usize);
         match at.checked_sub(self.base.len()) {

@@ -123,13 +123,13 @@ impl<S: Symbol> Scatter<S> {
     /// thread reads or writes them meanwhile.
     #[inline]
     pub(super) unsafe fn write(&self, at: usize, ids: &[u32], i: usize, n: u64) {
-        // SAFETY: as the caller promised.
+        // SAFETY: as the caller promised (written, not read: the room may
+        // be uninitialized).
         unsafe {
-            let word = std::slice::from_raw_parts_mut(self.symbols.add(at), ids.len());
-            for (s, &id) in word.iter_mut().zip(ids) {
-                *s = S::of(id);
+            for (k, &id) in ids.iter().enumerate() {
+                self.symbols.add(at + k).write(S::of(id));
             }
-            *self.freqs.add(i) = n;
+            self.freqs.add(i).write(n);
         }
     }
 }

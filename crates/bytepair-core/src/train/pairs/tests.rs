@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::train::symbols::runs_of;
+use crate::train::words::{Symbol, Words};
 
 #[test]
 fn word_lists_round_trip() {
@@ -85,12 +86,17 @@ fn the_index_holds_each_pairs_count_and_words_on_any_number_of_threads() {
             }
         }
     }
-    for threads in [1, 2, 3, 8] {
+    // An alphabet of 3001: streams on several threads, a record on one;
+    // of 40000: each thread reads every word (no pair fits a stream entry).
+    for (threads, alphabet) in [1, 2, 3, 8]
+        .into_iter()
+        .flat_map(|t| [(t, 3001), (t, 40_000)])
+    {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
             .unwrap();
-        let got = pool.install(|| initial_pair_index(&words, &freqs, 3001));
+        let got = pool.install(|| initial_pair_index(&words, &freqs, alphabet));
         assert_eq!(got.len(), want.len(), "{threads} threads");
         for (p, (count, ids)) in &want {
             let got_count = got.count(p).expect("every pair indexed");
