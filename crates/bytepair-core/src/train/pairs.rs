@@ -6,7 +6,6 @@
 mod index;
 mod table;
 
-
 use super::Pair;
 pub(super) use index::initial_pair_index;
 use index::{Building, Cursor};

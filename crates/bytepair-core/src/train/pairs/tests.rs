@@ -2,6 +2,7 @@
 //! index built on any number of threads.
 
 use super::*;
+use rustc_hash::FxHashMap;
 use crate::train::symbols::runs_of;
 use crate::train::words::{Symbol, Words};
 
