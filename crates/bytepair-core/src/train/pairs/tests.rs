@@ -2,9 +2,9 @@
 //! index built on any number of threads.
 
 use super::*;
-use rustc_hash::FxHashMap;
 use crate::train::symbols::runs_of;
 use crate::train::words::{Symbol, Words};
+use rustc_hash::FxHashMap;
 
 #[test]
 fn word_lists_round_trip() {
