@@ -56,7 +56,7 @@ fn pool_index(threads: usize, words: &Words<u16>, freqs: &[u64]) -> PairMap {
         .num_threads(threads)
         .build()
         .unwrap();
-    pool.install(|| initial_pair_index(words, freqs, 5))
+    pool.install(|| initial_pair_index(words, freqs, 5, 0))
 }
 
 #[test]
@@ -97,7 +97,7 @@ fn the_index_holds_each_pairs_count_and_words_on_any_number_of_threads() {
             .num_threads(threads)
             .build()
             .unwrap();
-        let got = pool.install(|| initial_pair_index(&words, &freqs, alphabet));
+        let got = pool.install(|| initial_pair_index(&words, &freqs, alphabet, 0));
         assert_eq!(got.len(), want.len(), "{threads} threads");
         for (p, (count, ids)) in &want {
             let got_count = got.count(p).expect("every pair indexed");
