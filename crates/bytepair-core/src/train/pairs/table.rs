@@ -92,6 +92,12 @@ impl PairTable {
         table
     }
 
+    /// Slots of the table (tests).
+    #[cfg(test)]
+    pub(super) fn slots(&self) -> usize {
+        self.counts.len()
+    }
+
     /// Pairs held.
     pub(super) fn len(&self) -> usize {
         self.len
