@@ -166,6 +166,41 @@ fn a_tally_that_expects_more_text_grows_for_the_words_projected() {
     assert_eq!(projected.into_counts(), plain.into_counts());
 }
 
+/// Summing tallies of mostly distinct words (SentencePiece units of
+/// multilingual text) fills the narrow table up to 3/4, as the parts do,
+/// without growing it at the end on one thread; the long words moved over
+/// keep their counts and key bytes.
+#[test]
+fn a_parallel_merge_of_distinct_words_fills_the_narrow_table_without_growing_it() {
+    let long = |i: u64| format!("a long word of more than thirty-one bytes {i}").into_bytes();
+    let tally = |words: std::ops::Range<u64>| {
+        let mut tally = WordTally::default();
+        for i in words {
+            tally.add(format!("w{i}").as_bytes(), i % 3 + 1);
+            if i % 10 == 0 {
+                tally.add(&long(i / 10), 2);
+            }
+        }
+        tally
+    };
+    // 1,800 and 1,100 words, each in 4,096 slots: 2,900 fit at 3/4 full.
+    let (mut got, other) = (tally(0..1_800), tally(5_000..6_100));
+    assert_eq!((got.narrow.len(), other.narrow.len()), (4096, 4096));
+    let mut want = got.clone_counts();
+    for (word, n) in other.clone_counts() {
+        *want.entry(word).or_insert(0) += n;
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    pool.install(|| got.merge_parallel(other));
+    assert_eq!(got.narrow.len(), 4096, "grown for no word of the sum");
+    let long_bytes: usize = got.long_words.keys().map(Vec::len).sum();
+    assert_eq!(got.long_bytes, long_bytes);
+    assert_eq!(got.into_counts(), want);
+}
+
 impl WordTally {
     fn clone_counts(&self) -> WordCounts {
         let mut counts = WordCounts::default();
