@@ -202,7 +202,7 @@ mod tests {
         assert_eq!(h.min_count_within(5, &cost), 1 << 41); // none fits
         assert_eq!(h.cost_from(u64::MAX, &cost), 0);
         let run = TrainingCost::for_run(32256, 32000);
-        assert_eq!(run.words_budget(200 << 20), (200 << 20) - 128_000_000);
+        assert_eq!(run.words_budget(300 << 20), (300 << 20) - 128_000_000);
         assert_eq!(run.words_budget(64 << 20), 32 << 20, "at least half");
         h.keep_from(3);
         assert_eq!((h.cost_from(0, &cost), h.row_bytes_from(0)), (60, 6 * 17));
