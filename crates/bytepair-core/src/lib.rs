@@ -75,7 +75,7 @@ pub mod wordcounts;
 
 pub use cut::CutRule;
 pub use encode::{EncodeError, Encoder, EncoderError, VocabTables};
-pub use memory::BufferPool;
+pub use memory::{mapped_bytes, BufferPool};
 pub use pretokenize::{PatternError, PreTokenizer};
 pub use progress::Progress;
 

@@ -163,7 +163,31 @@ fn map_zeroed(size: usize) -> Option<std::ptr::NonNull<u8>> {
             libc::madvise(aligned as *mut libc::c_void, size, libc::MADV_HUGEPAGE);
         }
     }
+    MAPPED_BYTES.fetch_add(size, std::sync::atomic::Ordering::Relaxed);
     std::ptr::NonNull::new(aligned as *mut u8)
+}
+
+/// Unmap the `bytes` bytes at `addr` that `map_zeroed` mapped.
+///
+/// # Safety
+/// A whole mapping of `map_zeroed`, which nothing uses any more.
+#[cfg(target_os = "linux")]
+unsafe fn unmap(addr: usize, bytes: usize) {
+    MAPPED_BYTES.fetch_sub(bytes, std::sync::atomic::Ordering::Relaxed);
+    // SAFETY: as the caller promised.
+    unsafe { libc::munmap(addr as *mut libc::c_void, bytes) };
+}
+
+/// Bytes held in mappings of `map_zeroed` (spares included).
+static MAPPED_BYTES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Bytes this process holds in tables mapped from the OS rather than taken
+/// from the global allocator (Linux: the pair index's tables, the counting
+/// tallies and their kept spares, each of 256 KiB or more). A counting
+/// global allocator misses them: what training holds is its heap plus
+/// these (`tests/training_budget.rs`).
+pub fn mapped_bytes() -> usize {
+    MAPPED_BYTES.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 impl<T: Copy> ZeroedSlice<T> {
@@ -279,7 +303,7 @@ impl<T: Copy> Drop for ZeroedSlice<T> {
                 keep_spare(self.ptr.cast(), self.mapped);
             } else {
                 // SAFETY: mapped in `mapped` with this size, and no longer used.
-                unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.mapped) };
+                unsafe { unmap(self.ptr.as_ptr() as usize, self.mapped) };
             }
             return;
         }
@@ -321,25 +345,25 @@ fn take_spare(size: usize) -> Option<std::ptr::NonNull<u8>> {
 /// it alone would).
 #[cfg(target_os = "linux")]
 fn keep_spare(ptr: std::ptr::NonNull<u8>, size: usize) {
-    let mut unmap = vec![];
+    let mut unmapped = vec![];
     {
         let mut spares = spares();
         if size > MAX_SPARE_BYTES {
-            unmap.push((ptr.as_ptr() as usize, size));
+            unmapped.push((ptr.as_ptr() as usize, size));
         } else {
             spares.push((ptr.as_ptr() as usize, size));
             let mut kept: usize = spares.iter().map(|&(_, bytes)| bytes).sum();
             while kept > MAX_SPARE_BYTES {
                 let oldest = spares.remove(0);
                 kept -= oldest.1;
-                unmap.push(oldest);
+                unmapped.push(oldest);
             }
         }
     }
-    for (addr, bytes) in unmap {
+    for (addr, bytes) in unmapped {
         // SAFETY: a mapping of `bytes` bytes that left `SPARES` (or never
         // entered it) and that no slice uses.
-        unsafe { libc::munmap(addr as *mut libc::c_void, bytes) };
+        unsafe { unmap(addr, bytes) };
     }
 }
 
@@ -349,7 +373,7 @@ fn release_spares() {
     #[cfg(target_os = "linux")]
     for (addr, bytes) in spares {
         // SAFETY: as in `keep_spare`.
-        unsafe { libc::munmap(addr as *mut libc::c_void, bytes) };
+        unsafe { unmap(addr, bytes) };
     }
     #[cfg(not(target_os = "linux"))]
     drop(spares);

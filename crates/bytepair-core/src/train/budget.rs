@@ -17,13 +17,23 @@ use crate::count::WordSource;
 /// Per word: its row (12 + len), sort key and rank (20, while the words are
 /// built), start, length and count (20), a symbol per byte (2 bytes, 4 when
 /// ids pass 65,535), about one word-list entry per byte (~1.1 bytes), and its
-/// share of the pairs made by merges (~20). Per merge: the pairs it makes
-/// (~30, each in the pair map, a waiting list and the heap: ~2 KB). Measured
-/// with vocab 32000 on 8 M generated words (`bench/gen_heaps_corpus.py`,
-/// 2 GB, mean length 14.4 bytes): peak RSS growth of `train_from_counts` 93
-/// bytes a word, 50 MB of it pyarrow's and the interpreter's; on the 1.5 M
-/// words counted 3 times or more: 113 bytes a word (the pairs of 32k merges
-/// weigh more). The constants leave 15-25% more room.
+/// share of the pairs (~35). Per merge: the pairs it makes (~30, each in the
+/// pair index, a waiting list and the heap: ~3.5 KB). The pair index's
+/// open-addressed tables (`pairs::table`) hold 2-4 slots of 32 bytes a
+/// pair, and old and new while one grows: about 1.7x hashbrown's 1.1-2.3
+/// entries of 33 bytes, hence 64 and 4000 where 48 and 2500 were measured
+/// with hashbrown. Measured with vocab 32000 on 8 M generated words
+/// (`bench/gen_heaps_corpus.py`, 2 GB, mean length 14.4 bytes): peak RSS
+/// growth of `train_from_counts` 93 bytes a word, 50 MB of it pyarrow's and
+/// the interpreter's; on the 1.5 M words counted 3 times or more: 113 bytes
+/// a word (the pairs of 32k merges weigh more). With the open-addressed
+/// tables (2 GB, 7.85 M words, `bench/bench_budget.py`): 84 bytes a word
+/// with pyarrow warm, 0.39-0.68x the budget within 64 MiB-1 GiB under the
+/// old constants; on `tests/training_budget.rs`' syllable words (8000
+/// merges, a recount of ~250k pairs into 32 MiB of tables) heap and tables
+/// peaked at 57-64 MiB within 64 MiB under the old constants, 56 under
+/// these (79-83 within 128 MiB). Real text keeps 30-60% of room; words
+/// with many distinct pairs per word 10-15%.
 #[derive(Debug, Clone, Copy)]
 pub struct TrainingCost {
     pub per_word: u64,
@@ -44,9 +54,9 @@ impl TrainingCost {
     /// in all (past 65,536, 32-bit ids: see `words::Symbol`).
     pub fn for_run(ids: usize, merges: usize) -> Self {
         TrainingCost {
-            per_word: 48,
+            per_word: 64,
             per_byte: if ids > 1 << 16 { 6 } else { 4 },
-            per_merge: 2500,
+            per_merge: 4000,
             merges: merges as u64,
         }
     }
@@ -192,7 +202,7 @@ mod tests {
         assert_eq!(h.min_count_within(5, &cost), 1 << 41); // none fits
         assert_eq!(h.cost_from(u64::MAX, &cost), 0);
         let run = TrainingCost::for_run(32256, 32000);
-        assert_eq!(run.words_budget(200 << 20), (200 << 20) - 80_000_000);
+        assert_eq!(run.words_budget(300 << 20), (300 << 20) - 128_000_000);
         assert_eq!(run.words_budget(64 << 20), 32 << 20, "at least half");
         h.keep_from(3);
         assert_eq!((h.cost_from(0, &cost), h.row_bytes_from(0)), (60, 6 * 17));
