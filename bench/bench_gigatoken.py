@@ -68,7 +68,6 @@ def rank_file(ranks: str) -> str:
 def child(tool: str, ranks: str, corpus: str, limit: int, repeat: int, rank_file: str) -> dict:
     """Time `tool` in this process; return MB/s, a checksum of the ids and peak RSS."""
     import hashlib
-    import resource
 
     import numpy as np
 
@@ -105,7 +104,7 @@ def child(tool: str, ranks: str, corpus: str, limit: int, repeat: int, rank_file
         "warm": mb / statistics.median(times[1:]),
         "tokens": len(ids),
         "ids": digest,
-        "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+        "peak_mib": common.peak_rss_mib(),
     }
 
 

@@ -139,8 +139,6 @@ def checksum(ids) -> str:
 def child(
     tool: str, name: str, corpus: str, mode: str, limit: int, repeat: int, clock=time.perf_counter
 ) -> dict:
-    import resource
-
     raw = common.corpus_path(corpus).read_bytes()[:limit]
     text = raw.decode("utf-8", errors="ignore")
     docs = [line for line in text.split("\n") if line.strip()]
@@ -156,7 +154,7 @@ def child(
         "cold": mb / times[0],
         "warm": mb / statistics.median(times[1:]),
         "ids": checksum(ids),
-        "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_mib": common.peak_rss_mib(),
     }
 
 

@@ -37,8 +37,6 @@ HELD_OUT_BYTES = 2_000_000
 
 
 def child(tool: str, train_path: str, held_path: str, vocab: int, threads: int, out: str) -> dict:
-    import resource
-
     # Imported before the clock starts: `import bytepair` takes ~0.2 s (its
     # counting module's dependencies), sentencepiece's ~5 ms, neither is training.
     import sentencepiece
@@ -68,7 +66,7 @@ def child(tool: str, train_path: str, held_path: str, vocab: int, threads: int, 
         )
     seconds = time.perf_counter() - start
     cpu = time.process_time() - cpu_start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = common.peak_rss_mib()
     sp = sentencepiece.SentencePieceProcessor(model_file=out)
     held = open(held_path, encoding="utf-8").read()
     tokens = sum(len(ids) for ids in sp.encode(held.split("\n")))
