@@ -8,12 +8,7 @@
 /// If no thread can be started, the closure, value included, is dropped
 /// right here.
 pub(crate) fn drop_in_background<T: Send + 'static>(value: T) {
-    let _ = std::thread::Builder::new()
-        .name("bytepair-free".into())
-        .spawn(move || {
-            drop(value);
-            release_freed_memory();
-        });
+    drop_on_thread(value, release_freed_memory);
 }
 
 /// Free `value` on another thread between two stages of a run, then unmap
@@ -30,11 +25,17 @@ pub(crate) fn drop_in_background<T: Send + 'static>(value: T) {
 /// pair index faulted 1.3 k pages where it faulted 2.7 k, one thread). If
 /// no thread can be started, `value` is dropped right here.
 pub(crate) fn free_in_background<T: Send + 'static>(value: T) {
+    drop_on_thread(value, release_spares);
+}
+
+/// Drop `value` on a new thread, then run `then` there; if no thread can be
+/// started, the closure, value included, is dropped right here.
+fn drop_on_thread<T: Send + 'static>(value: T, then: fn()) {
     let _ = std::thread::Builder::new()
         .name("bytepair-free".into())
         .spawn(move || {
             drop(value);
-            release_spares();
+            then();
         });
 }
 
