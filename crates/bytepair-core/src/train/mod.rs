@@ -205,25 +205,19 @@ struct Trainer<S: Symbol> {
 }
 
 impl<S: Symbol> Trainer<S> {
-    /// A trainer over `words` (token ids indexing `token_bytes`) for up to
-    /// `merges` merges; no token longer than `max_chars` UTF-8 characters
-    /// (`usize::MAX`: no limit).
+    /// A trainer over `words` (token ids indexing `token_bytes`); no token
+    /// longer than `max_chars` UTF-8 characters (`usize::MAX`: no limit).
     fn new(
         words: Words<S>,
         freqs: Vec<u64>,
         token_bytes: Vec<Vec<u8>>,
         taken: FxHashSet<Vec<u8>>,
-        (options, merges): (&TrainOptions, usize),
+        options: &TrainOptions,
         max_chars: usize,
     ) -> Self {
         let token_prefix = token_bytes.iter().map(|b| TokenPrefix::of(b)).collect();
         let token_size = token_bytes.iter().map(|b| size_of_token(b)).collect();
-        // Room for the pairs of the merges the words can take (each takes
-        // a symbol at least), and of 2^17 at most: a vocab_size of 10^10
-        // must not reserve tables for them up front (past that, the tables
-        // grow as the loop goes).
-        let merges = merges.min(words.capacity() - words.count()).min(1 << 17);
-        let pairs = initial_pair_index(&words, &freqs, token_bytes.len(), merges);
+        let pairs = initial_pair_index(&words, &freqs, token_bytes.len());
         let vocabulary = token_bytes.len();
         let live_symbols = words.capacity();
         let mut t = Trainer {
@@ -477,7 +471,7 @@ impl Run {
             freqs,
             self.token_bytes,
             self.taken,
-            (options, self.num_merges),
+            options,
             self.max_chars,
         );
         if let Some(rules) = self.rules {

@@ -114,25 +114,8 @@ struct Shard {
 
 impl Shard {
     /// The shard of the initial words' `pairs`, each with its count and
-    /// list size (`building`) and its list's end in `base` (`cursors`),
-    /// its table with room for the pairs `merges` merges make.
-    ///
-    /// Why the room: a table that fills up in the merge loop grows to a
-    /// fresh one twice its size (its pages faulted in and zeroed, every
-    /// pair filed again), on the loop's thread: multilingual 10 MB / 16k
-    /// (92.6 k pairs at first, 141.7 k at most) grew once, 14-28 ms of a
-    /// ~200 ms loop (1 thread, loaded host); enwiki (3.1 k, then 54.8 k)
-    /// four times, ~5 ms. The peak of live pairs against the initial ones
-    /// and the merges (1 thread, 16k vocab unless said): multilingual 10 MB
-    /// 92.6 k + 4.5 a merge, enwiki 10 MB 3.1 k + 3.3, code 2.7 k + 1.5,
-    /// enwiki 20 MB / 32k 3.5 k + 2.7; a table holds up to twice the pairs
-    /// it is asked for (its slots are a power of two, at most half full),
-    /// so a quarter more than the initial pairs and two a merge cover them.
-    fn of_lists(
-        (pairs, building, cursors): (&[Pair], &[Building], &[Cursor]),
-        base: Vec<u8>,
-        merges: usize,
-    ) -> Shard {
+    /// list size (`building`) and its list's end in `base` (`cursors`).
+    fn of_lists(pairs: &[Pair], building: &[Building], cursors: &[Cursor], base: Vec<u8>) -> Shard {
         let lists = (pairs.iter().zip(building).zip(cursors)).map(|((&p, b), c)| {
             let words = WordList {
                 at: (c.at - b.size as usize) as u64,
@@ -140,8 +123,7 @@ impl Shard {
             };
             (key_of(p), b.count, words)
         });
-        let room = pairs.len() / 4 + 2 * merges;
-        let map = PairTable::of_pairs(lists, room);
+        let map = PairTable::of_pairs(lists);
         Shard {
             map,
             base,
@@ -213,14 +195,6 @@ impl PairMap {
     #[inline]
     pub(super) fn prefetch(&self, pair: Pair) {
         self.shards[self.shard(pair)].map.prefetch(key_of(pair));
-    }
-
-    /// Ask for the cache line `pair`'s count is read from (`count`).
-    #[inline]
-    pub(super) fn prefetch_count(&self, pair: Pair) {
-        self.shards[self.shard(pair)]
-            .map
-            .prefetch_count(key_of(pair));
     }
 
     /// Take `n` off `pair`'s count, removing it at 0 (one probe); false if absent.

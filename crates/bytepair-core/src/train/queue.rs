@@ -5,7 +5,6 @@
 
 use std::cmp::Ordering as CmpOrdering;
 
-use super::pairs::AHEAD;
 use super::words::Symbol;
 use super::{Pair, TokenPrefix, Trainer};
 
@@ -106,15 +105,7 @@ impl<S: Symbol> Trainer<S> {
         }
         self.threshold /= 2;
         let bucket = std::mem::take(&mut self.waiting[bucket_of(self.threshold)]);
-        // Thousands of pairs a bucket, each count a cache miss in the pair
-        // map: asked for `AHEAD` pairs ahead.
-        bucket[..bucket.len().min(AHEAD)]
-            .iter()
-            .for_each(|&p| self.pairs.prefetch_count(p));
-        for (k, &p) in bucket.iter().enumerate() {
-            if let Some(&q) = bucket.get(k + AHEAD) {
-                self.pairs.prefetch_count(q);
-            }
+        for p in bucket {
             match self.live_count(p) {
                 0 => {}
                 n => self.enqueue(p, n),
@@ -133,13 +124,7 @@ impl<S: Symbol> Trainer<S> {
                 continue;
             }
             let top = self.heap.pop()?;
-            let next = self.heap.peek();
-            // The next entry's live count is looked up next if this one
-            // is stale: its cache miss overlaps this one's.
-            if let Some(next) = next {
-                self.pairs.prefetch_count(next.pair);
-            }
-            if !next.is_some_and(|c| c.same_key(&top)) {
+            if !self.heap.peek().is_some_and(|c| c.same_key(&top)) {
                 // One entry with its key (nearly always): no tie to settle.
                 match self.live_count(top.pair) {
                     n if n == top.count => {

@@ -74,8 +74,7 @@ impl<S: Symbol> Trainer<S> {
         // run's peak (twice the pairs' memory, past a training budget).
         self.pairs = PairMap::empty();
         self.heap = BinaryHeap::new();
-        // No room for new pairs: a recount comes late, when merges make few.
-        self.pairs = initial_pair_index(&self.words, &self.freqs, self.token_bytes.len(), 0);
+        self.pairs = initial_pair_index(&self.words, &self.freqs, self.token_bytes.len());
         self.rare = RarePairs {
             below: 0,
             skipped: 0,

@@ -257,14 +257,7 @@ fn leaving_rare_pairs_out_keeps_the_merges() {
         let (w, freqs) = Words::<u16>::from_counts(&counts);
         let bytes = (0..=255u8).map(|b| vec![b]).collect();
         let options = TrainOptions::default();
-        let mut t = Trainer::new(
-            w,
-            freqs,
-            bytes,
-            Default::default(),
-            (&options, 40),
-            usize::MAX,
-        );
+        let mut t = Trainer::new(w, freqs, bytes, Default::default(), &options, usize::MAX);
         t.rare.below = below;
         let progress = Progress::default();
         let (merges, stop, tokens) =

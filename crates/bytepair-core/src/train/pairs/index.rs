@@ -29,19 +29,14 @@ use crate::train::Pair;
 /// does not keep; on one thread a stream is a copy of the words that
 /// `shard_of_words` reads as fast.)
 ///
-/// `alphabet`: every symbol of the words is below it. `merges`: the merges
-/// the loop is to learn (the tables leave room for the pairs they make,
-/// `Shard::of_lists`).
+/// `alphabet`: every symbol of the words is below it.
 pub(in crate::train) fn initial_pair_index<S: Symbol>(
     words: &Words<S>,
     freqs: &[u64],
     alphabet: usize,
-    merges: usize,
 ) -> PairMap {
     let threads = rayon::current_num_threads().clamp(1, 8);
     let mask = threads.next_power_of_two() - 1;
-    // Pairs hash evenly over the shards.
-    let merges = merges.div_ceil(mask + 1);
     let streams = (mask > 0).then(|| stream_bits(words, alphabet, mask + 1, STREAM_MAX_ENTRIES));
     let shards = match streams.flatten() {
         Some(bits) => {
@@ -58,12 +53,12 @@ pub(in crate::train) fn initial_pair_index<S: Symbol>(
             }
             by_shard
                 .into_par_iter()
-                .map(|streams| shard_of_streams(streams, freqs, (alphabet, merges), bits))
+                .map(|streams| shard_of_streams(streams, freqs, alphabet, bits))
                 .collect()
         }
         None => (0..=mask)
             .into_par_iter()
-            .map(|shard| shard_of_words(words, freqs, (alphabet, merges), (shard, mask)))
+            .map(|shard| shard_of_words(words, freqs, alphabet, (shard, mask)))
             .collect(),
     };
     PairMap { shards, mask }
@@ -190,7 +185,7 @@ fn scatter<S: Symbol>(
 fn shard_of_streams(
     mut streams: Vec<Vec<u32>>,
     freqs: &[u64],
-    (alphabet, merges): (usize, usize),
+    alphabet: usize,
     bits: u32,
 ) -> Shard {
     let mut slots = PairSlots::new(alphabet);
@@ -202,7 +197,7 @@ fn shard_of_streams(
         lists.add_recorded(stream);
     }
     drop(streams);
-    lists.into_shard(&slots, merges)
+    lists.into_shard(&slots)
 }
 
 /// The pairs of shard `shard` (`shard_of(pair) & mask`) in every word,
@@ -210,7 +205,7 @@ fn shard_of_streams(
 fn shard_of_words<S: Symbol>(
     words: &Words<S>,
     freqs: &[u64],
-    (alphabet, merges): (usize, usize),
+    alphabet: usize,
     (shard, mask): (usize, usize),
 ) -> Shard {
     let mut slots = PairSlots::new(alphabet);
@@ -244,7 +239,7 @@ fn shard_of_words<S: Symbol>(
             }
         }),
     }
-    lists.into_shard(&slots, merges)
+    lists.into_shard(&slots)
 }
 
 /// Entries a shard's `Listed` may hold (4 bytes each; 10 MB of
@@ -471,10 +466,8 @@ impl Lists {
         }
     }
 
-    /// The shard, its table with room for the pairs of `merges` merges.
-    fn into_shard(self, slots: &PairSlots, merges: usize) -> Shard {
-        let lists = (&slots.pairs[..], &slots.building[..], &self.cursors[..]);
-        Shard::of_lists(lists, self.base, merges)
+    fn into_shard(self, slots: &PairSlots) -> Shard {
+        Shard::of_lists(&slots.pairs, &slots.building, &self.cursors, self.base)
     }
 }
 

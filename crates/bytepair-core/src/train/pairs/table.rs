@@ -70,14 +70,14 @@ impl PairTable {
         }
     }
 
-    /// A table of `pairs` (key, count, word list; distinct keys) with room
-    /// for `room` more, the home slots asked for `AHEAD` inserts ahead: the
-    /// pairs come in first-seen order, each slot a cache miss of its own.
-    pub(super) fn of_pairs<I>(pairs: I, room: usize) -> Self
+    /// A table of `pairs` (key, count, word list; distinct keys), the home
+    /// slots asked for `AHEAD` inserts ahead: the pairs come in first-seen
+    /// order, each slot a cache miss of its own.
+    pub(super) fn of_pairs<I>(pairs: I) -> Self
     where
         I: ExactSizeIterator<Item = (PairKey, u64, WordList)> + Clone,
     {
-        let mut table = PairTable::with_capacity(pairs.len() + room);
+        let mut table = PairTable::with_capacity(pairs.len());
         let mut ahead = pairs.clone().map(|(key, _, _)| key);
         ahead
             .by_ref()
@@ -90,12 +90,6 @@ impl PairTable {
             table.insert(key, count, list);
         }
         table
-    }
-
-    /// Slots of the table (tests).
-    #[cfg(test)]
-    pub(super) fn slots(&self) -> usize {
-        self.counts.len()
     }
 
     /// Pairs held.
@@ -123,13 +117,6 @@ impl PairTable {
         // No bounds check: a home slot is always in the table.
         prefetch_ptr(self.counts.as_ptr().wrapping_add(home));
         prefetch_ptr(self.lists.as_ptr().wrapping_add(home));
-    }
-
-    /// Ask for the cache line of `key`'s home slot's count only, ahead of
-    /// a look at its count (`find` and `count`).
-    #[inline]
-    pub(super) fn prefetch_count(&self, key: PairKey) {
-        prefetch_ptr(self.counts.as_ptr().wrapping_add(self.home(key)));
     }
 
     /// The slot of `key`, if the table holds it.

@@ -56,7 +56,7 @@ fn pool_index(threads: usize, words: &Words<u16>, freqs: &[u64]) -> PairMap {
         .num_threads(threads)
         .build()
         .unwrap();
-    pool.install(|| initial_pair_index(words, freqs, 5, 0))
+    pool.install(|| initial_pair_index(words, freqs, 5))
 }
 
 #[test]
@@ -97,31 +97,11 @@ fn the_index_holds_each_pairs_count_and_words_on_any_number_of_threads() {
             .num_threads(threads)
             .build()
             .unwrap();
-        let got = pool.install(|| initial_pair_index(&words, &freqs, alphabet, 0));
+        let got = pool.install(|| initial_pair_index(&words, &freqs, alphabet));
         assert_eq!(got.len(), want.len(), "{threads} threads");
         for (p, (count, ids)) in &want {
             let got_count = got.count(p).expect("every pair indexed");
             assert_eq!((got_count, got.words_of(p)), (*count, ids.clone()));
         }
-    }
-}
-
-#[test]
-fn the_tables_leave_room_for_the_pairs_merges_make() {
-    let runs = runs_of(&[(&[1, 2, 1, 2], 1)], 1);
-    let (words, freqs) = Words::<u16>::from_runs(&runs, |_| 0);
-    let slots = |map: &PairMap| map.shards.iter().map(|s| s.map.slots()).sum::<usize>();
-    for (threads, merges) in [(1, 0), (1, 300), (2, 300)] {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
-        let mut map = pool.install(|| initial_pair_index(&words, &freqs, 5, merges));
-        let before = slots(&map);
-        // Two new pairs a merge (`Shard::of_lists`).
-        for k in 0..2 * merges as u32 {
-            map.insert((10, k), 1, &[0]);
-        }
-        assert_eq!(slots(&map), before, "{threads} threads, {merges} merges");
     }
 }
